@@ -1,0 +1,370 @@
+/*
+ * raydex.h: the whole public C API of raydex, a GPU-resident index library.
+ *
+ * raydex answers batched point lookups, range scans, spatial queries and spatial joins over
+ * key columns and point layers held in host or GPU memory. One context owns a backend (CPU
+ * threads, CUDA, or OptiX for the ray-tracing kinds), a memory account and a message buffer.
+ *
+ * Conventions for every call in this header:
+ *  - Every fallible call returns an rdx_status; none aborts or prints. On failure
+ *    rdx_context_message(ctx) holds one sentence naming the function, the problem and the
+ *    offending value.
+ *  - A context and the objects made in it are used by one thread at a time; separate contexts are
+ *    independent and may be used from separate threads.
+ *  - Calls are synchronous: they return with results in caller memory.
+ *  - The caller owns every buffer it passes; raydex keeps no pointer to it after the call returns.
+ *    raydex owns its scratch memory, which the context's memory account counts and limits.
+ *  - Mutating calls are all-or-nothing: on any failure the object is exactly as it was.
+ *  - Arrays cross the API as rdx_array (pointer, rows, columns, dtype, location) so host or device
+ *    memory is handed over without copies the caller did not ask for.
+ *
+ * ABI policy: within a major version, functions are only added and option structs only grow at
+ * their end (each starts with its own size, so an old caller keeps working). Enum values and
+ * status numbers are never reused.
+ */
+#ifndef RAYDEX_H
+#define RAYDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RDX_VERSION_MAJOR 0
+#define RDX_VERSION_MINOR 1
+#define RDX_VERSION_PATCH 0
+#define RDX_VERSION_NUMBER (RDX_VERSION_MAJOR * 10000 + RDX_VERSION_MINOR * 100 + RDX_VERSION_PATCH)
+
+#if defined(_WIN32)
+#define RDX_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define RDX_API __attribute__((visibility("default")))
+#else
+#define RDX_API
+#endif
+
+#if defined(__cplusplus) && __cplusplus >= 201703L
+#define RDX_NODISCARD [[nodiscard]]
+#elif defined(__GNUC__)
+#define RDX_NODISCARD __attribute__((warn_unused_result))
+#else
+#define RDX_NODISCARD
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* Status codes                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* X(name, number, sentence). Numbers are stable and never reused. */
+#define RDX_STATUS_MAP(X)                                                                      \
+  X(OK, 0, "success")                                                                          \
+  X(ERR_INVALID_ARGUMENT, 1, "invalid argument")                                               \
+  X(ERR_UNSUPPORTED, 2, "operation not supported by this index kind or backend")               \
+  X(ERR_HOST_OUT_OF_MEMORY, 3, "out of host memory")                                           \
+  X(ERR_DEVICE_OUT_OF_MEMORY, 4, "out of device memory")                                       \
+  X(ERR_NO_BACKEND, 5, "the requested backend is not built or has no device")                  \
+  X(ERR_CUDA, 6, "CUDA runtime error")                                                         \
+  X(ERR_OPTIX, 7, "OptiX error")                                                               \
+  X(ERR_IO, 8, "file input or output failed")                                                  \
+  X(ERR_PARSE, 9, "malformed input file")                                                      \
+  X(ERR_MISUSE, 10, "misuse of a handle (stale, destroyed or from another context)")           \
+  X(ERR_INTERNAL, 11, "internal error")
+
+typedef enum rdx_status {
+#define RDX_STATUS_ENUM_(name, number, sentence) RDX_##name = number,
+  RDX_STATUS_MAP(RDX_STATUS_ENUM_)
+#undef RDX_STATUS_ENUM_
+} rdx_status;
+
+/* "RDX_ERR_PARSE" for RDX_ERR_PARSE; "RDX_UNKNOWN_STATUS" for numbers not in the map. Since 0.1. */
+RDX_API const char *rdx_status_name(rdx_status status);
+/* The sentence of the map above. Since 0.1. */
+RDX_API const char *rdx_status_string(rdx_status status);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Version and build information                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* RDX_VERSION_NUMBER of the library actually linked; compare with the header's. Since 0.1. */
+RDX_API int rdx_version_number(void);
+/* "0.1.0". Since 0.1. */
+RDX_API const char *rdx_version_string(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Enumerations. Each takes its own numeric range so that a swapped argument is rejected.      */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum rdx_backend {
+  RDX_BACKEND_AUTO = 0x200,  /* the fastest backend built and usable here */
+  RDX_BACKEND_CPU = 0x201,   /* portable C11, a thread pool of RAYDEX_THREADS threads */
+  RDX_BACKEND_CUDA = 0x202,  /* CUDA kernels; ray-tracing kinds use raydex's software BVH */
+  RDX_BACKEND_OPTIX = 0x203  /* CUDA plus OptiX for the ray-tracing kinds */
+} rdx_backend;
+
+typedef enum rdx_dtype {
+  RDX_U32 = 0x301,
+  RDX_U64 = 0x302,
+  RDX_I64 = 0x303,
+  RDX_F32 = 0x304,
+  RDX_F64 = 0x305
+} rdx_dtype;
+
+/* Where an array lives. The numbers are DLPack's device types, so tensors pass unchanged. */
+typedef enum rdx_location {
+  RDX_HOST = 1,        /* ordinary host memory */
+  RDX_DEVICE = 2,      /* CUDA device memory of the context's device */
+  RDX_HOST_PINNED = 3  /* page-locked host memory (cudaMallocHost) */
+} rdx_location;
+
+/* Key index kinds. A kind that cannot do an operation answers RDX_ERR_UNSUPPORTED. */
+typedef enum rdx_kind {
+  RDX_KIND_SCAN = 0x101,    /* full scan of the unsorted column: no build work, O(n) per query */
+  RDX_KIND_SORTED = 0x102,  /* sorted (key, row) array with a cache-resident k-ary search tree */
+  RDX_KIND_BTREE = 0x103,   /* bulk-loaded B+-tree with cache-line nodes */
+  RDX_KIND_HASH = 0x104,    /* open-addressing hash table; point lookups only */
+  RDX_KIND_RX = 0x105,      /* RX: one triangle per key, lookups are rays */
+  RDX_KIND_CGRX = 0x106     /* cgRX: one representative triangle per bucket of keys */
+} rdx_kind;
+
+/* "scan", "sorted", ...; NULL for a value that is not a kind. Since 0.1. */
+RDX_API const char *rdx_kind_name(rdx_kind kind);
+/* "auto", "cpu", "cuda", "optix"; NULL otherwise. Since 0.1. */
+RDX_API const char *rdx_backend_name(rdx_backend backend);
+/* Size in bytes of one element of dtype; 0 for a value that is not a dtype. Since 0.1. */
+RDX_API size_t rdx_dtype_size(rdx_dtype dtype);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Arrays                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A borrowed, dense, row-major array of `count` rows of `columns` elements each. Input arrays
+ * are only read, even though `data` is not const; output arrays are written in place. */
+typedef struct rdx_array {
+  void *data;            /* first element; may be NULL only when count == 0 */
+  int64_t count;         /* number of rows, >= 0; batches past 2^31 are fine */
+  int32_t columns;       /* elements per row, >= 1 (2 for [lo, hi] bounds, 2 for x,y points) */
+  rdx_dtype dtype;       /* element type */
+  rdx_location where;    /* host or device memory */
+} rdx_array;
+
+static inline rdx_array rdx_host_array(const void *data, int64_t count, rdx_dtype dtype) {
+  rdx_array a;
+  a.data = (void *)(uintptr_t)data;
+  a.count = count;
+  a.columns = 1;
+  a.dtype = dtype;
+  a.where = RDX_HOST;
+  return a;
+}
+static inline rdx_array rdx_device_array(const void *data, int64_t count, rdx_dtype dtype) {
+  rdx_array a = rdx_host_array(data, count, dtype);
+  a.where = RDX_DEVICE;
+  return a;
+}
+static inline rdx_array rdx_host_matrix(const void *data, int64_t rows, int32_t columns,
+                                        rdx_dtype dtype) {
+  rdx_array a = rdx_host_array(data, rows, dtype);
+  a.columns = columns;
+  return a;
+}
+static inline rdx_array rdx_device_matrix(const void *data, int64_t rows, int32_t columns,
+                                          rdx_dtype dtype) {
+  rdx_array a = rdx_device_array(data, rows, dtype);
+  a.columns = columns;
+  return a;
+}
+/* The "no array" value, for optional arguments such as implied row ids. */
+static inline rdx_array rdx_no_array(void) { return rdx_host_array(NULL, 0, RDX_U64); }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Context                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct rdx_context rdx_context;
+
+/* Log levels for rdx_context_options.log_fn. */
+enum { RDX_LOG_ERROR = 1, RDX_LOG_WARN = 2, RDX_LOG_INFO = 3, RDX_LOG_DEBUG = 4 };
+
+typedef struct rdx_context_options {
+  size_t size;            /* sizeof(rdx_context_options); fields past it are treated as unset */
+  rdx_backend backend;    /* 0 = RDX_BACKEND_AUTO */
+  int device;             /* CUDA device ordinal; 0 by default */
+  int n_threads;          /* CPU backend threads; 0 = RAYDEX_THREADS or the number of cores */
+  int64_t memory_limit;   /* bytes the context may hold (host for cpu, device for cuda); 0 = no limit */
+  void (*log_fn)(int level, const char *message, void *user); /* NULL = no logging */
+  void *log_user;         /* passed back to log_fn */
+} rdx_context_options;
+
+#define RDX_CONTEXT_OPTIONS_INIT {sizeof(rdx_context_options), RDX_BACKEND_AUTO, 0, 0, 0, NULL, NULL}
+
+/* Create a context. opts may be NULL for defaults. *out is set even on failure (unless out is
+ * NULL), so rdx_context_message explains it; the caller always destroys it.
+ * Returns RDX_OK, RDX_ERR_NO_BACKEND (backend not built, no GPU), RDX_ERR_INVALID_ARGUMENT,
+ * RDX_ERR_HOST_OUT_OF_MEMORY (then *out is NULL). Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_context_create(const rdx_context_options *opts,
+                                                    rdx_context **out);
+/* Destroy a context. Its indexes must be destroyed first. NULL is accepted. Since 0.1. */
+RDX_API void rdx_context_destroy(rdx_context *ctx);
+/* The sentence describing the context's last failure, "" if none. Owned by the context, valid
+ * until the next call on it. Reading it changes nothing. Since 0.1. */
+RDX_API const char *rdx_context_message(const rdx_context *ctx);
+/* The backend the context runs on (never AUTO). Since 0.1. */
+RDX_API rdx_backend rdx_context_backend(const rdx_context *ctx);
+/* Change the memory limit in bytes (0 = none). Allocations that would pass it fail with
+ * RDX_ERR_DEVICE_OUT_OF_MEMORY (cuda, optix) or RDX_ERR_HOST_OUT_OF_MEMORY (cpu). Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_context_set_memory_limit(rdx_context *ctx, int64_t bytes);
+/* Bytes the context holds now and the most it has held since creation. Since 0.1. */
+RDX_API void rdx_context_memory(const rdx_context *ctx, int64_t *in_use, int64_t *peak);
+
+/* What this build and machine offer: filled by rdx_info_get. */
+typedef struct rdx_info {
+  size_t size;                  /* sizeof(rdx_info) */
+  const char *version;          /* "0.1.0" */
+  bool cuda_built;              /* the cuda backend is compiled in */
+  bool optix_built;             /* the optix backend is compiled in */
+  int n_gpus;                   /* CUDA devices visible (0 without CUDA) */
+  char gpu_name[128];           /* name of device 0, "" without a GPU */
+  int gpu_sms;                  /* multiprocessors of device 0 */
+  int64_t gpu_memory;           /* bytes of device 0 */
+  bool optix_usable;            /* OptiX initialises with this driver */
+  bool rt_cores;                /* the GPU has ray-tracing cores */
+  rdx_backend auto_backend;     /* what RDX_BACKEND_AUTO picks for key indexes */
+  int cpu_threads;              /* threads the CPU backend uses by default */
+  char cpu_name[128];           /* from /proc/cpuinfo where available */
+} rdx_info;
+
+/* Fill *info (info->size must be set). Never fails for lack of a GPU. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_info_get(rdx_info *info);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Key indexes                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * A key index maps u32 or u64 keys to row ids. Every key value is valid, 0 and the maximum
+ * included (no sentinel keys). Duplicate keys are allowed; lookups return all their rows.
+ * Row ids are given (u32 or u64) or implied by position (0..n-1). Results are u64 row ids;
+ * RDX_MISS (2^64-1) marks a miss in one-row-per-query results. An empty key set builds an
+ * empty index on which every lookup misses. An empty batch returns an empty result.
+ *
+ * Edge cases common to every kind:
+ *  - Within one query's result, row ids are in ascending order.
+ *  - rdx_index_lookup returns the smallest row id among equal keys.
+ *  - A range [lo, hi] is inclusive; lo > hi is an empty range, not an error.
+ *  - Results are deterministic: the same inputs give the same bytes on every backend.
+ */
+typedef struct rdx_index rdx_index;
+
+#define RDX_MISS UINT64_MAX
+
+typedef struct rdx_build_options {
+  size_t size;          /* sizeof(rdx_build_options) */
+  rdx_kind kind;        /* 0 = RDX_KIND_SORTED */
+  int bucket_size;      /* cgrx: keys per bucket (1..65536); 0 = 32 */
+  int flags;            /* kind-specific RDX_BUILD_* flags; 0 = the kind's defaults */
+  double load_factor;   /* hash: target fill of the table in (0, 0.95]; 0 = 0.5 */
+} rdx_build_options;
+
+#define RDX_BUILD_OPTIONS_INIT {sizeof(rdx_build_options), RDX_KIND_SORTED, 0, 0, 0.0}
+
+/* Build an index over keys (u32 or u64, 1-D) with row ids (NULL data for implied 0..n-1, else u32
+ * or u64 of the same count). Arrays may be on the host or, for GPU contexts, on the device.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT, RDX_ERR_UNSUPPORTED (kind not on this backend),
+ * RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA, RDX_ERR_OPTIX. On failure *out is NULL. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys,
+                                                 rdx_array row_ids,
+                                                 const rdx_build_options *opts, rdx_index **out);
+/* Destroy an index; NULL is accepted. The handle is poisoned, so later use is RDX_ERR_MISUSE. */
+RDX_API void rdx_index_destroy(rdx_index *idx);
+
+/* Number of keys, key dtype and kind of an index. Since 0.1. */
+RDX_API int64_t rdx_index_count(const rdx_index *idx);
+RDX_API rdx_dtype rdx_index_dtype(const rdx_index *idx);
+RDX_API rdx_kind rdx_index_kind(const rdx_index *idx);
+/* Bytes the index holds now (resident) and the most that its build held at once (peak, index plus
+ * scratch). Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_index_bytes(rdx_context *ctx, const rdx_index *idx,
+                                                 int64_t *resident, int64_t *peak);
+
+/* Point lookups, fast path: row_ids[i] = the smallest row id whose key equals queries[i], or
+ * RDX_MISS. queries: 1-D, the index's key dtype. row_ids: u64, same count, caller-owned, same
+ * location kind as queries or any location the context can write. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_index_lookup(rdx_context *ctx, const rdx_index *idx,
+                                                  rdx_array queries, rdx_array row_ids);
+
+/* Point lookups returning every match, two-phase. counts[i] (u64) = number of keys equal to
+ * queries[i]. Then offsets (u64, count + 1, the exclusive prefix sum of counts; see
+ * rdx_counts_to_offsets) and row_ids (u64, offsets[count] entries) receive the matches of query i
+ * in row_ids[offsets[i] .. offsets[i+1]) in ascending order. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_index_lookup_count(rdx_context *ctx, const rdx_index *idx,
+                                                        rdx_array queries, rdx_array counts);
+RDX_API RDX_NODISCARD rdx_status rdx_index_lookup_fill(rdx_context *ctx, const rdx_index *idx,
+                                                       rdx_array queries, rdx_array offsets,
+                                                       rdx_array row_ids);
+
+/* Range lookups over bounds, an (m, 2) array of [lo, hi] in the key dtype, two-phase as above.
+ * Hash indexes answer RDX_ERR_UNSUPPORTED. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_index_range_count(rdx_context *ctx, const rdx_index *idx,
+                                                       rdx_array bounds, rdx_array counts);
+RDX_API RDX_NODISCARD rdx_status rdx_index_range_fill(rdx_context *ctx, const rdx_index *idx,
+                                                      rdx_array bounds, rdx_array offsets,
+                                                      rdx_array row_ids);
+
+/* offsets[0] = 0, offsets[i+1] = offsets[i] + counts[i] (u64, count + 1 entries, same location as
+ * counts). *total (may be NULL) receives offsets[count] on the host. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_counts_to_offsets(rdx_context *ctx, rdx_array counts,
+                                                       rdx_array offsets, uint64_t *total);
+
+/* A result owned by raydex, for the convenience calls below: CSR of n_queries rows, in the
+ * location of the query array. Free with rdx_result_free. */
+typedef struct rdx_result {
+  int64_t n_queries;   /* rows */
+  uint64_t total;      /* offsets[n_queries], the number of row ids */
+  uint64_t *offsets;   /* n_queries + 1 entries */
+  uint64_t *row_ids;   /* total entries */
+  rdx_location where;  /* where offsets and row_ids live */
+} rdx_result;
+
+/* Count, scan, allocate and fill in one call. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_index_lookup_alloc(rdx_context *ctx, const rdx_index *idx,
+                                                        rdx_array queries, rdx_result **out);
+RDX_API RDX_NODISCARD rdx_status rdx_index_range_alloc(rdx_context *ctx, const rdx_index *idx,
+                                                       rdx_array bounds, rdx_result **out);
+/* Free a result of the context that made it; NULL is accepted. Since 0.1. */
+RDX_API void rdx_result_free(rdx_context *ctx, rdx_result *result);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Device memory helpers, so C callers need no CUDA headers                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Copy bytes between any two locations the context reaches. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_copy(rdx_context *ctx, void *dst, rdx_location dst_where,
+                                          const void *src, rdx_location src_where, size_t bytes);
+/* Allocate / free memory in a location through the context's account (counted and limited). */
+RDX_API RDX_NODISCARD rdx_status rdx_malloc(rdx_context *ctx, void **ptr, size_t bytes,
+                                            rdx_location where);
+RDX_API void rdx_free(rdx_context *ctx, void *ptr, rdx_location where);
+
+/* ------------------------------------------------------------------------------------------ */
+/* .npy files: u32, u64, i64, f32, f64; 1-D or 2-D; little-endian; C order                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Read path into a host array allocated by raydex (free with rdx_npy_free). *ndim (may be NULL)
+ * receives 1 or 2; a 1-D file gives columns == 1. Anything but the formats above is
+ * RDX_ERR_PARSE with a sentence naming the problem; a missing or unreadable file is RDX_ERR_IO.
+ * On failure out->data is NULL. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_npy_read(rdx_context *ctx, const char *path, rdx_array *out,
+                                              int *ndim);
+/* Write a host array as 1-D (ndim 1, columns must be 1) or 2-D (ndim 2). Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_npy_write(rdx_context *ctx, const char *path, rdx_array a,
+                                               int ndim);
+/* Free an array returned by rdx_npy_read and reset it to the empty array; NULL is accepted. */
+RDX_API void rdx_npy_free(rdx_array *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RAYDEX_H */

@@ -1,0 +1,220 @@
+/*
+ * context.c: contexts, status names, failure messages, version and build information.
+ *
+ * A context is created even when its backend cannot start, so that rdx_context_message can say
+ * why (sqlite3_open's habit). The message buffer belongs to the context, never to the process
+ * (unlike NCCL's global last-error string), so independent contexts never see each other's errors.
+ */
+#include "core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *rdx_status_name(rdx_status status) {
+  switch (status) {
+#define RDX_STATUS_NAME_(name, number, sentence) \
+  case RDX_##name:                               \
+    return "RDX_" #name;
+    RDX_STATUS_MAP(RDX_STATUS_NAME_)
+#undef RDX_STATUS_NAME_
+  }
+  return "RDX_UNKNOWN_STATUS";
+}
+
+const char *rdx_status_string(rdx_status status) {
+  switch (status) {
+#define RDX_STATUS_STRING_(name, number, sentence) \
+  case RDX_##name:                                 \
+    return sentence;
+    RDX_STATUS_MAP(RDX_STATUS_STRING_)
+#undef RDX_STATUS_STRING_
+  }
+  return "unknown status";
+}
+
+int rdx_version_number(void) { return RDX_VERSION_NUMBER; }
+
+const char *rdx_version_string(void) {
+#define RDX_STR2_(x) #x
+#define RDX_STR_(x) RDX_STR2_(x)
+  return RDX_STR_(RDX_VERSION_MAJOR) "." RDX_STR_(RDX_VERSION_MINOR) "." RDX_STR_(RDX_VERSION_PATCH);
+}
+
+const char *rdx_kind_name(rdx_kind kind) {
+  switch (kind) {
+    case RDX_KIND_SCAN: return "scan";
+    case RDX_KIND_SORTED: return "sorted";
+    case RDX_KIND_BTREE: return "btree";
+    case RDX_KIND_HASH: return "hash";
+    case RDX_KIND_RX: return "rx";
+    case RDX_KIND_CGRX: return "cgrx";
+  }
+  return NULL;
+}
+
+const char *rdx_backend_name(rdx_backend backend) {
+  switch (backend) {
+    case RDX_BACKEND_AUTO: return "auto";
+    case RDX_BACKEND_CPU: return "cpu";
+    case RDX_BACKEND_CUDA: return "cuda";
+    case RDX_BACKEND_OPTIX: return "optix";
+  }
+  return NULL;
+}
+
+size_t rdx_dtype_size(rdx_dtype dtype) {
+  switch (dtype) {
+    case RDX_U32: case RDX_F32: return 4;
+    case RDX_U64: case RDX_I64: case RDX_F64: return 8;
+  }
+  return 0;
+}
+
+rdx_status rdx_fail(rdx_context *ctx, rdx_status code, const char *fmt, ...) {
+  if (ctx == NULL) return code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
+  va_end(ap);
+  if (ctx->log_fn) ctx->log_fn(RDX_LOG_ERROR, ctx->message, ctx->log_user);
+  return code;
+}
+
+void rdx_clear_message(rdx_context *ctx) { ctx->message[0] = '\0'; }
+
+rdx_status rdx_check_context(rdx_context *ctx) {
+  if (ctx == NULL) return RDX_ERR_INVALID_ARGUMENT;
+  if (ctx->magic != RDX_CONTEXT_MAGIC) return RDX_ERR_MISUSE;
+  ctx->message[0] = '\0';
+  return RDX_OK;
+}
+
+double rdx_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* AUTO picks CUDA when a GPU is present: every key kind on CUDA beats the CPU backend by far
+ * (bench/results/). OptiX is chosen only by name, since on GPUs without RT cores its traversal
+ * is software too. */
+static rdx_backend pick_auto(void) {
+  return rdx_cuda_built() && rdx_cuda_device_count() > 0 ? RDX_BACKEND_CUDA : RDX_BACKEND_CPU;
+}
+
+rdx_status rdx_context_create(const rdx_context_options *opts, rdx_context **out) {
+  rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
+  if (out == NULL) return RDX_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (opts != NULL) {
+    /* read only the fields the caller's struct has */
+    size_t n = opts->size < sizeof o ? opts->size : sizeof o;
+    if (n < sizeof(size_t)) n = 0;
+    memcpy(&o, opts, n);
+    o.size = sizeof o;
+  }
+  rdx_context *ctx = (rdx_context *)calloc(1, sizeof *ctx);
+  if (ctx == NULL) return RDX_ERR_HOST_OUT_OF_MEMORY;
+  ctx->magic = RDX_CONTEXT_MAGIC;
+  ctx->log_fn = o.log_fn;
+  ctx->log_user = o.log_user;
+  ctx->device = o.device;
+  ctx->memory_limit = o.memory_limit;
+  ctx->n_threads = o.n_threads > 0 ? o.n_threads : rdx_default_threads();
+  ctx->backend = RDX_BACKEND_CPU;
+  *out = ctx;
+
+  if (opts != NULL && opts->size < sizeof(size_t) + sizeof(rdx_backend) && opts->size != 0)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "rdx_context_create: opts->size %zu is too small", opts->size);
+  if (o.backend == 0) o.backend = RDX_BACKEND_AUTO;
+  if (rdx_backend_name(o.backend) == NULL)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "rdx_context_create: backend 0x%x is not an rdx_backend", (unsigned)o.backend);
+  if (o.memory_limit < 0)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "rdx_context_create: memory_limit %lld is negative",
+                    (long long)o.memory_limit);
+  if (o.backend == RDX_BACKEND_AUTO) o.backend = pick_auto();
+  ctx->backend = o.backend;
+  if (o.backend == RDX_BACKEND_CUDA || o.backend == RDX_BACKEND_OPTIX) {
+    rdx_status st = rdx_cuda_context_init(ctx);
+    if (st != RDX_OK) {
+      ctx->backend = RDX_BACKEND_CPU; /* a usable, honest state: the message says what failed */
+      return st;
+    }
+  }
+  return RDX_OK;
+}
+
+void rdx_context_destroy(rdx_context *ctx) {
+  if (ctx == NULL || ctx->magic != RDX_CONTEXT_MAGIC) return;
+  /* Free anything still accounted (results the caller forgot), so nothing leaks. */
+  while (ctx->n_live > 0) rdx_mem_free(ctx, ctx->live[ctx->n_live - 1].ptr);
+  free(ctx->live);
+  rdx_pool_destroy(ctx->pool);
+  rdx_cuda_context_fini(ctx);
+  ctx->magic = RDX_DEAD_MAGIC;
+  free(ctx);
+}
+
+const char *rdx_context_message(const rdx_context *ctx) {
+  if (ctx == NULL) return "rdx_context_message: ctx is NULL";
+  if (ctx->magic != RDX_CONTEXT_MAGIC) return "rdx_context_message: ctx is not a live context";
+  return ctx->message;
+}
+
+rdx_backend rdx_context_backend(const rdx_context *ctx) {
+  return ctx != NULL && ctx->magic == RDX_CONTEXT_MAGIC ? ctx->backend : RDX_BACKEND_CPU;
+}
+
+rdx_status rdx_context_set_memory_limit(rdx_context *ctx, int64_t bytes) {
+  RDX_CHECK(rdx_check_context(ctx));
+  if (bytes < 0)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "rdx_context_set_memory_limit: bytes %lld is negative", (long long)bytes);
+  ctx->memory_limit = bytes;
+  return RDX_OK;
+}
+
+void rdx_context_memory(const rdx_context *ctx, int64_t *in_use, int64_t *peak) {
+  int ok = ctx != NULL && ctx->magic == RDX_CONTEXT_MAGIC;
+  if (in_use) *in_use = ok ? ctx->in_use : 0;
+  if (peak) *peak = ok ? ctx->peak : 0;
+}
+
+static void read_cpu_name(char *buf, size_t n) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  buf[0] = '\0';
+  if (f == NULL) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) == 0) {
+      const char *p = strchr(line, ':');
+      if (p) {
+        p++;
+        while (*p == ' ') p++;
+        snprintf(buf, n, "%s", p);
+        size_t len = strlen(buf);
+        if (len && buf[len - 1] == '\n') buf[len - 1] = '\0';
+      }
+      break;
+    }
+  }
+  fclose(f);
+}
+
+rdx_status rdx_info_get(rdx_info *info) {
+  if (info == NULL || info->size < sizeof(rdx_info)) return RDX_ERR_INVALID_ARGUMENT;
+  memset(info, 0, sizeof *info);
+  info->size = sizeof *info;
+  info->version = rdx_version_string();
+  info->cuda_built = rdx_cuda_built() != 0;
+  info->cpu_threads = rdx_default_threads();
+  read_cpu_name(info->cpu_name, sizeof info->cpu_name);
+  if (info->cuda_built) rdx_cuda_info(info);
+  info->auto_backend = pick_auto();
+  return RDX_OK;
+}

@@ -1,0 +1,141 @@
+/*
+ * core.h: raydex internals shared by every module: the context, failure messages, the memory
+ * account, the thread pool and the CUDA glue. Nothing here is public.
+ *
+ * Invariant: every allocation raydex makes on behalf of a context goes through rdx_mem_alloc, so
+ * the context's in_use/peak counters are exact and its memory limit and fault injection apply to
+ * every buffer (SQLite's malloc accounting; Lua's debug_realloc for fault injection).
+ */
+#ifndef RDX_CORE_H
+#define RDX_CORE_H
+
+#include "raydex.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* RDX_HD marks functions compiled for host and device; plain C compilers see nothing. */
+#if defined(__CUDACC__)
+#define RDX_HD __host__ __device__ __forceinline__
+#else
+#define RDX_HD static inline
+#endif
+
+#define RDX_CONTEXT_MAGIC 0x52445843u /* "RDXC" */
+#define RDX_INDEX_MAGIC 0x52445849u   /* "RDXI" */
+#define RDX_DEAD_MAGIC 0xDEADBEEFu
+
+typedef struct rdx_pool rdx_pool;
+
+typedef struct rdx_allocation {
+  void *ptr;            /* as returned to the caller */
+  size_t bytes;         /* requested size */
+  rdx_location where;   /* RDX_HOST or RDX_DEVICE (pinned counts as host) */
+} rdx_allocation;
+
+struct rdx_context {
+  uint32_t magic;               /* RDX_CONTEXT_MAGIC while alive */
+  rdx_backend backend;          /* never AUTO once created */
+  int device;                   /* CUDA ordinal (GPU backends) */
+  int n_threads;                /* CPU threads in the pool, >= 1 */
+  rdx_pool *pool;               /* owned; NULL until first parallel call */
+  void *stream;                 /* cudaStream_t, owned; NULL on CPU */
+  void *optix;                  /* OptiX device context and pipelines, owned; NULL unless OPTIX */
+  int64_t memory_limit;         /* bytes, 0 = none */
+  int64_t in_use;               /* bytes currently allocated through the account */
+  int64_t peak;                 /* most bytes ever in use */
+  int64_t fail_countdown;       /* fault injection: the Nth allocation from now fails; 0 = off */
+  rdx_allocation *live;         /* table of live allocations (few: tens) */
+  int n_live, cap_live;
+  int n_live_indexes;           /* indexes made in this context and not destroyed */
+  void (*log_fn)(int, const char *, void *);
+  void *log_user;
+  char message[1024];           /* last failure sentence */
+};
+
+/* Set the context's message (printf-style, prefixed by nothing) and return code. */
+rdx_status rdx_fail(rdx_context *ctx, rdx_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void rdx_clear_message(rdx_context *ctx);
+
+/* Validate a handle; on a stale or foreign one sets the message and returns RDX_ERR_MISUSE. */
+rdx_status rdx_check_context(rdx_context *ctx);
+
+#define RDX_CHECK(expr)                                                                        \
+  do {                                                                                         \
+    rdx_status rdx_check_st_ = (expr);                                                         \
+    if (rdx_check_st_ != RDX_OK) return rdx_check_st_;                                         \
+  } while (0)
+#define RDX_CHECK_GOTO(expr, st, label)                                                        \
+  do {                                                                                         \
+    (st) = (expr);                                                                             \
+    if ((st) != RDX_OK) goto label;                                                            \
+  } while (0)
+
+/* ---- memory account ---- */
+/* Allocate bytes (0 allowed: returns a valid unique pointer) in where (HOST or DEVICE). `what`
+ * names the caller and buffer for the out-of-memory sentence. */
+rdx_status rdx_mem_alloc(rdx_context *ctx, const char *what, void **ptr, size_t bytes,
+                         rdx_location where);
+void rdx_mem_free(rdx_context *ctx, void *ptr);
+/* Fault injection for tests: the n-th allocation from now fails (n >= 1); 0 turns it off. */
+void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
+/* Where the GPU backends keep data: RDX_DEVICE on cuda/optix, RDX_HOST on cpu. */
+rdx_location rdx_compute_location(const rdx_context *ctx);
+static inline int rdx_is_gpu(const rdx_context *ctx) {
+  return ctx->backend == RDX_BACKEND_CUDA || ctx->backend == RDX_BACKEND_OPTIX;
+}
+
+/* ---- arrays ---- */
+/* Check an input array: dtype, columns, pointer, location reachable by the context. `fn` and
+ * `name` build the sentence, e.g. "rdx_index_build: keys.dtype ...". */
+rdx_status rdx_array_check(rdx_context *ctx, const char *fn, const char *name, rdx_array a);
+/* A view of `a` in the compute location: the same pointer if already there, else a copy made
+ * through the account (free with rdx_array_release). For outputs, `copy_in` = 0 allocates only. */
+typedef struct rdx_staged {
+  void *data;          /* in the compute location */
+  size_t bytes;
+  int owned;           /* data was allocated here and must be freed */
+} rdx_staged;
+rdx_status rdx_array_stage(rdx_context *ctx, const char *what, rdx_array a, int copy_in,
+                           rdx_staged *out);
+/* Copy a staged output back into `a` (when it was a copy). */
+rdx_status rdx_array_unstage(rdx_context *ctx, rdx_array a, const rdx_staged *s);
+void rdx_array_release(rdx_context *ctx, rdx_staged *s);
+
+/* ---- thread pool ---- */
+/* Run fn(arg, task, thread) for task in [0, n_tasks) on the context's threads; returns when all
+ * are done. Tasks are taken dynamically. With one thread, runs inline. */
+typedef void (*rdx_task_fn)(void *arg, int64_t task, int thread);
+rdx_status rdx_parallel_for(rdx_context *ctx, int64_t n_tasks, rdx_task_fn fn, void *arg);
+rdx_pool *rdx_pool_create(int n_threads);
+void rdx_pool_destroy(rdx_pool *pool);
+int rdx_default_threads(void);
+
+/* ---- CUDA glue (src/core/cuda.cu); stubs answer RDX_ERR_NO_BACKEND when CUDA is not built ---- */
+int rdx_cuda_built(void);
+int rdx_cuda_device_count(void);
+rdx_status rdx_cuda_context_init(rdx_context *ctx);
+void rdx_cuda_context_fini(rdx_context *ctx);
+rdx_status rdx_cuda_malloc(rdx_context *ctx, void **ptr, size_t bytes, int pinned);
+void rdx_cuda_free(void *ptr, int pinned);
+rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t bytes);
+rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what);
+/* 1 when ptr is device memory (or managed), 0 when host, from cudaPointerGetAttributes. */
+int rdx_cuda_is_device_pointer(const void *ptr);
+void rdx_cuda_info(rdx_info *info);
+
+/* ---- time ---- */
+double rdx_now_ms(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDX_CORE_H */

@@ -1,0 +1,100 @@
+/*
+ * cuda.cu: the CUDA side of the core: device selection, the context's stream, device memory for
+ * the account, copies, pointer checks and device information for rdx_info.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_util.cuh"
+
+extern "C" int rdx_cuda_built(void) { return 1; }
+
+extern "C" int rdx_cuda_device_count(void) {
+  static int cached = -1;
+  if (cached < 0) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    (void)cudaGetLastError();
+    cached = n;
+  }
+  return cached;
+}
+
+extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
+  int n = rdx_cuda_device_count();
+  if (n == 0)
+    return rdx_fail(ctx, RDX_ERR_NO_BACKEND,
+                    "rdx_context_create: backend %s needs a CUDA GPU and none is visible",
+                    rdx_backend_name(ctx->backend));
+  if (ctx->device < 0 || ctx->device >= n)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "rdx_context_create: device %d is not in [0, %d)", ctx->device, n);
+  RDX_CUDA(ctx, cudaSetDevice(ctx->device), "rdx_context_create: cudaSetDevice");
+  cudaStream_t s;
+  RDX_CUDA(ctx, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "rdx_context_create: cudaStreamCreate");
+  ctx->stream = (void *)s;
+  return RDX_OK;
+}
+
+extern "C" void rdx_cuda_context_fini(rdx_context *ctx) {
+  if (ctx->stream) {
+    cudaStreamSynchronize(rdx_stream(ctx));
+    cudaStreamDestroy(rdx_stream(ctx));
+    ctx->stream = NULL;
+  }
+}
+
+extern "C" rdx_status rdx_cuda_malloc(rdx_context *ctx, void **ptr, size_t bytes, int pinned) {
+  cudaError_t e = pinned ? cudaMallocHost(ptr, bytes) : cudaMalloc(ptr, bytes);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    *ptr = NULL;
+    (void)ctx;
+    return RDX_ERR_DEVICE_OUT_OF_MEMORY;
+  }
+  return RDX_OK;
+}
+
+extern "C" void rdx_cuda_free(void *ptr, int pinned) {
+  if (pinned)
+    cudaFreeHost(ptr);
+  else
+    cudaFree(ptr);
+}
+
+extern "C" rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t bytes) {
+  RDX_CUDA(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, rdx_stream(ctx)), "rdx_copy: cudaMemcpy");
+  RDX_CUDA(ctx, cudaStreamSynchronize(rdx_stream(ctx)), "rdx_copy: cudaStreamSynchronize");
+  return RDX_OK;
+}
+
+extern "C" rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what) {
+  RDX_CUDA(ctx, cudaStreamSynchronize(rdx_stream(ctx)), what);
+  return RDX_OK;
+}
+
+extern "C" int rdx_cuda_is_device_pointer(const void *ptr) {
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+
+extern "C" void rdx_cuda_info(rdx_info *info) {
+  info->n_gpus = rdx_cuda_device_count();
+  if (info->n_gpus == 0) return;
+  cudaDeviceProp p;
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  snprintf(info->gpu_name, sizeof info->gpu_name, "%s", p.name);
+  info->gpu_sms = p.multiProcessorCount;
+  info->gpu_memory = (int64_t)p.totalGlobalMem;
+  /* RT cores arrived with Turing (sm_75) on GeForce/RTX/professional parts; the data-centre
+   * chips (sm_80 A100, sm_90 H100/H200) have none. */
+  int cc = p.major * 10 + p.minor;
+  info->rt_cores = cc >= 75 && cc != 80 && cc != 90 && cc != 100;
+}

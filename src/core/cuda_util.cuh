@@ -1,0 +1,53 @@
+/*
+ * cuda_util.cuh: helpers for raydex's .cu files: error mapping, launch checks, grid sizing and
+ * scratch buffers drawn from the context's memory account. CUDA types stay inside .cu files.
+ */
+#ifndef RDX_CUDA_UTIL_CUH
+#define RDX_CUDA_UTIL_CUH
+
+#include <cuda_runtime.h>
+
+#include "core.h"
+
+/* Map a CUDA error to a status with a sentence, clearing the sticky last error (NCCL checks.h). */
+static inline rdx_status rdx_cuda_fail(rdx_context *ctx, cudaError_t e, const char *what) {
+  (void)cudaGetLastError();
+  if (e == cudaErrorMemoryAllocation)
+    return rdx_fail(ctx, RDX_ERR_DEVICE_OUT_OF_MEMORY, "%s: %s", what, cudaGetErrorString(e));
+  return rdx_fail(ctx, RDX_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+#define RDX_CUDA(ctx, call, what)                                    \
+  do {                                                               \
+    cudaError_t rdx_cuda_e_ = (call);                                \
+    if (rdx_cuda_e_ != cudaSuccess) return rdx_cuda_fail((ctx), rdx_cuda_e_, (what)); \
+  } while (0)
+
+#define RDX_CUDA_GOTO(ctx, call, what, st, label)                    \
+  do {                                                               \
+    cudaError_t rdx_cuda_e_ = (call);                                \
+    if (rdx_cuda_e_ != cudaSuccess) {                                \
+      (st) = rdx_cuda_fail((ctx), rdx_cuda_e_, (what));              \
+      goto label;                                                    \
+    }                                                                \
+  } while (0)
+
+/* After a kernel launch: catch launch errors at once. */
+#define RDX_LAUNCH_CHECK(ctx, what) RDX_CUDA(ctx, cudaGetLastError(), what)
+
+static inline cudaStream_t rdx_stream(const rdx_context *ctx) { return (cudaStream_t)ctx->stream; }
+
+/* Blocks for n threads of `threads` each, capped so grid-stride loops cover the rest. */
+static inline unsigned rdx_grid(int64_t n, int threads) {
+  int64_t b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > (int64_t)1 << 30) b = (int64_t)1 << 30;
+  return (unsigned)b;
+}
+
+/* Scratch device memory through the account; freed by the destructor-free helper below. */
+static inline rdx_status rdx_scratch(rdx_context *ctx, const char *what, void **p, size_t bytes) {
+  return rdx_mem_alloc(ctx, what, p, bytes, RDX_DEVICE);
+}
+
+#endif /* RDX_CUDA_UTIL_CUH */

@@ -1,0 +1,68 @@
+/*
+ * io.h: internals of the io module: .npy parsing from memory (for the reader and the fuzzer)
+ * and the data generators behind `raydex gen`, the tests and the benchmarks.
+ */
+#ifndef RDX_IO_H
+#define RDX_IO_H
+
+#include "core/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+rdx_status rdx_npy_parse(rdx_context *ctx, const char *name, const void *buf, size_t len,
+                         rdx_array *out, int *ndim);
+
+/* ---- random numbers: xoshiro256** seeded by splitmix64 (Blackman and Vigna) ---- */
+typedef struct rdx_rng {
+  uint64_t s[4];
+} rdx_rng;
+void rdx_rng_seed(rdx_rng *r, uint64_t seed);
+uint64_t rdx_rng_next(rdx_rng *r);
+/* Uniform in [0, bound), unbiased (Lemire's multiply-shift with rejection); bound >= 1. */
+uint64_t rdx_rng_below(rdx_rng *r, uint64_t bound);
+/* Uniform in [0, 1). */
+double rdx_rng_double(rdx_rng *r);
+
+/* Zipf over ranks 1..n with exponent s >= 0 (s = 0 is uniform), by rejection-inversion
+ * (Hoermann and Derflinger 1996): exact for every s, O(1) per draw, no table. */
+typedef struct rdx_zipf {
+  uint64_t n;
+  double s, h_x1, h_n, s_const;
+} rdx_zipf;
+void rdx_zipf_init(rdx_zipf *z, uint64_t n, double s);
+uint64_t rdx_zipf_draw(const rdx_zipf *z, rdx_rng *r); /* in [1, n] */
+
+/* ---- key sets ---- */
+typedef enum rdx_key_dist {
+  RDX_DIST_DENSE = 1,   /* 0 .. n-1 */
+  RDX_DIST_SPARSE = 2,  /* cgRX's uniformity u: 0 .. d-1 dense (d = (1-u) n) plus u n distinct keys
+                           uniform in [d, 2^w - 1] */
+  RDX_DIST_UNIFORM = 3  /* n distinct keys uniform over the whole width (sparse with u = 100%) */
+} rdx_key_dist;
+
+/* n distinct keys of dtype (u32/u64) in random order, malloc'd host array. uniformity in [0,1]
+ * is used by SPARSE only. Row ids are implied: a key's position is its row id. */
+rdx_status rdx_gen_keys(rdx_context *ctx, int64_t n, rdx_dtype dtype, rdx_key_dist dist,
+                        double uniformity, uint64_t seed, rdx_array *out);
+
+typedef enum rdx_miss_kind {
+  RDX_MISS_INSIDE = 1,  /* absent keys between the smallest and largest key (where possible) */
+  RDX_MISS_OUTSIDE = 2  /* keys above the largest (or below the smallest) key */
+} rdx_miss_kind;
+
+/* m lookups into keys: each a hit with probability hit_ratio, picking a key by Zipf(zipf) over
+ * key positions (0 = uniform), else a miss of the given kind. */
+rdx_status rdx_gen_lookups(rdx_context *ctx, rdx_array keys, int64_t m, double hit_ratio,
+                           rdx_miss_kind miss, double zipf, uint64_t seed, rdx_array *out);
+
+/* m ranges [lo, lo + width - 1] (clamped at the maximum) with lo a key of the set picked
+ * uniformly; an (m, 2) array. */
+rdx_status rdx_gen_ranges(rdx_context *ctx, rdx_array keys, int64_t m, uint64_t width,
+                          uint64_t seed, rdx_array *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDX_IO_H */

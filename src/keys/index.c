@@ -1,0 +1,367 @@
+/*
+ * index.c: the public key-index calls. Validation, staging and the empty cases live here once,
+ * so each (kind, backend) ops table only answers valid, non-empty batches in its own memory.
+ *
+ * All-or-nothing: builds make a new object and free everything on failure; lookups never
+ * mutate an index, and write caller outputs only after the whole batch succeeded on the staged
+ * copies (for host outputs of GPU contexts) or in place (a failed batch's output is undefined,
+ * the index is untouched).
+ */
+#include "keys/keys.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static rdx_status check_index(rdx_context *ctx, const char *fn, const rdx_index *idx) {
+  if (idx == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: idx is NULL", fn);
+  if (idx->magic != RDX_INDEX_MAGIC)
+    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: idx %p is not a live index (destroyed or stale)",
+                    fn, (const void *)idx);
+  if (idx->ctx != ctx)
+    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: idx %p belongs to another context", fn,
+                    (const void *)idx);
+  return RDX_OK;
+}
+
+static int is_key_dtype(rdx_dtype d) { return d == RDX_U32 || d == RDX_U64; }
+
+rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys, rdx_array row_ids,
+                           const rdx_build_options *opts, rdx_index **out) {
+  static const char fn[] = "rdx_index_build";
+  RDX_CHECK(rdx_check_context(ctx));
+  if (out == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  *out = NULL;
+  rdx_build_options o = RDX_BUILD_OPTIONS_INIT;
+  if (opts != NULL) {
+    if (opts->size < sizeof(size_t) + sizeof(rdx_kind) || opts->size > (1u << 16))
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->size %zu is not a valid size", fn,
+                      opts->size);
+    memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
+    o.size = sizeof o;
+  }
+  if (o.kind == 0) o.kind = RDX_KIND_SORTED;
+  if (rdx_kind_name(o.kind) == NULL)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->kind 0x%x is not an rdx_kind", fn,
+                    (unsigned)o.kind);
+  if (o.bucket_size == 0) o.bucket_size = 32;
+  if (o.bucket_size < 1 || o.bucket_size > 65536)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->bucket_size %d is not in [1, 65536]",
+                    fn, o.bucket_size);
+  if (o.load_factor == 0.0) o.load_factor = 0.5;
+  if (!(o.load_factor > 0.0 && o.load_factor <= 0.95))
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->load_factor %g is not in (0, 0.95]",
+                    fn, o.load_factor);
+  RDX_CHECK(rdx_array_check(ctx, fn, "keys", keys));
+  if (!is_key_dtype(keys.dtype) || keys.columns != 1)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "%s: keys must be 1-D u32 or u64 (dtype 0x%x, columns %d)", fn,
+                    (unsigned)keys.dtype, keys.columns);
+  int have_rows = row_ids.data != NULL;
+  if (have_rows) {
+    RDX_CHECK(rdx_array_check(ctx, fn, "row_ids", row_ids));
+    if (!is_key_dtype(row_ids.dtype) || row_ids.columns != 1)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                      "%s: row_ids must be 1-D u32 or u64 (dtype 0x%x, columns %d)", fn,
+                      (unsigned)row_ids.dtype, row_ids.columns);
+    if (row_ids.count != keys.count)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids.count %lld != keys.count %lld",
+                      fn, (long long)row_ids.count, (long long)keys.count);
+  }
+  const rdx_key_ops *ops = rdx_keys_find_ops(o.kind, ctx->backend);
+  if (ops == NULL)
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: kind %s is not available on backend %s", fn,
+                    rdx_kind_name(o.kind), rdx_backend_name(ctx->backend));
+
+  rdx_index *idx = (rdx_index *)calloc(1, sizeof *idx);
+  if (idx == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the handle", fn);
+  idx->magic = RDX_INDEX_MAGIC;
+  idx->ctx = ctx;
+  idx->kind = o.kind;
+  idx->dtype = keys.dtype;
+  idx->n = keys.count;
+  idx->opts = o;
+  if (keys.count == 0) { /* an empty index: every lookup misses, no ops needed */
+    ctx->n_live_indexes++;
+    *out = idx;
+    return RDX_OK;
+  }
+
+  rdx_status st;
+  rdx_staged sk = {0}, sr = {0};
+  RDX_CHECK_GOTO(rdx_array_stage(ctx, "rdx_index_build: staging keys", keys, 1, &sk), st, fail);
+  if (have_rows)
+    RDX_CHECK_GOTO(rdx_array_stage(ctx, "rdx_index_build: staging row_ids", row_ids, 1, &sr), st,
+                   fail);
+  rdx_key_input in;
+  in.keys = sk.data;
+  in.rows = have_rows ? sr.data : NULL;
+  in.n = keys.count;
+  in.key_dtype = keys.dtype;
+  in.row_dtype = have_rows ? row_ids.dtype : RDX_U64;
+  in.opts = o;
+  /* Measure this build's own peak: staging copies of caller arrays are not the index's. */
+  int64_t base = ctx->in_use, saved_peak = ctx->peak;
+  ctx->peak = ctx->in_use;
+  idx->ops = ops;
+  st = ops->build(ctx, idx, &in);
+  idx->peak = ctx->peak - base;
+  idx->resident = ctx->in_use - base;
+  if (saved_peak > ctx->peak) ctx->peak = saved_peak;
+  if (st != RDX_OK) goto fail;
+  rdx_array_release(ctx, &sk);
+  rdx_array_release(ctx, &sr);
+  ctx->n_live_indexes++;
+  *out = idx;
+  return RDX_OK;
+fail:
+  rdx_array_release(ctx, &sk);
+  rdx_array_release(ctx, &sr);
+  idx->magic = RDX_DEAD_MAGIC;
+  free(idx);
+  return st;
+}
+
+void rdx_index_destroy(rdx_index *idx) {
+  if (idx == NULL || idx->magic != RDX_INDEX_MAGIC) return;
+  if (idx->ops != NULL) idx->ops->destroy(idx->ctx, idx);
+  idx->ctx->n_live_indexes--;
+  idx->magic = RDX_DEAD_MAGIC;
+  free(idx);
+}
+
+int64_t rdx_index_count(const rdx_index *idx) {
+  return idx != NULL && idx->magic == RDX_INDEX_MAGIC ? idx->n : 0;
+}
+rdx_dtype rdx_index_dtype(const rdx_index *idx) {
+  return idx != NULL && idx->magic == RDX_INDEX_MAGIC ? idx->dtype : (rdx_dtype)0;
+}
+rdx_kind rdx_index_kind(const rdx_index *idx) {
+  return idx != NULL && idx->magic == RDX_INDEX_MAGIC ? idx->kind : (rdx_kind)0;
+}
+
+rdx_status rdx_index_bytes(rdx_context *ctx, const rdx_index *idx, int64_t *resident,
+                           int64_t *peak) {
+  RDX_CHECK(rdx_check_context(ctx));
+  RDX_CHECK(check_index(ctx, "rdx_index_bytes", idx));
+  if (resident) *resident = idx->resident;
+  if (peak) *peak = idx->peak;
+  return RDX_OK;
+}
+
+/* ---- batched queries ---- */
+
+typedef enum { Q_LOOKUP, Q_LOOKUP_COUNT, Q_LOOKUP_FILL, Q_RANGE_COUNT, Q_RANGE_FILL } query_op;
+
+static const char *op_name(query_op op) {
+  switch (op) {
+    case Q_LOOKUP: return "rdx_index_lookup";
+    case Q_LOOKUP_COUNT: return "rdx_index_lookup_count";
+    case Q_LOOKUP_FILL: return "rdx_index_lookup_fill";
+    case Q_RANGE_COUNT: return "rdx_index_range_count";
+    case Q_RANGE_FILL: return "rdx_index_range_fill";
+  }
+  return "?";
+}
+
+static rdx_status check_u64_out(rdx_context *ctx, const char *fn, const char *name, rdx_array a,
+                                int64_t want) {
+  RDX_CHECK(rdx_array_check(ctx, fn, name, a));
+  if (a.dtype != RDX_U64 || a.columns != 1)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s must be 1-D u64 (dtype 0x%x, columns %d)",
+                    fn, name, (unsigned)a.dtype, a.columns);
+  if (want >= 0 && a.count != want)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.count %lld != %lld", fn, name,
+                    (long long)a.count, (long long)want);
+  return RDX_OK;
+}
+
+/* Read offsets[n] (the number of row ids) wherever offsets live. */
+static rdx_status read_total(rdx_context *ctx, rdx_array offsets, uint64_t *total) {
+  const uint64_t *last = (const uint64_t *)offsets.data + (offsets.count - 1);
+  if (offsets.where == RDX_DEVICE) return rdx_copy(ctx, total, RDX_HOST, last, RDX_DEVICE, 8);
+  *total = *last;
+  return RDX_OK;
+}
+
+/* One body for the five query calls: `in` is the queries or bounds; `a` the counts / row ids;
+ * `b` the filled row ids (fills only, with a = offsets). */
+static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, query_op op, rdx_array in,
+                            rdx_array a, rdx_array b) {
+  const char *fn = op_name(op);
+  RDX_CHECK(rdx_check_context(ctx));
+  RDX_CHECK(check_index(ctx, fn, idx));
+  int range = op == Q_RANGE_COUNT || op == Q_RANGE_FILL;
+  int fill = op == Q_LOOKUP_FILL || op == Q_RANGE_FILL;
+  const char *in_name = range ? "bounds" : "queries";
+  RDX_CHECK(rdx_array_check(ctx, fn, in_name, in));
+  if (in.dtype != idx->dtype)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.dtype %s != the index's key dtype %s",
+                    fn, in_name, in.dtype == RDX_U32 ? "u32" : in.dtype == RDX_U64 ? "u64" : "non-key",
+                    idx->dtype == RDX_U32 ? "u32" : "u64");
+  if (in.columns != (range ? 2 : 1))
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.columns %d != %d", fn, in_name,
+                    in.columns, range ? 2 : 1);
+  if (range && idx->ops != NULL && idx->ops->range_count == NULL)
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED,
+                    "%s: kind %s answers point lookups only; build a sorted or btree index for ranges",
+                    fn, rdx_kind_name(idx->kind));
+  if (range && idx->ops == NULL && idx->kind == RDX_KIND_HASH)
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED,
+                    "%s: kind hash answers point lookups only; build a sorted or btree index for ranges",
+                    fn);
+  int64_t n = in.count;
+  uint64_t total = 0;
+  if (fill) {
+    RDX_CHECK(check_u64_out(ctx, fn, "offsets", a, n + 1));
+    RDX_CHECK(check_u64_out(ctx, fn, "row_ids", b, -1));
+    RDX_CHECK(read_total(ctx, a, &total));
+    if ((uint64_t)b.count < total)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                      "%s: row_ids.count %lld < offsets[%lld] = %llu", fn, (long long)b.count,
+                      (long long)n, (unsigned long long)total);
+  } else {
+    RDX_CHECK(check_u64_out(ctx, fn, op == Q_LOOKUP ? "row_ids" : "counts", a, n));
+  }
+  if (n == 0 || (fill && total == 0)) return RDX_OK;
+
+  rdx_status st = RDX_OK;
+  rdx_staged sq = {0}, sa = {0}, sb = {0};
+  RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, in, 1, &sq), st, done);
+  RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, a, fill, &sa), st, done); /* offsets are inputs */
+  if (fill) RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, b, 0, &sb), st, done);
+  uint64_t *out = (uint64_t *)sa.data;
+  if (idx->ops == NULL) { /* empty index */
+    if (!fill) st = rdx_fill_u64(ctx, out, n, op == Q_LOOKUP);
+  } else {
+    const rdx_key_ops *ops = idx->ops;
+    switch (op) {
+      case Q_LOOKUP: st = ops->lookup(ctx, idx, sq.data, n, out); break;
+      case Q_LOOKUP_COUNT: st = ops->lookup_count(ctx, idx, sq.data, n, out); break;
+      case Q_LOOKUP_FILL:
+        st = ops->lookup_fill(ctx, idx, sq.data, n, out, (uint64_t *)sb.data);
+        break;
+      case Q_RANGE_COUNT: st = ops->range_count(ctx, idx, sq.data, n, out); break;
+      case Q_RANGE_FILL:
+        st = ops->range_fill(ctx, idx, sq.data, n, out, (uint64_t *)sb.data);
+        if (st == RDX_OK && !ops->range_fill_sorted)
+          st = rdx_is_gpu(ctx) ? rdx_csr_sort_cuda(ctx, out, n, (uint64_t *)sb.data)
+                               : rdx_csr_sort_cpu(ctx, out, n, (uint64_t *)sb.data);
+        break;
+    }
+  }
+  if (st != RDX_OK) goto done;
+  if (fill) {
+    rdx_array rows_out = b;
+    rows_out.count = (int64_t)total; /* only the written part travels back */
+    sb.bytes = (size_t)total * 8;
+    st = rdx_array_unstage(ctx, rows_out, &sb);
+  } else {
+    st = rdx_array_unstage(ctx, a, &sa);
+  }
+  if (st == RDX_OK && rdx_is_gpu(ctx)) st = rdx_cuda_sync(ctx, fn);
+done:
+  rdx_array_release(ctx, &sq);
+  rdx_array_release(ctx, &sa);
+  rdx_array_release(ctx, &sb);
+  return st;
+}
+
+rdx_status rdx_index_lookup(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
+                            rdx_array row_ids) {
+  return run_query(ctx, idx, Q_LOOKUP, queries, row_ids, rdx_no_array());
+}
+rdx_status rdx_index_lookup_count(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
+                                  rdx_array counts) {
+  return run_query(ctx, idx, Q_LOOKUP_COUNT, queries, counts, rdx_no_array());
+}
+rdx_status rdx_index_lookup_fill(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
+                                 rdx_array offsets, rdx_array row_ids) {
+  return run_query(ctx, idx, Q_LOOKUP_FILL, queries, offsets, row_ids);
+}
+rdx_status rdx_index_range_count(rdx_context *ctx, const rdx_index *idx, rdx_array bounds,
+                                 rdx_array counts) {
+  return run_query(ctx, idx, Q_RANGE_COUNT, bounds, counts, rdx_no_array());
+}
+rdx_status rdx_index_range_fill(rdx_context *ctx, const rdx_index *idx, rdx_array bounds,
+                                rdx_array offsets, rdx_array row_ids) {
+  return run_query(ctx, idx, Q_RANGE_FILL, bounds, offsets, row_ids);
+}
+
+rdx_status rdx_counts_to_offsets(rdx_context *ctx, rdx_array counts, rdx_array offsets,
+                                 uint64_t *total) {
+  static const char fn[] = "rdx_counts_to_offsets";
+  RDX_CHECK(rdx_check_context(ctx));
+  RDX_CHECK(check_u64_out(ctx, fn, "counts", counts, -1));
+  RDX_CHECK(check_u64_out(ctx, fn, "offsets", offsets, counts.count + 1));
+  if ((counts.where == RDX_DEVICE) != (offsets.where == RDX_DEVICE))
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "%s: counts and offsets must be in the same kind of memory (%d, %d)", fn,
+                    (int)counts.where, (int)offsets.where);
+  uint64_t t = 0;
+  rdx_status st = counts.where == RDX_DEVICE
+                      ? rdx_scan_counts_cuda(ctx, (const uint64_t *)counts.data, counts.count,
+                                             (uint64_t *)offsets.data, &t)
+                      : rdx_scan_counts_cpu(ctx, (const uint64_t *)counts.data, counts.count,
+                                            (uint64_t *)offsets.data, &t);
+  if (st == RDX_OK && total) *total = t;
+  return st;
+}
+
+/* ---- convenience: count, scan, allocate, fill ---- */
+
+static rdx_status run_alloc(rdx_context *ctx, const rdx_index *idx, rdx_array in, int range,
+                            rdx_result **out) {
+  const char *fn = range ? "rdx_index_range_alloc" : "rdx_index_lookup_alloc";
+  RDX_CHECK(rdx_check_context(ctx));
+  if (out == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  *out = NULL;
+  RDX_CHECK(check_index(ctx, fn, idx));
+  RDX_CHECK(rdx_array_check(ctx, fn, range ? "bounds" : "queries", in));
+  rdx_location loc = in.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST;
+  rdx_result *r = (rdx_result *)calloc(1, sizeof *r);
+  if (r == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the result", fn);
+  r->n_queries = in.count;
+  r->where = loc;
+  rdx_status st;
+  void *counts = NULL;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, &counts, (size_t)in.count * 8, loc), st, fail);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&r->offsets, (size_t)(in.count + 1) * 8, loc), st,
+                 fail);
+  rdx_array ca = rdx_host_array(counts, in.count, RDX_U64);
+  rdx_array oa = rdx_host_array(r->offsets, in.count + 1, RDX_U64);
+  ca.where = oa.where = loc;
+  RDX_CHECK_GOTO(range ? rdx_index_range_count(ctx, idx, in, ca) : rdx_index_lookup_count(ctx, idx, in, ca),
+                 st, fail);
+  RDX_CHECK_GOTO(rdx_counts_to_offsets(ctx, ca, oa, &r->total), st, fail);
+  rdx_mem_free(ctx, counts);
+  counts = NULL;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&r->row_ids, (size_t)r->total * 8, loc), st, fail);
+  rdx_array ra = rdx_host_array(r->row_ids, (int64_t)r->total, RDX_U64);
+  ra.where = loc;
+  RDX_CHECK_GOTO(range ? rdx_index_range_fill(ctx, idx, in, oa, ra) : rdx_index_lookup_fill(ctx, idx, in, oa, ra),
+                 st, fail);
+  *out = r;
+  return RDX_OK;
+fail:
+  rdx_mem_free(ctx, counts);
+  rdx_result_free(ctx, r);
+  return st;
+}
+
+rdx_status rdx_index_lookup_alloc(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
+                                  rdx_result **out) {
+  return run_alloc(ctx, idx, queries, 0, out);
+}
+rdx_status rdx_index_range_alloc(rdx_context *ctx, const rdx_index *idx, rdx_array bounds,
+                                 rdx_result **out) {
+  return run_alloc(ctx, idx, bounds, 1, out);
+}
+
+void rdx_result_free(rdx_context *ctx, rdx_result *r) {
+  if (r == NULL) return;
+  if (ctx != NULL && ctx->magic == RDX_CONTEXT_MAGIC) {
+    rdx_mem_free(ctx, r->offsets);
+    rdx_mem_free(ctx, r->row_ids);
+  }
+  free(r);
+}

@@ -1,0 +1,117 @@
+/*
+ * keys.h: internals of the 1-D key indexes: the index handle, the per-(kind, backend) ops table
+ * and the registry, and the sorted (key, row) entry arrays that most kinds build on.
+ *
+ * The public calls in index.c validate every argument, stage host arrays onto the device (and
+ * back) for GPU contexts, handle empty batches and empty indexes, and then call one ops table.
+ * So an ops function sees only valid, non-empty batches in its backend's memory.
+ */
+#ifndef RDX_KEYS_H
+#define RDX_KEYS_H
+
+#include "core/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Build input, already in the backend's memory. */
+typedef struct rdx_key_input {
+  const void *keys;          /* n keys of key_dtype */
+  const void *rows;          /* n row ids of row_dtype, or NULL for implied 0..n-1 */
+  int64_t n;                 /* >= 1 (empty key sets never reach an ops table) */
+  rdx_dtype key_dtype;       /* RDX_U32 or RDX_U64 */
+  rdx_dtype row_dtype;       /* RDX_U32 or RDX_U64; meaningless when rows == NULL */
+  rdx_build_options opts;    /* normalised: every field set */
+} rdx_key_input;
+
+typedef struct rdx_key_ops rdx_key_ops;
+
+struct rdx_index {
+  uint32_t magic;            /* RDX_INDEX_MAGIC while alive */
+  rdx_context *ctx;          /* the context that built it */
+  const rdx_key_ops *ops;    /* NULL for an empty index */
+  rdx_kind kind;
+  rdx_dtype dtype;           /* key dtype */
+  int64_t n;                 /* keys */
+  int64_t resident;          /* bytes held, measured through the account */
+  int64_t peak;              /* most bytes held during the build */
+  rdx_build_options opts;
+  void *impl;                /* the kind's own state, owned */
+};
+
+/* Every ops function gets a valid, non-empty batch in the backend's memory. Queries and bounds
+ * have the index's key dtype; bounds are n (lo, hi) pairs. Outputs are u64. */
+struct rdx_key_ops {
+  rdx_kind kind;
+  rdx_backend backend;       /* CPU or CUDA (OPTIX contexts use CUDA ops for non-RT kinds) */
+  rdx_status (*build)(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in);
+  void (*destroy)(rdx_context *ctx, rdx_index *idx);
+  rdx_status (*lookup)(rdx_context *ctx, const rdx_index *idx, const void *queries, int64_t n,
+                       uint64_t *rows);
+  rdx_status (*lookup_count)(rdx_context *ctx, const rdx_index *idx, const void *queries,
+                             int64_t n, uint64_t *counts);
+  /* Rows of each query in ascending order. */
+  rdx_status (*lookup_fill)(rdx_context *ctx, const rdx_index *idx, const void *queries,
+                            int64_t n, const uint64_t *offsets, uint64_t *rows);
+  /* NULL for kinds without ranges (hash). */
+  rdx_status (*range_count)(rdx_context *ctx, const rdx_index *idx, const void *bounds,
+                            int64_t n, uint64_t *counts);
+  /* Rows of each query in any order; index.c sorts each query's rows afterwards unless
+   * range_fill_sorted is set. */
+  rdx_status (*range_fill)(rdx_context *ctx, const rdx_index *idx, const void *bounds,
+                           int64_t n, const uint64_t *offsets, uint64_t *rows);
+  int range_fill_sorted;
+};
+
+/* The registry: ops for (kind, backend), or NULL when that pair does not exist. */
+const rdx_key_ops *rdx_keys_find_ops(rdx_kind kind, rdx_backend backend);
+
+/* ---- sorted entries: (key, row) pairs sorted by key, then row ----
+ *
+ * Layout (interleaved "row layout", one cache line holds whole pairs):
+ *   width 32: struct { uint32_t key; uint32_t row; }   8 bytes  (u32 keys, every row < 2^32)
+ *   width 64: struct { uint64_t key; uint64_t row; }  16 bytes  (u64 keys, or rows >= 2^32)
+ * A u32 index with a row id >= 2^32 is stored at width 64; its queries are widened on the fly.
+ */
+typedef struct rdx_pair32 {
+  uint32_t key;
+  uint32_t row;
+} rdx_pair32;
+typedef struct rdx_pair64 {
+  uint64_t key;
+  uint64_t row;
+} rdx_pair64;
+
+typedef struct rdx_entries {
+  void *pairs;               /* n pairs in the backend's memory, sorted by (key, row) */
+  int64_t n;
+  int width;                 /* 32 or 64 */
+} rdx_entries;
+
+/* Sort the input into entries (backend memory, through the account). */
+rdx_status rdx_entries_build_cpu(rdx_context *ctx, const rdx_key_input *in, rdx_entries *out);
+rdx_status rdx_entries_build_cuda(rdx_context *ctx, const rdx_key_input *in, rdx_entries *out);
+void rdx_entries_free(rdx_context *ctx, rdx_entries *e);
+
+/* Sort each query's rows ascending (CSR segments). */
+rdx_status rdx_csr_sort_cpu(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows);
+rdx_status rdx_csr_sort_cuda(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows);
+/* Exclusive scan of n counts into n + 1 offsets in the backend's memory; *total on the host. */
+rdx_status rdx_scan_counts_cpu(rdx_context *ctx, const uint64_t *counts, int64_t n,
+                               uint64_t *offsets, uint64_t *total);
+rdx_status rdx_scan_counts_cuda(rdx_context *ctx, const uint64_t *counts, int64_t n,
+                                uint64_t *offsets, uint64_t *total);
+/* Set n u64 values to all-zero or all-one bits (RDX_MISS) in the backend's memory. */
+rdx_status rdx_fill_u64(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones);
+rdx_status rdx_fill_u64_cuda(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones);
+
+/* Ops tables, one per (kind, backend), listed in registry.c. */
+extern const rdx_key_ops rdx_scan_cpu_ops, rdx_sorted_cpu_ops, rdx_btree_cpu_ops, rdx_hash_cpu_ops;
+extern const rdx_key_ops rdx_scan_cuda_ops, rdx_sorted_cuda_ops, rdx_btree_cuda_ops,
+    rdx_hash_cuda_ops;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDX_KEYS_H */

@@ -1,0 +1,169 @@
+/*
+ * sorted.c: the sorted kind on the CPU: sorted (key, row) entries plus the k-ary separator
+ * tree of sorted_hd.h. Point lookups descend the tree (the upper levels stay in L1/L2), ranges
+ * find both ends and copy the rows between them.
+ *
+ * Query batches are split into chunks of 4096 over the context's threads.
+ */
+#include "keys/sorted_hd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sorted_impl {
+  rdx_entries e;
+  rdx_sorted_layout L;
+  void *seps;         /* L.total separators of the entry key width */
+} sorted_impl;
+
+#define QCHUNK 4096
+
+typedef struct build_job {
+  sorted_impl *s;
+  int level;
+  int64_t chunk;
+} build_job;
+
+static void build_level_task(void *arg, int64_t t, int thread) {
+  build_job *j = (build_job *)arg;
+  sorted_impl *s = j->s;
+  int l = j->level;
+  int64_t lo = t * j->chunk, hi = lo + j->chunk;
+  if (hi > s->L.len[l]) hi = s->L.len[l];
+  for (int64_t i = lo; i < hi; i++) {
+    if (s->e.width == 32)
+      ((uint32_t *)s->seps)[s->L.off[l] + i] =
+          rdx_sorted_sep_source32((const rdx_pair32 *)s->e.pairs, (const uint32_t *)s->seps, &s->L, l, i);
+    else
+      ((uint64_t *)s->seps)[s->L.off[l] + i] =
+          rdx_sorted_sep_source64((const rdx_pair64 *)s->e.pairs, (const uint64_t *)s->seps, &s->L, l, i);
+  }
+}
+
+static rdx_status sorted_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
+  sorted_impl *s = (sorted_impl *)calloc(1, sizeof *s);
+  if (s == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_index_build: sorted handle");
+  rdx_status st;
+  RDX_CHECK_GOTO(rdx_entries_build_cpu(ctx, in, &s->e), st, fail);
+  rdx_sorted_plan(&s->L, s->e.n, s->e.width);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: sorted separators", &s->seps,
+                               (size_t)s->L.total * (s->e.width / 8), RDX_HOST),
+                 st, fail);
+  for (int l = 0; l < s->L.n_levels; l++) {
+    build_job j = {s, l, 16384};
+    rdx_parallel_for(ctx, (s->L.len[l] + j.chunk - 1) / j.chunk, build_level_task, &j);
+  }
+  idx->impl = s;
+  return RDX_OK;
+fail:
+  rdx_entries_free(ctx, &s->e);
+  free(s);
+  return st;
+}
+
+static void sorted_destroy(rdx_context *ctx, rdx_index *idx) {
+  sorted_impl *s = (sorted_impl *)idx->impl;
+  rdx_mem_free(ctx, s->seps);
+  rdx_entries_free(ctx, &s->e);
+  free(s);
+}
+
+/* ---- queries ---- */
+
+typedef enum { OP_LOOKUP, OP_COUNT, OP_FILL, OP_RCOUNT, OP_RFILL } op_t;
+
+typedef struct query_job {
+  const sorted_impl *s;
+  const rdx_index *idx;
+  const void *q;      /* queries or (lo, hi) bounds of the index's key dtype */
+  int64_t n;
+  op_t op;
+  uint64_t *out;      /* rows / counts / offsets */
+  uint64_t *rows;     /* fill target */
+} query_job;
+
+static inline uint64_t qval(const query_job *j, int64_t i) {
+  return j->idx->dtype == RDX_U32 ? ((const uint32_t *)j->q)[i] : ((const uint64_t *)j->q)[i];
+}
+
+/* [first, end) of the entries with lo <= key <= hi; the max key is handled by upper(). */
+static void span(const sorted_impl *s, uint64_t lo, uint64_t hi, int64_t *b, int64_t *e) {
+  if (lo > hi) {
+    *b = *e = 0;
+    return;
+  }
+  if (s->e.width == 32) {
+    /* A u32 index at width 32 only ever sees u32 bounds. */
+    *b = rdx_sorted_lower32((const rdx_pair32 *)s->e.pairs, (const uint32_t *)s->seps, &s->L, (uint32_t)lo);
+    *e = rdx_sorted_upper32((const rdx_pair32 *)s->e.pairs, (const uint32_t *)s->seps, &s->L, (uint32_t)hi);
+  } else {
+    *b = rdx_sorted_lower64((const rdx_pair64 *)s->e.pairs, (const uint64_t *)s->seps, &s->L, lo);
+    *e = rdx_sorted_upper64((const rdx_pair64 *)s->e.pairs, (const uint64_t *)s->seps, &s->L, hi);
+  }
+}
+
+static inline uint64_t row_at(const sorted_impl *s, int64_t i) {
+  return s->e.width == 32 ? ((const rdx_pair32 *)s->e.pairs)[i].row : ((const rdx_pair64 *)s->e.pairs)[i].row;
+}
+
+static void query_task(void *arg, int64_t t, int thread) {
+  const query_job *j = (const query_job *)arg;
+  const sorted_impl *s = j->s;
+  int64_t lo = t * QCHUNK, hi = lo + QCHUNK < j->n ? lo + QCHUNK : j->n;
+  int range = j->op == OP_RCOUNT || j->op == OP_RFILL;
+  for (int64_t i = lo; i < hi; i++) {
+    uint64_t a = range ? qval(j, 2 * i) : qval(j, i);
+    uint64_t z = range ? qval(j, 2 * i + 1) : a;
+    int64_t b, e;
+    if (j->op == OP_LOOKUP) {
+      /* fast path: only the lower bound */
+      b = s->e.width == 32
+              ? rdx_sorted_lower32((const rdx_pair32 *)s->e.pairs, (const uint32_t *)s->seps, &s->L, (uint32_t)a)
+              : rdx_sorted_lower64((const rdx_pair64 *)s->e.pairs, (const uint64_t *)s->seps, &s->L, a);
+      uint64_t k = b < s->e.n ? (s->e.width == 32 ? ((const rdx_pair32 *)s->e.pairs)[b].key
+                                                  : ((const rdx_pair64 *)s->e.pairs)[b].key)
+                              : 0;
+      j->out[i] = b < s->e.n && k == a ? row_at(s, b) : RDX_MISS;
+      continue;
+    }
+    span(s, a, z, &b, &e);
+    if (j->op == OP_COUNT || j->op == OP_RCOUNT) {
+      j->out[i] = (uint64_t)(e - b);
+    } else {
+      uint64_t *dst = j->rows + j->out[i];
+      for (int64_t k = b; k < e; k++) *dst++ = row_at(s, k);
+    }
+  }
+}
+
+static rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, op_t op,
+                      uint64_t *out, uint64_t *rows) {
+  query_job j = {(const sorted_impl *)idx->impl, idx, q, n, op, out, rows};
+  return rdx_parallel_for(ctx, (n + QCHUNK - 1) / QCHUNK, query_task, &j);
+}
+
+static rdx_status sorted_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
+                                uint64_t *rows) {
+  return run(ctx, idx, q, n, OP_LOOKUP, rows, NULL);
+}
+static rdx_status sorted_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q,
+                                      int64_t n, uint64_t *counts) {
+  return run(ctx, idx, q, n, OP_COUNT, counts, NULL);
+}
+static rdx_status sorted_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q,
+                                     int64_t n, const uint64_t *offsets, uint64_t *rows) {
+  return run(ctx, idx, q, n, OP_FILL, (uint64_t *)offsets, rows);
+}
+static rdx_status sorted_range_count(rdx_context *ctx, const rdx_index *idx, const void *b,
+                                     int64_t n, uint64_t *counts) {
+  return run(ctx, idx, b, n, OP_RCOUNT, counts, NULL);
+}
+static rdx_status sorted_range_fill(rdx_context *ctx, const rdx_index *idx, const void *b,
+                                    int64_t n, const uint64_t *offsets, uint64_t *rows) {
+  return run(ctx, idx, b, n, OP_RFILL, (uint64_t *)offsets, rows);
+}
+
+const rdx_key_ops rdx_sorted_cpu_ops = {
+    RDX_KIND_SORTED, RDX_BACKEND_CPU, sorted_build, sorted_destroy, sorted_lookup,
+    sorted_lookup_count, sorted_lookup_fill, sorted_range_count, sorted_range_fill, 0,
+};

@@ -1,0 +1,117 @@
+/*
+ * check.h: the test harness (libuv's ASSERT_EQ and RETURN_SKIP, mimalloc's testhelper):
+ * assertions that print both values with file:line and the seed, a backend loop so every case
+ * runs on every backend present, and a skip code CTest understands.
+ *
+ * Each test program takes `--backend cpu|cuda|optix` (default cpu); CTest registers one entry
+ * per backend. A GPU entry on a machine without a GPU prints "skipped: no GPU" and exits 77.
+ * RDX_TEST_SEED=<n> replays a failing seed.
+ */
+#ifndef RDX_CHECK_H
+#define RDX_CHECK_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "raydex.h"
+
+#define RDX_SKIP_CODE 77
+
+static uint64_t check_seed_;  /* generator state */
+static uint64_t check_seed0_; /* the seed the run started from */
+static int check_failures_;
+static const char *check_case_ = "";
+static rdx_backend check_backend_ = RDX_BACKEND_CPU;
+
+#define CHECK_FAIL_(fmt, ...)                                                                  \
+  do {                                                                                         \
+    fprintf(stderr, "%s:%d: case %s, backend %s, seed %" PRIu64 ": " fmt "\n", __FILE__,      \
+            __LINE__, check_case_, rdx_backend_name(check_backend_), check_seed0_, __VA_ARGS__); \
+    check_failures_++;                                                                         \
+    if (check_failures_ > 20) exit(1);                                                         \
+  } while (0)
+
+#define CHECK(cond)                                                                            \
+  do {                                                                                         \
+    if (!(cond)) CHECK_FAIL_("CHECK(%s) failed", #cond);                                       \
+  } while (0)
+
+#define CHECK_EQ(a, b)                                                                         \
+  do {                                                                                         \
+    uint64_t ca_ = (uint64_t)(a), cb_ = (uint64_t)(b);                                         \
+    if (ca_ != cb_)                                                                            \
+      CHECK_FAIL_("%s == %s failed: %" PRIu64 " != %" PRIu64, #a, #b, ca_, cb_);               \
+  } while (0)
+
+/* A status check that shows the context's message. */
+#define CHECK_OK(ctx, expr)                                                                    \
+  do {                                                                                         \
+    rdx_status cs_ = (expr);                                                                   \
+    if (cs_ != RDX_OK)                                                                         \
+      CHECK_FAIL_("%s returned %s: %s", #expr, rdx_status_name(cs_), rdx_context_message(ctx)); \
+  } while (0)
+
+#define CHECK_STATUS(ctx, expr, want)                                                          \
+  do {                                                                                         \
+    rdx_status cs_ = (expr);                                                                   \
+    if (cs_ != (want))                                                                         \
+      CHECK_FAIL_("%s returned %s, wanted %s (%s)", #expr, rdx_status_name(cs_),               \
+                  rdx_status_name(want), rdx_context_message(ctx));                            \
+  } while (0)
+
+static inline uint64_t check_rand_(void) {
+  /* splitmix64 over the seed: deterministic per seed */
+  uint64_t z = (check_seed_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+/* uniform in [0, n) for n >= 1 (slight bias is irrelevant for tests) */
+static inline uint64_t check_below(uint64_t n) { return n ? check_rand_() % n : check_rand_(); }
+
+/* Parse --backend, set the seed (RDX_TEST_SEED or the time), and open a context; skips (exit 77)
+ * when the backend cannot run here. */
+static inline rdx_context *check_begin(int argc, char **argv) {
+  const char *b = "cpu";
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--backend") == 0) b = argv[i + 1];
+  check_backend_ = strcmp(b, "cuda") == 0    ? RDX_BACKEND_CUDA
+                   : strcmp(b, "optix") == 0 ? RDX_BACKEND_OPTIX
+                                             : RDX_BACKEND_CPU;
+  const char *s = getenv("RDX_TEST_SEED");
+  check_seed0_ = check_seed_ = s ? strtoull(s, NULL, 10) : 12345;
+  rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
+  o.backend = check_backend_;
+  rdx_context *ctx = NULL;
+  rdx_status st = rdx_context_create(&o, &ctx);
+  if (st != RDX_OK) {
+    if (st == RDX_ERR_NO_BACKEND) {
+      printf("skipped: no GPU (%s)\n", rdx_context_message(ctx));
+      rdx_context_destroy(ctx);
+      exit(RDX_SKIP_CODE);
+    }
+    fprintf(stderr, "cannot create a %s context: %s\n", b, rdx_context_message(ctx));
+    exit(1);
+  }
+  printf("backend %s, seed %" PRIu64 " (replay with RDX_TEST_SEED)\n", b, check_seed_);
+  return ctx;
+}
+
+static inline int check_end(rdx_context *ctx) {
+  int64_t in_use = 0;
+  rdx_context_memory(ctx, &in_use, NULL);
+  if (in_use != 0) CHECK_FAIL_("context still holds %" PRId64 " bytes at the end", in_use);
+  rdx_context_destroy(ctx);
+  if (check_failures_) {
+    fprintf(stderr, "%d check(s) failed\n", check_failures_);
+    return 1;
+  }
+  printf("all checks passed\n");
+  return 0;
+}
+
+#define CASE(name) (check_case_ = #name)
+
+#endif /* RDX_CHECK_H */
