@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Build raydex and run the whole test suite: a Release build (with CUDA when nvcc is present),
+# then an ASan+UBSan build of the CPU path. GPU test entries print "skipped: no GPU" on machines
+# without one. Usage: scripts/test.sh [build-dir-prefix]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+prefix=${1:-build}
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B "$prefix-release" -DCMAKE_BUILD_TYPE=Release
+cmake --build "$prefix-release" -j "$jobs"
+(cd "$prefix-release" && ctest --output-on-failure -j "$jobs")
+# sanitizers on the CPU path (CUDA off: the CUDA runtime and ASan do not mix)
+cmake -S . -B "$prefix-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAYDEX_CUDA=OFF -DRAYDEX_SANITIZE="address;undefined"
+cmake --build "$prefix-asan" -j "$jobs"
+(cd "$prefix-asan" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs")
+# the install works and a consumer finds the package both ways
+bash scripts/check-install.sh "$prefix-release"
+echo "test.sh: all passed"
