@@ -90,7 +90,8 @@ extern "C" void rdx_cuda_info(rdx_info *info) {
     (void)cudaGetLastError();
     return;
   }
-  snprintf(info->gpu_name, sizeof info->gpu_name, "%s", p.name);
+  memcpy(info->gpu_name, p.name, sizeof info->gpu_name - 1); /* p.name is 256 bytes */
+  info->gpu_name[sizeof info->gpu_name - 1] = 0;
   info->gpu_sms = p.multiProcessorCount;
   info->gpu_memory = (int64_t)p.totalGlobalMem;
   /* RT cores arrived with Turing (sm_75) on GeForce/RTX/professional parts; the data-centre

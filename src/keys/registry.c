@@ -7,25 +7,26 @@
 #include <stddef.h>
 
 static const rdx_key_ops *const cpu_ops[] = {
-    &rdx_scan_cpu_ops, &rdx_sorted_cpu_ops,
+    &rdx_scan_cpu_ops,
+    &rdx_sorted_cpu_ops,
+    NULL,
 };
 #ifdef RDX_HAVE_CUDA
 static const rdx_key_ops *const cuda_ops[] = {
-    &rdx_scan_cuda_ops, &rdx_sorted_cuda_ops,
+    NULL,
 };
 #endif
 
+static const rdx_key_ops *find(const rdx_key_ops *const *list, rdx_kind kind) {
+  for (; *list != NULL; list++)
+    if ((*list)->kind == kind) return *list;
+  return NULL;
+}
+
 const rdx_key_ops *rdx_keys_find_ops(rdx_kind kind, rdx_backend backend) {
-  if (backend == RDX_BACKEND_CPU) {
-    for (size_t i = 0; i < sizeof cpu_ops / sizeof cpu_ops[0]; i++)
-      if (cpu_ops[i]->kind == kind) return cpu_ops[i];
-    return NULL;
-  }
+  if (backend == RDX_BACKEND_CPU) return find(cpu_ops, kind);
 #ifdef RDX_HAVE_CUDA
-  if (backend == RDX_BACKEND_CUDA || backend == RDX_BACKEND_OPTIX) {
-    for (size_t i = 0; i < sizeof cuda_ops / sizeof cuda_ops[0]; i++)
-      if (cuda_ops[i]->kind == kind) return cuda_ops[i];
-  }
+  if (backend == RDX_BACKEND_CUDA || backend == RDX_BACKEND_OPTIX) return find(cuda_ops, kind);
 #endif
   return NULL;
 }
