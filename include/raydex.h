@@ -364,6 +364,166 @@ RDX_API RDX_NODISCARD rdx_status rdx_npy_write(rdx_context *ctx, const char *pat
 /* Free an array returned by rdx_npy_read and reset it to the empty array; NULL is accepted. */
 RDX_API void rdx_npy_free(rdx_array *a);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Spatial point indexes                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * A point index holds 2-D points (f32 or f64) and answers batches of point searches, window
+ * queries, within-distance queries and exact k-nearest-neighbour queries, with bulk moves,
+ * inserts and erases in between. Two kinds share the handle and every call:
+ *  - RDX_POINTS_QUADTREE: a PR quadtree over a 2^D x 2^D Morton grid of the index's box, built
+ *    bottom-up (one sort by Morton code, per-level reduction, pruning; Zhang and Gruenwald 2019)
+ *    or top-down (one partition per level). Both methods give the same tree.
+ *  - RDX_POINTS_KDTREE: a k-d tree with median splits on alternating axes (x first).
+ * A leaf holds at most leaf_capacity points, except leaves at max_depth, which hold every point
+ * that falls there (duplicates). Queries follow G-PICS (Lewis and Tu): each query descends the tree
+ * to the leaves it needs, and each leaf's points are tested against all queries listed at it.
+ *
+ * Points, ids and results:
+ *  - Points are an (n, 2) array of x, y in f32 or f64, host or device memory. Point i of the build
+ *    gets id i; inserted points get the next ids (rdx_points_describe's id_end); ids are never
+ *    reused. Results are u64 ids.
+ *  - Every coordinate must be finite: NaN or +-inf in points or queries is RDX_ERR_INVALID_ARGUMENT.
+ *    -0.0 and 0.0 are the same coordinate everywhere.
+ *  - The box: given in the options, or computed at build as the tight bounding box of the points
+ *    ([0, 0] x [0, 0] for an empty build). A point outside the box (at build or in an update) is
+ *    RDX_ERR_INVALID_ARGUMENT, never clamped; the box never changes after the build.
+ *  - Distances are computed in double precision as (x - qx)^2 + (y - qy)^2, each operation rounded
+ *    to nearest (no fused multiply-add), on every backend; r^2 likewise. Results are the same ids in
+ *    the same order on every backend and for both kinds.
+ *
+ * Query types and their query arrays (same dtype as the points, one row per query):
+ *  - RDX_POINTS_MATCH  (m, 2) x, y: ids of the points with exactly these coordinates.
+ *  - RDX_POINTS_WINDOW (m, 4) xmin, ymin, xmax, ymax: ids of the points with xmin <= x <= xmax and
+ *    ymin <= y <= ymax (boundary inclusive); xmin > xmax or ymin > ymax is an empty window.
+ *  - RDX_POINTS_WITHIN (m, 3) x, y, r: ids of the points at distance <= r (inclusive); r must be
+ *    >= 0 (r = 0 finds exact matches); a negative r is RDX_ERR_INVALID_ARGUMENT.
+ *  - RDX_POINTS_KNN    (m, 2) x, y with k in 1..1024: the min(k, n) nearest points, by ascending
+ *    distance, ties broken by ascending id. kNN is exact.
+ * Within one query's result, ids ascend (kNN: distance order). An empty batch gives an empty
+ * result; an empty index answers every query with no ids.
+ */
+typedef struct rdx_points rdx_points;
+
+typedef enum rdx_points_kind {
+  RDX_POINTS_QUADTREE = 0x401,   /* PR quadtree over a Morton grid */
+  RDX_POINTS_KDTREE = 0x402      /* median-split k-d tree */
+} rdx_points_kind;
+
+typedef enum rdx_points_method {
+  RDX_POINTS_BOTTOM_UP = 0x411,  /* quadtree: sort once, reduce per level, prune (the default) */
+  RDX_POINTS_TOP_DOWN = 0x412    /* quadtree: sort and partition the unfinished points per level */
+} rdx_points_method;
+
+typedef enum rdx_points_query_type {
+  RDX_POINTS_MATCH = 0x501,      /* exact coordinates */
+  RDX_POINTS_WINDOW = 0x502,     /* axis-aligned rectangle, boundary inclusive */
+  RDX_POINTS_WITHIN = 0x503,     /* circle, boundary inclusive */
+  RDX_POINTS_KNN = 0x504         /* k nearest neighbours, exact */
+} rdx_points_query_type;
+
+typedef struct rdx_points_options {
+  size_t size;                   /* sizeof(rdx_points_options); fields past it are treated as unset */
+  rdx_points_kind kind;          /* 0 = RDX_POINTS_QUADTREE */
+  rdx_points_method method;      /* 0 = RDX_POINTS_BOTTOM_UP; the k-d tree has one method */
+  int leaf_capacity;             /* most points per leaf above max_depth, 1..2^30; 0 = 256 */
+  int max_depth;                 /* deepest level, root = 0. quadtree 1..31 (<= 16 keeps 32-bit Morton
+                                    codes), 0 = 16; k-d tree 1..56, 0 = 48 */
+  bool use_box;                  /* true: box below is the index space; false: computed at build */
+  double box[4];                 /* xmin, ymin, xmax, ymax; finite, xmin <= xmax, ymin <= ymax */
+} rdx_points_options;
+
+#define RDX_POINTS_OPTIONS_INIT {sizeof(rdx_points_options), RDX_POINTS_QUADTREE, RDX_POINTS_BOTTOM_UP, 0, 0, false, {0, 0, 0, 0}}
+
+/* Build an index over points, an (n, 2) f32 or f64 array (host, or device for GPU contexts); opts
+ * may be NULL for the defaults. The index keeps its own copy of the points.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (bad options or array, NaN/inf coordinates, a point
+ * outside a given box: the message names the first offending row), RDX_ERR_*_OUT_OF_MEMORY,
+ * RDX_ERR_CUDA. On failure *out is NULL and nothing is held. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_points_build(rdx_context *ctx, rdx_array points,
+                                                  const rdx_points_options *opts, rdx_points **out);
+/* Destroy an index; NULL is accepted. The handle is poisoned, so later use is RDX_ERR_MISUSE. */
+RDX_API void rdx_points_destroy(rdx_points *pts);
+/* Number of points in the index now; 0 for NULL or a dead handle. Since 0.1. */
+RDX_API int64_t rdx_points_count(const rdx_points *pts);
+/* Bytes the index holds now (resident) and the most its build held at once (peak). Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_points_bytes(rdx_context *ctx, const rdx_points *pts,
+                                                  int64_t *resident, int64_t *peak);
+
+/* What an index is: filled by rdx_points_describe. */
+typedef struct rdx_points_info {
+  size_t size;                   /* sizeof(rdx_points_info), set by the caller */
+  rdx_points_kind kind;
+  rdx_points_method method;      /* how it was built */
+  rdx_dtype dtype;               /* RDX_F32 or RDX_F64 */
+  int64_t count;                 /* points now */
+  uint64_t id_end;               /* the id the next inserted point gets */
+  int leaf_capacity, max_depth;  /* as used (defaults applied) */
+  double box[4];                 /* xmin, ymin, xmax, ymax of the index space */
+  int64_t n_nodes, n_leaves;     /* tree size now */
+  int depth;                     /* deepest level with a node */
+} rdx_points_info;
+
+/* Fill *info (info->size must be set). Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT, RDX_ERR_MISUSE.
+ * Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_points_describe(rdx_context *ctx, const rdx_points *pts,
+                                                     rdx_points_info *info);
+
+/* A query batch's type and parameters. */
+typedef struct rdx_points_query {
+  size_t size;                   /* sizeof(rdx_points_query) */
+  rdx_points_query_type type;    /* required */
+  int k;                         /* RDX_POINTS_KNN: 1..1024; ignored otherwise */
+} rdx_points_query;
+
+#define RDX_POINTS_QUERY_INIT {sizeof(rdx_points_query), RDX_POINTS_WINDOW, 0}
+
+/* Two-phase queries (the key indexes' protocol). counts (u64, m entries) receives the number of
+ * ids of each query. Then offsets (u64, m + 1: the exclusive prefix sum of those counts, see
+ * rdx_counts_to_offsets) and row_ids (u64, at least offsets[m] entries) receive query i's ids in
+ * row_ids[offsets[i] .. offsets[i+1]). queries: as listed above, host or device memory; outputs in
+ * any memory the context can write. The fill checks that offsets match this batch's counts.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (shapes, dtypes, NaN/inf, negative radius, k outside
+ * 1..1024, offsets that do not match), RDX_ERR_MISUSE, RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA. The
+ * index never changes; on failure the outputs' contents are unspecified. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_points_query_count(rdx_context *ctx, const rdx_points *pts,
+                                                        rdx_array queries,
+                                                        const rdx_points_query *query,
+                                                        rdx_array counts);
+RDX_API RDX_NODISCARD rdx_status rdx_points_query_fill(rdx_context *ctx, const rdx_points *pts,
+                                                       rdx_array queries,
+                                                       const rdx_points_query *query,
+                                                       rdx_array offsets, rdx_array row_ids);
+/* Count, scan, allocate and fill in one call; the result lives where the queries live. Free it
+ * with rdx_result_free. On failure *out is NULL. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_points_query_alloc(rdx_context *ctx, const rdx_points *pts,
+                                                        rdx_array queries,
+                                                        const rdx_points_query *query,
+                                                        rdx_result **out);
+
+/*
+ * Bulk updates. Each call is one batch and all-or-nothing: on any failure (a bad or duplicate id,
+ * NaN/inf, a point outside the box, out of memory) the index is exactly as before. After any
+ * sequence of updates every query answers exactly as an index freshly built from the points then
+ * present (with the same ids); a quadtree's nodes are then those of a fresh build with the same box.
+ * ids: u32 or u64, 1-D; points: (m, 2) of the index's dtype; host or device memory. Updates follow
+ * G-PICS: a movement check keeps points that stay in their leaf in place, the others find their
+ * new leaf, overfull leaves split and underfull siblings merge, and only the leaves touched are
+ * rewritten. Since 0.1.
+ */
+/* Move the points with these ids to new coordinates (points[i] is the new place of ids[i]).
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (unknown, erased or repeated id; coordinates),
+ * RDX_ERR_MISUSE, RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA. */
+RDX_API RDX_NODISCARD rdx_status rdx_points_move(rdx_context *ctx, rdx_points *pts, rdx_array ids,
+                                                 rdx_array points);
+/* Insert points; they get ids id_end, id_end + 1, ... in order; *first_id (may be NULL) receives
+ * the first. Same statuses as rdx_points_move. */
+RDX_API RDX_NODISCARD rdx_status rdx_points_insert(rdx_context *ctx, rdx_points *pts,
+                                                   rdx_array points, uint64_t *first_id);
+/* Erase the points with these ids. Same statuses as rdx_points_move. */
+RDX_API RDX_NODISCARD rdx_status rdx_points_erase(rdx_context *ctx, rdx_points *pts, rdx_array ids);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,293 @@
+/*
+ * traverse_hd.h: walking the trees, shared by the CPU backend (query.c, update.c) and the CUDA
+ * kernels (query.cu, update.cu): G-PICS Step I (each query descends and lists the leaves it
+ * needs), leaf finding for updates, and the exact kNN branch-and-bound.
+ *
+ * Both kinds use one node layout (spatial.h, rdx_sp_nodes): nodes in BFS order, children
+ * contiguous at fpos .. fpos + len - 1, leaves' points at fpos .. fpos + len - 1 of the pool.
+ *  - Quadtree: a node's cell comes from (key, level) and the grid. Children are sorted by key.
+ *  - k-d tree: internal node at level l splits on axis l % 2 (x first) at split s; the left child
+ *    (fpos) holds points with c <= s, the right (fpos + 1) points with c >= s. Regions are closed
+ *    on both sides, so equal coordinates on both sides of a median are always found; a region is
+ *    the box cut by its ancestors' splits, carried down the stack.
+ *
+ * Stacks are explicit and bounded: a quadtree pop pushes at most 4 children, so depth D <= 31
+ * needs at most 3 * D + 1 entries; a k-d pop pushes 2, so depth <= 56 needs 57.
+ */
+#ifndef RDX_SPATIAL_TRAVERSE_HD_H
+#define RDX_SPATIAL_TRAVERSE_HD_H
+
+#include "spatial/geom_hd.h"
+
+#define RDX_SP_STACK 96
+
+/* Raw pointers to one tree in one memory (host or device), passed by value to kernels. */
+typedef struct rdx_sp_view {
+  const uint64_t *key;    /* nodes: Morton code (quadtree) or path bits (k-d) at the node's level */
+  const int64_t *fpos;    /* first child / first point slot */
+  const int64_t *len;     /* children / points */
+  const double *split;    /* k-d internal nodes: split coordinate */
+  const uint8_t *level;
+  const uint8_t *leaf;
+  int64_t n_nodes;
+  const void *x, *y;      /* pool coordinates, f32 or f64 */
+  const uint64_t *id;     /* pool ids */
+  int f64;                /* coordinates are f64 */
+  int kd;                 /* 1: k-d tree, 0: quadtree */
+  rdx_sp_grid g;
+} rdx_sp_view;
+
+/* ---- node tests ---- */
+
+/* Quadtree windows in cell space: intersect when the cell ranges overlap; "full" (every point of
+ * the node answers) when the node lies inside [fxl, fxh] x [fyl, fyh]: cells strictly inside the
+ * query's edge cells, or up to an edge cell when the query edge lies beyond the box. */
+typedef struct rdx_sp_cellq {
+  int64_t cxl, cxh, cyl, cyh; /* cells the window touches */
+  int64_t fxl, fxh, fyl, fyh; /* cells whose points all answer */
+  int empty;                  /* the window is empty (xmin > xmax or ymin > ymax) */
+} rdx_sp_cellq;
+
+RDX_HD rdx_sp_cellq rdx_sp_window_cells(const rdx_sp_grid *g, double xmin, double ymin, double xmax, double ymax) {
+  rdx_sp_cellq c;
+  c.empty = !(xmin <= xmax && ymin <= ymax);
+  c.cxl = rdx_sp_cell(xmin, g->x0, g->sx, g->max_cell);
+  c.cxh = rdx_sp_cell(xmax, g->x0, g->sx, g->max_cell);
+  c.cyl = rdx_sp_cell(ymin, g->y0, g->sy, g->max_cell);
+  c.cyh = rdx_sp_cell(ymax, g->y0, g->sy, g->max_cell);
+  c.fxl = xmin <= g->x0 ? c.cxl : c.cxl + 1;
+  c.fxh = xmax >= g->x1 ? c.cxh : c.cxh - 1;
+  c.fyl = ymin <= g->y0 ? c.cyl : c.cyl + 1;
+  c.fyh = ymax >= g->y1 ? c.cyh : c.cyh - 1;
+  return c;
+}
+
+/* The query's window in doubles (match: a degenerate window). */
+RDX_HD void rdx_sp_query_window(int type, const rdx_sp_q *q, double *w) {
+  if (type == RDX_SP_WINDOW) {
+    w[0] = q->a, w[1] = q->b, w[2] = q->c, w[3] = q->d;
+  } else {
+    w[0] = w[2] = q->a;
+    w[1] = w[3] = q->b;
+  }
+}
+
+/* Test a node against a (non-kNN) query. Returns 0 (prune), 1 (visit) or 2 (every point answers).
+ * region: the k-d node's region (NULL for quadtrees). */
+RDX_HD int rdx_sp_node_test(const rdx_sp_view *v, int64_t node, const double *region, int type, const rdx_sp_q *q,
+                            const rdx_sp_cellq *cq) {
+  if (type == RDX_SP_WITHIN) {
+    double b[4];
+    if (v->kd) {
+      b[0] = region[0], b[1] = region[1], b[2] = region[2], b[3] = region[3];
+      if (rdx_sp_box_min_d2(b, q->a, q->b) > q->r2) return 0;
+      return rdx_sp_box_max_d2(b, q->a, q->b) <= q->r2 ? 2 : 1;
+    }
+    uint32_t xl, xh, yl, yh;
+    rdx_sp_node_cells(&v->g, v->key[node], v->level[node], &xl, &xh, &yl, &yh);
+    rdx_sp_cells_box(&v->g, xl, xh, yl, yh, b);
+    if (rdx_sp_box_min_d2(b, q->a, q->b) > rdx_sp_mul(q->r2, 1.0 + RDX_SP_PRUNE_MARGIN)) return 0;
+    if (q->r2 >= RDX_SP_R2_FULL_MIN && rdx_sp_box_max_d2(b, q->a, q->b) <= rdx_sp_mul(q->r2, 1.0 - RDX_SP_PRUNE_MARGIN))
+      return 2;
+    return 1;
+  }
+  if (v->kd) {
+    double w[4];
+    rdx_sp_query_window(type, q, w);
+    if (!(region[0] <= w[2] && w[0] <= region[2] && region[1] <= w[3] && w[1] <= region[3])) return 0;
+    return (w[0] <= region[0] && region[2] <= w[2] && w[1] <= region[1] && region[3] <= w[3]) ? 2 : 1;
+  }
+  uint32_t xl, xh, yl, yh;
+  rdx_sp_node_cells(&v->g, v->key[node], v->level[node], &xl, &xh, &yl, &yh);
+  if ((int64_t)xh < cq->cxl || (int64_t)xl > cq->cxh || (int64_t)yh < cq->cyl || (int64_t)yl > cq->cyh) return 0;
+  return ((int64_t)xl >= cq->fxl && (int64_t)xh <= cq->fxh && (int64_t)yl >= cq->fyl && (int64_t)yh <= cq->fyh) ? 2 : 1;
+}
+
+/* ---- Step I: the leaves one (non-kNN) query needs, one at a time ---- */
+
+typedef struct rdx_sp_iter {
+  int type;
+  rdx_sp_q q;
+  rdx_sp_cellq cq;
+  int top;
+  int64_t node[RDX_SP_STACK];
+  double box[RDX_SP_STACK][4]; /* k-d regions, parallel to node[] */
+} rdx_sp_iter;
+
+RDX_HD void rdx_sp_iter_init(rdx_sp_iter *it, const rdx_sp_view *v, int type, const rdx_sp_q *q) {
+  it->type = type;
+  it->q = *q;
+  double w[4];
+  rdx_sp_query_window(type, q, w);
+  it->cq = rdx_sp_window_cells(&v->g, w[0], w[1], w[2], w[3]);
+  it->top = 0;
+  if (v->n_nodes == 0 || (type != RDX_SP_WITHIN && it->cq.empty)) return;
+  it->node[0] = 0;
+  it->box[0][0] = v->g.x0, it->box[0][1] = v->g.y0, it->box[0][2] = v->g.x1, it->box[0][3] = v->g.y1;
+  it->top = 1;
+}
+
+/* Next leaf: returns 1 with *leaf and *full (every point of the leaf answers), 0 when done. Empty
+ * leaves are skipped. */
+RDX_HD int rdx_sp_iter_next(rdx_sp_iter *it, const rdx_sp_view *v, int64_t *leaf, int *full) {
+  while (it->top > 0) {
+    int t = --it->top;
+    int64_t nd = it->node[t];
+    double r[4];
+    r[0] = it->box[t][0], r[1] = it->box[t][1], r[2] = it->box[t][2], r[3] = it->box[t][3];
+    int s = rdx_sp_node_test(v, nd, r, it->type, &it->q, &it->cq);
+    if (s == 0) continue;
+    if (v->leaf[nd]) {
+      if (v->len[nd] == 0) continue;
+      *leaf = nd;
+      *full = s == 2;
+      return 1;
+    }
+    int64_t c0 = v->fpos[nd], nc = v->len[nd];
+    if (v->kd) {
+      int axis = v->level[nd] & 1;
+      double sp = v->split[nd];
+      /* push right then left: left leaves come out first */
+      for (int side = 1; side >= 0; side--) {
+        int u = it->top++;
+        it->node[u] = c0 + side;
+        it->box[u][0] = r[0], it->box[u][1] = r[1], it->box[u][2] = r[2], it->box[u][3] = r[3];
+        if (side == 0) it->box[u][2 + axis] = sp;
+        else it->box[u][axis] = sp;
+      }
+    } else {
+      for (int64_t c = c0 + nc - 1; c >= c0; c--) it->node[it->top++] = c;
+    }
+  }
+  return 0;
+}
+
+/* ---- leaf finding (updates) ---- */
+
+/* Quadtree: the leaf whose cell holds finest key k (returns it, *quadrant = -1), or the deepest
+ * internal node whose child quadrant for k does not exist (returns it, *quadrant = 0..3). */
+RDX_HD int64_t rdx_sp_qt_find(const rdx_sp_view *v, uint64_t k, int *quadrant) {
+  int64_t nd = 0;
+  int D = v->g.depth;
+  for (;;) {
+    if (v->leaf[nd]) {
+      *quadrant = -1;
+      return nd;
+    }
+    int l = v->level[nd] + 1;
+    uint64_t ck = k >> (2 * (D - l));
+    int64_t c0 = v->fpos[nd], nc = v->len[nd], next = -1;
+    for (int64_t c = c0; c < c0 + nc; c++)
+      if (v->key[c] == ck) next = c;
+    if (next < 0) {
+      *quadrant = (int)(ck & 3);
+      return nd;
+    }
+    nd = next;
+  }
+}
+
+/* k-d tree: the leaf a point at (x, y) goes to (c <= s goes left). */
+RDX_HD int64_t rdx_sp_kd_find(const rdx_sp_view *v, double x, double y) {
+  int64_t nd = 0;
+  while (!v->leaf[nd]) {
+    double c = (v->level[nd] & 1) ? y : x;
+    nd = v->fpos[nd] + (c <= v->split[nd] ? 0 : 1);
+  }
+  return nd;
+}
+
+/* k-d node code: level in the top 8 bits, path below (k-d depth <= 56); BFS order is ascending
+ * code order. Quadtree keys reach 62 bits, so quadtrees never pack codes. */
+RDX_HD uint64_t rdx_sp_code(int level, uint64_t key) { return ((uint64_t)level << 56) | key; }
+
+/* The node with this code (binary search over BFS order), or -1. */
+RDX_HD int64_t rdx_sp_find_code(const rdx_sp_view *v, uint64_t code) {
+  int64_t lo = 0, hi = v->n_nodes;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (rdx_sp_code(v->level[mid], v->key[mid]) < code) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < v->n_nodes && rdx_sp_code(v->level[lo], v->key[lo]) == code ? lo : -1;
+}
+
+/* ---- exact kNN: depth-first branch and bound, nearest child first ----
+ * hd/hi: k slots of scratch for the candidate heap. Returns the number of neighbours found
+ * (min(k, points)), sorted ascending by (d2, id) in hd/hi. */
+RDX_HD int rdx_sp_knn(const rdx_sp_view *v, double qx, double qy, int k, double *hd, uint64_t *hi) {
+  int size = 0, top = 0;
+  int64_t st_node[RDX_SP_STACK];
+  double st_md[RDX_SP_STACK];
+  double st_box[RDX_SP_STACK][4]; /* k-d regions, parallel to st_node (depth <= 56 needs 57) */
+  if (v->n_nodes == 0) return 0;
+  st_node[0] = 0;
+  st_md[0] = 0.0;
+  st_box[0][0] = v->g.x0, st_box[0][1] = v->g.y0, st_box[0][2] = v->g.x1, st_box[0][3] = v->g.y1;
+  top = 1;
+  while (top > 0) {
+    int t = --top;
+    int64_t nd = st_node[t];
+    double md = st_md[t];
+    if (size == k) { /* prune on the current k-th distance; equal distances may still win on id */
+      double worst = hd[0];
+      if (v->kd ? md > worst : md > rdx_sp_mul(worst, 1.0 + RDX_SP_PRUNE_MARGIN)) continue;
+    }
+    if (v->leaf[nd]) {
+      int64_t p0 = v->fpos[nd], pn = v->len[nd];
+      for (int64_t p = p0; p < p0 + pn; p++) {
+        double d = rdx_sp_d2(rdx_sp_at(v->x, p, v->f64), rdx_sp_at(v->y, p, v->f64), qx, qy);
+        if (size < k || rdx_sp_less(d, v->id[p], hd[0], hi[0])) rdx_sp_heap_offer(hd, hi, &size, k, d, v->id[p]);
+      }
+      continue;
+    }
+    int64_t c0 = v->fpos[nd], nc = v->len[nd];
+    if (v->kd) {
+      double r[2][4];
+      double m2[2];
+      int axis = v->level[nd] & 1;
+      for (int s = 0; s < 2; s++) {
+        r[s][0] = st_box[t][0], r[s][1] = st_box[t][1], r[s][2] = st_box[t][2], r[s][3] = st_box[t][3];
+        if (s == 0) r[s][2 + axis] = v->split[nd];
+        else r[s][axis] = v->split[nd];
+        m2[s] = rdx_sp_box_min_d2(r[s], qx, qy);
+      }
+      int nearf = m2[1] < m2[0] ? 1 : 0;
+      for (int j = 0; j < 2; j++) { /* far first, so the near child pops first */
+        int s = j == 0 ? 1 - nearf : nearf;
+        int u = top++;
+        st_node[u] = c0 + s;
+        st_md[u] = m2[s];
+        st_box[u][0] = r[s][0], st_box[u][1] = r[s][1], st_box[u][2] = r[s][2], st_box[u][3] = r[s][3];
+      }
+    } else {
+      int64_t cn[4];
+      double cm[4];
+      int n = 0;
+      for (int64_t c = c0; c < c0 + nc; c++) {
+        uint32_t xl, xh, yl, yh;
+        double b[4];
+        rdx_sp_node_cells(&v->g, v->key[c], v->level[c], &xl, &xh, &yl, &yh);
+        rdx_sp_cells_box(&v->g, xl, xh, yl, yh, b);
+        double m = rdx_sp_box_min_d2(b, qx, qy);
+        int j = n++; /* insertion sort, descending by distance */
+        while (j > 0 && cm[j - 1] < m) {
+          cm[j] = cm[j - 1];
+          cn[j] = cn[j - 1];
+          j--;
+        }
+        cm[j] = m;
+        cn[j] = c;
+      }
+      for (int j = 0; j < n; j++) {
+        st_node[top] = cn[j];
+        st_md[top] = cm[j];
+        top++;
+      }
+    }
+  }
+  rdx_sp_heap_sort(hd, hi, size);
+  return size;
+}
+
+#endif /* RDX_SPATIAL_TRAVERSE_HD_H */

@@ -1,0 +1,450 @@
+/*
+ * update.c: bulk moves, inserts and erases, G-PICS Section 5 (Fig. 11), for both kinds and both
+ * backends. This file plans on the host; the backend (update_cpu.c, update.cu) moves the points.
+ *
+ * Pipeline of one batch (all-or-nothing: nothing is written before step 5):
+ *  1. Movement-Check and Leaf-Finding (backend `find`): each moved point's old leaf is found (by
+ *     descent with its stored Morton code, or, k-d, by the leaf code stored with it); its new
+ *     place by descent. A point whose new place is its old leaf is moved in place. The others are
+ *     removed from their old leaf (list R, sorted by leaf and slot) and become incoming (list I,
+ *     sorted by target, Morton code, id), with inserts; erases only remove. The host receives the
+ *     runs of R per leaf and of I per target: a leaf, or (quadtree) a missing quadrant of an
+ *     internal node, which G-PICS materialises.
+ *  2. Counts (here): every node's new count, bottom-up.
+ *  3. Structure (here), top-down from the root: a node is a leaf iff its count <= capacity or it
+ *     is at max depth; a quadtree node with no points disappears (the root stays). So
+ *       - a leaf that stays a leaf keeps its extent if it has room (in-place repair: incoming
+ *         points fill the holes of removed ones, tail points move into remaining holes), else it
+ *         is relocated to a new extent with spare room;
+ *       - an internal node whose count falls to <= capacity is merged: its subtree's points and
+ *         incoming points gather into one new leaf;
+ *       - a leaf (or a new quadrant) over capacity is split: its points are gathered into scratch,
+ *         sorted, and its subtree is built exactly as a build would (rdx_sp_qt_subtree,
+ *         rdx_sp_kd_subtree); the new leaves take contiguous extents.
+ *     For a quadtree this gives exactly the nodes of a fresh build (keys, levels, leaf flags,
+ *     lengths, counts, internal fpos); leaf fpos differ because leaves keep their extents. For
+ *     the k-d tree, untouched nodes keep their splits and queries stay exact (closed regions).
+ *  4. Reserve (backend): pool growth, slot map growth, new node arrays, upload buffers.
+ *  5. Commit (backend): erase marks, in-place moves, segment copies, leaf repairs, new nodes.
+ *  6. Compaction when dead pool space exceeds the live extents (a relayout, like the first
+ *     update's, which spreads leaves out with spare room and builds the id -> slot map).
+ *
+ * Cost: the backend touches the moved points, the holes they leave and the leaves that split,
+ * merge or relocate (G-PICS's paging, one variable-size page per leaf); the plan touches every
+ * node once (O(nodes log nodes) on the host, nodes ~ 1.3 n / capacity).
+ */
+#include "spatial/spatial.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GROW(c) ((c) + (c) / 2 + 8) /* room given to a relocated, merged or new leaf */
+#define SLACK(c) ((c) + (c) / 4 + 4) /* room per leaf at a relayout */
+
+typedef struct group {
+  int level;
+  uint64_t key;
+  int64_t start, n;   /* scratch range */
+} group;
+
+typedef struct plan {
+  rdx_context *ctx;
+  rdx_points *pts;
+  const rdx_sp_nodes *H;  /* old nodes, host */
+  const rdx_sp_found *f;
+  int kd;
+  int64_t cap;
+  int64_t *cnt;           /* new count per old node */
+  int64_t *rem;           /* removals per old node */
+  int64_t *r_of;          /* R run per old node, or -1 */
+  int64_t *inc;           /* incoming per (node, quadrant + 1): 5 per node */
+  int64_t *i_of;          /* I run per (node, quadrant + 1), or -1 */
+  int64_t *stack;         /* subtree walks */
+  rdx_sp_hlist nl;        /* new nodes */
+  rdx_sp_seg *segs;
+  int64_t n_segs, cap_segs;
+  rdx_sp_keep *keeps;
+  int64_t n_keeps, cap_keeps;
+  group *groups;
+  int64_t n_groups, cap_groups;
+  int64_t scratch_n;      /* points gathered for splits */
+  int64_t bump;           /* next free pool slot */
+} plan;
+
+static rdx_status grow_array(rdx_context *ctx, void **p, int64_t *cap, int64_t need, size_t es) {
+  if (need <= *cap) return RDX_OK;
+  int64_t nc = *cap ? *cap * 2 : 64;
+  while (nc < need) nc *= 2;
+  void *q = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_points: update plan", &q, (size_t)nc * es, RDX_HOST));
+  if (*cap) memcpy(q, *p, (size_t)*cap * es);
+  rdx_mem_free(ctx, *p);
+  *p = q;
+  *cap = nc;
+  return RDX_OK;
+}
+
+static rdx_status add_seg(plan *P, int kind, int64_t src, int64_t n, int64_t dst, uint64_t code, int to_scratch) {
+  if (n <= 0) return RDX_OK;
+  RDX_CHECK(grow_array(P->ctx, (void **)&P->segs, &P->cap_segs, P->n_segs + 1, sizeof *P->segs));
+  rdx_sp_seg s;
+  memset(&s, 0, sizeof s);
+  s.kind = kind, s.src = src, s.n = n, s.dst = dst, s.code = code, s.to_scratch = to_scratch;
+  P->segs[P->n_segs++] = s;
+  return RDX_OK;
+}
+
+static uint64_t leaf_code(int level, uint64_t key) { return rdx_sp_code(level, key); }
+
+/* Incoming run of (node, quadrant): start and size, or 0 points. */
+static int64_t inc_of(const plan *P, int64_t v, int q, int64_t *start) {
+  int64_t r = P->i_of[5 * v + q + 1];
+  if (r < 0) return 0;
+  *start = P->f->i_runs[r].start;
+  return P->f->i_runs[r].n;
+}
+
+/* Sources of a new leaf or split group at node v's place: either v alone (a leaf; with its
+ * incoming) or v's whole old subtree (a merge). Segments go to dst .. (pool or scratch). */
+static rdx_status add_sources(plan *P, int64_t v, int whole_subtree, int64_t dst, uint64_t code, int to_scratch,
+                              int64_t *written) {
+  const rdx_sp_nodes *H = P->H;
+  int64_t top = 0, w = 0;
+  P->stack[top++] = v;
+  while (top > 0) {
+    int64_t u = P->stack[--top];
+    if (H->leaf[u]) {
+      int64_t stay = H->len[u] - P->rem[u];
+      RDX_CHECK(add_seg(P, RDX_SP_SEG_STAYERS, u, stay, dst + w, code, to_scratch));
+      w += stay > 0 ? stay : 0;
+    }
+    for (int q = -1; q < 4; q++) {
+      int64_t s = 0, k = inc_of(P, u, q, &s);
+      RDX_CHECK(add_seg(P, RDX_SP_SEG_INCOMING, s, k, dst + w, code, to_scratch));
+      w += k;
+    }
+    if (!H->leaf[u] && whole_subtree)
+      for (int64_t c = H->fpos[u]; c < H->fpos[u] + H->len[u]; c++) P->stack[top++] = c;
+  }
+  *written = w;
+  return RDX_OK;
+}
+
+static rdx_status emit_leaf_gather(plan *P, int level, uint64_t key, int64_t count, int64_t v, int whole, int64_t q_src,
+                                   int64_t q_n) {
+  rdx_sp_hnode h;
+  memset(&h, 0, sizeof h);
+  h.key = key, h.level = level, h.leaf = 1, h.count = count, h.len = count;
+  h.room = GROW(count);
+  h.fpos = P->bump;
+  uint64_t code = leaf_code(level, key);
+  int64_t w = 0;
+  if (v >= 0) {
+    RDX_CHECK(add_sources(P, v, whole, h.fpos, code, 0, &w));
+  } else {
+    RDX_CHECK(add_seg(P, RDX_SP_SEG_INCOMING, q_src, q_n, h.fpos, code, 0));
+    w = q_n;
+  }
+  if (w != count)
+    return rdx_fail(P->ctx, RDX_ERR_INTERNAL, "rdx_points update: leaf (level %d) gathers %lld points, expected %lld", level,
+                    (long long)w, (long long)count);
+  P->bump += h.room;
+  return rdx_sp_hlist_push(P->ctx, &P->nl, h);
+}
+
+static rdx_status add_group(plan *P, int level, uint64_t key, int64_t count, int64_t v, int64_t q_src, int64_t q_n) {
+  RDX_CHECK(grow_array(P->ctx, (void **)&P->groups, &P->cap_groups, P->n_groups + 1, sizeof *P->groups));
+  group g;
+  g.level = level, g.key = key, g.start = P->scratch_n, g.n = count;
+  int64_t w = 0;
+  if (v >= 0) {
+    RDX_CHECK(add_sources(P, v, 0, g.start, 0, 1, &w));
+  } else {
+    RDX_CHECK(add_seg(P, RDX_SP_SEG_INCOMING, q_src, q_n, g.start, 0, 1));
+    w = q_n;
+  }
+  if (w != count)
+    return rdx_fail(P->ctx, RDX_ERR_INTERNAL, "rdx_points update: split group gathers %lld points, expected %lld",
+                    (long long)w, (long long)count);
+  P->groups[P->n_groups++] = g;
+  P->scratch_n += count;
+  P->pts->stats.splits++;
+  return RDX_OK;
+}
+
+/* Decide node v's place in the new tree (step 3). */
+static rdx_status visit(plan *P, int64_t v) {
+  const rdx_sp_nodes *H = P->H;
+  int64_t c = P->cnt[v];
+  int level = H->level[v], maxd = P->pts->depth;
+  if (c == 0 && v != 0 && !P->kd) return RDX_OK; /* an empty quadrant is no node */
+  int leaf_now = c <= P->cap || level >= maxd;
+  if (H->leaf[v]) {
+    if (leaf_now) {
+      if (c <= H->room[v]) { /* repair in place */
+        RDX_CHECK(grow_array(P->ctx, (void **)&P->keeps, &P->cap_keeps, P->n_keeps + 1, sizeof *P->keeps));
+        rdx_sp_keep k;
+        memset(&k, 0, sizeof k);
+        k.start = H->fpos[v];
+        k.old_len = H->len[v];
+        int64_t r = P->r_of[v];
+        if (r >= 0) k.r_start = P->f->r_runs[r].start, k.r_n = P->f->r_runs[r].n;
+        k.i_n = inc_of(P, v, -1, &k.i_start);
+        k.code = leaf_code(level, H->key[v]);
+        if (k.r_n || k.i_n) P->keeps[P->n_keeps++] = k;
+        rdx_sp_hnode h;
+        memset(&h, 0, sizeof h);
+        h.key = H->key[v], h.level = level, h.leaf = 1, h.count = c, h.len = c, h.room = H->room[v], h.fpos = H->fpos[v];
+        return rdx_sp_hlist_push(P->ctx, &P->nl, h);
+      }
+      P->pts->stats.relocated++;
+      return emit_leaf_gather(P, level, H->key[v], c, v, 0, 0, 0);
+    }
+    return add_group(P, level, H->key[v], c, v, 0, 0);
+  }
+  if (leaf_now) {
+    P->pts->stats.merges++;
+    return emit_leaf_gather(P, level, H->key[v], c, v, 1, 0, 0);
+  }
+  rdx_sp_hnode h;
+  memset(&h, 0, sizeof h);
+  h.key = H->key[v], h.level = level, h.leaf = 0, h.count = c, h.split = H->split[v];
+  RDX_CHECK(rdx_sp_hlist_push(P->ctx, &P->nl, h));
+  for (int64_t ch = H->fpos[v]; ch < H->fpos[v] + H->len[v]; ch++) RDX_CHECK(visit(P, ch));
+  if (!P->kd) { /* points arriving in quadrants that had no node: G-PICS's materialisation */
+    for (int q = 0; q < 4; q++) {
+      int64_t s = 0, k = inc_of(P, v, q, &s);
+      if (k == 0) continue;
+      uint64_t key = 4 * H->key[v] + (uint64_t)q;
+      P->pts->stats.new_leaves++;
+      if (k <= P->cap || level + 1 >= maxd) RDX_CHECK(emit_leaf_gather(P, level + 1, key, k, -1, 0, s, k));
+      else RDX_CHECK(add_group(P, level + 1, key, k, -1, s, k));
+    }
+  }
+  return RDX_OK;
+}
+
+/* Build the split groups' subtrees from their gathered points (host copies) and give their
+ * leaves contiguous extents. order[j]: scratch index of the j-th point copied to the pool. */
+static rdx_status place_groups(plan *P, const uint64_t *keys, const double *x, const double *y, const uint64_t *id,
+                               int64_t *order) {
+  int D = P->pts->depth;
+  for (int64_t g = 0; g < P->n_groups; g++) {
+    const group *G = &P->groups[g];
+    int64_t first = P->nl.n;
+    if (P->kd) {
+      RDX_CHECK(rdx_sp_kd_subtree(P->ctx, x + G->start, y + G->start, id + G->start, G->n, G->level, G->key, D, P->cap,
+                                  &P->nl, order + G->start));
+      for (int64_t j = 0; j < G->n; j++) order[G->start + j] += G->start;
+    } else {
+      RDX_CHECK(rdx_sp_qt_subtree(P->ctx, keys + G->start, G->n, G->level, G->key, D, P->cap, &P->nl));
+      for (int64_t j = 0; j < G->n; j++) order[G->start + j] = G->start + j;
+    }
+    int64_t region = P->bump;
+    P->bump += G->n;
+    for (int64_t i = first; i < P->nl.n; i++) {
+      rdx_sp_hnode *h = &P->nl.v[i];
+      if (!h->leaf) continue;
+      int64_t rel = h->fpos;
+      h->fpos = region + rel;
+      h->room = h->len;
+      RDX_CHECK(add_seg(P, RDX_SP_SEG_SCRATCH, G->start + rel, h->len, region + rel, leaf_code(h->level, h->key), 0));
+    }
+  }
+  return RDX_OK;
+}
+
+static const rdx_sp_backend *backend_of(rdx_context *ctx) {
+  return rdx_is_gpu(ctx) ? &rdx_sp_cuda_backend : &rdx_sp_cpu_backend;
+}
+
+/* Spread every leaf to room = SLACK(len) in a new pool (builds the slot map on first use). */
+static rdx_status relayout(rdx_context *ctx, rdx_points *pts) {
+  const rdx_sp_backend *be = backend_of(ctx);
+  rdx_sp_nodes *H = &pts->host;
+  int64_t *fpos = NULL, *room = NULL;
+  rdx_status st;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: relayout", (void **)&fpos, (size_t)H->n * 16 + 8, RDX_HOST), st, done);
+  room = fpos + H->n;
+  int64_t total = 0;
+  for (int64_t i = 0; i < H->n; i++) {
+    fpos[i] = H->fpos[i];
+    room[i] = 0;
+    if (!H->leaf[i]) continue;
+    fpos[i] = total;
+    room[i] = SLACK(H->len[i]);
+    total += room[i];
+  }
+  RDX_CHECK_GOTO(be->relayout(ctx, pts, fpos, total), st, done);
+  for (int64_t i = 0; i < H->n; i++) {
+    H->fpos[i] = fpos[i];
+    H->room[i] = room[i];
+  }
+  if (rdx_is_gpu(ctx)) RDX_CHECK_GOTO(rdx_sp_nodes_copy(ctx, &pts->nodes, H), st, done);
+  pts->stats.relayouts++;
+done:
+  rdx_mem_free(ctx, fpos);
+  return st;
+}
+
+static const char *op_name(int op) {
+  return op == RDX_SP_MOVE ? "rdx_points_move" : op == RDX_SP_INSERT ? "rdx_points_insert" : "rdx_points_erase";
+}
+
+rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b) {
+  const char *fn = op_name(b->op);
+  const rdx_sp_backend *be = backend_of(ctx);
+  if (pts->slot == NULL) RDX_CHECK(relayout(ctx, pts)); /* first update: slot map, spare room */
+  rdx_sp_stats keep_stats = pts->stats;
+  memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));
+  pts->stats.relayouts = keep_stats.relayouts;
+
+  rdx_sp_work *w = NULL;
+  rdx_sp_found f;
+  memset(&f, 0, sizeof f);
+  plan P;
+  memset(&P, 0, sizeof P);
+  rdx_sp_nodes newh;
+  memset(&newh, 0, sizeof newh);
+  uint64_t *keys_h = NULL, *id_h = NULL;
+  double *x_h = NULL, *y_h = NULL;
+  int64_t *order = NULL;
+  rdx_status st;
+  RDX_CHECK_GOTO(be->find(ctx, pts, b, &w, &f), st, fail);
+  if (f.bad_row >= 0) {
+    static const char *why[] = {"", "is not an id of this index", "was erased", "appears twice in the batch"};
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids row %lld (id %llu) %s", fn, (long long)f.bad_row,
+                  (unsigned long long)f.bad_id, why[f.bad_what]);
+    goto fail;
+  }
+
+  /* step 2: counts */
+  const rdx_sp_nodes *H = &pts->host;
+  int64_t nn = H->n;
+  P.ctx = ctx, P.pts = pts, P.H = H, P.f = &f, P.kd = pts->kind == RDX_POINTS_KDTREE, P.cap = pts->cap;
+  P.bump = pts->pool.used;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: update plan", (void **)&P.cnt, (size_t)nn * 8 * 15, RDX_HOST), st, fail);
+  P.rem = P.cnt + nn;
+  P.r_of = P.rem + nn;
+  P.inc = P.r_of + nn;
+  P.i_of = P.inc + 5 * nn;
+  P.stack = P.i_of + 5 * nn;
+  for (int64_t i = 0; i < nn; i++) P.rem[i] = 0, P.r_of[i] = -1;
+  for (int64_t i = 0; i < 5 * nn; i++) P.inc[i] = 0, P.i_of[i] = -1;
+  for (int64_t r = 0; r < f.n_r_runs; r++) {
+    P.rem[f.r_runs[r].what] = f.r_runs[r].n;
+    P.r_of[f.r_runs[r].what] = r;
+  }
+  for (int64_t r = 0; r < f.n_i_runs; r++) {
+    P.inc[f.i_runs[r].what] = f.i_runs[r].n;
+    P.i_of[f.i_runs[r].what] = r;
+  }
+  for (int64_t v = nn - 1; v >= 0; v--) { /* children follow parents in BFS order */
+    int64_t c = 0;
+    for (int q = 0; q < 5; q++) c += P.inc[5 * v + q];
+    if (H->leaf[v]) c += H->len[v] - P.rem[v];
+    else
+      for (int64_t ch = H->fpos[v]; ch < H->fpos[v] + H->len[v]; ch++) c += P.cnt[ch];
+    P.cnt[v] = c;
+  }
+  if (P.cnt[0] != pts->n - (b->op == RDX_SP_ERASE ? b->m : 0) + (b->op == RDX_SP_INSERT ? b->m : 0)) {
+    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the plan counts %lld points", fn, (long long)P.cnt[0]);
+    goto fail;
+  }
+
+  /* step 3: structure */
+  RDX_CHECK_GOTO(visit(&P, 0), st, fail);
+  if (P.n_groups > 0) {
+    int64_t s = P.scratch_n;
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: split points", (void **)&order, (size_t)s * 8, RDX_HOST), st, fail);
+    if (P.kd) {
+      RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: split points", (void **)&x_h, (size_t)s * 8, RDX_HOST), st, fail);
+      RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: split points", (void **)&y_h, (size_t)s * 8, RDX_HOST), st, fail);
+      RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: split points", (void **)&id_h, (size_t)s * 8, RDX_HOST), st, fail);
+    } else {
+      RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: split points", (void **)&keys_h, (size_t)s * 8, RDX_HOST), st, fail);
+    }
+    int64_t *gstart = NULL;
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: split groups", (void **)&gstart, (size_t)(P.n_groups + 1) * 8, RDX_HOST),
+                   st, fail);
+    for (int64_t g = 0; g < P.n_groups; g++) gstart[g] = P.groups[g].start;
+    gstart[P.n_groups] = s;
+    st = be->split_gather(ctx, pts, w, P.segs, P.n_segs, s, gstart, P.n_groups, keys_h, x_h, y_h, id_h);
+    rdx_mem_free(ctx, gstart);
+    if (st != RDX_OK) goto fail;
+    /* the scratch segments are done; the pool segments follow */
+    int64_t k = 0;
+    for (int64_t i = 0; i < P.n_segs; i++)
+      if (!P.segs[i].to_scratch) P.segs[k++] = P.segs[i];
+    P.n_segs = k;
+    RDX_CHECK_GOTO(place_groups(&P, keys_h, x_h, y_h, id_h, order), st, fail);
+  }
+  RDX_CHECK_GOTO(rdx_sp_hlist_link(ctx, &P.nl, P.kd), st, fail);
+  RDX_CHECK_GOTO(rdx_sp_hlist_to_nodes(ctx, &P.nl, &newh), st, fail);
+
+  /* step 4: reserve */
+  {
+    int64_t new_cap = pts->pool.cap;
+    if (P.bump > new_cap) new_cap = P.bump + P.bump / 2 + 1024;
+    int64_t need_ids = (int64_t)(b->op == RDX_SP_INSERT ? b->first_id + (uint64_t)b->m : pts->id_end);
+    int64_t slot_cap = pts->slot_cap;
+    if (need_ids > slot_cap) slot_cap = need_ids + need_ids / 2 + 64;
+    RDX_CHECK_GOTO(be->reserve(ctx, pts, w, new_cap, slot_cap, newh.n, P.n_segs, P.n_keeps, P.n_groups ? P.scratch_n : 0),
+                   st, fail);
+  }
+
+  /* step 5: commit (from here on only device errors can fail) */
+  RDX_CHECK_GOTO(be->commit(ctx, pts, w, P.segs, P.n_segs, P.keeps, P.n_keeps, order, P.n_groups ? P.scratch_n : 0, &newh),
+                 st, fail);
+  pts->pool.used = P.bump;
+  if (rdx_is_gpu(ctx)) {
+    rdx_sp_nodes_free(ctx, &pts->host);
+    pts->host = newh;
+  } else {
+    rdx_sp_nodes_free(ctx, &pts->nodes);
+    pts->nodes = newh;
+    pts->host = newh;
+    pts->host.block = NULL;
+  }
+  memset(&newh, 0, sizeof newh);
+  if (b->op == RDX_SP_INSERT) {
+    pts->n += b->m;
+    pts->id_end += (uint64_t)b->m;
+    pts->stats.inserted = b->m;
+  } else if (b->op == RDX_SP_ERASE) {
+    pts->n -= b->m;
+    pts->stats.erased = b->m;
+  } else {
+    pts->stats.moved = b->m;
+    pts->stats.in_place = f.n_inplace;
+    pts->stats.left_leaf = b->m - f.n_inplace;
+  }
+  st = RDX_OK;
+
+  /* step 6: compaction when dead space passes the live extents */
+  {
+    int64_t live = 0;
+    for (int64_t i = 0; i < pts->host.n; i++)
+      if (pts->host.leaf[i]) live += pts->host.room[i];
+    if (pts->pool.used > 2 * live + 65536 && relayout(ctx, pts) != RDX_OK) rdx_clear_message(ctx); /* optional */
+  }
+  goto done;
+fail:
+  pts->stats = keep_stats;
+done:
+  if (w) be->release(ctx, w);
+  rdx_mem_free(ctx, f.r_runs);
+  rdx_mem_free(ctx, f.i_runs);
+  rdx_mem_free(ctx, P.cnt);
+  rdx_sp_hlist_free(ctx, &P.nl);
+  rdx_mem_free(ctx, P.segs);
+  rdx_mem_free(ctx, P.keeps);
+  rdx_mem_free(ctx, P.groups);
+  rdx_sp_nodes_free(ctx, &newh);
+  rdx_mem_free(ctx, keys_h);
+  rdx_mem_free(ctx, x_h);
+  rdx_mem_free(ctx, y_h);
+  rdx_mem_free(ctx, id_h);
+  rdx_mem_free(ctx, order);
+  return st;
+}
