@@ -14,6 +14,9 @@
 #include "points_oracle.h"
 #include "spatial/spatial.h"
 
+/* What is being checked (index kind, shape), printed with every mismatch. */
+static char pc_label[160] = "";
+
 /* ---- point sets ---- */
 
 typedef struct pset {
@@ -26,7 +29,13 @@ typedef struct pset {
 
 static inline double pc_unit(void) { return (double)(check_rand_() >> 11) * 0x1.0p-53; }
 
-static inline double pc_round(rdx_dtype dt, double v) { return dt == RDX_F32 ? (double)(float)v : v; }
+/* v as the dtype stores it. The volatile matters: GCC 12.2's -O2 SLP vectorizer drops the
+ * double -> float -> double round trip when it vectorizes qset_make's stores. */
+static inline double pc_round(rdx_dtype dt, double v) {
+  if (dt != RDX_F32) return v;
+  volatile float f = (float)v;
+  return (double)f;
+}
 
 static inline void pset_alloc(pset *p, int64_t n, rdx_dtype dt) {
   memset(p, 0, sizeof *p);
@@ -226,9 +235,9 @@ static inline int pc_compare(points_oracle *o, const qset *s, const uint64_t *of
     if (got != (uint64_t)c || (c && memcmp(want, rows + offsets[i], (size_t)c * 8) != 0)) {
       int64_t j = 0;
       while (j < c && j < (int64_t)got && want[j] == rows[offsets[i] + j]) j++;
-      CHECK_FAIL_("%s %s: query %lld (%.17g, %.17g, %.17g, %.17g; k %d): %llu ids, oracle %lld; first difference at %lld "
+      CHECK_FAIL_("[%s] %s %s: query %lld (%.17g, %.17g, %.17g, %.17g; k %d): %llu ids, oracle %lld; first difference at %lld "
                   "(got %llu, want %llu)",
-                  type_names[s->type], route, (long long)i, q[0], q[1], cols > 2 ? q[2] : 0.0, cols > 3 ? q[3] : 0.0,
+                  pc_label, type_names[s->type], route, (long long)i, q[0], q[1], cols > 2 ? q[2] : 0.0, cols > 3 ? q[3] : 0.0,
                   s->k, (unsigned long long)got, (long long)c, (long long)j,
                   j < (int64_t)got ? (unsigned long long)rows[offsets[i] + j] : 0ull,
                   j < c ? (unsigned long long)want[j] : 0ull);

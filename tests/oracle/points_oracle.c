@@ -44,32 +44,66 @@ static double dist2(double px, double py, double qx, double qy) {
   return s;
 }
 
-static const points_oracle *sort_ctx;
-static int cmp_knn(const void *pa, const void *pb) {
-  int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-  double da = sort_ctx->d2[a], db = sort_ctx->d2[b];
-  if (da != db) return da < db ? -1 : 1;
-  return (sort_ctx->id[a] > sort_ctx->id[b]) - (sort_ctx->id[a] < sort_ctx->id[b]);
-}
+static int less(double da, uint64_t ia, double db, uint64_t ib) { return da < db || (da == db && ia < ib); }
+
 static int cmp_u64(const void *pa, const void *pb) {
   uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
   return (a > b) - (a < b);
 }
 
+/* The k smallest (d2, id) by a textbook binary max-heap, then sorted by repeated extraction. */
+static int64_t knn(points_oracle *o, double qx, double qy, int k, uint64_t *out) {
+  double *hd = o->d2;
+  int64_t *hi = o->order; /* index into the points */
+  int64_t size = 0;
+  for (int64_t i = 0; i < o->n; i++) {
+    double d = dist2(o->x[i], o->y[i], qx, qy);
+    int64_t at;
+    if (size < k) {
+      at = size++;
+      while (at > 0 && less(hd[(at - 1) / 2], o->id[hi[(at - 1) / 2]], d, o->id[i])) {
+        hd[at] = hd[(at - 1) / 2], hi[at] = hi[(at - 1) / 2];
+        at = (at - 1) / 2;
+      }
+    } else if (less(d, o->id[i], hd[0], o->id[hi[0]])) {
+      at = 0;
+      for (;;) {
+        int64_t c = 2 * at + 1;
+        if (c >= size) break;
+        if (c + 1 < size && less(hd[c], o->id[hi[c]], hd[c + 1], o->id[hi[c + 1]])) c++;
+        if (!less(d, o->id[i], hd[c], o->id[hi[c]])) break;
+        hd[at] = hd[c], hi[at] = hi[c];
+        at = c;
+      }
+    } else {
+      continue;
+    }
+    hd[at] = d, hi[at] = i;
+  }
+  int64_t c = size;
+  /* extract the maximum repeatedly, filling from the back */
+  while (size > 0) {
+    int64_t top = hi[0];
+    if (out) out[size - 1] = o->id[top];
+    size--;
+    double d = hd[size];
+    int64_t ii = hi[size], at = 0;
+    for (;;) {
+      int64_t ch = 2 * at + 1;
+      if (ch >= size) break;
+      if (ch + 1 < size && less(hd[ch], o->id[hi[ch]], hd[ch + 1], o->id[hi[ch + 1]])) ch++;
+      if (!less(d, o->id[ii], hd[ch], o->id[hi[ch]])) break;
+      hd[at] = hd[ch], hi[at] = hi[ch];
+      at = ch;
+    }
+    hd[at] = d, hi[at] = ii;
+  }
+  return c;
+}
+
 int64_t points_oracle_query(points_oracle *o, int type, const double *q, int k, uint64_t *out) {
   int64_t c = 0;
-  if (type == PO_KNN) {
-    for (int64_t i = 0; i < o->n; i++) {
-      o->d2[i] = dist2(o->x[i], o->y[i], q[0], q[1]);
-      o->order[i] = i;
-    }
-    sort_ctx = o;
-    qsort(o->order, (size_t)o->n, sizeof *o->order, cmp_knn);
-    c = o->n < k ? o->n : k;
-    if (out)
-      for (int64_t i = 0; i < c; i++) out[i] = o->id[o->order[i]];
-    return c;
-  }
+  if (type == PO_KNN) return knn(o, q[0], q[1], k, out);
   volatile double r2 = type == PO_WITHIN ? q[2] * q[2] : 0.0;
   for (int64_t i = 0; i < o->n; i++) {
     double x = o->x[i], y = o->y[i];
@@ -82,6 +116,8 @@ int64_t points_oracle_query(points_oracle *o, int type, const double *q, int k, 
       c++;
     }
   }
-  if (out && c > 1) qsort(out, (size_t)c, 8, cmp_u64);
+  int sorted = 1; /* points are usually kept in id order: skip the sort then */
+  for (int64_t i = 1; out && i < c && sorted; i++) sorted = out[i] > out[i - 1];
+  if (out && !sorted) qsort(out, (size_t)c, 8, cmp_u64);
   return c;
 }

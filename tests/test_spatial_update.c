@@ -1,0 +1,385 @@
+/*
+ * test_spatial_update.c: bulk moves, inserts and erases, for the backend given by --backend.
+ *
+ * Cases:
+ *  - points_update_sequences: random sequences of batches on quadtrees (both methods) and k-d
+ *    trees over uniform, clustered, duplicate-heavy and lattice sets: moves of 1%..60% of the
+ *    points (small steps that stay in their leaf, jumps anywhere, jumps onto other points),
+ *    inserts (into empty quadrants too), erases (down to nothing, then inserts again). After
+ *    every batch: tree invariants; every query type equals the oracle of the points then
+ *    present; a quadtree's nodes equal a fresh build's (same box) except leaf offsets;
+ *  - points_update_bad_input: unknown, erased and repeated ids, NaN, points outside the box,
+ *    wrong dtypes: RDX_ERR_INVALID_ARGUMENT and the index unchanged;
+ *  - points_update_faults: the memory account fails its 1st, 2nd, ... allocation during an
+ *    update: out of memory and the index unchanged, until the update goes through.
+ */
+#include "points_check.h"
+
+typedef struct model {
+  int64_t cap;
+  uint64_t id_end;
+  double *x, *y;
+  uint8_t *alive;
+  rdx_dtype dt;
+} model;
+
+static void model_grow(model *m, uint64_t need) {
+  if ((int64_t)need <= m->cap) return;
+  int64_t c = (int64_t)need * 2 + 16;
+  m->x = (double *)realloc(m->x, (size_t)c * 8);
+  m->y = (double *)realloc(m->y, (size_t)c * 8);
+  m->alive = (uint8_t *)realloc(m->alive, (size_t)c);
+  memset(m->alive + m->cap, 0, (size_t)(c - m->cap));
+  m->cap = c;
+}
+
+static int64_t model_live(const model *m) {
+  int64_t c = 0;
+  for (uint64_t i = 0; i < m->id_end; i++) c += m->alive[i];
+  return c;
+}
+
+/* The live points as a pset (ids 0..n-1, in id order) and their model ids. */
+static pset model_pset(const model *m, uint64_t **ids) {
+  int64_t n = model_live(m);
+  pset p;
+  pset_alloc(&p, n, m->dt);
+  *ids = (uint64_t *)malloc((size_t)(n + 1) * 8);
+  int64_t w = 0;
+  for (uint64_t i = 0; i < m->id_end; i++)
+    if (m->alive[i]) {
+      pset_set(&p, w, m->x[i], m->y[i]);
+      (*ids)[w++] = i;
+    }
+  return p;
+}
+
+static void check_against_model(rdx_context *ctx, rdx_points *pts, const model *m, int64_t queries) {
+  uint64_t *ids;
+  pset p = model_pset(m, &ids);
+  CHECK_EQ(rdx_points_count(pts), p.n);
+  CHECK(pc_tree_ok(ctx, pts, 1));
+  points_oracle o;
+  CHECK(points_oracle_init(&o, p.n, p.x, p.y, ids));
+  pc_check_all(ctx, pts, &o, &p, queries);
+  points_oracle_free(&o);
+  if (pts->kind == RDX_POINTS_QUADTREE) { /* the nodes of a fresh build over the same box */
+    rdx_points_options opt = RDX_POINTS_OPTIONS_INIT;
+    opt.method = RDX_POINTS_BOTTOM_UP;
+    opt.leaf_capacity = pts->cap;
+    opt.max_depth = pts->depth;
+    opt.use_box = true;
+    opt.box[0] = pts->grid.x0, opt.box[1] = pts->grid.y0, opt.box[2] = pts->grid.x1, opt.box[3] = pts->grid.y1;
+    rdx_points *fresh = NULL;
+    CHECK_OK(ctx, rdx_points_build(ctx, pset_array(&p), &opt, &fresh));
+    if (fresh) {
+      const rdx_sp_nodes *a = &pts->host, *b = &fresh->host;
+      CHECK_EQ(a->n, b->n);
+      for (int64_t i = 0; i < a->n && a->n == b->n; i++) {
+        int bad = a->key[i] != b->key[i] || a->level[i] != b->level[i] || a->leaf[i] != b->leaf[i] || a->len[i] != b->len[i] ||
+                  a->count[i] != b->count[i] || (!a->leaf[i] && a->fpos[i] != b->fpos[i]);
+        if (bad) {
+          CHECK_FAIL_("[%s] node %lld differs from a fresh build: (key %llu level %d leaf %d len %lld count %lld) vs "
+                      "(key %llu level %d leaf %d len %lld count %lld)",
+                      pc_label, (long long)i, (unsigned long long)a->key[i], a->level[i], a->leaf[i], (long long)a->len[i],
+                      (long long)a->count[i], (unsigned long long)b->key[i], b->level[i], b->leaf[i], (long long)b->len[i],
+                      (long long)b->count[i]);
+          break;
+        }
+      }
+      rdx_points_destroy(fresh);
+    }
+  }
+  free(ids);
+  pset_free(&p);
+}
+
+/* A random place in the box, or on an existing point, or a small step from (x, y). */
+static void new_place(const model *m, int64_t live, const double *box, double x, double y, int style, double *nx, double *ny) {
+  if (style == 0) { /* a small step, clamped to the box */
+    double w = (box[2] - box[0]) * 0.002, h = (box[3] - box[1]) * 0.002;
+    *nx = x + w * (pc_unit() - 0.5), *ny = y + h * (pc_unit() - 0.5);
+  } else if (style == 1 && live > 0) { /* onto a live point (duplicates) */
+    uint64_t j = check_below(m->id_end);
+    while (!m->alive[j]) j = (j + 1) % m->id_end;
+    *nx = m->x[j], *ny = m->y[j];
+  } else if (style == 2) { /* into one small corner: empty quadrants fill, leaves split */
+    *nx = box[0] + (box[2] - box[0]) * 0.01 * pc_unit(), *ny = box[1] + (box[3] - box[1]) * 0.01 * pc_unit();
+  } else {
+    *nx = box[0] + (box[2] - box[0]) * pc_unit(), *ny = box[1] + (box[3] - box[1]) * pc_unit();
+  }
+  if (*nx < box[0]) *nx = box[0];
+  if (*nx > box[2]) *nx = box[2];
+  if (*ny < box[1]) *ny = box[1];
+  if (*ny > box[3]) *ny = box[3];
+  *nx = pc_round(m->dt, *nx);
+  *ny = pc_round(m->dt, *ny);
+  if (*nx > box[2]) *nx = box[2]; /* rounding to f32 may step outside */
+  if (*ny > box[3]) *ny = box[3];
+  if (*nx < box[0]) *nx = box[0];
+  if (*ny < box[1]) *ny = box[1];
+}
+
+static void put2(void *xy, rdx_dtype dt, int64_t i, double x, double y) {
+  if (dt == RDX_F32) ((float *)xy)[2 * i] = (float)x, ((float *)xy)[2 * i + 1] = (float)y;
+  else ((double *)xy)[2 * i] = x, ((double *)xy)[2 * i + 1] = y;
+}
+
+/* Pick c distinct live ids. */
+static int64_t pick_ids(const model *m, int64_t c, uint64_t *out) {
+  int64_t live = model_live(m), w = 0;
+  if (c > live) c = live;
+  uint8_t *taken = (uint8_t *)calloc((size_t)m->id_end + 1, 1);
+  while (w < c) {
+    uint64_t j = check_below(m->id_end);
+    while (!m->alive[j] || taken[j]) j = (j + 1) % m->id_end;
+    taken[j] = 1;
+    out[w++] = j;
+  }
+  free(taken);
+  return w;
+}
+
+/* One random batch applied to the index and the model. */
+static void random_batch(rdx_context *ctx, rdx_points *pts, model *m, const double *box) {
+  int64_t live = model_live(m);
+  int op = (int)check_below(10);
+  int dev = pc_gpu(ctx) && (check_rand_() & 1);
+  if (live == 0) op = 9;
+  if (op < 6) { /* move */
+    static const double fr[] = {0.01, 0.05, 0.1, 0.3, 0.6};
+    int64_t c = (int64_t)(live * fr[check_below(5)]) + 1;
+    uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
+    c = pick_ids(m, c, ids);
+    void *xy = malloc((size_t)c * 16);
+    int style = (int)check_below(4);
+    double *nx = (double *)malloc((size_t)c * 8), *ny = (double *)malloc((size_t)c * 8);
+    for (int64_t i = 0; i < c; i++) {
+      new_place(m, live, box, m->x[ids[i]], m->y[ids[i]], check_below(3) ? style : 3, &nx[i], &ny[i]);
+      put2(xy, m->dt, i, nx[i], ny[i]);
+    }
+    rdx_array ia = rdx_host_array(ids, c, RDX_U64), pa = rdx_host_matrix(xy, c, 2, m->dt);
+    if (dev) ia = pc_to_device(ctx, ia), pa = pc_to_device(ctx, pa);
+    CHECK_OK(ctx, rdx_points_move(ctx, pts, ia, pa));
+    pc_free_device(ctx, ia);
+    pc_free_device(ctx, pa);
+    for (int64_t i = 0; i < c; i++) m->x[ids[i]] = nx[i], m->y[ids[i]] = ny[i];
+    free(ids), free(xy), free(nx), free(ny);
+  } else if (op < 8) { /* erase */
+    int64_t c = check_below(4) == 0 ? live : (int64_t)check_below((uint64_t)(live / 3 + 1)) + 1;
+    uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
+    c = pick_ids(m, c, ids);
+    /* u32 ids half the time */
+    uint32_t *ids32 = (uint32_t *)malloc((size_t)c * 4);
+    for (int64_t i = 0; i < c; i++) ids32[i] = (uint32_t)ids[i];
+    rdx_array ia = check_below(2) ? rdx_host_array(ids32, c, RDX_U32) : rdx_host_array(ids, c, RDX_U64);
+    if (dev) ia = pc_to_device(ctx, ia);
+    CHECK_OK(ctx, rdx_points_erase(ctx, pts, ia));
+    pc_free_device(ctx, ia);
+    for (int64_t i = 0; i < c; i++) m->alive[ids[i]] = 0;
+    free(ids), free(ids32);
+  } else { /* insert */
+    int64_t c = (int64_t)check_below((uint64_t)(live / 2 + 50)) + 1;
+    void *xy = malloc((size_t)c * 16);
+    int style = (int)check_below(4);
+    uint64_t first = 0;
+    model_grow(m, m->id_end + (uint64_t)c);
+    for (int64_t i = 0; i < c; i++) {
+      double nx, ny;
+      new_place(m, live, box, box[0], box[1], style == 0 ? 3 : style, &nx, &ny);
+      put2(xy, m->dt, i, nx, ny);
+      m->x[m->id_end + (uint64_t)i] = nx, m->y[m->id_end + (uint64_t)i] = ny;
+    }
+    rdx_array pa = rdx_host_matrix(xy, c, 2, m->dt);
+    if (dev) pa = pc_to_device(ctx, pa);
+    CHECK_OK(ctx, rdx_points_insert(ctx, pts, pa, &first));
+    pc_free_device(ctx, pa);
+    CHECK_EQ(first, m->id_end);
+    for (int64_t i = 0; i < c; i++) m->alive[m->id_end + (uint64_t)i] = 1;
+    m->id_end += (uint64_t)c;
+    free(xy);
+  }
+}
+
+static rdx_points *build_model(rdx_context *ctx, model *m, int gen, int64_t n, rdx_dtype dt, int kind, int cap,
+                               int depth, const double *box) {
+  pset p = pset_make(gen, n, dt);
+  memset(m, 0, sizeof *m);
+  m->dt = dt;
+  model_grow(m, (uint64_t)n + 1);
+  for (int64_t i = 0; i < n; i++) m->x[i] = p.x[i], m->y[i] = p.y[i], m->alive[i] = 1;
+  m->id_end = (uint64_t)n;
+  rdx_points_options o = RDX_POINTS_OPTIONS_INIT;
+  o.kind = kind == 2 ? RDX_POINTS_KDTREE : RDX_POINTS_QUADTREE;
+  o.method = kind == 1 ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP;
+  o.leaf_capacity = cap;
+  o.max_depth = depth;
+  o.use_box = true;
+  memcpy(o.box, box, sizeof o.box);
+  rdx_points *pts = NULL;
+  CHECK_OK(ctx, rdx_points_build(ctx, pset_array(&p), &o, &pts));
+  pset_free(&p);
+  return pts;
+}
+
+static void model_free(model *m) {
+  free(m->x), free(m->y), free(m->alive);
+  memset(m, 0, sizeof *m);
+}
+
+/* Answers of a fixed batch, to see that a failed update changed nothing. */
+static uint64_t fingerprint(rdx_context *ctx, rdx_points *pts) {
+  double w[4 * 16];
+  float wf[4 * 16];
+  for (int i = 0; i < 16; i++) {
+    w[4 * i] = -60 + 14 * i, w[4 * i + 1] = 0, w[4 * i + 2] = -60 + 14 * i + 30, w[4 * i + 3] = 80;
+    for (int c = 0; c < 4; c++) wf[4 * i + c] = (float)w[4 * i + c];
+  }
+  rdx_points_query q = RDX_POINTS_QUERY_INIT;
+  rdx_result *r = NULL;
+  uint64_t h = 1469598103934665603ull;
+  rdx_array qa = pts->f64 ? rdx_host_matrix(w, 16, 4, RDX_F64) : rdx_host_matrix(wf, 16, 4, RDX_F32);
+  rdx_status st = rdx_points_query_alloc(ctx, pts, qa, &q, &r);
+  if (st != RDX_OK) {
+    CHECK_OK(ctx, st);
+    return 0;
+  }
+  for (uint64_t i = 0; i < r->total; i++) h = (h ^ r->row_ids[i]) * 1099511628211ull;
+  for (int i = 0; i <= 16; i++) h = (h ^ r->offsets[i]) * 1099511628211ull;
+  rdx_result_free(ctx, r);
+  return h;
+}
+
+int main(int argc, char **argv) {
+  rdx_context *ctx = check_begin(argc, argv);
+  static const double box[4] = {-60, 0, 160, 80};
+  int64_t seen[2][6]; /* per kind family: splits, merges, relocated, new leaves, in place, left leaf */
+  memset(seen, 0, sizeof seen);
+  static const int gens[] = {GEN_UNIFORM, GEN_CLUSTERED, GEN_DUPLICATES, GEN_GRID};
+  static const struct {
+    int cap, qdepth, kdepth;
+  } shapes[] = {{8, 16, 48}, {32, 20, 30}, {3, 6, 8}, {100, 31, 56}};
+  for (size_t g = 0; g < sizeof gens / sizeof gens[0]; g++) {
+    for (int kind = 0; kind < 3; kind++) {
+      CASE(points_update_sequences);
+      check_case_ = gen_names[gens[g]];
+      size_t sh = (g + (size_t)kind) % 4;
+      int64_t n = check_below(4) == 0 ? 0 : 300 + (int64_t)check_below(5000);
+      rdx_dtype dt = check_below(2) ? RDX_F32 : RDX_F64;
+      model m;
+      rdx_points *pts = build_model(ctx, &m, gens[g], n, dt, kind, shapes[sh].cap,
+                                    kind == 2 ? shapes[sh].kdepth : shapes[sh].qdepth, box);
+      if (!pts) continue;
+      for (int round = 0; round < 16; round++) {
+        snprintf(pc_label, sizeof pc_label, "%s %s cap %d, round %d, %lld points", kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu",
+                 gen_names[gens[g]], shapes[sh].cap, round, (long long)model_live(&m));
+        random_batch(ctx, pts, &m, box);
+        const rdx_sp_stats *st = &pts->stats;
+        int64_t *sn = seen[kind == 2];
+        sn[0] += st->splits, sn[1] += st->merges, sn[2] += st->relocated, sn[3] += st->new_leaves;
+        sn[4] += st->in_place, sn[5] += st->left_leaf;
+        check_against_model(ctx, pts, &m, round % 3 == 2 ? 60 : 25);
+        if (check_failures_) break;
+      }
+      rdx_points_destroy(pts);
+      model_free(&m);
+    }
+  }
+
+  /* the sequences reached every path of the planner */
+  static const char *const what[] = {"splits", "merges", "relocations", "new leaves", "in-place moves", "leaf changes"};
+  for (int f = 0; f < 2; f++)
+    for (int i = 0; i < 6; i++) {
+      if (f == 1 && i == 3) continue; /* k-d trees have no missing quadrants */
+      printf("%s: %lld %s\n", f ? "k-d" : "quadtree", (long long)seen[f][i], what[i]);
+      if (seen[f][i] == 0) CHECK_FAIL_("%s sequences had no %s", f ? "k-d" : "quadtree", what[i]);
+    }
+
+  CASE(points_update_bad_input);
+  for (int kind = 0; kind < 3; kind++) {
+    model m;
+    rdx_points *pts = build_model(ctx, &m, GEN_UNIFORM, 500, RDX_F64, kind, 16, kind == 2 ? 40 : 16, box);
+    uint64_t ids[3] = {1, 2, 3};
+    double xy[6] = {0, 1, 2, 3, 4, 5};
+    CHECK_OK(ctx, rdx_points_erase(ctx, pts, rdx_host_array(ids, 1, RDX_U64))); /* id 1 is gone */
+    m.alive[1] = 0;
+    uint64_t before = fingerprint(ctx, pts);
+    int64_t nodes = pts->host.n;
+    uint64_t bad[][3] = {{2, 500, 3}, {2, 1, 3}, {2, 3, 2}};
+    for (int b = 0; b < 3; b++) {
+      CHECK_STATUS(ctx, rdx_points_move(ctx, pts, rdx_host_array(bad[b], 3, RDX_U64), rdx_host_matrix(xy, 3, 2, RDX_F64)),
+                   RDX_ERR_INVALID_ARGUMENT);
+      CHECK_STATUS(ctx, rdx_points_erase(ctx, pts, rdx_host_array(bad[b], 3, RDX_U64)), RDX_ERR_INVALID_ARGUMENT);
+    }
+    double nan_xy[6] = {0, 1, NAN, 3, 4, 5}, out_xy[6] = {0, 1, 2, 3, 1e6, 5}, inf_xy[6] = {0, 1, 2, INFINITY, 4, 5};
+    CHECK_STATUS(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids + 1, 2, RDX_U64), rdx_host_matrix(nan_xy + 2, 2, 2, RDX_F64)),
+                 RDX_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(out_xy, 3, 2, RDX_F64), NULL), RDX_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(inf_xy, 3, 2, RDX_F64), NULL), RDX_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(xy, 3, 2, RDX_F32), NULL), RDX_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids + 1, 2, RDX_U64), rdx_host_matrix(xy, 3, 2, RDX_F64)),
+                 RDX_ERR_INVALID_ARGUMENT);
+    double f64ids[2] = {2, 3};
+    CHECK_STATUS(ctx, rdx_points_erase(ctx, pts, rdx_host_array(f64ids, 2, RDX_F64)), RDX_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rdx_points_count(pts), 499);
+    CHECK_EQ(pts->host.n, nodes);
+    CHECK_EQ(fingerprint(ctx, pts), before);
+    /* an empty batch is fine and changes nothing */
+    uint64_t first = 0;
+    CHECK_OK(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(NULL, 0, 2, RDX_F64), &first));
+    CHECK_EQ(first, 500);
+    CHECK_OK(ctx, rdx_points_erase(ctx, pts, rdx_host_array(NULL, 0, RDX_U64)));
+    check_against_model(ctx, pts, &m, 20);
+    rdx_points_destroy(pts);
+    model_free(&m);
+  }
+
+  CASE(points_update_faults);
+  for (int kind = 0; kind < 3; kind++) {
+    model m;
+    rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 2000, RDX_F32, kind, 8, kind == 2 ? 30 : 12, box);
+    for (int round = 0; round < 3; round++) {
+      /* a batch that moves, splits and merges: half the points into one corner */
+      int64_t live = model_live(&m), c = live / 2;
+      uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
+      c = pick_ids(&m, c, ids);
+      float *xy = (float *)malloc((size_t)c * 8);
+      double *nx = (double *)malloc((size_t)c * 8), *ny = (double *)malloc((size_t)c * 8);
+      for (int64_t i = 0; i < c; i++) {
+        new_place(&m, live, box, 0, 0, round == 1 ? 3 : 2, &nx[i], &ny[i]);
+        xy[2 * i] = (float)nx[i], xy[2 * i + 1] = (float)ny[i];
+      }
+      uint64_t before = fingerprint(ctx, pts);
+      int64_t count = rdx_points_count(pts);
+      int done = 0;
+      /* every fault point up to 64, then a sparser walk (k-d splits allocate per split leaf) */
+      for (int64_t k = 1; k < 100000 && !done; k += 1 + (k > 64 ? k / 16 : 0)) {
+        rdx_mem_fail_after(ctx, k);
+        rdx_status st = rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F32));
+        rdx_mem_fail_after(ctx, 0);
+        if (st == RDX_OK) {
+          done = 1;
+          break;
+        }
+        if (st != RDX_ERR_HOST_OUT_OF_MEMORY && st != RDX_ERR_DEVICE_OUT_OF_MEMORY) {
+          CHECK_FAIL_("fault %lld: %s (%s)", (long long)k, rdx_status_name(st), rdx_context_message(ctx));
+          break;
+        }
+        CHECK_EQ(rdx_points_count(pts), count);
+        uint64_t fp = fingerprint(ctx, pts);
+        if (fp != before) {
+          CHECK_FAIL_("fault %lld changed the index's answers", (long long)k);
+          break;
+        }
+      }
+      if (!done) CHECK_FAIL_("[kind %d round %d] the move never went through; last: %s", kind, round, rdx_context_message(ctx));
+      for (int64_t i = 0; i < c; i++) m.x[ids[i]] = nx[i], m.y[ids[i]] = ny[i];
+      snprintf(pc_label, sizeof pc_label, "faults kind %d round %d", kind, round);
+      check_against_model(ctx, pts, &m, 20);
+      free(ids), free(xy), free(nx), free(ny);
+    }
+    rdx_points_destroy(pts);
+    model_free(&m);
+  }
+  return check_end(ctx);
+}
