@@ -1,0 +1,387 @@
+/*
+ * query.cu: batched queries on the GPU, G-PICS Section 3 (Lewis and Tu).
+ *
+ * Point search, window and within-distance queries:
+ *  Step I (Leaf-Finding): one thread per query descends the tree (traverse_hd.h, the same code
+ *    the CPU runs) and registers the query at every leaf it needs, with a flag when the query
+ *    covers the whole leaf. Registrations are counted, scanned and written query-major (r), then
+ *    sorted by leaf with CUB, so each leaf's query list is contiguous (G-PICS keeps per-leaf
+ *    lists; a sort gives them without atomics, in a deterministic order).
+ *  Step II (Leaf-List-Processing): one block per leaf with queries. With several queries the
+ *    block stages the leaf's points in shared memory in tiles of 1024 and each thread tests its
+ *    query against the tile (G-PICS: the leaf is read from global memory once per batch); a
+ *    leaf with one query is scanned by the whole block straight from global memory, a block-wide
+ *    scan placing the matches in point order. Covered leaves are counted or copied without tests.
+ *  Counts are per registration; a query's count is their sum. The fill scans the registration
+ *    counts (query-major, so the scan equals the caller's offsets, which are checked), writes
+ *    every registration's matches at its position, and sorts each query's ids (CUB segmented
+ *    sort, keys/entries.cu).
+ * kNN (exact): one thread per query runs the branch and bound of traverse_hd.h with its k
+ *    candidates in global scratch (L1-resident for small k), queries taken in Morton order of
+ *    their points so a warp's queries share leaves in cache (the sort is charged to the call).
+ *    G-PICS answers kNN as within-distance plus selection with a guessed radius; the branch and
+ *    bound needs no radius and is exact on the first pass.
+ */
+#include <thrust/iterator/constant_iterator.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include "keys/keys.h"
+#include "spatial/sp_cuda.cuh"
+
+namespace {
+
+using namespace rdx_sp;
+
+#define QBLOCK 128
+#define TILE 1024
+
+__global__ void reg_count_kernel(rdx_sp_view v, const void *q, int f64, int type, int64_t m, uint64_t *cnt) {
+  SP_FOR(i, m) {
+    rdx_sp_q qq = rdx_sp_load_query(q, i, type, f64);
+    rdx_sp_iter it;
+    rdx_sp_iter_init(&it, &v, type, &qq);
+    int64_t leaf;
+    int full;
+    uint64_t c = 0;
+    while (rdx_sp_iter_next(&it, &v, &leaf, &full)) c++;
+    cnt[i] = c;
+  }
+}
+
+__global__ void reg_write_kernel(rdx_sp_view v, const void *q, int f64, int type, int64_t m, const uint64_t *off,
+                                 uint32_t *leaf_out, uint64_t *rid, int64_t *rq, uint8_t *rfull) {
+  SP_FOR(i, m) {
+    rdx_sp_q qq = rdx_sp_load_query(q, i, type, f64);
+    rdx_sp_iter it;
+    rdx_sp_iter_init(&it, &v, type, &qq);
+    int64_t leaf;
+    int full;
+    uint64_t r = off[i];
+    while (rdx_sp_iter_next(&it, &v, &leaf, &full)) {
+      leaf_out[r] = (uint32_t)leaf;
+      rid[r] = r;
+      rq[r] = i;
+      rfull[r] = (uint8_t)full;
+      r++;
+    }
+  }
+}
+
+/* Step II. FILL = 0: rcnt[r] = matches of registration r. FILL = 1: write them at rpos[r]. */
+template <typename T, int FILL>
+__global__ void __launch_bounds__(QBLOCK) leaf_kernel(rdx_sp_view v, const T *q, int type, const uint32_t *uniq,
+                                                      const int64_t *seg_start, const int64_t *seg_len, int64_t n_segs,
+                                                      const uint64_t *srid, const int64_t *rq, const uint8_t *rfull,
+                                                      uint64_t *rcnt, const uint64_t *rpos, uint64_t *rows) {
+  __shared__ T sx[TILE], sy[TILE];
+  typedef cub::BlockScan<int, QBLOCK> scan_t;
+  __shared__ typename scan_t::TempStorage scan_tmp;
+  const T *X = (const T *)v.x, *Y = (const T *)v.y;
+  const int tid = threadIdx.x;
+  for (int64_t sg = blockIdx.x; sg < n_segs; sg += gridDim.x) {
+    int64_t leaf = uniq[sg];
+    int64_t p0 = v.fpos[leaf], pn = v.len[leaf], e0 = seg_start[sg], ne = seg_len[sg];
+    if (ne == 1) { /* one query: the block scans the leaf from global memory */
+      uint64_t r = srid[e0];
+      rdx_sp_q qq = rdx_sp_load_query(q, rq[r], type, sizeof(T) == 8);
+      if (rfull[r]) {
+        if (FILL)
+          for (int64_t j = tid; j < pn; j += QBLOCK) rows[rpos[r] + j] = v.id[p0 + j];
+        else if (tid == 0)
+          rcnt[r] = (uint64_t)pn;
+        continue;
+      }
+      int64_t base = 0;
+      for (int64_t t0 = 0; t0 < pn; t0 += QBLOCK) {
+        int64_t j = t0 + tid;
+        int hit = j < pn && rdx_sp_hit(type, &qq, (double)X[p0 + j], (double)Y[p0 + j]);
+        int pre, total;
+        scan_t(scan_tmp).ExclusiveSum(hit, pre, total);
+        if (FILL && hit) rows[rpos[r] + base + pre] = v.id[p0 + j];
+        base += total;
+        __syncthreads(); /* scan_tmp is reused */
+      }
+      if (!FILL && tid == 0) rcnt[r] = (uint64_t)base;
+      continue;
+    }
+    /* several queries: tiles of the leaf in shared memory, one query per thread */
+    for (int64_t c0 = 0; c0 < ne; c0 += QBLOCK) {
+      int64_t e = c0 + tid;
+      int have = e < ne;
+      uint64_t r = have ? srid[e0 + e] : 0;
+      int full = have ? rfull[r] : 1;
+      rdx_sp_q qq = {0, 0, 0, 0, 0};
+      if (have) qq = rdx_sp_load_query(q, rq[r], type, sizeof(T) == 8);
+      uint64_t local = 0, out = FILL && have ? rpos[r] : 0;
+      if (have && full) {
+        if (FILL)
+          for (int64_t j = 0; j < pn; j++) rows[out + j] = v.id[p0 + j];
+        local = (uint64_t)pn;
+      }
+      if (__syncthreads_or(have && !full)) {
+        for (int64_t t0 = 0; t0 < pn; t0 += TILE) {
+          int64_t tn = pn - t0 < TILE ? pn - t0 : TILE;
+          __syncthreads();
+          for (int64_t j = tid; j < tn; j += QBLOCK) {
+            sx[j] = X[p0 + t0 + j];
+            sy[j] = Y[p0 + t0 + j];
+          }
+          __syncthreads();
+          if (have && !full)
+            for (int64_t j = 0; j < tn; j++)
+              if (rdx_sp_hit(type, &qq, (double)sx[j], (double)sy[j])) {
+                if (FILL) rows[out + local] = v.id[p0 + t0 + j];
+                local++;
+              }
+        }
+      }
+      if (!FILL && have) rcnt[r] = local;
+      __syncthreads();
+    }
+  }
+}
+
+/* Per query: the sum of its registrations' counts (count), or the check of the caller's
+ * offsets against it (fill). */
+__global__ void sum_kernel(const uint64_t *reg_off, const uint64_t *rcnt, int64_t m, uint64_t *counts, const uint64_t *offsets,
+                           unsigned long long *bad) {
+  SP_FOR(i, m) {
+    uint64_t c = 0;
+    for (uint64_t r = reg_off[i]; r < reg_off[i + 1]; r++) c += rcnt[r];
+    if (counts) counts[i] = c;
+    if (offsets && (offsets[i + 1] - offsets[i] != c || offsets[i + 1] < offsets[i] || (i == 0 && offsets[0] != 0)))
+      atomicMin(bad, (unsigned long long)i);
+  }
+}
+
+struct tail0 { /* c[i], and 0 at i == m so an exclusive scan over m + 1 ends with the total */
+  const uint64_t *c;
+  int64_t m;
+  __host__ __device__ uint64_t operator()(int64_t i) const { return i < m ? c[i] : 0; }
+};
+struct add_op {
+  template <typename T>
+  __host__ __device__ T operator()(const T &a, const T &b) const {
+    return a + b;
+  }
+};
+
+struct reg_state {
+  int64_t R = 0, n_segs = 0;
+  uint64_t *reg_off = nullptr;  /* m + 1 */
+  uint64_t *srid = nullptr;     /* R, registrations sorted by leaf */
+  int64_t *rq = nullptr;        /* R, query of registration r */
+  uint8_t *rfull = nullptr;     /* R */
+  uint32_t *uniq = nullptr;     /* leaves with queries */
+  int64_t *seg_start = nullptr, *seg_len = nullptr;
+  uint64_t *rcnt = nullptr;     /* R */
+};
+
+/* Step I: registrations, sorted into per-leaf lists. */
+rdx_status step1(rdx_context *ctx, scratch &mm, const rdx_points *pts, const rdx_sp_view &v, const rdx_sp_qin *in,
+                 reg_state &g) {
+  const char *fn = "rdx_points_query (step I)";
+  cudaStream_t s = rdx_stream(ctx);
+  int64_t m = in->m, m1 = m + 1;
+  uint64_t *cnt;
+  RDX_CHECK(mm.get(&cnt, (size_t)m, fn));
+  RDX_CHECK(mm.get(&g.reg_off, (size_t)m1, fn));
+  reg_count_kernel<<<blocks_for(m, QBLOCK), QBLOCK, 0, s>>>(v, in->q, pts->f64, in->type, m, cnt);
+  SP_LAUNCH_CHECK(ctx, "rdx_points_query: register kernel");
+  auto cin = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), tail0{cnt, m});
+  RDX_CHECK(mm.cub("rdx_points_query: registration scan", [&](void *t, size_t &b) {
+    return cub::DeviceScan::ExclusiveSum(t, b, cin, g.reg_off, m1, s);
+  }));
+  uint64_t R = 0;
+  RDX_CHECK(to_host(ctx, &R, g.reg_off + m, 1, fn));
+  g.R = (int64_t)R;
+  mm.drop(cnt);
+  if (R == 0) return RDX_OK;
+  uint32_t *lk, *lk2;
+  uint64_t *rid2;
+  RDX_CHECK(mm.get(&lk, R, fn));
+  RDX_CHECK(mm.get(&lk2, R, fn));
+  RDX_CHECK(mm.get(&g.srid, R, fn));
+  RDX_CHECK(mm.get(&rid2, R, fn));
+  RDX_CHECK(mm.get(&g.rq, R, fn));
+  RDX_CHECK(mm.get(&g.rfull, R, fn));
+  RDX_CHECK(mm.get(&g.rcnt, R, fn));
+  reg_write_kernel<<<blocks_for(m, QBLOCK), QBLOCK, 0, s>>>(v, in->q, pts->f64, in->type, m, g.reg_off, lk, g.srid, g.rq,
+                                                            g.rfull);
+  SP_LAUNCH_CHECK(ctx, "rdx_points_query: register kernel");
+  cub::DoubleBuffer<uint32_t> kb(lk, lk2);
+  cub::DoubleBuffer<uint64_t> vb(g.srid, rid2);
+  int bits = bits_for((uint64_t)(v.n_nodes > 0 ? v.n_nodes - 1 : 0));
+  if (bits == 0) bits = 1;
+  int64_t RR = (int64_t)R;
+  RDX_CHECK(mm.cub("rdx_points_query: registrations by leaf", [&](void *t, size_t &b) {
+    return cub::DeviceRadixSort::SortPairs(t, b, kb, vb, RR, 0, bits, s);
+  }));
+  g.srid = vb.Current();
+  const uint32_t *sorted_leaf = kb.Current();
+  int64_t *d_runs;
+  RDX_CHECK(mm.get(&d_runs, 1, fn));
+  RDX_CHECK(mm.get(&g.uniq, R, fn));
+  RDX_CHECK(mm.get(&g.seg_len, R, fn));
+  RDX_CHECK(mm.get(&g.seg_start, R + 1, fn));
+  auto ones = thrust::make_constant_iterator((int64_t)1);
+  RDX_CHECK(mm.cub("rdx_points_query: leaf lists", [&](void *t, size_t &b) {
+    return cub::DeviceReduce::ReduceByKey(t, b, sorted_leaf, g.uniq, ones, g.seg_len, d_runs, add_op(), RR, s);
+  }));
+  RDX_CHECK(to_host(ctx, &g.n_segs, d_runs, 1, fn));
+  int64_t ns = g.n_segs;
+  RDX_CHECK(mm.cub("rdx_points_query: leaf lists", [&](void *t, size_t &b) {
+    return cub::DeviceScan::ExclusiveSum(t, b, g.seg_len, g.seg_start, ns, s);
+  }));
+  return RDX_OK;
+}
+
+template <typename T>
+rdx_status step2(rdx_context *ctx, const rdx_sp_view &v, const rdx_sp_qin *in, reg_state &g, const uint64_t *rpos,
+                 uint64_t *rows) {
+  if (g.n_segs == 0) return RDX_OK;
+  cudaStream_t s = rdx_stream(ctx);
+  unsigned grid = g.n_segs < (int64_t)1 << 20 ? (unsigned)g.n_segs : 1u << 20;
+  if (rows)
+    leaf_kernel<T, 1><<<grid, QBLOCK, 0, s>>>(v, (const T *)in->q, in->type, g.uniq, g.seg_start, g.seg_len, g.n_segs, g.srid,
+                                               g.rq, g.rfull, g.rcnt, rpos, rows);
+  else
+    leaf_kernel<T, 0><<<grid, QBLOCK, 0, s>>>(v, (const T *)in->q, in->type, g.uniq, g.seg_start, g.seg_len, g.n_segs, g.srid,
+                                               g.rq, g.rfull, g.rcnt, rpos, rows);
+  SP_LAUNCH_CHECK(ctx, "rdx_points_query: leaf kernel");
+  return RDX_OK;
+}
+
+rdx_status gpics(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, uint64_t *counts, const uint64_t *offsets,
+                 uint64_t *rows) {
+  const char *fn = rows ? "rdx_points_query_fill" : "rdx_points_query_count";
+  cudaStream_t s = rdx_stream(ctx);
+  rdx_sp_view v = rdx_sp_view_of(pts);
+  if (v.n_nodes > (int64_t)UINT32_MAX)
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: %lld tree nodes exceed the GPU queries' 2^32", fn, (long long)v.n_nodes);
+  scratch mm(ctx);
+  reg_state g;
+  RDX_CHECK(step1(ctx, mm, pts, v, in, g));
+  int64_t m = in->m;
+  RDX_CHECK(pts->f64 ? step2<double>(ctx, v, in, g, nullptr, nullptr) : step2<float>(ctx, v, in, g, nullptr, nullptr));
+  unsigned long long *bad = nullptr;
+  RDX_CHECK(mm.get(&bad, 1, fn));
+  unsigned long long none = ~0ull;
+  RDX_CHECK(to_device(ctx, bad, &none, 1, fn));
+  sum_kernel<<<blocks_for(m, 256), 256, 0, s>>>(g.reg_off, g.rcnt, m, rows ? nullptr : counts, rows ? offsets : nullptr, bad);
+  SP_LAUNCH_CHECK(ctx, "rdx_points_query: sum kernel");
+  if (!rows) return rdx_cuda_sync(ctx, fn);
+  unsigned long long hb = 0;
+  RDX_CHECK(to_host(ctx, &hb, bad, 1, fn));
+  if (hb != ~0ull)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets do not match this batch's counts (first at query %llu)", fn, hb);
+  if (g.R > 0) {
+    uint64_t *rpos;
+    RDX_CHECK(mm.get(&rpos, (size_t)g.R, fn));
+    int64_t R = g.R;
+    RDX_CHECK(mm.cub("rdx_points_query: registration offsets", [&](void *t, size_t &b) {
+      return cub::DeviceScan::ExclusiveSum(t, b, g.rcnt, rpos, R, s);
+    }));
+    RDX_CHECK(pts->f64 ? step2<double>(ctx, v, in, g, rpos, rows) : step2<float>(ctx, v, in, g, rpos, rows));
+  }
+  RDX_CHECK(rdx_csr_sort_cuda(ctx, offsets, m, rows));
+  return rdx_cuda_sync(ctx, fn);
+}
+
+/* ---- kNN ---- */
+
+__global__ void qkey_kernel(const void *q, int f64, int64_t m, rdx_sp_grid g, int shift, uint32_t *key, uint64_t *idx) {
+  SP_FOR(i, m) {
+    double x = rdx_sp_at(q, 2 * i, f64), y = rdx_sp_at(q, 2 * i + 1, f64);
+    key[i] = (uint32_t)(rdx_sp_point_key(&g, x, y) >> shift);
+    idx[i] = (uint64_t)i;
+  }
+}
+
+__global__ void fill_kernel(uint64_t *p, int64_t m, uint64_t v) {
+  SP_FOR(i, m) p[i] = v;
+}
+
+__global__ void knn_check_kernel(const uint64_t *offsets, int64_t m, uint64_t want, unsigned long long *bad) {
+  SP_FOR(i, m) {
+    if (offsets[i + 1] - offsets[i] != want || offsets[i + 1] < offsets[i] || (i == 0 && offsets[0] != 0))
+      atomicMin(bad, (unsigned long long)i);
+  }
+}
+
+__global__ void __launch_bounds__(128) knn_kernel(rdx_sp_view v, const void *q, int f64, const uint64_t *order, int64_t c0,
+                                                  int64_t cn, int k, double *hd, uint64_t *hi, const uint64_t *offsets,
+                                                  uint64_t *rows) {
+  SP_FOR(t, cn) {
+    int64_t i = (int64_t)order[c0 + t];
+    double x = rdx_sp_at(q, 2 * i, f64), y = rdx_sp_at(q, 2 * i + 1, f64);
+    double *d = hd + t * (int64_t)k;
+    uint64_t *id = hi + t * (int64_t)k;
+    int got = rdx_sp_knn(&v, x, y, k, d, id);
+    uint64_t o = offsets[i];
+    for (int j = 0; j < got; j++) rows[o + j] = id[j];
+  }
+}
+
+rdx_status knn(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, uint64_t *counts, const uint64_t *offsets,
+               uint64_t *rows) {
+  const char *fn = rows ? "rdx_points_query_fill" : "rdx_points_query_count";
+  cudaStream_t s = rdx_stream(ctx);
+  int64_t m = in->m;
+  uint64_t want = (uint64_t)(pts->n < in->k ? pts->n : in->k);
+  if (!rows) {
+    fill_kernel<<<blocks_for(m, 256), 256, 0, s>>>(counts, m, want);
+    SP_LAUNCH_CHECK(ctx, "rdx_points_query: knn counts kernel");
+    return rdx_cuda_sync(ctx, fn);
+  }
+  scratch mm(ctx);
+  unsigned long long *bad = nullptr;
+  RDX_CHECK(mm.get(&bad, 1, fn));
+  unsigned long long none = ~0ull, hb = 0;
+  RDX_CHECK(to_device(ctx, bad, &none, 1, fn));
+  knn_check_kernel<<<blocks_for(m, 256), 256, 0, s>>>(offsets, m, want, bad);
+  SP_LAUNCH_CHECK(ctx, "rdx_points_query: knn check kernel");
+  RDX_CHECK(to_host(ctx, &hb, bad, 1, fn));
+  if (hb != ~0ull)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets do not match this batch's counts (first at query %llu)", fn, hb);
+  /* queries in Morton order of their points */
+  uint32_t *ka, *kb;
+  uint64_t *ia, *ib;
+  RDX_CHECK(mm.get(&ka, (size_t)m, fn));
+  RDX_CHECK(mm.get(&kb, (size_t)m, fn));
+  RDX_CHECK(mm.get(&ia, (size_t)m, fn));
+  RDX_CHECK(mm.get(&ib, (size_t)m, fn));
+  rdx_sp_view v = rdx_sp_view_of(pts);
+  int shift = v.g.depth > 16 ? 2 * (v.g.depth - 16) : 0;
+  qkey_kernel<<<blocks_for(m, 256), 256, 0, s>>>(in->q, pts->f64, m, v.g, shift, ka, ia);
+  SP_LAUNCH_CHECK(ctx, "rdx_points_query: query keys kernel");
+  cub::DoubleBuffer<uint32_t> kbuf(ka, kb);
+  cub::DoubleBuffer<uint64_t> ibuf(ia, ib);
+  RDX_CHECK(mm.cub("rdx_points_query: query order", [&](void *t, size_t &b) {
+    return cub::DeviceRadixSort::SortPairs(t, b, kbuf, ibuf, m, 0, 32, s);
+  }));
+  const uint64_t *order = ibuf.Current();
+  /* candidate heaps: 16 bytes per candidate; at most 256 MiB at a time */
+  int64_t chunk = ((int64_t)256 << 20) / ((int64_t)in->k * 16);
+  if (chunk < 1) chunk = 1;
+  if (chunk > m) chunk = m;
+  double *hd;
+  uint64_t *hi;
+  RDX_CHECK(mm.get(&hd, (size_t)chunk * (size_t)in->k, fn));
+  RDX_CHECK(mm.get(&hi, (size_t)chunk * (size_t)in->k, fn));
+  for (int64_t c0 = 0; c0 < m; c0 += chunk) {
+    int64_t cn = m - c0 < chunk ? m - c0 : chunk;
+    knn_kernel<<<blocks_for(cn, 128), 128, 0, s>>>(v, in->q, pts->f64, order, c0, cn, in->k, hd, hi, offsets, rows);
+    SP_LAUNCH_CHECK(ctx, "rdx_points_query: knn kernel");
+  }
+  return rdx_cuda_sync(ctx, fn);
+}
+
+}  // namespace
+
+extern "C" rdx_status rdx_sp_query_cuda(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, uint64_t *counts,
+                                        const uint64_t *offsets, uint64_t *rows) {
+  if (in->type == RDX_SP_KNN) return knn(ctx, pts, in, counts, offsets, rows);
+  return gpics(ctx, pts, in, counts, offsets, rows);
+}
