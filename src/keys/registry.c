@@ -13,6 +13,8 @@ static const rdx_key_ops *const cpu_ops[] = {
 };
 #ifdef RDX_HAVE_CUDA
 static const rdx_key_ops *const cuda_ops[] = {
+    &rdx_scan_cuda_ops,
+    &rdx_sorted_cuda_ops,
     NULL,
 };
 #endif
