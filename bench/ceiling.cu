@@ -19,19 +19,24 @@ __device__ __forceinline__ unsigned long long mix(unsigned long long z) {
   return z ^ (z >> 31);
 }
 
+// n_units is a power of two, so the address is a mask, not a 64-bit modulo; each thread keeps
+// UNROLL independent reads in flight.
 template <int BYTES>
 __global__ void random_read(const uint4 *buf, unsigned long long n_units, unsigned long long n, unsigned long long seed,
                             unsigned long long *sink) {
-  unsigned long long acc = 0;
-  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-       i += (unsigned long long)gridDim.x * blockDim.x) {
-    unsigned long long u = mix(i + seed) % n_units;  // unit of BYTES bytes
-    if (BYTES == 8) {
-      acc += ((const unsigned long long *)buf)[u];
-    } else {
-      const uint4 *p = buf + u * (BYTES / 16);
+  constexpr int UNROLL = 4;
+  unsigned long long acc = 0, stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n; i += stride * UNROLL) {
 #pragma unroll
-      for (int k = 0; k < BYTES / 16; k++) { uint4 v = __ldcs(p + k); acc += v.x ^ v.w; }
+    for (int r = 0; r < UNROLL; r++) {
+      unsigned long long u = mix(i + r * stride + seed) & (n_units - 1);  // unit of BYTES bytes
+      if (BYTES == 8) {
+        acc += __ldcs((const unsigned long long *)buf + u);
+      } else {
+        const uint4 *p = buf + u * (BYTES / 16);
+#pragma unroll
+        for (int k = 0; k < BYTES / 16; k++) { uint4 v = __ldcs(p + k); acc += v.x ^ v.w; }
+      }
     }
   }
   if (acc == 0x123456789ull) *sink = acc;
