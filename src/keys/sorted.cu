@@ -14,6 +14,8 @@
  */
 #include <new>
 
+#include <cub/device/device_radix_sort.cuh>
+
 #include "core/cuda_util.cuh"
 #include "keys/sorted_hd.h"
 
@@ -138,10 +140,11 @@ __device__ __forceinline__ void load_top(KEY *top, const KEY *seps, int64_t top_
 }
 
 /* fast path: one row per query */
-template <typename KEY, typename Q>
+template <typename KEY, typename Q, typename P>
 __global__ void __launch_bounds__(THREADS) lookup_kernel(const typename key_traits<KEY>::pair *e, const KEY *seps,
                                                          rdx_sorted_layout L, int top_level, int64_t top_off,
-                                                         int64_t top_len, const Q *queries, int64_t n, uint64_t *out) {
+                                                         int64_t top_len, const Q *queries, const P *perm, int64_t n,
+                                                         uint64_t *out) {
   extern __shared__ __align__(16) unsigned char smem[];
   KEY *top = (KEY *)smem;
   load_top(top, seps, top_off, top_len);
@@ -151,7 +154,11 @@ __global__ void __launch_bounds__(THREADS) lookup_kernel(const typename key_trai
     hit.key = 0;
     hit.row = 0;
     int64_t p = lower_bound<KEY>(e, seps, top, L, top_level, top_off, q, &hit);
-    __stcs(out + i, p < L.n && hit.key == q ? (uint64_t)hit.row : RDX_MISS);
+    uint64_t r = p < L.n && hit.key == q ? (uint64_t)hit.row : RDX_MISS;
+    if (perm) /* sorted batch: the answer goes back to the query's place */
+      out[perm[i]] = r;
+    else
+      __stcs(out + i, r);
   }
 }
 
@@ -210,6 +217,11 @@ __global__ void build_level_kernel(const typename key_traits<KEY>::pair *e, KEY 
   }
 }
 
+__global__ void iota_kernel(uint32_t *p, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    p[i] = (uint32_t)i;
+}
+
 unsigned query_grid(int64_t n) {
   /* enough blocks to fill the GPU several times over; grid-stride beyond that */
   unsigned g = rdx_grid(n, THREADS);
@@ -261,15 +273,54 @@ void sorted_destroy(rdx_context *ctx, rdx_index *idx) {
   delete s;
 }
 
-/* Dispatch on the entry width and the query dtype. */
+/* Dispatch on the entry width and the query dtype. With RDX_BUILD_SORT_QUERIES, large batches
+ * are sorted first (CUB radix sort of (query, position) pairs) and answered through the
+ * permutation. */
 template <typename KEY, typename Q>
-rdx_status launch_lookup(rdx_context *ctx, const sorted_impl *s, const void *q, int64_t n, uint64_t *out) {
+rdx_status launch_lookup(rdx_context *ctx, const rdx_index *idx, const sorted_impl *s, const void *q, int64_t n,
+                         uint64_t *out) {
   size_t smem = (size_t)s->top_len * sizeof(KEY);
-  lookup_kernel<KEY, Q><<<query_grid(n), THREADS, smem, rdx_stream(ctx)>>>(
-      (const typename key_traits<KEY>::pair *)s->e.pairs, (const KEY *)s->seps, s->L, s->top_level, s->top_off,
-      s->top_len, (const Q *)q, n, out);
-  RDX_LAUNCH_CHECK(ctx, "rdx_index_lookup: sorted lookup kernel");
-  return RDX_OK;
+  cudaStream_t strm = rdx_stream(ctx);
+  const typename key_traits<KEY>::pair *e = (const typename key_traits<KEY>::pair *)s->e.pairs;
+  if (!(idx->opts.flags & RDX_BUILD_SORT_QUERIES) || n < (1 << 16) || n > INT32_MAX) {
+    lookup_kernel<KEY, Q, uint32_t><<<query_grid(n), THREADS, smem, strm>>>(
+        e, (const KEY *)s->seps, s->L, s->top_level, s->top_off, s->top_len, (const Q *)q, NULL, n, out);
+    RDX_LAUNCH_CHECK(ctx, "rdx_index_lookup: sorted lookup kernel");
+    return RDX_OK;
+  }
+  Q *qs[2] = {NULL, NULL};
+  uint32_t *ps[2] = {NULL, NULL};
+  void *temp = NULL;
+  size_t temp_bytes = 0;
+  rdx_status st;
+  RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_lookup: sorted queries", (void **)&qs[0], (size_t)n * sizeof(Q)), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_lookup: sorted queries", (void **)&qs[1], (size_t)n * sizeof(Q)), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_lookup: query order", (void **)&ps[0], (size_t)n * 4), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_lookup: query order", (void **)&ps[1], (size_t)n * 4), st, done);
+  {
+    cub::DoubleBuffer<Q> kb(qs[0], qs[1]);
+    cub::DoubleBuffer<uint32_t> vb(ps[0], ps[1]);
+    RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(qs[0], q, (size_t)n * sizeof(Q), cudaMemcpyDeviceToDevice, strm),
+                  "rdx_index_lookup: copy queries", st, done);
+    iota_kernel<<<rdx_grid(n, THREADS), THREADS, 0, strm>>>(ps[0], n);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_lookup: iota", st, done);
+    RDX_CUDA_GOTO(ctx, cub::DeviceRadixSort::SortPairs(NULL, temp_bytes, kb, vb, (int)n, 0, (int)sizeof(Q) * 8, strm),
+                  "rdx_index_lookup: sort size", st, done);
+    RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_lookup: sort scratch", &temp, temp_bytes), st, done);
+    RDX_CUDA_GOTO(ctx, cub::DeviceRadixSort::SortPairs(temp, temp_bytes, kb, vb, (int)n, 0, (int)sizeof(Q) * 8, strm),
+                  "rdx_index_lookup: sort", st, done);
+    lookup_kernel<KEY, Q, uint32_t><<<query_grid(n), THREADS, smem, strm>>>(
+        e, (const KEY *)s->seps, s->L, s->top_level, s->top_off, s->top_len, kb.Current(), vb.Current(), n, out);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_lookup: sorted lookup kernel", st, done);
+    RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(strm), "rdx_index_lookup: sorted lookup", st, done);
+  }
+done:
+  rdx_mem_free(ctx, temp);
+  for (int i = 0; i < 2; i++) {
+    rdx_mem_free(ctx, qs[i]);
+    rdx_mem_free(ctx, ps[i]);
+  }
+  return st;
 }
 
 template <typename KEY, typename Q>
@@ -293,9 +344,9 @@ rdx_status span(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n
 
 rdx_status sorted_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *out) {
   const sorted_impl *s = (const sorted_impl *)idx->impl;
-  if (s->e.width == 32) return launch_lookup<uint32_t, uint32_t>(ctx, s, q, n, out);
-  if (idx->dtype == RDX_U32) return launch_lookup<uint64_t, uint32_t>(ctx, s, q, n, out);
-  return launch_lookup<uint64_t, uint64_t>(ctx, s, q, n, out);
+  if (s->e.width == 32) return launch_lookup<uint32_t, uint32_t>(ctx, idx, s, q, n, out);
+  if (idx->dtype == RDX_U32) return launch_lookup<uint64_t, uint32_t>(ctx, idx, s, q, n, out);
+  return launch_lookup<uint64_t, uint64_t>(ctx, idx, s, q, n, out);
 }
 
 rdx_status fill(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, int range, const uint64_t *offsets,
