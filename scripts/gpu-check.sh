@@ -35,6 +35,12 @@ log "build done in $(( $(date +%s) - t0 )) s"
 RDX=$root/build-gpu/raydex
 "$RDX" info | tee "$OUT/logs/info.txt"
 
+if has ceiling; then
+  # the physical limits: copy bandwidth and random reads of 8..128 bytes (bench/ceiling.cu)
+  nvcc -O3 -arch=sm_90 bench/ceiling.cu -o build-gpu/ceiling && build-gpu/ceiling > "$OUT/csv/ceiling.csv"
+  log "ceiling: $(tr '\n' ' ' < "$OUT/csv/ceiling.csv" | cut -c1-400)"
+fi
+
 if has tests; then
   t0=$(date +%s)
   (cd build-gpu && ctest -R '\.(cuda|optix)$' --output-on-failure -j 4 --timeout 600) > "$OUT/logs/ctest-gpu.log" 2>&1

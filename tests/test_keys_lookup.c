@@ -143,6 +143,28 @@ int main(int argc, char **argv) {
     CASE(kind_available);
     if (checked[k] == 0) CHECK_FAIL_("kind %s is not available on this backend", rdx_kind_name(kinds[k]));
   }
+  CASE(sorted_sort_queries);
+  {
+    /* RDX_BUILD_SORT_QUERIES (sorts batches of 2^16 or more on the GPU) answers as without */
+    dataset d = make(RDX_U32, 50000, 1, (int64_t)1 << 17, 0, draw_dups, UINT32_MAX);
+    keys_oracle o;
+    CHECK(keys_oracle_build(&o, d.keys, d.rows));
+    rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
+    bo.flags = RDX_BUILD_SORT_QUERIES;
+    rdx_index *idx = NULL;
+    CHECK_OK(ctx, rdx_index_build(ctx, d.keys, d.rows, &bo, &idx));
+    uint64_t *out = (uint64_t *)malloc((size_t)d.queries.count * 8);
+    CHECK_OK(ctx, rdx_index_lookup(ctx, idx, d.queries, rdx_host_array(out, d.queries.count, RDX_U64)));
+    for (int64_t i = 0; i < d.queries.count; i++)
+      if (out[i] != keys_oracle_lookup(&o, kc_at(d.queries, i))) {
+        CHECK_FAIL_("sorted-queries lookup %lld differs from the oracle", (long long)i);
+        break;
+      }
+    free(out);
+    rdx_index_destroy(idx);
+    keys_oracle_free(&o);
+    ds_free(&d);
+  }
   CASE(empty_batch);
   {
     uint32_t keys[3] = {5, 1, 5};

@@ -5,7 +5,7 @@
  *        [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity PCT] [--lookups 2^27]
  *        [--op point|all|range|range-count] [--width W] [--hit-ratio 1] [--miss inside|outside]
  *        [--zipf 0] [--batch M] [--reps 5] [--bucket-size 32] [--seed 1] [--header]
- *        [--check full|sample|none]
+ *        [--check full|sample|none] [--sort-queries]
  *
  * Protocol (METHOD.md): inputs generated fresh from the seed (never zeros) and placed where the
  * backend computes (device memory for GPU backends, so no transfer is timed); one warm-up build
@@ -40,6 +40,7 @@ typedef struct bench_cfg {
   int reps, bucket;
   uint64_t seed;
   int check;           /* 0 none, 1 sample, 2 full */
+  int flags;           /* rdx_build_options.flags */
   const char *device;  /* GPU or CPU name */
 } bench_cfg;
 
@@ -136,6 +137,7 @@ static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_a
   rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
   bo.kind = kind;
   bo.bucket_size = c->bucket;
+  bo.flags = c->flags;
   double *t = (double *)malloc(sizeof(double) * (size_t)(c->reps + 1));
   /* builds: one warm-up, then reps */
   rdx_index *idx = NULL;
@@ -232,8 +234,10 @@ static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_a
   double secs = query_ms / 1e3;
   uint64_t results = c->op == OP_POINT ? (uint64_t)m : total;
   static const char *dist_names[] = {"", "dense", "sparse", "uniform"};
+  char kind_label[64];
+  snprintf(kind_label, sizeof kind_label, "%s%s", rdx_kind_name(kind), c->flags & RDX_BUILD_SORT_QUERIES ? "+sortq" : "");
   printf("%s,%s,%s,%s,%s,%lld,%s,%g,%s,%lld,%llu,%g,%g,%lld,%d,%.3f,%.3f,%.4g,%llu,%.4g,%.3f,%.3f,%s\n", date,
-         c->device, rdx_backend_name(rdx_context_backend(ctx)), rdx_kind_name(kind), cli_dtype_name(c->dtype),
+         c->device, rdx_backend_name(rdx_context_backend(ctx)), kind_label, cli_dtype_name(c->dtype),
          (long long)c->n, dist_names[c->dist], c->uniformity * 100, op_names[c->op], (long long)m,
          (unsigned long long)c->width, c->hit_ratio, c->zipf, (long long)c->batch, kind == RDX_KIND_CGRX ? c->bucket : 0,
          build_ms, query_ms, (double)m / secs, (unsigned long long)results, (double)results / secs,
@@ -284,6 +288,7 @@ int cmd_bench(int argc, char **argv) {
   c.bucket = (int)cli_int(&a, "bucket-size", 32);
   c.seed = (uint64_t)cli_int(&a, "seed", 1);
   int header = cli_flag(&a, "header");
+  c.flags = cli_flag(&a, "sort-queries") ? RDX_BUILD_SORT_QUERIES : 0;
   const char *check = cli_opt(&a, "check");
   cli_args_done(&a);
   if (!kinds) cli_die(CLI_EXIT_BAD_INPUT, "--kind is required (comma-separated list)");

@@ -15,6 +15,8 @@ static const rdx_key_ops *const cpu_ops[] = {
 };
 #ifdef RDX_HAVE_CUDA
 static const rdx_key_ops *const cuda_ops[] = {
+    &rdx_scan_cuda_ops,
+    &rdx_sorted_cuda_ops,
     &rdx_btree_cuda_ops,
     &rdx_hash_cuda_ops,
     NULL,
