@@ -42,6 +42,11 @@
  * the difference of two descents. Inner nodes are stored top-down (root first), so the top
  * levels are one prefix of the array, which the GPU copies into shared memory.
  *
+ * The papers' B+ baseline (RX, Henneberg and Schuhknecht 2023, section 4.1; cgRX section 6) is
+ * Awad et al.'s GPU B+-tree: bulk-loaded after a CUB radix sort, searched by 16-thread tiles,
+ * 32-bit keys only. This one keeps the bulk load after a radix sort, searches with 8-thread
+ * tiles (a 128-byte node is eight 16-byte loads), and takes u64 keys too.
+ *
  * Tuned for 2^20..2^28 keys, random point lookups and ranges of any width (H200 target: 2^26
  * u32 keys at under 10 bytes per key: leaves 8.53, inner nodes 0.28).
  */

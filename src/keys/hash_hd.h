@@ -39,6 +39,14 @@
  * high bits of a Murmur3 finalizer times the number of windows (a multiply, not a modulo, so
  * any table size works and a load factor of 0.5 costs exactly 16 bytes per u32 key).
  *
+ * The papers' hash baseline (RX, Henneberg and Schuhknecht 2023, section 4.1; cgRX section 6) is
+ * WarpCore: open addressing with cooperative probing by groups of 8 threads, load factor 0.8,
+ * keys inserted one by one, two reserved key values as sentinels. Here no key value is
+ * reserved (the sentinels live in the value word), a 32-byte window replaces the group's probe
+ * (one sector: the window is read by one thread with two 16-byte loads), and duplicate keys
+ * keep every row. cuCollections' static_map (linear probing, 4-thread groups) is the anchor the
+ * benchmarks run beside it.
+ *
  * Tuned for unique keys, random hit lookups, load factor 0.5 (H200 target: 2^26 u32 keys at
  * 16 bytes per key, one sector per lookup against a ceiling of about 38 G random sectors/s).
  */
