@@ -11,10 +11,12 @@
  * (key, row) with the entries sort (entries.cu), the run heads numbered with a CUB scan into the
  * directory, and their slots pointed at it.
  *
- * Lookup: each thread hashes its query and reads its home window, 32 bytes (one sector), with
- * two 16-byte streaming loads (__ldcs: the table is touched at random, caching it is useless);
- * at load factor 0.5 almost every lookup ends in the home window, so a lookup costs one random
- * sector plus its share of the query and result streams (12 or 16 bytes, coalesced).
+ * Lookup: a pair of threads hashes its query and reads the home window, 32 bytes (one sector),
+ * with one coalesced request: a 16-byte streaming load per thread (__ldcs: the table is touched
+ * at random, caching it is useless). At load factor 0.5 almost every lookup ends in the home
+ * window (simulated: 4% of u32 and 12% of u64 hits read a second, adjacent one; 1.05 and 1.18
+ * windows on average), so a lookup costs one random sector plus its share of the query and
+ * result streams (12 or 16 bytes, coalesced).
  */
 #include <cooperative_groups.h>
 #include <cub/cub.cuh>
@@ -368,28 +370,81 @@ void hash_destroy(rdx_context *ctx, rdx_index *idx) {
   delete h;
 }
 
-/* ---- queries: one thread per query ---- */
+/* ---- queries: one query per 2-thread tile ----
+ *
+ * Each thread of the pair reads one 16-byte half of the window, so a warp's load instruction
+ * fetches 16 whole windows, one 32-byte request each, instead of every thread issuing two
+ * requests to the same sector. The halves are judged by rdx_hash_half32/64 (hash_hd.h) and
+ * combined with two ballots: a hit in either half wins; otherwise an empty slot in either half
+ * ends the probe (occupied slots are a prefix of the window); otherwise on to the next window. */
+
+typedef cg::thread_block_tile<2> tile2;
+
+/* The value found for q, widened as by find(); 0 when q is absent. Both threads get it. */
+template <typename K>
+__device__ __forceinline__ int find2(const tile2 &t, const hash_dev &H, K q, uint64_t *value);
+
+template <>
+__device__ __forceinline__ int find2<uint32_t>(const tile2 &t, const hash_dev &H, uint32_t q, uint64_t *value) {
+  int half = (int)t.thread_rank();
+  uint64_t w = rdx_hash_home32(&H.L, q);
+  for (uint64_t p = 0; p < H.L.n_windows; p++, w = rdx_hash_next(&H.L, w)) {
+    ulonglong2 a = __ldcs((const ulonglong2 *)(H.table + w * RDX_HASH32_SLOTS) + half);
+    uint32_t v = 0;
+    int s = 0, r = rdx_hash_half32(a.x, a.y, q, &v, &s);
+    unsigned hit = t.ballot(r > 0);
+    if (hit) {
+      v = t.shfl(v, __ffs(hit) - 1);
+      *value = rdx_hash_direct32(v) ? (uint64_t)v : RDX_HASH64_FLAG | (v & ~RDX_HASH32_FLAG);
+      return 1;
+    }
+    if (t.any(r < 0)) return 0;
+  }
+  return 0;
+}
+
+template <>
+__device__ __forceinline__ int find2<uint64_t>(const tile2 &t, const hash_dev &H, uint64_t q, uint64_t *value) {
+  int half = (int)t.thread_rank();
+  uint64_t w = rdx_hash_home64(&H.L, q);
+  for (uint64_t p = 0; p < H.L.n_windows; p++, w = rdx_hash_next(&H.L, w)) {
+    ulonglong2 a = __ldcs((const ulonglong2 *)(H.table + w * RDX_HASH64_SLOTS * 2) + half);
+    uint64_t v = 0;
+    int r = rdx_hash_half64(a.x, a.y, q, &v);
+    unsigned hit = t.ballot(r > 0);
+    if (hit) {
+      *value = t.shfl(v, __ffs(hit) - 1);
+      return 1;
+    }
+    if (t.any(r < 0)) return 0;
+  }
+  return 0;
+}
 
 template <typename K, int OP>
 __global__ void __launch_bounds__(kThreads) hash_query_kernel(hash_dev H, const K *q, int64_t n, uint64_t *out,
                                                               uint64_t *rows) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+  tile2 t = cg::tiled_partition<2>(cg::this_thread_block());
+  int lead = t.thread_rank() == 0;
+  int64_t n_tiles = (int64_t)gridDim.x * (blockDim.x / 2);
+  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 2; i < n; i += n_tiles) {
     uint64_t v = 0;
-    int64_t slot;
-    int hit = find<K>(H, __ldcs(q + i), &v, &slot);
+    int hit = find2<K>(t, H, __ldcs(q + i), &v);
     uint64_t d = v & ~RDX_HASH64_FLAG;
     if (OP == OP_LOOKUP) {
-      out[i] = !hit ? RDX_MISS : direct(v) ? v : csr_row(H, H.dir[d]);
+      if (lead) out[i] = !hit ? RDX_MISS : direct(v) ? v : csr_row(H, H.dir[d]);
     } else if (OP == OP_COUNT) {
-      out[i] = !hit ? 0 : direct(v) ? 1 : H.dir[d + 1] - H.dir[d];
+      if (lead) out[i] = !hit ? 0 : direct(v) ? 1 : H.dir[d + 1] - H.dir[d];
     } else {
       uint64_t b = out[i], e = out[i + 1];
       if (!hit || e <= b) continue;
       if (direct(v)) {
-        rows[b] = v;
+        if (lead) rows[b] = v;
         continue;
       }
-      for (uint64_t k = H.dir[d], end = H.dir[d + 1]; k < end && b < e; k++) rows[b++] = csr_row(H, k);
+      /* the key's rows, two threads at a time */
+      uint64_t first = H.dir[d], count = H.dir[d + 1] - first;
+      for (uint64_t k = t.thread_rank(); k < count && b + k < e; k += 2) rows[b + k] = csr_row(H, first + k);
     }
   }
 }
@@ -398,7 +453,7 @@ template <int OP>
 rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *out, uint64_t *rows,
                const char *what) {
   hash_dev H = dev_view((const hash_impl *)idx->impl);
-  unsigned grid = rdx_grid(n, kThreads);
+  unsigned grid = rdx_grid(2 * n, kThreads); /* two threads per query */
   if (H.L.key_bits == 32)
     hash_query_kernel<uint32_t, OP><<<grid, kThreads, 0, rdx_stream(ctx)>>>(H, (const uint32_t *)q, n, out, rows);
   else

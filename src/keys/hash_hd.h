@@ -121,39 +121,54 @@ RDX_HD uint64_t rdx_hash_next(const rdx_hash_layout *L, uint64_t w) {
   return w + 1 == L->n_windows ? 0 : w + 1;
 }
 
+/* Two u32 slots, half a window (the GPU reads a window as two halves, one per thread):
+ * 1 = q found (value in *v, slot 0 or 1 in *s), -1 = an empty slot ends the probe first,
+ * 0 = both slots hold other keys. */
+RDX_HD int rdx_hash_half32(uint64_t s0, uint64_t s1, uint32_t q, uint32_t *v, int *s) {
+  if ((uint32_t)s0 == RDX_HASH32_V_EMPTY) return -1;
+  if ((uint32_t)(s0 >> 32) == q) {
+    *v = (uint32_t)s0;
+    *s = 0;
+    return 1;
+  }
+  if ((uint32_t)s1 == RDX_HASH32_V_EMPTY) return -1;
+  if ((uint32_t)(s1 >> 32) == q) {
+    *v = (uint32_t)s1;
+    *s = 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* One u64 slot {k, v}, half a window: as above. */
+RDX_HD int rdx_hash_half64(uint64_t k, uint64_t v, uint64_t q, uint64_t *out) {
+  if (v == RDX_HASH64_EMPTY) return -1;
+  if (k == q) {
+    *out = v;
+    return 1;
+  }
+  return 0;
+}
+
 /* One window of u32 slots: 1 = q found (value in *v, slot index in *s), -1 = q is absent (an
  * empty slot ends the probe), 0 = the window is full of other keys: go on. */
 RDX_HD int rdx_hash_window32(uint64_t s0, uint64_t s1, uint64_t s2, uint64_t s3, uint32_t q,
                              uint32_t *v, int *s) {
-  uint64_t w[4] = {s0, s1, s2, s3};
-  for (int i = 0; i < 4; i++) {
-    uint32_t val = (uint32_t)w[i];
-    if (val == RDX_HASH32_V_EMPTY) return -1;
-    if ((uint32_t)(w[i] >> 32) == q) {
-      *v = val;
-      *s = i;
-      return 1;
-    }
-  }
-  return 0;
+  int r = rdx_hash_half32(s0, s1, q, v, s);
+  if (r != 0) return r;
+  r = rdx_hash_half32(s2, s3, q, v, s);
+  if (r > 0) *s += 2;
+  return r;
 }
 
 /* One window of u64 slots {k0, v0}, {k1, v1}; as above. */
 RDX_HD int rdx_hash_window64(uint64_t k0, uint64_t v0, uint64_t k1, uint64_t v1, uint64_t q,
                              uint64_t *v, int *s) {
-  if (v0 == RDX_HASH64_EMPTY) return -1;
-  if (k0 == q) {
-    *v = v0;
-    *s = 0;
-    return 1;
-  }
-  if (v1 == RDX_HASH64_EMPTY) return -1;
-  if (k1 == q) {
-    *v = v1;
-    *s = 1;
-    return 1;
-  }
-  return 0;
+  int r = rdx_hash_half64(k0, v0, q, v);
+  *s = 0;
+  if (r != 0) return r;
+  *s = 1;
+  return rdx_hash_half64(k1, v1, q, v);
 }
 
 /* Find q in a built table: the slot index (value in *v), or -1. Scalar form of the GPU probe. */
