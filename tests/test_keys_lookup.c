@@ -125,6 +125,7 @@ int main(int argc, char **argv) {
         for (int row_mode = 0; row_mode < 3; row_mode++) {
           int64_t n = sizes[s];
           if (n >= 30000 && row_mode != (int)(s % 3)) continue; /* big sets: one row mode each */
+          if (n > 30000 && gens[g].draw != draw_uniform && gens[g].draw != draw_runs) continue;
           uint64_t maxv = dtype == RDX_U32 ? UINT32_MAX : UINT64_MAX;
           int64_t m = n < 1000 ? 300 : 2000, mb = n > 30000 ? 16 : n > 3000 ? 60 : 200;
           dataset d = make(dtype, n, row_mode, m, mb, gens[g].draw, maxv);

@@ -153,7 +153,7 @@ static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_a
       free(t);
       unplace(ctx, keys);
       unplace(ctx, q);
-      rdx_context_destroy(ctx);
+      cli_context_close(ctx);
       return;
     }
     must(ctx, st, "build");
@@ -218,7 +218,7 @@ static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_a
       ok = memcmp(ref_rows, rows_h, (size_t)m * 8) == 0;
       free(ref_rows);
       rdx_index_destroy(ref);
-      rdx_context_destroy(cpu);
+      cli_context_close(cpu);
     }
     check = ok ? (c->check == 2 ? "ok-full" : "ok-sample") : "WRONG";
     free(rows_h);
@@ -250,7 +250,7 @@ static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_a
   unplace(ctx, keys);
   unplace(ctx, q);
   free(t);
-  rdx_context_destroy(ctx);
+  cli_context_close(ctx);
   if (strcmp(check, "WRONG") == 0) cli_die(CLI_EXIT_FAILURE, "%s on %s gave wrong answers", rdx_kind_name(kind), rdx_backend_name(c->backend));
 }
 
@@ -300,7 +300,7 @@ int cmd_bench(int argc, char **argv) {
   if (rdx_info_get(&info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
   rdx_context *probe = cli_context(c.backend);
   int gpu = rdx_context_backend(probe) != RDX_BACKEND_CPU;
-  rdx_context_destroy(probe);
+  cli_context_close(probe);
   static char device[160];
   snprintf(device, sizeof device, "%s", gpu ? info.gpu_name : info.cpu_name);
   for (char *p = device; *p; p++)
@@ -315,7 +315,7 @@ int cmd_bench(int argc, char **argv) {
     must(gen, rdx_gen_ranges(gen, keys, c.m, c.width, c.seed + 1, &q), "ranges");
   else
     must(gen, rdx_gen_lookups(gen, keys, c.m, c.hit_ratio, c.miss, c.zipf, c.seed + 1, &q), "lookups");
-  rdx_context_destroy(gen);
+  cli_context_close(gen);
 
   char *list = strdup(kinds);
   for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
