@@ -42,6 +42,28 @@ __global__ void random_read(const uint4 *buf, unsigned long long n_units, unsign
   if (acc == 0x123456789ull) *sink = acc;
 }
 
+// The same with LANES cooperating lanes per access, each reading one 16-byte piece of the unit,
+// so the warp issues one coalesced request per unit (how the hash kind reads a 32-byte window
+// with 2 lanes and the btree kind a 128-byte node with 8).
+template <int BYTES, int LANES>
+__global__ void random_read_coop(const uint4 *buf, unsigned long long n_units, unsigned long long n,
+                                 unsigned long long seed, unsigned long long *sink) {
+  constexpr int UNROLL = 4;
+  unsigned long long acc = 0;
+  unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+  unsigned long long group = tid / LANES, lane = tid % LANES;
+  unsigned long long groups = (unsigned long long)gridDim.x * blockDim.x / LANES;
+  for (unsigned long long i = group; i < n; i += groups * UNROLL) {
+#pragma unroll
+    for (int r = 0; r < UNROLL; r++) {
+      unsigned long long u = mix(i + r * groups + seed) & (n_units - 1);
+      uint4 v = __ldcs(buf + u * (BYTES / 16) + lane);
+      acc += v.x ^ v.w;
+    }
+  }
+  if (acc == 0x123456789ull) *sink = acc;
+}
+
 int main() {
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, 0));
@@ -86,6 +108,12 @@ int main() {
   printf("%s,%s,random read,64,%.4g,%.1f\n", date, p.name, n / (ms / 1e3), n * 64.0 / ms / 1e6);
   ms = time_it([&] { random_read<128><<<grid, 256>>>(a, bytes / 128, n, 7, sink); });
   printf("%s,%s,random read,128,%.4g,%.1f\n", date, p.name, n / (ms / 1e3), n * 128.0 / ms / 1e6);
+  ms = time_it([&] { random_read_coop<32, 2><<<grid, 256>>>(a, bytes / 32, n, 7, sink); });
+  printf("%s,%s,random read 2 lanes x 16B,32,%.4g,%.1f\n", date, p.name, n / (ms / 1e3), n * 32.0 / ms / 1e6);
+  ms = time_it([&] { random_read_coop<64, 4><<<grid, 256>>>(a, bytes / 64, n, 7, sink); });
+  printf("%s,%s,random read 4 lanes x 16B,64,%.4g,%.1f\n", date, p.name, n / (ms / 1e3), n * 64.0 / ms / 1e6);
+  ms = time_it([&] { random_read_coop<128, 8><<<grid, 256>>>(a, bytes / 128, n, 7, sink); });
+  printf("%s,%s,random read 8 lanes x 16B,128,%.4g,%.1f\n", date, p.name, n / (ms / 1e3), n * 128.0 / ms / 1e6);
   CK(cudaGetLastError());
   return 0;
 }

@@ -115,23 +115,44 @@ static double query_pass(rdx_context *ctx, const rdx_index *idx, const bench_cfg
   return now_ms() - t0;
 }
 
-static int check_results(const bench_cfg *c, rdx_array keys, rdx_array qh, const uint64_t *rows_h,
+/* The references, built once per invocation and shared by every kind benchmarked. */
+typedef struct bench_ref {
+  keys_oracle oracle;   /* brute-force reference (qsort + binary search) */
+  int have_oracle;
+  uint64_t *rows;       /* every point answer from the CPU backend's sorted index, or NULL */
+} bench_ref;
+
+static int check_results(const bench_cfg *c, const bench_ref *ref, rdx_array qh, const uint64_t *rows_h,
                          const uint64_t *counts_h) {
-  keys_oracle o;
-  if (!keys_oracle_build(&o, keys, rdx_no_array())) return 0;
   int ok = 1;
-  int64_t m = qh.count, step = c->check == 2 ? 1 : (m > 65536 ? m / 65536 : 1);
+  int64_t m = qh.count, step = m > 65536 ? m / 65536 : 1;
   for (int64_t i = 0; i < m && ok; i += step) {
     uint64_t a = qh.dtype == RDX_U32 ? ((uint32_t *)qh.data)[i * qh.columns] : ((uint64_t *)qh.data)[i * qh.columns];
     uint64_t z = qh.columns == 2 ? (qh.dtype == RDX_U32 ? ((uint32_t *)qh.data)[2 * i + 1] : ((uint64_t *)qh.data)[2 * i + 1]) : a;
-    if (c->op == OP_POINT) ok = rows_h[i] == keys_oracle_lookup(&o, a);
-    else ok = counts_h[i] == keys_oracle_count(&o, a, z);
+    if (c->op == OP_POINT) ok = rows_h[i] == keys_oracle_lookup(&ref->oracle, a);
+    else ok = counts_h[i] == keys_oracle_count(&ref->oracle, a, z);
   }
-  keys_oracle_free(&o);
+  if (ok && ref->rows && c->op == OP_POINT) ok = memcmp(ref->rows, rows_h, (size_t)m * 8) == 0;
   return ok;
 }
 
-static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_array q_h, int header) {
+/* The CPU backend's sorted index answers every point query: the second implementation the GPU
+ * rows are compared with in full. */
+static uint64_t *reference_rows(rdx_array keys_h, rdx_array q_h) {
+  rdx_context *cpu = cli_context(RDX_BACKEND_CPU);
+  rdx_index *ref = NULL;
+  rdx_build_options so = RDX_BUILD_OPTIONS_INIT;
+  uint64_t *rows = (uint64_t *)malloc((size_t)(q_h.count ? q_h.count : 1) * 8);
+  if (!rows) cli_die(CLI_EXIT_FAILURE, "out of memory");
+  must(cpu, rdx_index_build(cpu, keys_h, rdx_no_array(), &so, &ref), "reference build");
+  must(cpu, rdx_index_lookup(cpu, ref, q_h, rdx_host_array(rows, q_h.count, RDX_U64)), "reference lookup");
+  rdx_index_destroy(ref);
+  cli_context_close(cpu);
+  return rows;
+}
+
+static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, rdx_array keys_h, rdx_array q_h,
+                      int header) {
   rdx_context *ctx = cli_context(c->backend);
   rdx_array keys = place(ctx, keys_h), q = place(ctx, q_h);
   rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
@@ -205,22 +226,8 @@ static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_a
     } else {
       must(ctx, rdx_copy(ctx, cnt_h, RDX_HOST, cnt_p, loc, (size_t)m * 8), "copy back");
     }
-    int ok = check_results(c, keys_h, q_h, rows_h, cnt_h);
-    if (ok && c->check == 2 && c->op == OP_POINT &&
-        (rdx_context_backend(ctx) != RDX_BACKEND_CPU || kind != RDX_KIND_SORTED)) {
-      /* every answer against a second implementation: the CPU backend's sorted index */
-      rdx_context *cpu = cli_context(RDX_BACKEND_CPU);
-      rdx_index *ref = NULL;
-      rdx_build_options so = RDX_BUILD_OPTIONS_INIT;
-      uint64_t *ref_rows = (uint64_t *)malloc((size_t)(m ? m : 1) * 8);
-      must(cpu, rdx_index_build(cpu, keys_h, rdx_no_array(), &so, &ref), "reference build");
-      must(cpu, rdx_index_lookup(cpu, ref, q_h, rdx_host_array(ref_rows, m, RDX_U64)), "reference lookup");
-      ok = memcmp(ref_rows, rows_h, (size_t)m * 8) == 0;
-      free(ref_rows);
-      rdx_index_destroy(ref);
-      cli_context_close(cpu);
-    }
-    check = ok ? (c->check == 2 ? "ok-full" : "ok-sample") : "WRONG";
+    int ok = check_results(c, ref, q_h, rows_h, cnt_h);
+    check = ok ? (ref->rows && c->op == OP_POINT ? "ok-full" : "ok-sample") : "WRONG";
     free(rows_h);
     free(cnt_h);
   }
@@ -317,12 +324,21 @@ int cmd_bench(int argc, char **argv) {
     must(gen, rdx_gen_lookups(gen, keys, c.m, c.hit_ratio, c.miss, c.zipf, c.seed + 1, &q), "lookups");
   cli_context_close(gen);
 
+  bench_ref ref;
+  memset(&ref, 0, sizeof ref);
+  if (c.check) {
+    if (!keys_oracle_build(&ref.oracle, keys, rdx_no_array())) cli_die(CLI_EXIT_FAILURE, "out of memory");
+    ref.have_oracle = 1;
+    if (c.check == 2 && c.op == OP_POINT) ref.rows = reference_rows(keys, q);
+  }
   char *list = strdup(kinds);
   for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-    bench_one(&c, cli_kind(tok), keys, q, header);
+    bench_one(&c, &ref, cli_kind(tok), keys, q, header);
     header = 0;
   }
   free(list);
+  if (ref.have_oracle) keys_oracle_free(&ref.oracle);
+  free(ref.rows);
   rdx_npy_free(&keys);
   rdx_npy_free(&q);
   return 0;
