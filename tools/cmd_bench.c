@@ -7,6 +7,9 @@
  *        [--zipf 0] [--batch M] [--reps 5] [--bucket-size 32] [--seed 1] [--header]
  *        [--check full|sample|none] [--sort-queries]
  *
+ * --kind, --lookups, --op, --width, --hit-ratio, --miss, --zipf, --batch and --bucket-size take
+ * comma-separated lists; every combination runs over the same generated keys, one row each.
+ *
  * Protocol (METHOD.md): inputs generated fresh from the seed (never zeros) and placed where the
  * backend computes (device memory for GPU backends, so no transfer is timed); one warm-up build
  * and query pass, then the median of --reps timed runs. The calls are synchronous, so a host
@@ -77,6 +80,25 @@ static rdx_array place(rdx_context *ctx, rdx_array h) {
 }
 static void unplace(rdx_context *ctx, rdx_array a) {
   if (a.where == RDX_DEVICE) rdx_free(ctx, a.data, RDX_DEVICE);
+}
+
+/* A comma-separated option value, split into at most 32 entries. */
+typedef struct list_t {
+  int n;
+  char v[32][32];
+} list_t;
+
+static void split(list_t *l, const char *s, const char *dflt) {
+  if (s == NULL) s = dflt;
+  l->n = 0;
+  while (*s && l->n < 32) {
+    const char *e = strchr(s, ',');
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    if (len == 0 || len >= sizeof l->v[0]) cli_die(CLI_EXIT_BAD_INPUT, "bad list entry in '%s'", s);
+    memcpy(l->v[l->n], s, len);
+    l->v[l->n++][len] = '\0';
+    s += len + (e != NULL);
+  }
 }
 
 /* One timed pass over all batches; returns ms and leaves the last results in out/cnt. */
@@ -279,29 +301,18 @@ int cmd_bench(int argc, char **argv) {
            : strcmp(dist, "sparse") == 0         ? RDX_DIST_SPARSE
                                                  : (cli_die(CLI_EXIT_BAD_INPUT, "--dist '%s'", dist), RDX_DIST_DENSE);
   c.uniformity = c.dist == RDX_DIST_UNIFORM ? 1.0 : c.dist == RDX_DIST_DENSE ? 0.0 : cli_double(&a, "uniformity", 50) / 100;
-  c.m = cli_int(&a, "lookups", (int64_t)1 << 22);
-  const char *op = cli_opt(&a, "op");
-  c.op = OP_POINT;
-  for (int i = 0; op && i < 4; i++)
-    if (strcmp(op, op_names[i]) == 0) c.op = (bench_op)i;
-  if (op && strcmp(op, op_names[c.op]) != 0) cli_die(CLI_EXIT_BAD_INPUT, "--op '%s' is not point, all, range or range-count", op);
-  c.width = (uint64_t)cli_int(&a, "width", 1);
-  c.hit_ratio = cli_double(&a, "hit-ratio", 1.0);
-  const char *miss = cli_opt(&a, "miss");
-  c.miss = miss && strcmp(miss, "outside") == 0 ? RDX_MISS_OUTSIDE : RDX_MISS_INSIDE;
-  c.zipf = cli_double(&a, "zipf", 0.0);
-  c.batch = cli_int(&a, "batch", 0);
+  /* these take comma-separated lists: every combination is run over the same keys */
+  const char *lookups_l = cli_opt(&a, "lookups"), *op_l = cli_opt(&a, "op"), *width_l = cli_opt(&a, "width");
+  const char *hit_l = cli_opt(&a, "hit-ratio"), *miss_l = cli_opt(&a, "miss"), *zipf_l = cli_opt(&a, "zipf");
+  const char *batch_l = cli_opt(&a, "batch"), *bucket_l = cli_opt(&a, "bucket-size");
   c.reps = (int)cli_int(&a, "reps", 5);
-  c.bucket = (int)cli_int(&a, "bucket-size", 32);
   c.seed = (uint64_t)cli_int(&a, "seed", 1);
   int header = cli_flag(&a, "header");
   c.flags = cli_flag(&a, "sort-queries") ? RDX_BUILD_SORT_QUERIES : 0;
   const char *check = cli_opt(&a, "check");
   cli_args_done(&a);
   if (!kinds) cli_die(CLI_EXIT_BAD_INPUT, "--kind is required (comma-separated list)");
-  if (c.reps < 1 || c.n < 0 || c.m < 0) cli_die(CLI_EXIT_BAD_INPUT, "--reps, --n and --lookups must be positive");
-  if (c.batch <= 0 || c.batch > c.m) c.batch = c.m > 0 ? c.m : 1;
-
+  if (c.reps < 1 || c.n < 0) cli_die(CLI_EXIT_BAD_INPUT, "--reps and --n must be positive");
   rdx_info info;
   info.size = sizeof info;
   if (rdx_info_get(&info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
@@ -316,30 +327,69 @@ int cmd_bench(int argc, char **argv) {
   c.check = !check ? (gpu ? 2 : 1) : strcmp(check, "full") == 0 ? 2 : strcmp(check, "sample") == 0 ? 1 : 0;
 
   rdx_context *gen = cli_context(RDX_BACKEND_CPU);
-  rdx_array keys, q;
+  rdx_array keys;
   must(gen, rdx_gen_keys(gen, c.n, c.dtype, c.dist, c.uniformity, c.seed, &keys), "keys");
-  if (c.op == OP_RANGE || c.op == OP_RANGE_COUNT)
-    must(gen, rdx_gen_ranges(gen, keys, c.m, c.width, c.seed + 1, &q), "ranges");
-  else
-    must(gen, rdx_gen_lookups(gen, keys, c.m, c.hit_ratio, c.miss, c.zipf, c.seed + 1, &q), "lookups");
-  cli_context_close(gen);
-
   bench_ref ref;
   memset(&ref, 0, sizeof ref);
   if (c.check) {
     if (!keys_oracle_build(&ref.oracle, keys, rdx_no_array())) cli_die(CLI_EXIT_FAILURE, "out of memory");
     ref.have_oracle = 1;
-    if (c.check == 2 && c.op == OP_POINT) ref.rows = reference_rows(keys, q);
   }
-  char *list = strdup(kinds);
-  for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-    bench_one(&c, &ref, cli_kind(tok), keys, q, header);
-    header = 0;
-  }
-  free(list);
+  list_t L_m, L_op, L_w, L_hit, L_miss, L_zipf, L_batch, L_bucket;
+  split(&L_m, lookups_l, "2^22");
+  split(&L_op, op_l, "point");
+  split(&L_w, width_l, "1");
+  split(&L_hit, hit_l, "1");
+  split(&L_miss, miss_l, "inside");
+  split(&L_zipf, zipf_l, "0");
+  split(&L_batch, batch_l, "0");
+  split(&L_bucket, bucket_l, "32");
+  for (int i_m = 0; i_m < L_m.n; i_m++)
+    for (int i_op = 0; i_op < L_op.n; i_op++)
+      for (int i_w = 0; i_w < L_w.n; i_w++)
+        for (int i_h = 0; i_h < L_hit.n; i_h++)
+          for (int i_mi = 0; i_mi < L_miss.n; i_mi++)
+            for (int i_z = 0; i_z < L_zipf.n; i_z++) {
+              c.m = cli_parse_int("lookups", L_m.v[i_m]);
+              c.op = (bench_op)-1;
+              for (int i = 0; i < 4; i++)
+                if (strcmp(L_op.v[i_op], op_names[i]) == 0) c.op = (bench_op)i;
+              if ((int)c.op < 0) cli_die(CLI_EXIT_BAD_INPUT, "--op '%s' is not point, all, range or range-count", L_op.v[i_op]);
+              c.width = (uint64_t)cli_parse_int("width", L_w.v[i_w]);
+              c.hit_ratio = atof(L_hit.v[i_h]);
+              c.miss = strcmp(L_miss.v[i_mi], "outside") == 0 ? RDX_MISS_OUTSIDE : RDX_MISS_INSIDE;
+              c.zipf = atof(L_zipf.v[i_z]);
+              if (c.m < 1 || c.width < 1) cli_die(CLI_EXIT_BAD_INPUT, "--lookups and --width must be >= 1");
+              int ranges = c.op == OP_RANGE || c.op == OP_RANGE_COUNT;
+              /* widths only matter for ranges; hit ratios and skew only for point lookups */
+              if ((!ranges && i_w > 0) || (ranges && (i_h > 0 || i_mi > 0 || i_z > 0))) continue;
+              rdx_array q;
+              if (ranges)
+                must(gen, rdx_gen_ranges(gen, keys, c.m, c.width, c.seed + 1, &q), "ranges");
+              else
+                must(gen, rdx_gen_lookups(gen, keys, c.m, c.hit_ratio, c.miss, c.zipf, c.seed + 1, &q), "lookups");
+              free(ref.rows);
+              ref.rows = c.check == 2 && c.op == OP_POINT ? reference_rows(keys, q) : NULL;
+              for (int i_b = 0; i_b < L_batch.n; i_b++) {
+                c.batch = cli_parse_int("batch", L_batch.v[i_b]);
+                if (c.batch <= 0 || c.batch > c.m) c.batch = c.m;
+                char *list = strdup(kinds);
+                for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                  rdx_kind kind = cli_kind(tok);
+                  if (kind == RDX_KIND_HASH && ranges) continue; /* point lookups only */
+                  for (int i_k = 0; i_k < (kind == RDX_KIND_CGRX ? L_bucket.n : 1); i_k++) {
+                    c.bucket = (int)cli_parse_int("bucket-size", L_bucket.v[i_k]);
+                    bench_one(&c, &ref, kind, keys, q, header);
+                    header = 0;
+                  }
+                }
+                free(list);
+              }
+              rdx_npy_free(&q);
+            }
+  cli_context_close(gen);
   if (ref.have_oracle) keys_oracle_free(&ref.oracle);
   free(ref.rows);
   rdx_npy_free(&keys);
-  rdx_npy_free(&q);
   return 0;
 }
