@@ -41,6 +41,12 @@ if has ceiling; then
   log "ceiling: $(tr '\n' ' ' < "$OUT/csv/ceiling.csv" | cut -c1-400)"
 fi
 
+if has segsort; then
+  # how fast each query's rows can be sorted (the last step of a range fill): bench/segsort_probe.cu
+  nvcc -O3 -arch=sm_90 bench/segsort_probe.cu -o build-gpu/segsort_probe && build-gpu/segsort_probe > "$OUT/csv/segsort.csv"
+  log "segsort: $(tr '\n' ' ' < "$OUT/csv/segsort.csv" | cut -c1-600)"
+fi
+
 if has tests; then
   t0=$(date +%s)
   (cd build-gpu && ctest -R '\.(cuda|optix)$' --output-on-failure -j 4 --timeout 600) > "$OUT/logs/ctest-gpu.log" 2>&1
