@@ -270,6 +270,13 @@ typedef struct rdx_build_options {
 
 #define RDX_BUILD_OPTIONS_INIT {sizeof(rdx_build_options), RDX_KIND_SORTED, 0, 0, 0.0}
 
+/* rdx_build_options.flags */
+/* sorted (cuda): sort each point-lookup batch of 2^16 or more queries on the device before
+ * searching, and scatter the answers back to query order. Neighbouring queries then share tree
+ * nodes and leaves; whether that repays the sort depends on the GPU, key width and batch
+ * (bench/results/ measures both). */
+#define RDX_BUILD_SORT_QUERIES 0x1
+
 /* Build an index over keys (u32 or u64, 1-D) with row ids (NULL data for implied 0..n-1, else u32
  * or u64 of the same count). Arrays may be on the host or, for GPU contexts, on the device.
  * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT, RDX_ERR_UNSUPPORTED (kind not on this backend),

@@ -117,6 +117,6 @@ int cmd_keys(int argc, char **argv) {
   rdx_npy_free(&keys);
   rdx_npy_free(&rows);
   rdx_npy_free(&q);
-  rdx_context_destroy(ctx);
+  cli_context_close(ctx);
   return 0;
 }
