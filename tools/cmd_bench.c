@@ -284,6 +284,7 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
 }
 
 int cmd_bench(int argc, char **argv) {
+  if (argc >= 1 && strcmp(argv[0], "points") == 0) return cmd_bench_points(argc - 1, argv + 1);
   if (argc < 1 || strcmp(argv[0], "keys") != 0) cli_die(CLI_EXIT_BAD_INPUT, "usage: raydex bench keys [options]");
   cli_args a;
   cli_args_init(&a, argc - 1, argv + 1);

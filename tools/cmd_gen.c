@@ -25,6 +25,7 @@ static rdx_array read_keys(rdx_context *ctx, const char *path) {
 
 int cmd_gen(int argc, char **argv) {
   if (argc < 1) cli_die(CLI_EXIT_BAD_INPUT, "what to generate: keys, lookups or ranges");
+  if (strcmp(argv[0], "points") == 0 || strcmp(argv[0], "point-queries") == 0) return cmd_gen_points(argc, argv);
   const char *what = argv[0];
   cli_args a;
   cli_args_init(&a, argc - 1, argv + 1);

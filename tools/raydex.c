@@ -15,6 +15,7 @@ static const struct {
     {"info", cmd_info, "version, backends built, GPU name, whether OptiX is usable"},
     {"gen", cmd_gen, "generate keys, lookups or ranges as .npy (gen keys|lookups|ranges --help)"},
     {"keys", cmd_keys, "build a key index and answer point or range lookups from .npy files"},
+    {"points", cmd_points, "build a point index and answer match, window, within or kNN queries from .npy files"},
     {"bench", cmd_bench, "benchmark key indexes, CSV rows on stdout (bench keys --help)"},
     {"demo", cmd_demo, "the main job: every key index kind on the best backend, checked, as a table"},
 };

@@ -62,6 +62,29 @@ rdx_status rdx_gen_lookups(rdx_context *ctx, rdx_array keys, int64_t m, double h
 rdx_status rdx_gen_ranges(rdx_context *ctx, rdx_array keys, int64_t m, uint64_t width,
                           uint64_t seed, rdx_array *out);
 
+/* ---- point sets and spatial query batches (gen_points.c) ---- */
+typedef enum rdx_point_dist {
+  RDX_PDIST_UNIFORM = 1,    /* uniform in [0, 1)^2 */
+  RDX_PDIST_CLUSTERED = 2,  /* 64 Gaussian clusters of varied spread in [0, 1)^2, 10% background */
+  RDX_PDIST_TAXI = 3        /* taxi-pickup-like: Zipf-weighted hot spots in an NYC-sized box in feet
+                               (EPSG:2263-like), street lines, exact duplicates at taxi stands */
+} rdx_point_dist;
+
+/* n points as an (n, 2) f32 or f64 host array (malloc'd; free with rdx_npy_free), reproducible
+ * from the seed whatever the thread count. */
+rdx_status rdx_gen_points(rdx_context *ctx, int64_t n, rdx_point_dist dist, rdx_dtype dtype, uint64_t seed,
+                          rdx_array *out);
+
+/* The box a distribution's points lie in: xmin, ymin, xmax, ymax. */
+void rdx_gen_points_box(rdx_point_dist dist, double box[4]);
+
+/* m queries over a host (n, 2) point array, in its dtype. type 0 match (m, 2): half existing
+ * points, half anywhere in their box; 1 window (m, 4): squares of side `size` around existing
+ * points (80%) or anywhere; 2 within (m, 3): circles of radius `size`, centred likewise; 3 kNN
+ * (m, 2): near existing points (80%) or anywhere. */
+rdx_status rdx_gen_point_queries(rdx_context *ctx, rdx_array points, int type, int64_t m, double size, uint64_t seed,
+                                 rdx_array *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,7 +60,13 @@ rdx_status rdx_sp_nodes_copy(rdx_context *ctx, rdx_sp_nodes *dst, const rdx_sp_n
     return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_points: node copy of %lld into %lld nodes", (long long)src->n,
                     (long long)dst->n);
   if (src->n == 0) return RDX_OK;
-  return rdx_copy(ctx, dst->block, dst->where, src->block, src->where, nodes_bytes(src->n));
+  if (dst->block && src->block) /* same layout: one copy */
+    return rdx_copy(ctx, dst->block, dst->where, src->block, src->where, nodes_bytes(src->n));
+  size_t n = (size_t)src->n; /* an alias (the CPU's host view): field by field */
+  void *d[8] = {dst->key, dst->fpos, dst->len, dst->count, dst->room, dst->split, dst->level, dst->leaf};
+  const void *sp[8] = {src->key, src->fpos, src->len, src->count, src->room, src->split, src->level, src->leaf};
+  for (int i = 0; i < 8; i++) RDX_CHECK(rdx_copy(ctx, d[i], dst->where, sp[i], src->where, i < 6 ? 8 * n : n));
+  return RDX_OK;
 }
 
 rdx_status rdx_sp_pool_alloc(rdx_context *ctx, int64_t cap, int f64, int key_bytes, rdx_sp_pool *out) {

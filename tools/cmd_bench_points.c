@@ -1,0 +1,643 @@
+/*
+ * cmd_bench_points.c: `raydex bench points`: the spatial experiments of issue 4, CSV rows on stdout.
+ *
+ *   raydex bench points --exp build|query|update [--backend auto|cpu|cuda] [--index quadtree,kdtree]
+ *        [--build bottomup,topdown] [--n 2^24,...] [--dist uniform|clustered|taxi] [--dtype f32|f64]
+ *        [--leaf-capacity 200] [--max-depth 16] [--reps 3] [--seed 1] [--header]
+ *     build:  [--where device,host]        device: points already in GPU memory; host: the call
+ *                                          copies them in (end to end, as the paper's Table 1)
+ *     query:  [--queries 2^10,...] [--type window,within,match,knn] [--k 16] [--size S]
+ *             [--engine index,brute,cpu] [--brute-max 2^16] [--cpu-max 2^20]
+ *     update: [--moved 1,2,5,10,20,50]     percent of points moved to new places per batch
+ *
+ * Protocol (METHOD.md): inputs generated from the seed; one warm-up run, then the median of
+ * --reps timed runs; calls are synchronous, so a host clock around them covers the device work.
+ * Queries (count, scan, allocate, fill: rdx_points_query_alloc) take device arrays on GPUs and
+ * leave the result there; queries are not pre-sorted (kNN sorts them inside, and pays for it).
+ * --size is the window side or radius; by default it is chosen for about 64 points per query on
+ * uniform data. Every row has a check column:
+ *   build:  bottom-up and top-down nodes equal (ok-bu=td), or root and leaf counts add up (ok-sum);
+ *   query:  the index's answers equal the CPU backend's (ids, ok-cpu), or the brute-force scan's
+ *           (counts; kNN ids; ok-brute), or, for batches beyond both, a prefix already checked
+ *           (ok-prefix);
+ *   update: after the moves, 1024 window queries answer as a fresh build over the same points.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "io/io.h"
+#include "spatial/spatial.h"
+
+#define MAX_LIST 32
+
+typedef struct cfg {
+  rdx_backend backend;
+  const char *exp;
+  int n_kinds, n_methods, n_ns, n_where, n_queries, n_types, n_engines, n_moved;
+  rdx_points_kind kinds[2];
+  rdx_points_method methods[2];
+  int64_t ns[MAX_LIST], queries[MAX_LIST];
+  int where_host[2], types[4], engines[3];
+  double moved[MAX_LIST];
+  rdx_point_dist dist;
+  const char *dist_name;
+  rdx_dtype dtype;
+  int cap, depth, reps, k;
+  double size;
+  int64_t brute_max, cpu_max;
+  uint64_t seed;
+  const char *device;
+} cfg;
+
+enum { E_INDEX, E_BRUTE, E_CPU };
+static const char *const engine_names[] = {"index", "brute", "cpu"};
+static const char *const type_names[] = {"match", "window", "within", "knn"};
+static const rdx_points_query_type api_types[] = {RDX_POINTS_MATCH, RDX_POINTS_WINDOW, RDX_POINTS_WITHIN, RDX_POINTS_KNN};
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void must(rdx_context *ctx, rdx_status st, const char *what) {
+  if (st != RDX_OK) cli_die_status(ctx, st, what);
+}
+
+static int is_gpu(rdx_context *ctx) { return rdx_context_backend(ctx) != RDX_BACKEND_CPU; }
+
+/* A copy of a host array where the context computes. */
+static rdx_array place(rdx_context *ctx, rdx_array h) {
+  if (!is_gpu(ctx)) return h;
+  size_t bytes = (size_t)h.count * (size_t)h.columns * rdx_dtype_size(h.dtype);
+  void *d = NULL;
+  must(ctx, rdx_malloc(ctx, &d, bytes ? bytes : 1, RDX_DEVICE), "device input");
+  must(ctx, rdx_copy(ctx, d, RDX_DEVICE, h.data, RDX_HOST, bytes), "device input");
+  rdx_array a = h;
+  a.data = d;
+  a.where = RDX_DEVICE;
+  return a;
+}
+static void unplace(rdx_context *ctx, rdx_array a) {
+  if (a.where == RDX_DEVICE) rdx_free(ctx, a.data, RDX_DEVICE);
+}
+
+static rdx_points *build(rdx_context *ctx, const cfg *c, rdx_points_kind kind, rdx_points_method method, rdx_array p) {
+  rdx_points_options o = RDX_POINTS_OPTIONS_INIT;
+  o.kind = kind;
+  o.method = kind == RDX_POINTS_KDTREE ? RDX_POINTS_BOTTOM_UP : method;
+  o.leaf_capacity = c->cap;
+  o.max_depth = kind == RDX_POINTS_KDTREE ? 0 : c->depth;
+  o.use_box = true; /* the distribution's whole domain, so moved points stay inside */
+  rdx_gen_points_box(c->dist, o.box);
+  rdx_points *pts = NULL;
+  must(ctx, rdx_points_build(ctx, p, &o, &pts), "build");
+  return pts;
+}
+
+static void header(void) {
+  printf("date,device,backend,exp,index,build,engine,where,dtype,dist,n,leaf_capacity,max_depth,type,queries,k,size,"
+         "moved_pct,reps,ms,p1_ms,p2_ms,p3_ms,per_s,results,nodes,leaves,bytes_per_point,peak_bytes_per_point,left_leaf,"
+         "splits,merges,check\n");
+}
+
+typedef struct row {
+  const char *index, *build, *engine, *where, *type, *check;
+  int64_t n, queries, results, nodes, leaves, left_leaf, splits, merges;
+  int k;
+  double size, moved, ms, p[3], per_s, bytes, peak;
+} row;
+
+static void emit(const cfg *c, rdx_context *ctx, const row *r) {
+  char date[32];
+  time_t now = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+  printf("%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%lld,%d,%d,%s,%lld,%d,%.6g,%g,%d,%.4f,%.4f,%.4f,%.4f,%.6g,%lld,%lld,%lld,%.3f,%.3f,%lld,"
+         "%lld,%lld,%s\n",
+         date, c->device, rdx_backend_name(rdx_context_backend(ctx)), c->exp, r->index, r->build, r->engine, r->where,
+         c->dtype == RDX_F32 ? "f32" : "f64", c->dist_name, (long long)r->n, c->cap, c->depth, r->type ? r->type : "",
+         (long long)r->queries, r->k, r->size, r->moved, c->reps, r->ms, r->p[0], r->p[1], r->p[2], r->per_s,
+         (long long)r->results, (long long)r->nodes, (long long)r->leaves, r->bytes, r->peak, (long long)r->left_leaf,
+         (long long)r->splits, (long long)r->merges, r->check ? r->check : "skipped");
+  fflush(stdout);
+}
+
+static const char *kind_name(rdx_points_kind k) { return k == RDX_POINTS_KDTREE ? "kdtree" : "quadtree"; }
+static const char *method_name(rdx_points_kind k, rdx_points_method m) {
+  return k == RDX_POINTS_KDTREE ? "median" : m == RDX_POINTS_TOP_DOWN ? "topdown" : "bottomup";
+}
+
+static void describe(rdx_context *ctx, rdx_points *pts, row *r) {
+  rdx_points_info info;
+  info.size = sizeof info;
+  must(ctx, rdx_points_describe(ctx, pts, &info), "describe");
+  int64_t res = 0, peak = 0;
+  must(ctx, rdx_points_bytes(ctx, pts, &res, &peak), "bytes");
+  r->nodes = info.n_nodes;
+  r->leaves = info.n_leaves;
+  r->bytes = info.count ? (double)res / (double)info.count : 0;
+  r->peak = info.count ? (double)peak / (double)info.count : 0;
+}
+
+/* Nodes equal except leaf offsets (the two build methods order points differently). */
+static int same_tree(const rdx_sp_nodes *a, const rdx_sp_nodes *b) {
+  if (a->n != b->n) return 0;
+  for (int64_t i = 0; i < a->n; i++)
+    if (a->key[i] != b->key[i] || a->level[i] != b->level[i] || a->leaf[i] != b->leaf[i] || a->len[i] != b->len[i] ||
+        a->count[i] != b->count[i] || (!a->leaf[i] && a->fpos[i] != b->fpos[i]))
+      return 0;
+  return 1;
+}
+static int sums_ok(const rdx_points *pts) {
+  int64_t s = 0;
+  for (int64_t i = 0; i < pts->host.n; i++)
+    if (pts->host.leaf[i]) s += pts->host.len[i];
+  return pts->host.n > 0 && s == pts->n && pts->host.count[0] == pts->n;
+}
+
+/* ---- build ---- */
+
+static void exp_build(const cfg *c, int hdr) {
+  rdx_context *gen = cli_context(RDX_BACKEND_CPU);
+  rdx_context *ctx = cli_context(c->backend);
+  double *t = (double *)malloc(sizeof(double) * (size_t)(c->reps + 1));
+  for (int ni = 0; ni < c->n_ns; ni++) {
+    rdx_array ph;
+    must(gen, rdx_gen_points(gen, c->ns[ni], c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
+    rdx_array pd = place(ctx, ph);
+    for (int k = 0; k < c->n_kinds; k++) {
+      rdx_sp_nodes keep;
+      memset(&keep, 0, sizeof keep);
+      int have_keep = 0;
+      for (int mi = 0; mi < c->n_methods; mi++) {
+        if (c->kinds[k] == RDX_POINTS_KDTREE && mi > 0) break;
+        for (int w = 0; w < c->n_where; w++) {
+          rdx_array in = c->where_host[w] ? ph : pd;
+          rdx_points *pts = NULL;
+          double p[3] = {0, 0, 0};
+          for (int r = -1; r < c->reps; r++) {
+            rdx_points_destroy(pts);
+            double t0 = rdx_now_ms();
+            pts = build(ctx, c, c->kinds[k], c->methods[mi], in);
+            double ms = rdx_now_ms() - t0;
+            if (r >= 0) t[r] = ms;
+            for (int i = 0; i < 3; i++) p[i] += r >= 0 ? pts->stats.phase_ms[i] / c->reps : 0;
+          }
+          row rr;
+          memset(&rr, 0, sizeof rr);
+          rr.index = kind_name(c->kinds[k]);
+          rr.build = method_name(c->kinds[k], c->methods[mi]);
+          rr.engine = "index";
+          rr.where = c->where_host[w] || !is_gpu(ctx) ? "host" : "device";
+          rr.n = c->ns[ni];
+          rr.ms = median(t, c->reps);
+          memcpy(rr.p, p, sizeof p);
+          rr.per_s = rr.n / (rr.ms / 1e3);
+          describe(ctx, pts, &rr);
+          rr.check = sums_ok(pts) ? "ok-sum" : "WRONG";
+          if (sums_ok(pts) && c->kinds[k] == RDX_POINTS_QUADTREE) {
+            if (!have_keep) {
+              must(gen, rdx_sp_nodes_alloc(gen, pts->host.n, RDX_HOST, &keep), "copy");
+              must(gen, rdx_sp_nodes_copy(gen, &keep, &pts->host), "copy");
+              have_keep = 1;
+            } else {
+              rr.check = same_tree(&keep, &pts->host) ? "ok-bu=td" : "WRONG";
+            }
+          }
+          if (hdr) header(), hdr = 0;
+          emit(c, ctx, &rr);
+          rdx_points_destroy(pts);
+          if (strcmp(rr.check, "WRONG") == 0) cli_die(CLI_EXIT_FAILURE, "build check failed at n %lld", (long long)rr.n);
+        }
+      }
+      if (have_keep) rdx_sp_nodes_free(gen, &keep);
+    }
+    unplace(ctx, pd);
+    rdx_npy_free(&ph);
+  }
+  free(t);
+  cli_context_close(ctx);
+  cli_context_close(gen);
+}
+
+/* ---- query ---- */
+
+typedef struct answer {
+  int64_t m;
+  uint64_t *offsets, *rows; /* host copies */
+  uint64_t total;
+} answer;
+
+static void answer_free(answer *a) {
+  free(a->offsets);
+  free(a->rows);
+  memset(a, 0, sizeof *a);
+}
+
+static answer fetch(rdx_context *ctx, const rdx_result *r) {
+  answer a;
+  a.m = r->n_queries;
+  a.total = r->total;
+  a.offsets = (uint64_t *)malloc((size_t)(a.m + 1) * 8);
+  a.rows = (uint64_t *)malloc((size_t)(a.total + 1) * 8);
+  must(ctx, rdx_copy(ctx, a.offsets, RDX_HOST, r->offsets, r->where, (size_t)(a.m + 1) * 8), "copy back");
+  must(ctx, rdx_copy(ctx, a.rows, RDX_HOST, r->row_ids, r->where, (size_t)a.total * 8), "copy back");
+  return a;
+}
+
+/* Does the first a.m queries' answer of `big` equal `a`? */
+static int same_prefix(const answer *a, const answer *big) {
+  if (big->m < a->m) return 0;
+  if (memcmp(a->offsets, big->offsets, (size_t)(a->m + 1) * 8) != 0) return 0;
+  return memcmp(a->rows, big->rows, (size_t)a->total * 8) == 0;
+}
+
+static void exp_query(const cfg *c, int hdr) {
+  rdx_context *gen = cli_context(RDX_BACKEND_CPU);
+  rdx_context *ctx = cli_context(c->backend);
+  rdx_context *cpu = NULL;
+  for (int e = 0; e < c->n_engines; e++)
+    if (c->engines[e] == E_CPU) cpu = cli_context(RDX_BACKEND_CPU);
+  int64_t mmax = 0;
+  for (int i = 0; i < c->n_queries; i++)
+    if (c->queries[i] > mmax) mmax = c->queries[i];
+  double *t = (double *)malloc(sizeof(double) * (size_t)(c->reps + 1));
+  for (int ni = 0; ni < c->n_ns; ni++) {
+    int64_t n = c->ns[ni];
+    rdx_array ph;
+    must(gen, rdx_gen_points(gen, n, c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
+    rdx_array pd = place(ctx, ph);
+    /* about 64 points per window or circle on uniform data */
+    double side = c->dist == RDX_PDIST_TAXI ? 154000.0 : 1.0;
+    double size = c->size > 0 ? c->size : side * sqrt(64.0 / (n > 0 ? (double)n : 1.0));
+    for (int k = 0; k < c->n_kinds; k++) {
+      rdx_points *pts = build(ctx, c, c->kinds[k], c->methods[0], pd);
+      rdx_points *cpts = cpu ? build(cpu, c, c->kinds[k], c->methods[0], ph) : NULL;
+      for (int ti = 0; ti < c->n_types; ti++) {
+        int type = c->types[ti];
+        double qsize = type == 2 ? size / 2 : size; /* radius: half the window side */
+        rdx_array qh;
+        must(gen, rdx_gen_point_queries(gen, ph, type, mmax, qsize, c->seed + 100 + (uint64_t)type, &qh), "queries");
+        rdx_points_query pq = RDX_POINTS_QUERY_INIT;
+        pq.type = api_types[type];
+        pq.k = c->k;
+        answer checked; /* the largest batch checked so far (a prefix of later ones) */
+        memset(&checked, 0, sizeof checked);
+        for (int mi = 0; mi < c->n_queries; mi++) {
+          int64_t m = c->queries[mi];
+          rdx_array qm = qh;
+          qm.count = m;
+          answer idx_ans;
+          memset(&idx_ans, 0, sizeof idx_ans);
+          row index_row;
+          memset(&index_row, 0, sizeof index_row);
+          int have_index_row = 0;
+          const char *index_check = "skipped";
+          for (int e = 0; e < c->n_engines; e++) {
+            int eng = c->engines[e];
+            if (eng == E_BRUTE && (!is_gpu(ctx) || m > c->brute_max || (type == 3 && m > c->brute_max / 16))) continue;
+            if (eng == E_CPU && (!cpts || m > c->cpu_max)) continue;
+            row rr;
+            memset(&rr, 0, sizeof rr);
+            rr.index = kind_name(c->kinds[k]);
+            rr.build = method_name(c->kinds[k], c->methods[0]);
+            rr.engine = engine_names[eng];
+            rr.where = eng == E_CPU || !is_gpu(ctx) ? "host" : "device";
+            rr.type = type_names[type];
+            rr.n = n, rr.queries = m, rr.k = type == 3 ? c->k : 0, rr.size = type == 3 || type == 0 ? 0 : qsize;
+            int reps = eng == E_BRUTE ? (c->reps < 2 ? c->reps : 2) : c->reps;
+            if (eng == E_BRUTE) { /* no index: every query against every point, on the GPU */
+              rdx_array qd = place(ctx, qm);
+              uint64_t *d = NULL;
+              size_t outn = type == 3 ? (size_t)m * (size_t)c->k : (size_t)m;
+              must(ctx, rdx_malloc(ctx, (void **)&d, (outn ? outn : 1) * 8, RDX_DEVICE), "brute output");
+              rdx_sp_qin in = {type, c->k, qd.data, m};
+              for (int r = -1; r < reps; r++) {
+                double t0 = rdx_now_ms();
+                rdx_status st = type == 3 ? rdx_sp_brute_knn_cuda(ctx, pd.data, c->dtype == RDX_F64, n, &in, d)
+                                          : rdx_sp_brute_count_cuda(ctx, pd.data, c->dtype == RDX_F64, n, &in, d);
+                must(ctx, st, "brute force");
+                if (r >= 0) t[r] = rdx_now_ms() - t0;
+              }
+              rr.ms = median(t, reps);
+              uint64_t *h = (uint64_t *)malloc((outn ? outn : 1) * 8);
+              must(ctx, rdx_copy(ctx, h, RDX_HOST, d, RDX_DEVICE, outn * 8), "copy back");
+              int ok = idx_ans.offsets != NULL;
+              uint64_t kk = (uint64_t)(n < c->k ? n : c->k);
+              for (int64_t i = 0; ok && i < m; i++) {
+                uint64_t cnt = idx_ans.offsets[i + 1] - idx_ans.offsets[i];
+                if (type == 3) ok = cnt == kk && memcmp(idx_ans.rows + idx_ans.offsets[i], h + (size_t)i * (size_t)c->k, kk * 8) == 0;
+                else ok = cnt == h[i];
+              }
+              rr.results = 0;
+              for (int64_t i = 0; i < m && type != 3; i++) rr.results += (int64_t)h[i];
+              if (type == 3) rr.results = (int64_t)kk * m;
+              rr.check = ok ? "ok" : "WRONG";
+              free(h);
+              rdx_free(ctx, d, RDX_DEVICE);
+              unplace(ctx, qd);
+            } else {
+              rdx_context *ec = eng == E_CPU ? cpu : ctx;
+              rdx_points *ep = eng == E_CPU ? cpts : pts;
+              rdx_array qd = eng == E_CPU ? qm : place(ctx, qm);
+              rdx_result *res = NULL;
+              for (int r = -1; r < reps; r++) {
+                rdx_result_free(ec, res);
+                res = NULL;
+                double t0 = rdx_now_ms();
+                must(ec, rdx_points_query_alloc(ec, ep, qd, &pq, &res), "query");
+                if (r >= 0) t[r] = rdx_now_ms() - t0;
+              }
+              rr.ms = median(t, reps);
+              rr.results = (int64_t)res->total;
+              answer a = fetch(ec, res);
+              rdx_result_free(ec, res);
+              unplace(ctx, qd); /* a no-op for host arrays */
+              if (eng == E_INDEX) {
+                idx_ans = a;
+                rr.check = checked.offsets && same_prefix(&checked, &idx_ans) ? "ok-prefix" : NULL;
+              } else { /* the CPU backend: ids must agree exactly */
+                int ok = idx_ans.offsets && idx_ans.total == a.total &&
+                         memcmp(idx_ans.offsets, a.offsets, (size_t)(m + 1) * 8) == 0 &&
+                         memcmp(idx_ans.rows, a.rows, (size_t)a.total * 8) == 0;
+                rr.check = ok ? "ok" : "WRONG";
+                if (ok) {
+                  answer_free(&checked);
+                  checked = a;
+                  memset(&a, 0, sizeof a);
+                }
+                answer_free(&a);
+              }
+            }
+            rr.per_s = m / (rr.ms / 1e3);
+            if (eng == E_INDEX) {
+              describe(ctx, pts, &rr);
+              index_row = rr;
+              have_index_row = 1;
+              continue;
+            }
+            if (rr.check && strcmp(rr.check, "WRONG") == 0) {
+              fprintf(stderr, "raydex bench points: %s %s %s at %lld queries disagrees with the index\n", rr.index, rr.type,
+                      rr.engine, (long long)m);
+              index_check = "WRONG";
+            } else if (rr.check && strcmp(index_check, "WRONG") != 0) {
+              index_check = eng == E_CPU ? "ok-cpu" : "ok-brute";
+            }
+            if (hdr) header(), hdr = 0;
+            emit(c, eng == E_CPU ? cpu : ctx, &rr);
+          }
+          if (have_index_row) {
+            if (strcmp(index_check, "skipped") != 0 || index_row.check == NULL) index_row.check = index_check;
+            if (hdr) header(), hdr = 0;
+            emit(c, ctx, &index_row);
+          }
+          if (checked.offsets == NULL && idx_ans.offsets != NULL && !is_gpu(ctx)) { /* a CPU run checks itself by prefix */
+            checked = idx_ans;
+            memset(&idx_ans, 0, sizeof idx_ans);
+          }
+          answer_free(&idx_ans);
+        }
+        answer_free(&checked);
+        rdx_npy_free(&qh);
+      }
+      rdx_points_destroy(pts);
+      rdx_points_destroy(cpts);
+    }
+    unplace(ctx, pd);
+    rdx_npy_free(&ph);
+  }
+  free(t);
+  if (cpu) cli_context_close(cpu);
+  cli_context_close(ctx);
+  cli_context_close(gen);
+}
+
+/* ---- update ---- */
+
+static void exp_update(const cfg *c, int hdr) {
+  rdx_context *gen = cli_context(RDX_BACKEND_CPU);
+  rdx_context *ctx = cli_context(c->backend);
+  double *t = (double *)malloc(sizeof(double) * (size_t)(c->reps + 1));
+  for (int ni = 0; ni < c->n_ns; ni++) {
+    int64_t n = c->ns[ni];
+    rdx_array ph;
+    must(gen, rdx_gen_points(gen, n, c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
+    rdx_array pd = place(ctx, ph);
+    for (int k = 0; k < c->n_kinds; k++) {
+      /* the rebuild baseline: a build from scratch of n points already in device memory */
+      rdx_points *pts = NULL;
+      for (int r = -1; r < c->reps; r++) {
+        rdx_points_destroy(pts);
+        double t0 = rdx_now_ms();
+        pts = build(ctx, c, c->kinds[k], c->methods[0], pd);
+        if (r >= 0) t[r] = rdx_now_ms() - t0;
+      }
+      row rb;
+      memset(&rb, 0, sizeof rb);
+      rb.index = kind_name(c->kinds[k]);
+      rb.build = method_name(c->kinds[k], c->methods[0]);
+      rb.engine = "rebuild";
+      rb.where = is_gpu(ctx) ? "device" : "host";
+      rb.n = n;
+      rb.ms = median(t, c->reps);
+      rb.per_s = n / (rb.ms / 1e3);
+      describe(ctx, pts, &rb);
+      rb.check = sums_ok(pts) ? "ok-sum" : "WRONG";
+      if (hdr) header(), hdr = 0;
+      emit(c, ctx, &rb);
+      int64_t *perm = (int64_t *)malloc((size_t)(n ? n : 1) * 8);
+      uint64_t *ids = (uint64_t *)malloc((size_t)(n ? n : 1) * 8);
+      for (int64_t i = 0; i < n; i++) perm[i] = i;
+      uint64_t rs = c->seed * 977 + 5;
+      for (int mi = 0; mi < c->n_moved; mi++) {
+        int64_t m = (int64_t)llround((double)n * c->moved[mi] / 100.0);
+        if (m < 1) m = 1;
+        if (m > n) m = n;
+        int64_t left = 0, splits = 0, merges = 0;
+        for (int r = -1; r < c->reps; r++) {
+          /* m distinct random ids (partial Fisher-Yates) to fresh places from the same distribution */
+          for (int64_t i = 0; i < m; i++) {
+            rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+            int64_t j = i + (int64_t)((rs >> 11) % (uint64_t)(n - i));
+            int64_t tmp = perm[i];
+            perm[i] = perm[j];
+            perm[j] = tmp;
+            ids[i] = (uint64_t)perm[i];
+          }
+          rdx_array np;
+          must(gen, rdx_gen_points(gen, m, c->dist, c->dtype, c->seed * 31 + (uint64_t)(mi * 1000 + r + 7), &np), "moves");
+          rdx_array idd = place(ctx, rdx_host_array(ids, m, RDX_U64)), npd = place(ctx, np);
+          double t0 = rdx_now_ms();
+          must(ctx, rdx_points_move(ctx, pts, idd, npd), "move");
+          double ms = rdx_now_ms() - t0;
+          if (r >= 0) {
+            t[r] = ms;
+            left += pts->stats.left_leaf, splits += pts->stats.splits, merges += pts->stats.merges;
+          }
+          unplace(ctx, idd);
+          unplace(ctx, npd);
+          rdx_npy_free(&np);
+        }
+        row ru;
+        memset(&ru, 0, sizeof ru);
+        ru.index = rb.index, ru.build = rb.build, ru.engine = "update", ru.where = is_gpu(ctx) ? "device" : "host";
+        ru.n = n, ru.moved = c->moved[mi], ru.queries = m;
+        ru.ms = median(t, c->reps);
+        ru.per_s = m / (ru.ms / 1e3);
+        ru.left_leaf = left / c->reps, ru.splits = splits / c->reps, ru.merges = merges / c->reps;
+        describe(ctx, pts, &ru);
+        /* check: window queries against a fresh build over the points now in the index */
+        double *x = (double *)malloc((size_t)(n ? n : 1) * 8), *y = (double *)malloc((size_t)(n ? n : 1) * 8);
+        uint64_t *id = (uint64_t *)malloc((size_t)(n ? n : 1) * 8);
+        must(ctx, rdx_sp_export_points(ctx, pts, x, y, id), "export");
+        rdx_array cur;
+        must(gen, rdx_gen_points(gen, n, c->dist, c->dtype, 0, &cur), "points");
+        for (int64_t i = 0; i < n; i++) {
+          if (c->dtype == RDX_F64) ((double *)cur.data)[2 * id[i]] = x[i], ((double *)cur.data)[2 * id[i] + 1] = y[i];
+          else ((float *)cur.data)[2 * id[i]] = (float)x[i], ((float *)cur.data)[2 * id[i] + 1] = (float)y[i];
+        }
+        rdx_points *fresh = build(ctx, c, c->kinds[k], c->methods[0], cur);
+        rdx_array qh;
+        double side = c->dist == RDX_PDIST_TAXI ? 154000.0 : 1.0;
+        must(gen, rdx_gen_point_queries(gen, cur, 1, 1024, side * sqrt(64.0 / (double)n), c->seed + 9, &qh), "queries");
+        rdx_points_query pq = RDX_POINTS_QUERY_INIT;
+        rdx_result *ra = NULL, *rf = NULL;
+        must(ctx, rdx_points_query_alloc(ctx, pts, qh, &pq, &ra), "check query");
+        must(ctx, rdx_points_query_alloc(ctx, fresh, qh, &pq, &rf), "check query");
+        int ok = ra->total == rf->total && memcmp(ra->offsets, rf->offsets, 1025 * 8) == 0 &&
+                 memcmp(ra->row_ids, rf->row_ids, ra->total * 8) == 0;
+        ru.check = ok ? "ok-fresh" : "WRONG";
+        rdx_result_free(ctx, ra);
+        rdx_result_free(ctx, rf);
+        rdx_points_destroy(fresh);
+        rdx_npy_free(&qh);
+        rdx_npy_free(&cur);
+        free(x), free(y), free(id);
+        emit(c, ctx, &ru);
+        if (!ok) cli_die(CLI_EXIT_FAILURE, "updates of %g%% gave answers that differ from a fresh build", c->moved[mi]);
+      }
+      free(perm);
+      free(ids);
+      rdx_points_destroy(pts);
+    }
+    unplace(ctx, pd);
+    rdx_npy_free(&ph);
+  }
+  free(t);
+  cli_context_close(ctx);
+  cli_context_close(gen);
+}
+
+/* ---- options ---- */
+
+static int split_list(const char *s, char out[MAX_LIST][32]) {
+  int n = 0;
+  const char *p = s;
+  while (*p && n < MAX_LIST) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == 0 || len >= 32) cli_die(CLI_EXIT_BAD_INPUT, "bad list '%s'", s);
+    memcpy(out[n], p, len);
+    out[n][len] = 0;
+    n++;
+    p = e ? e + 1 : p + len;
+  }
+  return n;
+}
+
+int cmd_bench_points(int argc, char **argv) {
+  cli_args a;
+  cli_args_init(&a, argc, argv);
+  cfg c;
+  memset(&c, 0, sizeof c);
+  c.exp = cli_opt(&a, "exp");
+  const char *b = cli_opt(&a, "backend"), *idx_l = cli_opt(&a, "index"), *build_l = cli_opt(&a, "build");
+  const char *n_l = cli_opt(&a, "n"), *dist = cli_opt(&a, "dist"), *dt = cli_opt(&a, "dtype"), *where_l = cli_opt(&a, "where");
+  const char *q_l = cli_opt(&a, "queries"), *type_l = cli_opt(&a, "type"), *eng_l = cli_opt(&a, "engine");
+  const char *moved_l = cli_opt(&a, "moved");
+  c.cap = (int)cli_int(&a, "leaf-capacity", 0);
+  c.depth = (int)cli_int(&a, "max-depth", 16);
+  c.reps = (int)cli_int(&a, "reps", 3);
+  c.k = (int)cli_int(&a, "k", 16);
+  c.size = cli_double(&a, "size", 0);
+  c.brute_max = cli_int(&a, "brute-max", (int64_t)1 << 16);
+  c.cpu_max = cli_int(&a, "cpu-max", (int64_t)1 << 20);
+  c.seed = (uint64_t)cli_int(&a, "seed", 1);
+  int hdr = cli_flag(&a, "header");
+  cli_args_done(&a);
+  if (!c.exp || (strcmp(c.exp, "build") && strcmp(c.exp, "query") && strcmp(c.exp, "update")))
+    cli_die(CLI_EXIT_BAD_INPUT, "--exp build|query|update is required");
+  c.backend = cli_backend(b ? b : "auto");
+  char items[MAX_LIST][32];
+  int ni = split_list(idx_l ? idx_l : "quadtree", items);
+  for (int i = 0; i < ni && i < 2; i++) {
+    if (strcmp(items[i], "quadtree") == 0) c.kinds[c.n_kinds++] = RDX_POINTS_QUADTREE;
+    else if (strcmp(items[i], "kdtree") == 0) c.kinds[c.n_kinds++] = RDX_POINTS_KDTREE;
+    else cli_die(CLI_EXIT_BAD_INPUT, "--index '%s'", items[i]);
+  }
+  ni = split_list(build_l ? build_l : "bottomup", items);
+  for (int i = 0; i < ni && i < 2; i++) {
+    if (strcmp(items[i], "bottomup") == 0) c.methods[c.n_methods++] = RDX_POINTS_BOTTOM_UP;
+    else if (strcmp(items[i], "topdown") == 0) c.methods[c.n_methods++] = RDX_POINTS_TOP_DOWN;
+    else cli_die(CLI_EXIT_BAD_INPUT, "--build '%s'", items[i]);
+  }
+  ni = split_list(n_l ? n_l : "2^20", items);
+  for (int i = 0; i < ni; i++) c.ns[c.n_ns++] = cli_parse_int("n", items[i]);
+  c.dist_name = dist ? dist : "uniform";
+  c.dist = strcmp(c.dist_name, "taxi") == 0        ? RDX_PDIST_TAXI
+           : strcmp(c.dist_name, "clustered") == 0 ? RDX_PDIST_CLUSTERED
+           : strcmp(c.dist_name, "uniform") == 0   ? RDX_PDIST_UNIFORM
+                                                   : (cli_die(CLI_EXIT_BAD_INPUT, "--dist '%s'", c.dist_name), RDX_PDIST_UNIFORM);
+  c.dtype = !dt || strcmp(dt, "f64") == 0 ? RDX_F64
+            : strcmp(dt, "f32") == 0      ? RDX_F32
+                                          : (cli_die(CLI_EXIT_BAD_INPUT, "--dtype '%s'", dt), RDX_F64);
+  ni = split_list(where_l ? where_l : "device", items);
+  for (int i = 0; i < ni && i < 2; i++) c.where_host[c.n_where++] = strcmp(items[i], "host") == 0;
+  ni = split_list(q_l ? q_l : "2^16", items);
+  for (int i = 0; i < ni; i++) c.queries[c.n_queries++] = cli_parse_int("queries", items[i]);
+  ni = split_list(type_l ? type_l : "window", items);
+  for (int i = 0; i < ni && i < 4; i++) {
+    int tt = -1;
+    for (int j = 0; j < 4; j++)
+      if (strcmp(items[i], type_names[j]) == 0) tt = j;
+    if (tt < 0) cli_die(CLI_EXIT_BAD_INPUT, "--type '%s'", items[i]);
+    c.types[c.n_types++] = tt;
+  }
+  ni = split_list(eng_l ? eng_l : "index", items);
+  for (int i = 0; i < ni && i < 3; i++) {
+    int e = -1;
+    for (int j = 0; j < 3; j++)
+      if (strcmp(items[i], engine_names[j]) == 0) e = j;
+    if (e < 0) cli_die(CLI_EXIT_BAD_INPUT, "--engine '%s'", items[i]);
+    c.engines[c.n_engines++] = e;
+  }
+  /* the index runs first: brute and cpu rows are checked against it */
+  for (int i = 0; i < c.n_engines; i++)
+    if (c.engines[i] == E_INDEX && i > 0) c.engines[i] = c.engines[0], c.engines[0] = E_INDEX;
+  ni = split_list(moved_l ? moved_l : "1,10", items);
+  for (int i = 0; i < ni; i++) c.moved[c.n_moved++] = atof(items[i]);
+  if (c.reps < 1 || c.k < 1 || c.k > 1024 || c.n_ns == 0) cli_die(CLI_EXIT_BAD_INPUT, "--reps >= 1, --k in [1, 1024] and --n");
+  if (c.cap == 0) c.cap = strcmp(c.exp, "query") == 0 ? 1024 : 200;
+  rdx_info info;
+  info.size = sizeof info;
+  if (rdx_info_get(&info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
+  rdx_context *probe = cli_context(c.backend);
+  int gpu = is_gpu(probe);
+  cli_context_close(probe);
+  static char device[160];
+  snprintf(device, sizeof device, "%s", gpu ? info.gpu_name : info.cpu_name);
+  for (char *p = device; *p; p++)
+    if (*p == ',') *p = ' ';
+  c.device = device;
+  if (strcmp(c.exp, "build") == 0) exp_build(&c, hdr);
+  else if (strcmp(c.exp, "query") == 0) exp_query(&c, hdr);
+  else exp_update(&c, hdr);
+  return 0;
+}
