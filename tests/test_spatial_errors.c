@@ -12,7 +12,9 @@
  *    values, negative radius, output shapes;
  *  - points_misuse: a handle of another context, a handle that is not one;
  *  - points_negative_zero: -0.0 and 0.0 are one coordinate for builds, matches and windows;
- *  - points_describe: what rdx_points_describe and rdx_points_bytes say.
+ *  - points_describe: what rdx_points_describe and rdx_points_bytes say;
+ *  - points_faults: the memory account fails the 1st, 2nd, ... allocation of a build or query:
+ *    out of memory, nothing held afterwards, the index unchanged, until the call goes through.
  */
 #include "points_check.h"
 
@@ -242,6 +244,76 @@ int main(int argc, char **argv) {
   }
   rdx_points_destroy(pts);
   pset_free(&p);
+
+  CASE(points_faults);
+  /* the memory account fails its 1st, 2nd, ... allocation: builds and queries report out of
+   * memory, hold nothing afterwards, and an existing index answers as before */
+  for (int kind = 0; kind < 3; kind++) {
+    pset fp = pset_make(GEN_CLUSTERED, 3000, kind == 1 ? RDX_F32 : RDX_F64);
+    rdx_points_options fo = RDX_POINTS_OPTIONS_INIT;
+    fo.kind = kind == 2 ? RDX_POINTS_KDTREE : RDX_POINTS_QUADTREE;
+    fo.method = kind == 1 ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP;
+    fo.leaf_capacity = 8;
+    int64_t base = 0, now = 0;
+    rdx_context_memory(ctx, &base, NULL);
+    rdx_points *fpts = NULL;
+    rdx_status st = RDX_OK;
+    int64_t nth;
+    for (nth = 1; nth < 100000; nth += 1 + (nth > 64 ? nth / 8 : 0)) {
+      rdx_mem_fail_after(ctx, nth);
+      st = rdx_points_build(ctx, pset_array(&fp), &fo, &fpts);
+      rdx_mem_fail_after(ctx, 0);
+      if (st == RDX_OK) break;
+      if (st != RDX_ERR_HOST_OUT_OF_MEMORY && st != RDX_ERR_DEVICE_OUT_OF_MEMORY)
+        CHECK_FAIL_("build fault %lld: %s (%s)", (long long)nth, rdx_status_name(st), rdx_context_message(ctx));
+      CHECK(fpts == NULL);
+      rdx_context_memory(ctx, &now, NULL);
+      if (now != base) {
+        CHECK_FAIL_("build fault %lld left %lld bytes held", (long long)nth, (long long)(now - base));
+        break;
+      }
+    }
+    CHECK_OK(ctx, st);
+    if (!fpts) {
+      pset_free(&fp);
+      continue;
+    }
+    points_oracle fo_oracle;
+    CHECK(points_oracle_init(&fo_oracle, fp.n, fp.x, fp.y, fp.id));
+    for (int type = 0; type < 4; type++) {
+      qset qs = qset_make(&fp, type, type == PO_KNN ? 9 : 0, 80);
+      rdx_points_query fq = RDX_POINTS_QUERY_INIT;
+      fq.type = pc_api_type(type);
+      fq.k = qs.k;
+      rdx_array qa = rdx_host_matrix(qs.data, qs.m, pc_cols(type), qs.dt);
+      rdx_result *r = NULL;
+      for (nth = 1; nth < 100000; nth += 1 + (nth > 64 ? nth / 8 : 0)) {
+        rdx_context_memory(ctx, &base, NULL);
+        rdx_mem_fail_after(ctx, nth);
+        st = rdx_points_query_alloc(ctx, fpts, qa, &fq, &r);
+        rdx_mem_fail_after(ctx, 0);
+        if (st == RDX_OK) break;
+        if (st != RDX_ERR_HOST_OUT_OF_MEMORY && st != RDX_ERR_DEVICE_OUT_OF_MEMORY)
+          CHECK_FAIL_("query fault %lld: %s (%s)", (long long)nth, rdx_status_name(st), rdx_context_message(ctx));
+        CHECK(r == NULL);
+        rdx_context_memory(ctx, &now, NULL);
+        if (now != base) {
+          CHECK_FAIL_("query fault %lld left %lld bytes held", (long long)nth, (long long)(now - base));
+          break;
+        }
+      }
+      CHECK_OK(ctx, st);
+      if (r) {
+        uint64_t *ho = r->offsets, *hr = r->row_ids;
+        pc_compare(&fo_oracle, &qs, ho, hr, "after faults");
+        rdx_result_free(ctx, r);
+      }
+      qset_free(&qs);
+    }
+    points_oracle_free(&fo_oracle);
+    rdx_points_destroy(fpts);
+    pset_free(&fp);
+  }
 
   CASE(points_negative_zero);
   for (int kind = 0; kind < 2; kind++) {
