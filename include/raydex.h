@@ -513,7 +513,10 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_query_alloc(rdx_context *ctx, const 
  * Bulk updates. Each call is one batch and all-or-nothing: on any failure (a bad or duplicate id,
  * NaN/inf, a point outside the box, out of memory) the index is exactly as before. After any
  * sequence of updates every query answers exactly as an index freshly built from the points then
- * present (with the same ids); a quadtree's nodes are then those of a fresh build with the same box.
+ * present (with the same ids); a quadtree then has the nodes of a fresh build with the same box
+ * (only where each leaf keeps its points differs). The first update after a build spreads the
+ * leaves out with spare room and adds an id -> slot map (8 bytes per id, in rdx_points_bytes);
+ * that stays even if the batch then fails, which changes no answer.
  * ids: u32 or u64, 1-D; points: (m, 2) of the index's dtype; host or device memory. Updates follow
  * G-PICS: a movement check keeps points that stay in their leaf in place, the others find their
  * new leaf, overfull leaves split and underfull siblings merge, and only the leaves touched are
