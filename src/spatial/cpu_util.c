@@ -193,36 +193,71 @@ void rdx_sp_hlist_free(rdx_context *ctx, rdx_sp_hlist *l) {
   memset(l, 0, sizeof *l);
 }
 
-/* BFS order: by level, then key. (Level and key are compared apart: a level-31 Morton code
- * has 62 bits, so they do not fit one packed word.) */
-static int before(int la, uint64_t ka, int lb, uint64_t kb) { return la < lb || (la == lb && ka < kb); }
-
-static int cmp_hnode(const void *a, const void *b) {
-  const rdx_sp_hnode *x = (const rdx_sp_hnode *)a, *y = (const rdx_sp_hnode *)b;
-  return before(x->level, x->key, y->level, y->key) ? -1 : before(y->level, y->key, x->level, x->key) ? 1 : 0;
+/* BFS order: by level, then key. A stable LSD radix sort of node positions (11-bit digits of
+ * the key, then the level), O(n): an update re-links every node, so this is on its critical
+ * path (a qsort of 22K shuffled nodes took 3.7 ms here, this about 1 ms with its allocations). */
+static rdx_status sort_bfs(rdx_context *ctx, rdx_sp_hlist *l) {
+  int64_t n = l->n;
+  if (n < 2) return RDX_OK;
+  uint64_t or_key = 0;
+  for (int64_t i = 0; i < n; i++) or_key |= l->v[i].key;
+  int bits = 0;
+  while (bits < 64 && (or_key >> bits) != 0) bits++;
+  int64_t *a = NULL, *b = NULL, *cnt = NULL;
+  rdx_sp_hnode *out = NULL;
+  rdx_status st;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: node sort", (void **)&a, (size_t)n * 16, RDX_HOST), st, done);
+  b = a + n;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: node sort", (void **)&cnt, 2049 * 8, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: node sort", (void **)&out, (size_t)n * sizeof *out, RDX_HOST), st, done);
+  for (int64_t i = 0; i < n; i++) a[i] = i;
+  /* 11-bit digits of the key, then the level (< 2048) */
+  for (int shift = 0;; shift += 11) {
+    int lev = shift >= bits;
+    memset(cnt, 0, 2049 * 8);
+    for (int64_t i = 0; i < n; i++) {
+      const rdx_sp_hnode *h = &l->v[a[i]];
+      cnt[(lev ? (uint64_t)h->level : (h->key >> shift) & 2047) + 1]++;
+    }
+    for (int d = 0; d < 2048; d++) cnt[d + 1] += cnt[d];
+    for (int64_t i = 0; i < n; i++) {
+      const rdx_sp_hnode *h = &l->v[a[i]];
+      b[cnt[lev ? (uint64_t)h->level : (h->key >> shift) & 2047]++] = a[i];
+    }
+    int64_t *t = a;
+    a = b, b = t;
+    if (lev) break;
+  }
+  for (int64_t i = 0; i < n; i++) out[i] = l->v[a[i]];
+  memcpy(l->v, out, (size_t)n * sizeof *out);
+  st = RDX_OK;
+done:
+  rdx_mem_free(ctx, a < b ? a : b);
+  rdx_mem_free(ctx, cnt);
+  rdx_mem_free(ctx, out);
+  return st;
 }
 
 rdx_status rdx_sp_hlist_link(rdx_context *ctx, rdx_sp_hlist *l, int kd) {
-  qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_hnode);
+  RDX_CHECK(sort_bfs(ctx, l));
   int sh = kd ? 1 : 2;
+  /* one sweep: the children of a level's internal nodes are the next level's nodes, in order */
+  int64_t c = 0;
   for (int64_t i = 0; i < l->n; i++) {
     rdx_sp_hnode *p = &l->v[i];
+    if (i > 0 && (p->level < l->v[i - 1].level || (p->level == l->v[i - 1].level && p->key <= l->v[i - 1].key)))
+      return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_points: node (level %d, key %llu) appears twice or out of order",
+                      p->level, (unsigned long long)p->key);
     if (p->leaf) continue;
-    int wl = p->level + 1;
-    uint64_t wk = p->key << sh;
-    int64_t lo = i + 1, hi = l->n;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (before(l->v[mid].level, l->v[mid].key, wl, wk)) lo = mid + 1;
-      else hi = mid;
-    }
-    int64_t c = lo;
-    while (c < l->n && l->v[c].level == wl && (l->v[c].key >> sh) == p->key) c++;
-    if (c == lo || (kd && c - lo != 2))
+    if (c <= i) c = i + 1;
+    while (c < l->n && (l->v[c].level <= p->level || (l->v[c].level == p->level + 1 && (l->v[c].key >> sh) < p->key))) c++;
+    int64_t first = c;
+    while (c < l->n && l->v[c].level == p->level + 1 && (l->v[c].key >> sh) == p->key) c++;
+    if (c == first || (kd && c - first != 2))
       return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_points: internal node (level %d, key %llu) has %lld children",
-                      p->level, (unsigned long long)p->key, (long long)(c - lo));
-    p->fpos = lo;
-    p->len = c - lo;
+                      p->level, (unsigned long long)p->key, (long long)(c - first));
+    p->fpos = first;
+    p->len = c - first;
     p->room = 0;
   }
   return RDX_OK;

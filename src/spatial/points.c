@@ -109,7 +109,7 @@ int64_t rdx_sp_resident(const rdx_points *pts) {
   int64_t b = pool_bytes(pts) + (int64_t)nodes_bytes(pts->nodes.n);
   if (pts->host.block) b += (int64_t)nodes_bytes(pts->host.n);
   if (pts->slot) b += pts->slot_cap * 8;
-  return b;
+  return b + (int64_t)pts->arena_bytes;
 }
 
 static rdx_sp_view view_with(const rdx_points *pts, const rdx_sp_nodes *nd) {
@@ -368,6 +368,7 @@ void rdx_points_destroy(rdx_points *pts) {
     rdx_sp_nodes_free(ctx, &pts->nodes);
     rdx_sp_nodes_free(ctx, &pts->host);
     if (pts->slot) rdx_mem_free(ctx, pts->slot);
+    if (pts->arena) rdx_mem_free(ctx, pts->arena);
   }
   pts->magic = RDX_DEAD_MAGIC;
   free(pts);

@@ -260,7 +260,8 @@ rdx_status gpics(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, 
   rdx_sp_view v = rdx_sp_view_of(pts);
   if (v.n_nodes > (int64_t)UINT32_MAX)
     return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: %lld tree nodes exceed the GPU queries' 2^32", fn, (long long)v.n_nodes);
-  scratch mm(ctx);
+  rdx_points *mp = (rdx_points *)pts; /* the arena is a cache: queries may grow it */
+  scratch mm(ctx, &mp->arena, &mp->arena_bytes, arena_limit(pts));
   reg_state g;
   RDX_CHECK(step1(ctx, mm, pts, v, in, g));
   int64_t m = in->m;
@@ -271,7 +272,11 @@ rdx_status gpics(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, 
   RDX_CHECK(to_device(ctx, bad, &none, 1, fn));
   sum_kernel<<<blocks_for(m, 256), 256, 0, s>>>(g.reg_off, g.rcnt, m, rows ? nullptr : counts, rows ? offsets : nullptr, bad);
   SP_LAUNCH_CHECK(ctx, "rdx_points_query: sum kernel");
-  if (!rows) return rdx_cuda_sync(ctx, fn);
+  if (!rows) {
+    rdx_status st = rdx_cuda_sync(ctx, fn);
+    if (st == RDX_OK) mm.settle();
+    return st;
+  }
   unsigned long long hb = 0;
   RDX_CHECK(to_host(ctx, &hb, bad, 1, fn));
   if (hb != ~0ull)
@@ -286,7 +291,9 @@ rdx_status gpics(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, 
     RDX_CHECK(pts->f64 ? step2<double>(ctx, v, in, g, rpos, rows) : step2<float>(ctx, v, in, g, rpos, rows));
   }
   RDX_CHECK(rdx_csr_sort_cuda(ctx, offsets, m, rows));
-  return rdx_cuda_sync(ctx, fn);
+  rdx_status st = rdx_cuda_sync(ctx, fn);
+  if (st == RDX_OK) mm.settle();
+  return st;
 }
 
 /* ---- kNN ---- */
@@ -335,7 +342,8 @@ rdx_status knn(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, ui
     SP_LAUNCH_CHECK(ctx, "rdx_points_query: knn counts kernel");
     return rdx_cuda_sync(ctx, fn);
   }
-  scratch mm(ctx);
+  rdx_points *mp = (rdx_points *)pts;
+  scratch mm(ctx, &mp->arena, &mp->arena_bytes, arena_limit(pts));
   unsigned long long *bad = nullptr;
   RDX_CHECK(mm.get(&bad, 1, fn));
   unsigned long long none = ~0ull, hb = 0;
@@ -375,7 +383,9 @@ rdx_status knn(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, ui
     knn_kernel<<<blocks_for(cn, 128), 128, 0, s>>>(v, in->q, pts->f64, order, c0, cn, in->k, hd, hi, offsets, rows);
     SP_LAUNCH_CHECK(ctx, "rdx_points_query: knn kernel");
   }
-  return rdx_cuda_sync(ctx, fn);
+  rdx_status st = rdx_cuda_sync(ctx, fn);
+  if (st == RDX_OK) mm.settle();
+  return st;
 }
 
 }  // namespace

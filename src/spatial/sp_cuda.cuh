@@ -18,32 +18,53 @@
 namespace rdx_sp {
 
 /* Scratch buffers freed when the holder goes out of scope (or earlier with drop()), and one
- * growing temporary-storage arena for CUB calls (freeing device memory synchronises the device,
- * so reusing one arena keeps a pipeline of CUB calls asynchronous). */
+ * growing temporary-storage area for CUB calls. Freeing device memory synchronises the device,
+ * so query and update calls draw their buffers from the index's arena (a bump allocator over
+ * memory kept between calls; calls are synchronous, so nothing from the last call still uses
+ * it) and fall back to fresh allocations beyond it; settle() grows the arena to what the call
+ * needed, up to its limit, after a successful call. */
 struct scratch {
   rdx_context *ctx;
   void *p[256];
   int n;
   void *temp;
   size_t temp_bytes;
-  explicit scratch(rdx_context *c) : ctx(c), n(0), temp(nullptr), temp_bytes(0) {}
+  void **arena;
+  size_t *arena_bytes;
+  size_t used, want, limit;
+  explicit scratch(rdx_context *c)
+      : ctx(c), n(0), temp(nullptr), temp_bytes(0), arena(nullptr), arena_bytes(nullptr), used(0), want(0), limit(0) {}
+  scratch(rdx_context *c, void **a, size_t *ab, size_t lim)
+      : ctx(c), n(0), temp(nullptr), temp_bytes(0), arena(a), arena_bytes(ab), used(0), want(0), limit(lim) {}
   ~scratch() {
     for (int i = n - 1; i >= 0; i--) rdx_mem_free(ctx, p[i]);
-    if (temp) rdx_mem_free(ctx, temp);
   }
   scratch(const scratch &) = delete;
   scratch &operator=(const scratch &) = delete;
-  template <class T>
-  rdx_status get(T **out, size_t count, const char *what) {
+  rdx_status raw(void **out, size_t bytes, const char *what) {
+    bytes = (bytes + 16 + 255) & ~(size_t)255;
+    want += bytes;
+    if (arena && *arena && used + bytes <= *arena_bytes) {
+      *out = (char *)*arena + used;
+      used += bytes;
+      return RDX_OK;
+    }
     *out = nullptr;
     if (n == 256) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: too many scratch buffers", what);
     void *q = nullptr;
-    RDX_CHECK(rdx_scratch(ctx, what, &q, count * sizeof(T) + 16));
+    RDX_CHECK(rdx_scratch(ctx, what, &q, bytes));
     p[n++] = q;
-    *out = (T *)q;
+    *out = q;
     return RDX_OK;
   }
-  void drop(void *q) {
+  template <class T>
+  rdx_status get(T **out, size_t count, const char *what) {
+    void *q = nullptr;
+    rdx_status st = raw(&q, count * sizeof(T), what);
+    *out = (T *)q;
+    return st;
+  }
+  void drop(void *q) { /* arena memory is reused by the next call, not freed */
     for (int i = 0; i < n; i++)
       if (p[i] == q) {
         rdx_mem_free(ctx, q);
@@ -51,15 +72,23 @@ struct scratch {
         return;
       }
   }
-  /* Hand a buffer over to a longer-lived owner: it is no longer freed here. */
-  void keep(void *q) {
-    for (int i = 0; i < n; i++)
-      if (p[i] == q) {
-        p[i] = p[--n];
-        return;
-      }
+  /* After a successful call: let the arena hold what this call needed (best effort). */
+  void settle() {
+    if (!arena || want <= *arena_bytes) return;
+    size_t grow = want < limit ? want : limit;
+    if (grow <= *arena_bytes) return;
+    for (int i = n - 1; i >= 0; i--) rdx_mem_free(ctx, p[i]);
+    n = 0;
+    temp = nullptr, temp_bytes = 0;
+    if (*arena) rdx_mem_free(ctx, *arena);
+    *arena = nullptr;
+    *arena_bytes = 0;
+    char saved[sizeof ctx->message];
+    memcpy(saved, ctx->message, sizeof saved);
+    if (rdx_scratch(ctx, "rdx_points: scratch arena", arena, grow) == RDX_OK) *arena_bytes = grow;
+    memcpy(ctx->message, saved, sizeof saved); /* a failed growth is no failure of the call */
   }
-  /* Run a CUB algorithm: size query, arena growth, work. f is
+  /* Run a CUB algorithm: size query, temporary storage, work. f is
    * [&](void *temp, size_t &bytes) -> cudaError_t. */
   template <class F>
   rdx_status cub(const char *what, F f) {
@@ -67,12 +96,9 @@ struct scratch {
     cudaError_t e = f(nullptr, bytes);
     if (e != cudaSuccess) return rdx_cuda_fail(ctx, e, what);
     if (bytes > temp_bytes || temp == nullptr) {
-      if (temp) rdx_mem_free(ctx, temp);
-      temp = nullptr;
-      temp_bytes = 0;
-      size_t want = bytes + bytes / 4 + 256;
-      RDX_CHECK(rdx_scratch(ctx, what, &temp, want));
-      temp_bytes = want;
+      size_t grow = bytes + bytes / 4 + 256;
+      RDX_CHECK(raw(&temp, grow, what));
+      temp_bytes = grow;
     }
     size_t have = temp_bytes;
     e = f(temp, have);
@@ -81,6 +107,9 @@ struct scratch {
     return RDX_OK;
   }
 };
+
+/* The arena limit of an index: 64 MiB plus 48 bytes per pool slot. */
+static inline size_t arena_limit(const rdx_points *pts) { return ((size_t)64 << 20) + 48 * (size_t)pts->pool.cap; }
 
 /* Copy `count` device values to the host and wait. */
 template <class T>

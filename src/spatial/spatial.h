@@ -89,6 +89,8 @@ struct rdx_points {
   uint64_t *slot;            /* id -> pool slot or RDX_SP_NONE, slot_cap entries; NULL before the first update */
   int64_t slot_cap;
   int64_t peak;              /* most bytes the build held */
+  void *arena;               /* GPU: device scratch kept between queries and updates, or NULL */
+  size_t arena_bytes;        /* its size: at most 64 MiB + 48 bytes per pool slot */
   rdx_sp_stats stats;
 };
 

@@ -358,7 +358,7 @@ rdx_status cu_find(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, rdx
   if (w == nullptr) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: work", fn);
   memset((void *)w, 0, sizeof *w);
   w->ctx = ctx;
-  w->mm = new (std::nothrow) scratch(ctx);
+  w->mm = new (std::nothrow) scratch(ctx, &pts->arena, &pts->arena_bytes, arena_limit(pts));
   if (w->mm == nullptr) {
     delete w;
     return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: work", fn);
@@ -763,6 +763,7 @@ rdx_status cu_commit(rdx_context *ctx, rdx_points *pts, rdx_sp_work *w, const rd
   rdx_sp_nodes_free(ctx, &pts->nodes);
   pts->nodes = w->dnodes;
   memset(&w->dnodes, 0, sizeof w->dnodes);
+  w->mm->settle(); /* the lists are spent: keep their size as the arena for the next batch */
   return RDX_OK;
 }
 
