@@ -454,7 +454,9 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_build(rdx_context *ctx, rdx_array po
 RDX_API void rdx_points_destroy(rdx_points *pts);
 /* Number of points in the index now; 0 for NULL or a dead handle. Since 0.1. */
 RDX_API int64_t rdx_points_count(const rdx_points *pts);
-/* Bytes the index holds now (resident) and the most its build held at once (peak). Since 0.1. */
+/* Bytes the index holds now (resident: points with ids and codes, nodes, the id map after updates,
+ * and on GPUs a scratch cache kept between queries and updates, at most 64 MiB + 48 bytes per
+ * point slot) and the most its build held at once (peak). Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_bytes(rdx_context *ctx, const rdx_points *pts,
                                                   int64_t *resident, int64_t *peak);
 
