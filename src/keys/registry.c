@@ -10,6 +10,7 @@ static const rdx_key_ops *const cpu_ops[] = {
     &rdx_scan_cpu_ops,
     &rdx_sorted_cpu_ops,
     &rdx_rx_cpu_ops,
+    &rdx_cgrx_cpu_ops,
     NULL,
 };
 #ifdef RDX_HAVE_CUDA
