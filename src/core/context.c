@@ -141,7 +141,9 @@ rdx_status rdx_context_create(const rdx_context_options *opts, rdx_context **out
   ctx->backend = o.backend;
   if (o.backend == RDX_BACKEND_CUDA || o.backend == RDX_BACKEND_OPTIX) {
     rdx_status st = rdx_cuda_context_init(ctx);
+    if (st == RDX_OK && o.backend == RDX_BACKEND_OPTIX) st = rdx_optix_context_init(ctx);
     if (st != RDX_OK) {
+      rdx_cuda_context_fini(ctx);
       ctx->backend = RDX_BACKEND_CPU; /* a usable, honest state: the message says what failed */
       return st;
     }
@@ -155,6 +157,7 @@ void rdx_context_destroy(rdx_context *ctx) {
   while (ctx->n_live > 0) rdx_mem_free(ctx, ctx->live[ctx->n_live - 1].ptr);
   free(ctx->live);
   rdx_pool_destroy(ctx->pool);
+  rdx_optix_context_fini(ctx);
   rdx_cuda_context_fini(ctx);
   ctx->magic = RDX_DEAD_MAGIC;
   free(ctx);
@@ -215,6 +218,8 @@ rdx_status rdx_info_get(rdx_info *info) {
   info->cpu_threads = rdx_default_threads();
   read_cpu_name(info->cpu_name, sizeof info->cpu_name);
   if (info->cuda_built) rdx_cuda_info(info);
+  info->optix_built = rdx_optix_built() != 0;
+  info->optix_usable = info->optix_built && info->n_gpus > 0 && rdx_optix_usable() != 0;
   info->auto_backend = pick_auto();
   return RDX_OK;
 }

@@ -26,6 +26,18 @@ void rdx_cgrx_plan(rdx_cgrx_impl *x, const rdx_build_options *o);
  * corrected construction). */
 rdx_status rdx_cgrx_scene_cpu(rdx_context *ctx, rdx_cgrx_impl *x, unsigned quirks, int morton);
 void rdx_cgrx_impl_free(rdx_context *ctx, rdx_cgrx_impl *x);
+
+/* Where one query of a fill copies from: entries [start, start + count). */
+typedef struct rdx_cgrx_span {
+  int64_t start;
+  int64_t count;
+} rdx_cgrx_span;
+
+/* The queries of an OPTIX-built index (src/rt/optix/optix_keys.cu): LOOKUP and the COUNT ops write
+ * out; the FILL ops write each query's span (the copy is cgrx.cu's). *broken (device int) is set
+ * when a ray sequence ends without an answer. */
+rdx_status rdx_cgrx_optix_query(rdx_context *ctx, const rdx_cgrx_impl *x, rdx_dtype dt, int op, const void *q,
+                                int64_t n, uint64_t *out, const uint64_t *offsets, rdx_cgrx_span *spans, int *broken);
 /* Starts (first index with key >= q) of n queries on the CPU's soft scene, and the ray count of
  * each when n_rays is not NULL; RDX_ERR_INTERNAL when a ray sequence ends without an answer. */
 rdx_status rdx_cgrx_locate_cpu(rdx_context *ctx, const rdx_cgrx_impl *x, const uint64_t *q, int64_t n,

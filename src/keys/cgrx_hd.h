@@ -85,13 +85,18 @@ RDX_HD int64_t rdx_cgrx_rep_index(const rdx_cgrx_params *P, int64_t b) {
 }
 RDX_HD uint64_t rdx_cgrx_rep(const rdx_cgrx_params *P, int64_t b) { return rdx_cgrx_key(P, rdx_cgrx_rep_index(P, b)); }
 
-/* Fill the derived fields from n, B and the entries. */
-RDX_HD void rdx_cgrx_params_init(rdx_cgrx_params *P) {
+/* Fill the derived fields from n, B, rep(0) and the largest key. */
+RDX_HD void rdx_cgrx_params_finish(rdx_cgrx_params *P, uint64_t min_rep, uint64_t max_key) {
   P->nb = (P->n + P->bucket - 1) / P->bucket;
-  P->min_rep = rdx_cgrx_rep(P, 0);
-  P->max_key = rdx_cgrx_key(P, P->n - 1);
+  P->min_rep = min_rep;
+  P->max_key = max_key;
   P->ml = rdx_cgrx_row(P->min_rep) != rdx_cgrx_row(P->max_key);
   P->mp = rdx_cgrx_plane(P->min_rep) != rdx_cgrx_plane(P->max_key);
+}
+/* The same, reading the entries (memory the caller can read). */
+RDX_HD void rdx_cgrx_params_init(rdx_cgrx_params *P) {
+  int64_t i0 = (P->bucket < P->n ? P->bucket : P->n) - 1;
+  rdx_cgrx_params_finish(P, rdx_cgrx_key(P, i0), rdx_cgrx_key(P, P->n - 1));
 }
 
 RDX_HD int64_t rdx_cgrx_slots(const rdx_cgrx_params *P) { return (1 + P->ml + P->mp) * P->nb; }
@@ -320,7 +325,8 @@ RDX_HD int64_t rdx_cgrx_start(const rdx_cgrx_params *P, int64_t bucket, uint64_t
 
 /* ---- the soft backends' ray cast: the generic closest-hit traversal of rt_hd.h ---- */
 
-RDX_HD void rdx_cgrx_cast_soft(const rdx_bvh_view *v, const rdx_ray *r, rdx_rt_hit *h) {
+/* not inlined: the ray sequence calls it from five places */
+RDX_HD_NOINLINE void rdx_cgrx_cast_soft(const rdx_bvh_view *v, const rdx_ray *r, rdx_rt_hit *h) {
   rdx_rt_generic_state s;
   s.hit.prim = RDX_RT_NO_HIT;
   s.hit.t = 0.0f;

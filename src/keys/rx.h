@@ -37,6 +37,10 @@ typedef struct rdx_rx_impl {
 
 void rdx_rx_impl_free(rdx_context *ctx, rdx_rx_impl *x);
 rdx_status rdx_rx_facts_from_sorted_cpu(rdx_context *ctx, const rdx_entries *e, rdx_rx_impl *x);
+/* The queries of an OPTIX-built index (src/rt/optix/optix_keys.cu): op's outputs as the soft
+ * kernels write them (rows of fills in traversal order). */
+rdx_status rdx_rx_optix_query(rdx_context *ctx, const rdx_rx_impl *x, rdx_dtype dt, int op, const void *q, int64_t n,
+                              uint64_t *out, uint64_t *rows);
 
 /* The hit program's mode and state for an operation. */
 RDX_HD void rdx_rx_state_init(const rdx_rx_impl *x, int op, rdx_rx_state *s, uint64_t *out) {

@@ -207,6 +207,23 @@ RDX_HD int rdx_rt_tri_hit(const float *v, const rdx_ray *r, const rdx_ray_pre *p
   return 1;
 }
 
+/* A node in registers: on the GPU four 16-byte read-only loads of one cache line. */
+RDX_HD rdx_bvh_node rdx_bvh_fetch(const rdx_bvh_node *nodes, uint32_t i) {
+#if defined(__CUDA_ARCH__)
+  const float4 *p = (const float4 *)(nodes + i);
+  float4 a = __ldg(p), b = __ldg(p + 1), c = __ldg(p + 2), d = __ldg(p + 3);
+  rdx_bvh_node n;
+  n.box[0][0] = a.x, n.box[0][1] = a.y, n.box[0][2] = a.z, n.box[0][3] = a.w;
+  n.box[0][4] = b.x, n.box[0][5] = b.y, n.box[1][0] = b.z, n.box[1][1] = b.w;
+  n.box[1][2] = c.x, n.box[1][3] = c.y, n.box[1][4] = c.z, n.box[1][5] = c.w;
+  n.child[0] = __float_as_uint(d.x), n.child[1] = __float_as_uint(d.y);
+  n.count[0] = __float_as_uint(d.z), n.count[1] = __float_as_uint(d.w);
+  return n;
+#else
+  return nodes[i];
+#endif
+}
+
 /* Hit program actions. */
 #define RDX_RT_CONTINUE 0 /* keep traversing (any-hit: ignore, or accept with *tmax shrunk) */
 #define RDX_RT_STOP 1     /* terminate the ray */
@@ -237,7 +254,8 @@ RDX_HD int rdx_rt_tri_hit(const float *v, const rdx_ray *r, const rdx_ray_pre *p
     int sp = 0;                                                                                  \
     uint32_t node = 0;                                                                           \
     for (;;) {                                                                                   \
-      const rdx_bvh_node *nd = bv->nodes + node;                                                 \
+      const rdx_bvh_node nd_ = rdx_bvh_fetch(bv->nodes, node);                                   \
+      const rdx_bvh_node *nd = &nd_;                                                             \
       int hit0 = nd->child[0] != RDX_BVH_NONE &&                                                 \
                  rdx_rt_box_hit(nd->box[0], nd->box[0] + 3, ray, &pre, tmin, tmax);             \
       int hit1 = nd->child[1] != RDX_BVH_NONE &&                                                 \
