@@ -30,19 +30,7 @@ __global__ void soft_query_kernel(rdx_cgrx_params P, rdx_bvh_view v, const K *q,
       atomicExch(broken, 1);
       b = RDX_CGRX_MISS;
     }
-    int64_t start = rdx_cgrx_start(&P, b, lo);
-    int64_t stop = rdx_cgrx_end(&P, op, start, lo, hi);
-    if (op == RDX_CGRX_OP_LOOKUP) {
-      out[i] = stop > start ? rdx_cgrx_rowid(&P, start) : RDX_MISS;
-    } else if (op == RDX_CGRX_OP_LOOKUP_COUNT || op == RDX_CGRX_OP_RANGE_COUNT) {
-      out[i] = (uint64_t)(stop - start);
-    } else {
-      int64_t want = (int64_t)(out[i + 1] - out[i]); /* out is the offsets here */
-      rdx_cgrx_span sp;
-      sp.start = start;
-      sp.count = stop - start < want ? stop - start : want;
-      spans[i] = sp;
-    }
+    rdx_cgrx_finish(&P, op, i, b, lo, hi, out, spans);
   }
 }
 

@@ -27,12 +27,6 @@ void rdx_cgrx_plan(rdx_cgrx_impl *x, const rdx_build_options *o);
 rdx_status rdx_cgrx_scene_cpu(rdx_context *ctx, rdx_cgrx_impl *x, unsigned quirks, int morton);
 void rdx_cgrx_impl_free(rdx_context *ctx, rdx_cgrx_impl *x);
 
-/* Where one query of a fill copies from: entries [start, start + count). */
-typedef struct rdx_cgrx_span {
-  int64_t start;
-  int64_t count;
-} rdx_cgrx_span;
-
 /* The queries of an OPTIX-built index (src/rt/optix/optix_keys.cu): LOOKUP and the COUNT ops write
  * out; the FILL ops write each query's span (the copy is cgrx.cu's). *broken (device int) is set
  * when a ray sequence ends without an answer. */

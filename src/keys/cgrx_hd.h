@@ -229,15 +229,16 @@ RDX_HD rdx_ray rdx_cgrx_ray(const rdx_cgrx_params *P, int axis, double x, double
 #define RDX_CGRX_BROKEN (-2)
 
 /*
- * RDX_CGRX_DEFINE_LOCATE(NAME, CTX, CAST) defines
- *     RDX_HD int64_t NAME(const rdx_cgrx_params *P, CTX c, uint64_t k, int *n_rays)
+ * RDX_CGRX_DEFINE_LOCATE(QUAL, NAME, CTX, CAST) defines
+ *     QUAL int64_t NAME(const rdx_cgrx_params *P, CTX c, uint64_t k, int *n_rays)
  * the bucket in which a lookup of k starts (the bucket of the first triangle at or after k), or
  * RDX_CGRX_MISS for k above the largest key, with the ray sequence of Section III:
  *     X1, then (Y1, [X2]) within k's plane, then (Z1, Y2, [X3]) for a later plane;
- * every ray a closest-hit ray, cast by void CAST(CTX c, const rdx_ray *r, rdx_rt_hit *h).
+ * every ray a closest-hit ray, cast by void CAST(CTX c, const rdx_ray *r, rdx_rt_hit *h). QUAL is
+ * RDX_HD for the soft backends and a device-only qualifier in OptiX programs.
  */
-#define RDX_CGRX_DEFINE_LOCATE(NAME, CTX, CAST)                                                   \
-  RDX_HD int64_t NAME(const rdx_cgrx_params *P, CTX c, uint64_t k, int *n_rays) {                 \
+#define RDX_CGRX_DEFINE_LOCATE(QUAL, NAME, CTX, CAST)                                             \
+  QUAL int64_t NAME(const rdx_cgrx_params *P, CTX c, uint64_t k, int *n_rays) {                   \
     *n_rays = 0;                                                                                  \
     if (k > P->max_key) return RDX_CGRX_MISS;                                                     \
     if (k <= P->min_rep) return 0;                                                                \
@@ -337,7 +338,7 @@ RDX_HD_NOINLINE void rdx_cgrx_cast_soft(const rdx_bvh_view *v, const rdx_ray *r,
   *h = s.hit;
 }
 
-RDX_CGRX_DEFINE_LOCATE(rdx_cgrx_locate_soft, const rdx_bvh_view *, rdx_cgrx_cast_soft)
+RDX_CGRX_DEFINE_LOCATE(RDX_HD, rdx_cgrx_locate_soft, const rdx_bvh_view *, rdx_cgrx_cast_soft)
 
 /* Query operations and what one query does once its start is known. */
 enum {
@@ -354,6 +355,31 @@ RDX_HD int64_t rdx_cgrx_end(const rdx_cgrx_params *P, int op, int64_t start, uin
   if (op >= RDX_CGRX_OP_RANGE_COUNT) return lo > hi ? start : rdx_cgrx_upper_from(P, start, hi);
   if (start >= P->n || rdx_cgrx_key(P, start) != lo) return start;
   return op == RDX_CGRX_OP_LOOKUP ? start + 1 : rdx_cgrx_upper_from(P, start, lo);
+}
+
+/* Where one query of a fill copies from: entries [start, start + count). */
+typedef struct rdx_cgrx_span {
+  int64_t start;
+  int64_t count;
+} rdx_cgrx_span;
+
+/* The GPU backends' end of query i once the rays gave bucket b: LOOKUP and the COUNT ops write
+ * out[i]; the FILL ops (out = offsets) write the span the copy kernel then copies. */
+RDX_HD void rdx_cgrx_finish(const rdx_cgrx_params *P, int op, int64_t i, int64_t b, uint64_t lo, uint64_t hi,
+                            uint64_t *out, rdx_cgrx_span *spans) {
+  int64_t start = rdx_cgrx_start(P, b, lo);
+  int64_t stop = rdx_cgrx_end(P, op, start, lo, hi);
+  if (op == RDX_CGRX_OP_LOOKUP) {
+    out[i] = stop > start ? rdx_cgrx_rowid(P, start) : RDX_MISS;
+  } else if (op == RDX_CGRX_OP_LOOKUP_COUNT || op == RDX_CGRX_OP_RANGE_COUNT) {
+    out[i] = (uint64_t)(stop - start);
+  } else {
+    int64_t want = (int64_t)(out[i + 1] - out[i]);
+    rdx_cgrx_span sp;
+    sp.start = start;
+    sp.count = stop - start < want ? stop - start : want;
+    spans[i] = sp;
+  }
 }
 
 #endif /* RDX_CGRX_HD_H */

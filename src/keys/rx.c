@@ -145,24 +145,15 @@ static void query_task(void *arg, int64_t t, int thread) {
   int64_t end = (t + 1) * QCHUNK < j->n ? (t + 1) * QCHUNK : j->n;
   for (int64_t i = t * QCHUNK; i < end; i++) {
     rdx_rx_state s;
-    rdx_rx_state_init(j->x, j->op, &s, j->op == RDX_RX_OP_LOOKUP_FILL || j->op == RDX_RX_OP_RANGE_FILL ? j->rows + j->out[i] : NULL);
+    int fill = j->op == RDX_RX_OP_LOOKUP_FILL || j->op == RDX_RX_OP_RANGE_FILL;
+    rdx_rx_state_init(j->x->rows, j->x->row_width, j->x->unique, j->op, &s, fill ? j->rows + j->out[i] : NULL);
     if (j->op >= RDX_RX_OP_RANGE_COUNT)
       rdx_rx_soft_range(&j->v, &j->x->rows_info, key_at(j->q, j->dt, 2 * i), key_at(j->q, j->dt, 2 * i + 1), &s);
     else
       rdx_rx_soft_point(&j->v, key_at(j->q, j->dt, i), &s);
-    switch (j->op) {
-      case RDX_RX_OP_LOOKUP: j->out[i] = s.best; break;
-      case RDX_RX_OP_LOOKUP_COUNT: j->out[i] = s.mode == RDX_RX_FIRST ? (s.best != RDX_MISS) : s.count; break;
-      case RDX_RX_OP_LOOKUP_FILL:
-        if (s.mode == RDX_RX_FIRST) {
-          if (s.best != RDX_MISS) j->rows[j->out[i]] = s.best;
-        } else if (s.count > 1) {
-          qsort(j->rows + j->out[i], (size_t)s.count, 8, cmp_u64);
-        }
-        break;
-      case RDX_RX_OP_RANGE_COUNT: j->out[i] = s.count; break;
-      default: break;
-    }
+    rdx_rx_finish(j->op, i, &s, j->out, j->rows);
+    if (j->op == RDX_RX_OP_LOOKUP_FILL && s.mode != RDX_RX_FIRST && s.count > 1)
+      qsort(j->rows + j->out[i], (size_t)s.count, 8, cmp_u64);
   }
 }
 

@@ -42,13 +42,10 @@ __global__ void soft_query_kernel(rdx_rx_impl x, rdx_bvh_view v, const K *q, int
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     rdx_rx_state s;
     int fill = op == RDX_RX_OP_LOOKUP_FILL || op == RDX_RX_OP_RANGE_FILL;
-    rdx_rx_state_init(&x, op, &s, fill ? rows + out[i] : NULL);
+    rdx_rx_state_init(x.rows, x.row_width, x.unique, op, &s, fill ? rows + out[i] : NULL);
     if (op >= RDX_RX_OP_RANGE_COUNT) rdx_rx_soft_range(&v, &x.rows_info, q[2 * i], q[2 * i + 1], &s);
     else rdx_rx_soft_point(&v, q[i], &s);
-    if (op == RDX_RX_OP_LOOKUP) out[i] = s.best;
-    else if (op == RDX_RX_OP_LOOKUP_COUNT) out[i] = s.mode == RDX_RX_FIRST ? (s.best != RDX_MISS) : s.count;
-    else if (op == RDX_RX_OP_RANGE_COUNT) out[i] = s.count;
-    else if (op == RDX_RX_OP_LOOKUP_FILL && s.mode == RDX_RX_FIRST && s.best != RDX_MISS) rows[out[i]] = s.best;
+    rdx_rx_finish(op, i, &s, out, rows);
   }
 }
 

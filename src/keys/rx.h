@@ -42,20 +42,28 @@ rdx_status rdx_rx_facts_from_sorted_cpu(rdx_context *ctx, const rdx_entries *e, 
 rdx_status rdx_rx_optix_query(rdx_context *ctx, const rdx_rx_impl *x, rdx_dtype dt, int op, const void *q, int64_t n,
                               uint64_t *out, uint64_t *rows);
 
-/* The hit program's mode and state for an operation. */
-RDX_HD void rdx_rx_state_init(const rdx_rx_impl *x, int op, rdx_rx_state *s, uint64_t *out) {
-  s->rows = x->rows;
-  s->row_width = x->row_width;
+/* The hit program's mode and state for an operation (rows: prim -> row id or NULL). */
+RDX_HD void rdx_rx_state_init(const void *rows, int row_width, int unique, int op, rdx_rx_state *s, uint64_t *out) {
+  s->rows = rows;
+  s->row_width = row_width;
   s->best = RDX_MISS;
   s->count = 0;
   s->out = out;
   switch (op) {
-    case RDX_RX_OP_LOOKUP: s->mode = x->unique ? RDX_RX_FIRST : RDX_RX_MIN; break;
-    case RDX_RX_OP_LOOKUP_COUNT: s->mode = x->unique ? RDX_RX_FIRST : RDX_RX_COUNT; break;
-    case RDX_RX_OP_LOOKUP_FILL: s->mode = x->unique ? RDX_RX_FIRST : RDX_RX_FILL; break;
+    case RDX_RX_OP_LOOKUP: s->mode = unique ? RDX_RX_FIRST : RDX_RX_MIN; break;
+    case RDX_RX_OP_LOOKUP_COUNT: s->mode = unique ? RDX_RX_FIRST : RDX_RX_COUNT; break;
+    case RDX_RX_OP_LOOKUP_FILL: s->mode = unique ? RDX_RX_FIRST : RDX_RX_FILL; break;
     case RDX_RX_OP_RANGE_COUNT: s->mode = RDX_RX_COUNT; break;
     default: s->mode = RDX_RX_FILL; break;
   }
+}
+
+/* A query's output once its rays are done (the fills wrote their rows already). */
+RDX_HD void rdx_rx_finish(int op, int64_t i, const rdx_rx_state *s, uint64_t *out, uint64_t *rows) {
+  if (op == RDX_RX_OP_LOOKUP) out[i] = s->best;
+  else if (op == RDX_RX_OP_LOOKUP_COUNT) out[i] = s->mode == RDX_RX_FIRST ? (s->best != RDX_MISS) : s->count;
+  else if (op == RDX_RX_OP_RANGE_COUNT) out[i] = s->count;
+  else if (op == RDX_RX_OP_LOOKUP_FILL && s->mode == RDX_RX_FIRST && s->best != RDX_MISS) rows[out[i]] = s->best;
 }
 
 #ifdef __cplusplus

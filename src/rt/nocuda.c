@@ -19,3 +19,8 @@ rdx_status rdx_rt_trace_cuda(rdx_context *ctx, const rdx_bvh *b, const rdx_ray *
   (void)b, (void)rays, (void)n, (void)mode, (void)hits, (void)counts, (void)offsets, (void)ids;
   return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "rdx_rt_trace: the cuda backend is not built");
 }
+
+rdx_status rdx_rt_sort_ids_cuda(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint32_t *ids) {
+  (void)offsets, (void)n, (void)ids;
+  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "rdx_rt_trace: the cuda backend is not built");
+}

@@ -100,6 +100,8 @@ rdx_status rdx_rt_trace_cpu(rdx_context *ctx, const rdx_bvh *b, const rdx_ray *r
 rdx_status rdx_rt_trace_cuda(rdx_context *ctx, const rdx_bvh *b, const rdx_ray *rays, int64_t n,
                              rdx_rt_mode mode, rdx_rt_hit *hits, uint64_t *counts,
                              const uint64_t *offsets, uint32_t *ids);
+/* Sort each ray's all-hits ids ascending (device memory; CUDA builds only). */
+rdx_status rdx_rt_sort_ids_cuda(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint32_t *ids);
 
 /* ---- OptiX (src/rt/optix/; stubs in optix_stub.c when OptiX is not built) ---- */
 
