@@ -98,10 +98,17 @@ double rdx_now_ms(void) {
 }
 
 /* AUTO picks CUDA when a GPU is present: every key kind on CUDA beats the CPU backend by far
- * (bench/results/). OptiX is chosen only by name, since on GPUs without RT cores its traversal
- * is software too. */
+ * (bench/results/). On GPUs with RT cores and a working OptiX it picks OPTIX, so rx and cgrx run
+ * on the RT cores (the other kinds run on the same CUDA code there). Without RT cores OptiX
+ * traverses in software too, and raydex's own soft BVH is the one tuned for these scenes; the
+ * H200 runs of scripts/gpu-check.d/rt.sh measure both (bench/results/<gpu>/rt_*.csv). */
 static rdx_backend pick_auto(void) {
-  return rdx_cuda_built() && rdx_cuda_device_count() > 0 ? RDX_BACKEND_CUDA : RDX_BACKEND_CPU;
+  if (!(rdx_cuda_built() && rdx_cuda_device_count() > 0)) return RDX_BACKEND_CPU;
+  rdx_info gi;
+  memset(&gi, 0, sizeof gi);
+  rdx_cuda_info(&gi);
+  if (gi.rt_cores && rdx_optix_built() && rdx_optix_usable()) return RDX_BACKEND_OPTIX;
+  return RDX_BACKEND_CUDA;
 }
 
 rdx_status rdx_context_create(const rdx_context_options *opts, rdx_context **out) {

@@ -100,9 +100,27 @@ const char *entry_names[RDX_OPTIX_N_PIPES][5] = {
     {"__raygen__cgrx", NULL, "__closesthit__cgrx", "__intersection__box", NULL},
 };
 
+/* The module from the embedded OptiX-IR, on first use (OptiX compiles it for this GPU, then
+ * keeps it in its disk cache): contexts that never trace pay nothing. */
+rdx_status make_module(rdx_context *ctx) {
+  state *s = st_of(ctx);
+  OptixModuleCompileOptions mco = {};
+  mco.maxRegisterCount = OPTIX_COMPILE_DEFAULT_MAX_REGISTER_COUNT;
+  mco.optLevel = OPTIX_COMPILE_OPTIMIZATION_DEFAULT;
+  mco.debugLevel = OPTIX_COMPILE_DEBUG_LEVEL_MINIMAL;
+  char log[2048];
+  size_t log_size = sizeof log;
+  OptixResult r = optixModuleCreate(s->dc, &mco, &s->pco, (const char *)rdx_optix_ir, (size_t)rdx_optix_ir_size, log,
+                                    &log_size, &s->module);
+  if (r != OPTIX_SUCCESS)
+    return rdx_fail(ctx, RDX_ERR_OPTIX, "rdx_optix: optixModuleCreate: %s (%s)", optixGetErrorName(r), log);
+  return RDX_OK;
+}
+
 rdx_status make_pipe(rdx_context *ctx, int which) {
   state *s = st_of(ctx);
   pipe_state *p = &s->pipes[which];
+  if (s->module == NULL) RDX_CHECK(make_module(ctx));
   char log[2048];
   size_t log_size;
   OptixProgramGroupOptions pgo = {};
@@ -241,16 +259,6 @@ extern "C" rdx_status rdx_optix_context_init(rdx_context *ctx) {
   s->pco.exceptionFlags = OPTIX_EXCEPTION_FLAG_NONE;
   s->pco.pipelineLaunchParamsVariableName = "params";
   s->pco.usesPrimitiveTypeFlags = OPTIX_PRIMITIVE_TYPE_FLAGS_TRIANGLE | OPTIX_PRIMITIVE_TYPE_FLAGS_CUSTOM;
-  OptixModuleCompileOptions mco = {};
-  mco.maxRegisterCount = OPTIX_COMPILE_DEFAULT_MAX_REGISTER_COUNT;
-  mco.optLevel = OPTIX_COMPILE_OPTIMIZATION_DEFAULT;
-  mco.debugLevel = OPTIX_COMPILE_DEBUG_LEVEL_MINIMAL;
-  char log[2048];
-  size_t log_size = sizeof log;
-  OptixResult r = optixModuleCreate(s->dc, &mco, &s->pco, (const char *)rdx_optix_ir, (size_t)rdx_optix_ir_size, log,
-                                    &log_size, &s->module);
-  if (r != OPTIX_SUCCESS)
-    return rdx_fail(ctx, RDX_ERR_OPTIX, "rdx_context_create: optixModuleCreate: %s (%s)", optixGetErrorName(r), log);
   RDX_CUDA(ctx, cudaMalloc((void **)&s->d_params, sizeof(rdx_optix_params)), "rdx_context_create: OptiX parameters");
   return RDX_OK;
 }
