@@ -129,14 +129,18 @@ RDX_HD void rdx_ray_prepare(const rdx_ray *r, rdx_ray_pre *p) {
   for (int i = 0; i < 3; i++) p->inv[i] = 1.0f / r->d[i];
 }
 
-/* Ray/box overlap over [tmin, tmax], conservative (see the file comment). lo/hi: 3 floats. */
-RDX_HD int rdx_rt_box_hit(const float *lo, const float *hi, const rdx_ray *r, const rdx_ray_pre *p,
-                          float tmin, float tmax) {
+/* Ray/box overlap over [tmin, tmax], conservative (see the file comment). lo/hi: 3 floats.
+ * *tnear receives a lower bound of where the ray enters the box (>= tmin), so a traversal can skip
+ * a stacked box once a closer hit has shrunk tmax below it. */
+RDX_HD int rdx_rt_box_near(const float *lo, const float *hi, const rdx_ray *r, const rdx_ray_pre *p, float tmin,
+                           float tmax, float *tnear) {
   if (p->axis >= 0) {
     int a = p->axis, b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
     if (!(lo[b] <= r->o[b] && r->o[b] <= hi[b] && lo[c] <= r->o[c] && r->o[c] <= hi[c])) return 0;
     /* rounding is monotone, so exact >= tmin implies rounded >= tmin (and so on) */
-    return RDX_FSUB(hi[a], r->o[a]) >= tmin && RDX_FSUB(lo[a], r->o[a]) <= tmax;
+    float t0 = RDX_FSUB(lo[a], r->o[a]);
+    *tnear = t0 > tmin ? t0 : tmin;
+    return RDX_FSUB(hi[a], r->o[a]) >= tmin && t0 <= tmax;
   }
   float tn = tmin, tf = tmax;
   for (int i = 0; i < 3; i++) {
@@ -152,11 +156,19 @@ RDX_HD int rdx_rt_box_hit(const float *lo, const float *hi, const rdx_ray *r, co
       t1 = s;
     }
     t1 = RDX_FMUL(t1, 1.0000003576f); /* 1 + 2 gamma(3), gamma(n) = n eps / (1 - n eps) */
+    t0 = RDX_FMUL(t0, t0 > 0.0f ? 0.9999996424f : 1.0000003576f); /* and the entry lowered likewise */
     if (t0 > tn) tn = t0;
     if (t1 < tf) tf = t1;
     if (!(tn <= tf)) return 0;
   }
+  *tnear = tn;
   return 1;
+}
+
+RDX_HD int rdx_rt_box_hit(const float *lo, const float *hi, const rdx_ray *r, const rdx_ray_pre *p, float tmin,
+                          float tmax) {
+  float tn;
+  return rdx_rt_box_near(lo, hi, r, p, tmin, tmax, &tn);
 }
 
 /* Entry distance of a ray into a box (max(tmin, slab entry)); for the generic AABB program. */
@@ -248,44 +260,52 @@ RDX_HD rdx_bvh_node rdx_bvh_fetch(const rdx_bvh_node *nodes, uint32_t i) {
     rdx_ray_pre pre;                                                                             \
     rdx_ray_prepare(ray, &pre);                                                                  \
     float tmin = ray->tmin, tmax = ray->tmax;                                                    \
-    int main_axis = pre.kz;                                                                      \
-    int main_pos = ray->d[main_axis] >= 0.0f;                                                    \
+    /* a short stack of (node, where the ray enters its box) */                                  \
     uint32_t stack[RDX_RT_STACK];                                                                \
+    float stack_t[RDX_RT_STACK];                                                                 \
     int sp = 0;                                                                                  \
     uint32_t node = 0;                                                                           \
     for (;;) {                                                                                   \
       const rdx_bvh_node nd_ = rdx_bvh_fetch(bv->nodes, node);                                   \
       const rdx_bvh_node *nd = &nd_;                                                             \
+      float tn0 = 0.0f, tn1 = 0.0f;                                                              \
       int hit0 = nd->child[0] != RDX_BVH_NONE &&                                                 \
-                 rdx_rt_box_hit(nd->box[0], nd->box[0] + 3, ray, &pre, tmin, tmax);             \
+                 rdx_rt_box_near(nd->box[0], nd->box[0] + 3, ray, &pre, tmin, tmax, &tn0);       \
       int hit1 = nd->child[1] != RDX_BVH_NONE &&                                                 \
-                 rdx_rt_box_hit(nd->box[1], nd->box[1] + 3, ray, &pre, tmin, tmax);             \
-      /* leaves first, at once: no stack traffic for them */                                     \
+                 rdx_rt_box_near(nd->box[1], nd->box[1] + 3, ray, &pre, tmin, tmax, &tn1);       \
+      /* leaves at once, nearer first: no stack traffic for them */                              \
       for (int c = 0; c < 2; c++) {                                                              \
-        int ci = main_pos ? c : 1 - c;                                                           \
+        int ci = (tn1 < tn0) ? 1 - c : c;                                                        \
         if (!(ci ? hit1 : hit0) || nd->count[ci] == 0) continue;                                 \
+        if ((ci ? tn1 : tn0) > tmax) continue; /* a closer hit came first */                     \
         uint32_t first = nd->child[ci], end = first + nd->count[ci];                             \
         for (uint32_t s = first; s < end; s++) {                                                 \
           LEAF_TEST                                                                              \
         }                                                                                        \
-        if (ci) hit1 = 0;                                                                        \
-        else hit0 = 0;                                                                           \
       }                                                                                          \
+      hit0 = hit0 && nd->count[0] == 0 && tn0 <= tmax;                                           \
+      hit1 = hit1 && nd->count[1] == 0 && tn1 <= tmax;                                           \
       if (hit0 && hit1) {                                                                        \
         /* near child next, far child on the stack */                                            \
-        int near0 = main_pos ? nd->box[0][main_axis] <= nd->box[1][main_axis]                    \
-                             : nd->box[0][3 + main_axis] >= nd->box[1][3 + main_axis];           \
-        uint32_t a = nd->child[0], b = nd->child[1];                                             \
-        if (sp < RDX_RT_STACK) stack[sp++] = near0 ? b : a;                                      \
-        node = near0 ? a : b;                                                                    \
+        int near0 = tn0 <= tn1;                                                                  \
+        if (sp < RDX_RT_STACK) {                                                                 \
+          stack[sp] = near0 ? nd->child[1] : nd->child[0];                                       \
+          stack_t[sp++] = near0 ? tn1 : tn0;                                                     \
+        }                                                                                        \
+        node = near0 ? nd->child[0] : nd->child[1];                                              \
         continue;                                                                                \
       }                                                                                          \
       if (hit0 || hit1) {                                                                        \
         node = hit0 ? nd->child[0] : nd->child[1];                                               \
         continue;                                                                                \
       }                                                                                          \
-      if (sp == 0) return;                                                                       \
-      node = stack[--sp];                                                                        \
+      /* pop, skipping boxes that begin beyond a hit found since they were pushed */             \
+      for (;;) {                                                                                 \
+        if (sp == 0) return;                                                                     \
+        --sp;                                                                                    \
+        if (stack_t[sp] <= tmax) break;                                                          \
+      }                                                                                          \
+      node = stack[sp];                                                                          \
     }                                                                                            \
   }
 
