@@ -35,6 +35,18 @@ log "build done in $(( $(date +%s) - t0 )) s"
 RDX=$root/build-gpu/raydex
 "$RDX" info | tee "$OUT/logs/info.txt"
 
+if has ceiling; then
+  # the physical limits: copy bandwidth and random reads of 8..128 bytes (bench/ceiling.cu)
+  nvcc -O3 -arch=sm_90 bench/ceiling.cu -o build-gpu/ceiling && build-gpu/ceiling > "$OUT/csv/ceiling.csv"
+  log "ceiling: $(tr '\n' ' ' < "$OUT/csv/ceiling.csv" | cut -c1-400)"
+fi
+
+if has segsort; then
+  # how fast each query's rows can be sorted (the last step of a range fill): bench/segsort_probe.cu
+  nvcc -O3 -arch=sm_90 bench/segsort_probe.cu -o build-gpu/segsort_probe && build-gpu/segsort_probe > "$OUT/csv/segsort.csv"
+  log "segsort: $(tr '\n' ' ' < "$OUT/csv/segsort.csv" | cut -c1-600)"
+fi
+
 if has tests; then
   t0=$(date +%s)
   (cd build-gpu && ctest -R '\.(cuda|optix)$' --output-on-failure -j 4 --timeout 600) > "$OUT/logs/ctest-gpu.log" 2>&1
@@ -55,18 +67,18 @@ if has keys-point; then
   t0=$(date +%s)
   for dt in u32 u64; do
     bench keys_point bench keys --backend cuda --kind hash,sorted,btree --n 2^26 --dtype $dt --dist uniform --lookups 2^27
+    bench keys_point bench keys --backend cuda --kind sorted --n 2^26 --dtype $dt --dist uniform --lookups 2^27 --sort-queries
   done
   log "keys-point done in $(( $(date +%s) - t0 )) s"
 fi
 
 if has keys-range; then
+  # 2^0..2^16 hits per range over 2^26 dense keys; rows returned are capped near 2^30 per batch
   t0=$(date +%s)
-  for w in 0 2 4 6 8 10 12 14 16; do
-    bench keys_range bench keys --backend cuda --kind sorted,btree --n 2^26 --dtype u32 --dist dense --op range \
-      --width $((1 << w)) --lookups $(( w <= 8 ? 1 << 22 : 1 << (30 - w) )) --reps 3
-    bench keys_range bench keys --backend cuda --kind sorted,btree --n 2^26 --dtype u32 --dist dense --op range-count \
-      --width $((1 << w)) --lookups $(( 1 << 22 )) --reps 3
-  done
+  bench keys_range bench keys --backend cuda --kind sorted,btree --n 2^26 --dtype u32 --dist dense \
+    --op range,range-count --width 1,4,16,64,256 --lookups 2^22 --reps 3
+  bench keys_range bench keys --backend cuda --kind sorted,btree --n 2^26 --dtype u32 --dist dense \
+    --op range,range-count --width 1024,4096,16384,65536 --lookups 2^14 --reps 3
   log "keys-range done in $(( $(date +%s) - t0 )) s"
 fi
 

@@ -10,6 +10,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B "$prefix-release" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$prefix-release" -j "$jobs"
 (cd "$prefix-release" && ctest --output-on-failure -j "$jobs")
+# make the GPU half's fate visible: each GPU entry says "skipped: no GPU" on machines without one
+(cd "$prefix-release" && ctest -R '\.(cuda|optix)$' -V 2>&1 | grep -E "skipped: no GPU" | sed 's/^[0-9]*: //' | sort | uniq -c) || true
 # sanitizers on the CPU path (CUDA off: the CUDA runtime and ASan do not mix)
 cmake -S . -B "$prefix-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAYDEX_CUDA=OFF -DRAYDEX_SANITIZE="address;undefined"
 cmake --build "$prefix-asan" -j "$jobs"

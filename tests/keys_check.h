@@ -62,10 +62,10 @@ static inline void kc_check_csr(const keys_oracle *o, rdx_array q, int range, co
   free(want);
 }
 
-/* Build opts->kind (with opts) over keys/rows (host arrays) and check every query call. Returns 0
- * when the kind is not available on this backend (RDX_ERR_UNSUPPORTED at build). */
-static inline int kc_check_kind_opts(rdx_context *ctx, const rdx_build_options *opts, rdx_array keys, rdx_array rows,
-                                     rdx_array queries, rdx_array bounds) {
+/* Build an index with the options `opts` over keys/rows (host arrays) and check every query
+ * call. Returns 0 when the kind is not available on this backend (RDX_ERR_UNSUPPORTED at build). */
+static inline int kc_check_build(rdx_context *ctx, const rdx_build_options *opts, rdx_array keys, rdx_array rows,
+                                 rdx_array queries, rdx_array bounds) {
   keys_oracle o;
   CHECK(keys_oracle_build(&o, keys, rows));
   rdx_build_options bo = *opts;
@@ -188,13 +188,13 @@ static inline int kc_check_kind_opts(rdx_context *ctx, const rdx_build_options *
   return 1;
 }
 
-/* The same with default options but the kind and the bucket size. */
+/* kc_check_build with default options for `kind` and `bucket`. */
 static inline int kc_check_kind(rdx_context *ctx, rdx_kind kind, int bucket, rdx_array keys, rdx_array rows,
                                 rdx_array queries, rdx_array bounds) {
   rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
   bo.kind = kind;
   bo.bucket_size = bucket;
-  return kc_check_kind_opts(ctx, &bo, keys, rows, queries, bounds);
+  return kc_check_build(ctx, &bo, keys, rows, queries, bounds);
 }
 
 #endif /* RDX_KEYS_CHECK_H */

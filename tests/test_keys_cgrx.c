@@ -1,7 +1,7 @@
 /*
  * test_keys_cgrx.c: the cgrx kind, on the backend given by --backend.
  *
- * 1. Against the oracle through every public query call (kc_check_kind_opts) over the adversarial
+ * 1. Against the oracle through every public query call (kc_check_build) over the adversarial
  *    sets of rt_keysets.h, u32 and u64 keys, implied/u32/u64 row ids, bucket sizes 1..256 (and
  *    65536), both representations (optimized, naive) and both key mappings (scaled, default).
  * 2. (cpu entry) The scene and the ray sequence exhaustively on "grid" sets whose keys sit on the
@@ -43,7 +43,7 @@ static int check_api(rdx_context *ctx) {
           int64_t m = n < 1000 ? 300 : 1500, mb = n < 1000 ? 150 : 300;
           check_case_ = ks_gen_names[g];
           ks_data d = ks_make((ks_gen)g, dt ? RDX_U64 : RDX_U32, n, row_mode, m, mb, bo.bucket_size);
-          checked += kc_check_kind_opts(ctx, &bo, d.keys, d.rows, d.queries, d.bounds);
+          checked += kc_check_build(ctx, &bo, d.keys, d.rows, d.queries, d.bounds);
           ks_free(&d);
         }
       }
@@ -57,7 +57,7 @@ static int check_api(rdx_context *ctx) {
     bo.flags = flag_sets[i % 4];
     ks_data d = ks_make(i % 2 ? KS_UNIFORM : KS_SPARSE20, i < 3 ? RDX_U64 : RDX_U32, 60000, i % 3, 20000, 40,
                         bo.bucket_size);
-    checked += kc_check_kind_opts(ctx, &bo, d.keys, d.rows, d.queries, d.bounds);
+    checked += kc_check_build(ctx, &bo, d.keys, d.rows, d.queries, d.bounds);
     ks_free(&d);
   }
   return checked;

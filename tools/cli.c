@@ -131,6 +131,23 @@ const char *cli_dtype_name(rdx_dtype d) {
   return "?";
 }
 
+/* Contexts opened by subcommands, destroyed at exit so an early exit (cli_die) leaks nothing. */
+static rdx_context *opened[16];
+static int n_opened;
+
+static void close_all(void) {
+  while (n_opened > 0) rdx_context_destroy(opened[--n_opened]);
+}
+
+void cli_context_close(rdx_context *ctx) {
+  for (int i = 0; i < n_opened; i++)
+    if (opened[i] == ctx) {
+      opened[i] = opened[--n_opened];
+      break;
+    }
+  rdx_context_destroy(ctx);
+}
+
 rdx_context *cli_context(rdx_backend b) {
   rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
   o.backend = b;
@@ -142,5 +159,7 @@ rdx_context *cli_context(rdx_backend b) {
     rdx_context_destroy(ctx);
     cli_die(CLI_EXIT_BAD_INPUT, "backend %s cannot run here: %s", rdx_backend_name(b), msg);
   }
+  if (n_opened == 0) atexit(close_all);
+  if (n_opened < (int)(sizeof opened / sizeof opened[0])) opened[n_opened++] = ctx;
   return ctx;
 }

@@ -47,6 +47,8 @@ const char *cli_dtype_name(rdx_dtype d);
 
 /* Open a context on the backend; dies with exit 2 when that backend cannot run here. */
 rdx_context *cli_context(rdx_backend b);
+/* Destroy a context from cli_context (also done for all of them at exit). */
+void cli_context_close(rdx_context *ctx);
 
 int cmd_info(int argc, char **argv);
 int cmd_gen(int argc, char **argv);

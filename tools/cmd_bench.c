@@ -5,14 +5,14 @@
  *        [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity PCT] [--lookups 2^27]
  *        [--op point|all|range|range-count] [--width W] [--hit-ratio 1] [--miss inside|outside]
  *        [--zipf 0] [--batch M] [--reps 5] [--bucket-size 32] [--seed 1] [--header]
- *        [--check full|sample|none] [--flags 0] [--max-results N]
+ *        [--check full|sample|none] [--sort-queries] [--rt-flags F[,F..]] [--max-results N]
  *
- * Sweeps: --backend, --bucket-size (cgrx), --width, --hit-ratio, --zipf, --batch and --flags (the
- * rdx_build_options.flags of rx/cgrx, e.g. 1 = RDX_BUILD_CGRX_NAIVE) take comma-separated lists;
- * one row per combination, the keys generated once and the queries once per (width, hit ratio,
- * zipf), the oracle built once. --max-results caps lookups * width for ranges (fewer lookups for
- * wide ranges, so a sweep fits in memory). On --backend optix only rx and cgrx run (the other
- * kinds would run on CUDA; bench them there).
+ * --kind, --backend, --lookups, --op, --width, --hit-ratio, --miss, --zipf, --batch, --bucket-size
+ * and --rt-flags take comma-separated lists; every combination runs over the same generated keys,
+ * one row each. --rt-flags are rdx_build_options.flags for rx and cgrx (16 naive, 32 default
+ * mapping, 64 Morton BVH; the kind column then reads e.g. cgrx+naive). --max-results caps
+ * lookups * width of range batches (fewer lookups for wide ranges, so one sweep fits in memory).
+ * On --backend optix only rx and cgrx run: the other kinds would run on CUDA code there.
  *
  * Protocol (METHOD.md): inputs generated fresh from the seed (never zeros) and placed where the
  * backend computes (device memory for GPU backends, so no transfer is timed); one warm-up build
@@ -44,9 +44,11 @@ typedef struct bench_cfg {
   rdx_miss_kind miss;
   bench_op op;
   uint64_t width;
-  int reps, bucket, flags;
+  int reps, bucket;
   uint64_t seed;
   int check;           /* 0 none, 1 sample, 2 full */
+  int flags;           /* rdx_build_options.flags */
+  int rt_flags;        /* more flags for rx and cgrx only */
   const char *device;  /* GPU or CPU name */
 } bench_cfg;
 
@@ -85,6 +87,25 @@ static void unplace(rdx_context *ctx, rdx_array a) {
   if (a.where == RDX_DEVICE) rdx_free(ctx, a.data, RDX_DEVICE);
 }
 
+/* A comma-separated option value, split into at most 32 entries. */
+typedef struct list_t {
+  int n;
+  char v[32][32];
+} list_t;
+
+static void split(list_t *l, const char *s, const char *dflt) {
+  if (s == NULL) s = dflt;
+  l->n = 0;
+  while (*s && l->n < 32) {
+    const char *e = strchr(s, ',');
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    if (len == 0 || len >= sizeof l->v[0]) cli_die(CLI_EXIT_BAD_INPUT, "bad list entry in '%s'", s);
+    memcpy(l->v[l->n], s, len);
+    l->v[l->n++][len] = '\0';
+    s += len + (e != NULL);
+  }
+}
+
 /* One timed pass over all batches; returns ms and leaves the last results in out/cnt. */
 static double query_pass(rdx_context *ctx, const rdx_index *idx, const bench_cfg *c, rdx_array q,
                          rdx_array out, rdx_array counts, rdx_array offsets, uint64_t *total) {
@@ -121,36 +142,50 @@ static double query_pass(rdx_context *ctx, const rdx_index *idx, const bench_cfg
   return now_ms() - t0;
 }
 
-/* What one invocation computes once and every row reuses: the oracle of the keys, and the CPU
- * sorted index's answers to the current point lookups (the full check). */
-typedef struct bench_cache {
+/* The references, built once per invocation and shared by every kind benchmarked. */
+typedef struct bench_ref {
+  keys_oracle oracle;   /* brute-force reference (qsort + binary search) */
   int have_oracle;
-  keys_oracle o;
-  uint64_t *ref_rows;   /* NULL until needed; reset when the queries change */
-} bench_cache;
+  uint64_t *rows;       /* every point answer from the CPU backend's sorted index, or NULL */
+} bench_ref;
 
-static int check_results(const bench_cfg *c, const keys_oracle *op, rdx_array qh, const uint64_t *rows_h,
+static int check_results(const bench_cfg *c, const bench_ref *ref, rdx_array qh, const uint64_t *rows_h,
                          const uint64_t *counts_h) {
-  const keys_oracle o = *op;
   int ok = 1;
-  int64_t m = qh.count, step = c->check == 2 ? 1 : (m > 65536 ? m / 65536 : 1);
+  int64_t m = qh.count, step = m > 65536 ? m / 65536 : 1;
   for (int64_t i = 0; i < m && ok; i += step) {
     uint64_t a = qh.dtype == RDX_U32 ? ((uint32_t *)qh.data)[i * qh.columns] : ((uint64_t *)qh.data)[i * qh.columns];
     uint64_t z = qh.columns == 2 ? (qh.dtype == RDX_U32 ? ((uint32_t *)qh.data)[2 * i + 1] : ((uint64_t *)qh.data)[2 * i + 1]) : a;
-    if (c->op == OP_POINT) ok = rows_h[i] == keys_oracle_lookup(&o, a);
-    else ok = counts_h[i] == keys_oracle_count(&o, a, z);
+    if (c->op == OP_POINT) ok = rows_h[i] == keys_oracle_lookup(&ref->oracle, a);
+    else ok = counts_h[i] == keys_oracle_count(&ref->oracle, a, z);
   }
+  if (ok && ref->rows && c->op == OP_POINT) ok = memcmp(ref->rows, rows_h, (size_t)m * 8) == 0;
   return ok;
 }
 
-static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_array q_h, int header,
-                      bench_cache *cache) {
+/* The CPU backend's sorted index answers every point query: the second implementation the GPU
+ * rows are compared with in full. */
+static uint64_t *reference_rows(rdx_array keys_h, rdx_array q_h) {
+  rdx_context *cpu = cli_context(RDX_BACKEND_CPU);
+  rdx_index *ref = NULL;
+  rdx_build_options so = RDX_BUILD_OPTIONS_INIT;
+  uint64_t *rows = (uint64_t *)malloc((size_t)(q_h.count ? q_h.count : 1) * 8);
+  if (!rows) cli_die(CLI_EXIT_FAILURE, "out of memory");
+  must(cpu, rdx_index_build(cpu, keys_h, rdx_no_array(), &so, &ref), "reference build");
+  must(cpu, rdx_index_lookup(cpu, ref, q_h, rdx_host_array(rows, q_h.count, RDX_U64)), "reference lookup");
+  rdx_index_destroy(ref);
+  cli_context_close(cpu);
+  return rows;
+}
+
+static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, rdx_array keys_h, rdx_array q_h,
+                      int header) {
   rdx_context *ctx = cli_context(c->backend);
   rdx_array keys = place(ctx, keys_h), q = place(ctx, q_h);
   rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
   bo.kind = kind;
   bo.bucket_size = c->bucket;
-  bo.flags = kind == RDX_KIND_CGRX ? c->flags : kind == RDX_KIND_RX ? c->flags & RDX_BUILD_RT_MORTON : 0;
+  bo.flags = c->flags | (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX ? c->rt_flags : 0);
   double *t = (double *)malloc(sizeof(double) * (size_t)(c->reps + 1));
   /* builds: one warm-up, then reps */
   rdx_index *idx = NULL;
@@ -166,7 +201,7 @@ static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_a
       free(t);
       unplace(ctx, keys);
       unplace(ctx, q);
-      rdx_context_destroy(ctx);
+      cli_context_close(ctx);
       return;
     }
     must(ctx, st, "build");
@@ -218,27 +253,8 @@ static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_a
     } else {
       must(ctx, rdx_copy(ctx, cnt_h, RDX_HOST, cnt_p, loc, (size_t)m * 8), "copy back");
     }
-    if (!cache->have_oracle) {
-      if (!keys_oracle_build(&cache->o, keys_h, rdx_no_array())) cli_die(CLI_EXIT_FAILURE, "no memory for the oracle");
-      cache->have_oracle = 1;
-    }
-    int ok = check_results(c, &cache->o, q_h, rows_h, cnt_h);
-    if (ok && c->check == 2 && c->op == OP_POINT &&
-        (rdx_context_backend(ctx) != RDX_BACKEND_CPU || kind != RDX_KIND_SORTED)) {
-      /* every answer against a second implementation: the CPU backend's sorted index */
-      if (cache->ref_rows == NULL) {
-        rdx_context *cpu = cli_context(RDX_BACKEND_CPU);
-        rdx_index *ref = NULL;
-        rdx_build_options so = RDX_BUILD_OPTIONS_INIT;
-        cache->ref_rows = (uint64_t *)malloc((size_t)(m ? m : 1) * 8);
-        must(cpu, rdx_index_build(cpu, keys_h, rdx_no_array(), &so, &ref), "reference build");
-        must(cpu, rdx_index_lookup(cpu, ref, q_h, rdx_host_array(cache->ref_rows, m, RDX_U64)), "reference lookup");
-        rdx_index_destroy(ref);
-        rdx_context_destroy(cpu);
-      }
-      ok = memcmp(cache->ref_rows, rows_h, (size_t)m * 8) == 0;
-    }
-    check = ok ? (c->check == 2 ? "ok-full" : "ok-sample") : "WRONG";
+    int ok = check_results(c, ref, q_h, rows_h, cnt_h);
+    check = ok ? (ref->rows && c->op == OP_POINT ? "ok-full" : "ok-sample") : "WRONG";
     free(rows_h);
     free(cnt_h);
   }
@@ -252,12 +268,12 @@ static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_a
   double secs = query_ms / 1e3;
   uint64_t results = c->op == OP_POINT ? (uint64_t)m : total;
   static const char *dist_names[] = {"", "dense", "sparse", "uniform"};
-  /* variants of the ray-tracing kinds show in the kind column: cgrx+naive, cgrx+defmap, rx+morton */
-  char kname[64];
-  snprintf(kname, sizeof kname, "%s%s%s%s", rdx_kind_name(kind), bo.flags & RDX_BUILD_CGRX_NAIVE ? "+naive" : "",
-           bo.flags & RDX_BUILD_CGRX_DEFAULT_MAPPING ? "+defmap" : "", bo.flags & RDX_BUILD_RT_MORTON ? "+morton" : "");
+  char kind_label[64];
+  snprintf(kind_label, sizeof kind_label, "%s%s%s%s%s", rdx_kind_name(kind), c->flags & RDX_BUILD_SORT_QUERIES ? "+sortq" : "",
+           bo.flags & RDX_BUILD_CGRX_NAIVE ? "+naive" : "", bo.flags & RDX_BUILD_CGRX_DEFAULT_MAPPING ? "+defmap" : "",
+           bo.flags & RDX_BUILD_RT_MORTON ? "+morton" : "");
   printf("%s,%s,%s,%s,%s,%lld,%s,%g,%s,%lld,%llu,%g,%g,%lld,%d,%.3f,%.3f,%.4g,%llu,%.4g,%.3f,%.3f,%s\n", date,
-         c->device, rdx_backend_name(rdx_context_backend(ctx)), kname, cli_dtype_name(c->dtype),
+         c->device, rdx_backend_name(rdx_context_backend(ctx)), kind_label, cli_dtype_name(c->dtype),
          (long long)c->n, dist_names[c->dist], c->uniformity * 100, op_names[c->op], (long long)m,
          (unsigned long long)c->width, c->hit_ratio, c->zipf, (long long)c->batch, kind == RDX_KIND_CGRX ? c->bucket : 0,
          build_ms, query_ms, (double)m / secs, (unsigned long long)results, (double)results / secs,
@@ -270,40 +286,8 @@ static void bench_one(const bench_cfg *c, rdx_kind kind, rdx_array keys_h, rdx_a
   unplace(ctx, keys);
   unplace(ctx, q);
   free(t);
-  rdx_context_destroy(ctx);
+  cli_context_close(ctx);
   if (strcmp(check, "WRONG") == 0) cli_die(CLI_EXIT_FAILURE, "%s on %s gave wrong answers", rdx_kind_name(kind), rdx_backend_name(c->backend));
-}
-
-#define MAX_SWEEP 64
-
-/* A comma-separated list of numbers ("2^10,2^12" or "0,0.5,1"). */
-typedef struct sweep {
-  int n;
-  double v[MAX_SWEEP];
-} sweep;
-
-static sweep parse_sweep(const char *name, const char *s, double dflt, int integer) {
-  sweep w;
-  w.n = 0;
-  if (s == NULL) {
-    w.v[w.n++] = dflt;
-    return w;
-  }
-  char *list = strdup(s), *save = NULL;
-  for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (w.n == MAX_SWEEP) cli_die(CLI_EXIT_BAD_INPUT, "--%s has more than %d values", name, MAX_SWEEP);
-    if (integer) {
-      w.v[w.n++] = (double)cli_parse_int(name, tok);
-    } else {
-      char *end = NULL;
-      w.v[w.n] = strtod(tok, &end);
-      if (end == tok || *end) cli_die(CLI_EXIT_BAD_INPUT, "--%s: '%s' is not a number", name, tok);
-      w.n++;
-    }
-  }
-  free(list);
-  if (w.n == 0) cli_die(CLI_EXIT_BAD_INPUT, "--%s is empty", name);
-  return w;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -313,7 +297,7 @@ int cmd_bench(int argc, char **argv) {
   bench_cfg c;
   memset(&c, 0, sizeof c);
   const char *kinds = cli_opt(&a, "kind");
-  const char *b = cli_opt(&a, "backend");
+  const char *backend_l = cli_opt(&a, "backend");
   c.n = cli_int(&a, "n", (int64_t)1 << 22);
   const char *dt = cli_opt(&a, "dtype");
   c.dtype = dt ? cli_dtype(dt) : RDX_U32;
@@ -323,45 +307,31 @@ int cmd_bench(int argc, char **argv) {
            : strcmp(dist, "sparse") == 0         ? RDX_DIST_SPARSE
                                                  : (cli_die(CLI_EXIT_BAD_INPUT, "--dist '%s'", dist), RDX_DIST_DENSE);
   c.uniformity = c.dist == RDX_DIST_UNIFORM ? 1.0 : c.dist == RDX_DIST_DENSE ? 0.0 : cli_double(&a, "uniformity", 50) / 100;
-  int64_t m_all = cli_int(&a, "lookups", (int64_t)1 << 22);
-  const char *op = cli_opt(&a, "op");
-  c.op = OP_POINT;
-  for (int i = 0; op && i < 4; i++)
-    if (strcmp(op, op_names[i]) == 0) c.op = (bench_op)i;
-  if (op && strcmp(op, op_names[c.op]) != 0) cli_die(CLI_EXIT_BAD_INPUT, "--op '%s' is not point, all, range or range-count", op);
-  sweep widths = parse_sweep("width", cli_opt(&a, "width"), 1, 1);
-  sweep hits = parse_sweep("hit-ratio", cli_opt(&a, "hit-ratio"), 1.0, 0);
-  const char *miss = cli_opt(&a, "miss");
-  c.miss = miss && strcmp(miss, "outside") == 0 ? RDX_MISS_OUTSIDE : RDX_MISS_INSIDE;
-  sweep zipfs = parse_sweep("zipf", cli_opt(&a, "zipf"), 0.0, 0);
-  sweep batches = parse_sweep("batch", cli_opt(&a, "batch"), 0, 1);
-  c.reps = (int)cli_int(&a, "reps", 5);
-  sweep buckets = parse_sweep("bucket-size", cli_opt(&a, "bucket-size"), 32, 1);
-  sweep flags = parse_sweep("flags", cli_opt(&a, "flags"), 0, 1);
+  /* these take comma-separated lists: every combination is run over the same keys */
+  const char *lookups_l = cli_opt(&a, "lookups"), *op_l = cli_opt(&a, "op"), *width_l = cli_opt(&a, "width");
+  const char *hit_l = cli_opt(&a, "hit-ratio"), *miss_l = cli_opt(&a, "miss"), *zipf_l = cli_opt(&a, "zipf");
+  const char *batch_l = cli_opt(&a, "batch"), *bucket_l = cli_opt(&a, "bucket-size");
+  const char *rtf_l = cli_opt(&a, "rt-flags");
   int64_t max_results = cli_int(&a, "max-results", 0);
+  c.reps = (int)cli_int(&a, "reps", 5);
   c.seed = (uint64_t)cli_int(&a, "seed", 1);
   int header = cli_flag(&a, "header");
+  c.flags = cli_flag(&a, "sort-queries") ? RDX_BUILD_SORT_QUERIES : 0;
   const char *check = cli_opt(&a, "check");
   cli_args_done(&a);
   if (!kinds) cli_die(CLI_EXIT_BAD_INPUT, "--kind is required (comma-separated list)");
-  if (c.reps < 1 || c.n < 0 || m_all < 0) cli_die(CLI_EXIT_BAD_INPUT, "--reps, --n and --lookups must be positive");
-  rdx_backend backends[8];
-  int n_backends = 0;
-  {
-    char *list = strdup(b ? b : "auto"), *save = NULL;
-    for (char *tok = strtok_r(list, ",", &save); tok && n_backends < 8; tok = strtok_r(NULL, ",", &save))
-      backends[n_backends++] = cli_backend(tok);
-    free(list);
-  }
-
+  if (c.reps < 1 || c.n < 0) cli_die(CLI_EXIT_BAD_INPUT, "--reps and --n must be positive");
   rdx_info info;
   info.size = sizeof info;
   if (rdx_info_get(&info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
+  list_t L_be, L_rtf;
+  split(&L_be, backend_l, "auto");
+  split(&L_rtf, rtf_l, "0");
   int gpu = 0;
-  for (int i = 0; i < n_backends; i++) {
-    rdx_context *probe = cli_context(backends[i]);
+  for (int i = 0; i < L_be.n; i++) {
+    rdx_context *probe = cli_context(cli_backend(L_be.v[i]));
     gpu |= rdx_context_backend(probe) != RDX_BACKEND_CPU;
-    rdx_context_destroy(probe);
+    cli_context_close(probe);
   }
   static char device[160];
   snprintf(device, sizeof device, "%s", gpu ? info.gpu_name : info.cpu_name);
@@ -373,60 +343,79 @@ int cmd_bench(int argc, char **argv) {
   rdx_context *gen = cli_context(RDX_BACKEND_CPU);
   rdx_array keys;
   must(gen, rdx_gen_keys(gen, c.n, c.dtype, c.dist, c.uniformity, c.seed, &keys), "keys");
-  bench_cache cache;
-  memset(&cache, 0, sizeof cache);
-  int range = c.op == OP_RANGE || c.op == OP_RANGE_COUNT;
-  for (int wi = 0; wi < widths.n; wi++)
-    for (int hi = 0; hi < hits.n; hi++)
-      for (int zi = 0; zi < zipfs.n; zi++) {
-        bench_cfg cq = c;
-        cq.width = (uint64_t)widths.v[wi];
-        cq.hit_ratio = hits.v[hi];
-        cq.zipf = zipfs.v[zi];
-        cq.m = m_all;
-        if (range && max_results > 0 && cq.width > 0 && (uint64_t)cq.m > (uint64_t)max_results / cq.width)
-          cq.m = (int64_t)((uint64_t)max_results / cq.width) > 0 ? (int64_t)((uint64_t)max_results / cq.width) : 1;
-        rdx_array q;
-        if (range) must(gen, rdx_gen_ranges(gen, keys, cq.m, cq.width, c.seed + 1, &q), "ranges");
-        else must(gen, rdx_gen_lookups(gen, keys, cq.m, cq.hit_ratio, cq.miss, cq.zipf, c.seed + 1, &q), "lookups");
-        free(cache.ref_rows);
-        cache.ref_rows = NULL;
-        for (int bi = 0; bi < n_backends; bi++) {
-          char *list = strdup(kinds), *save = NULL;
-          for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            rdx_kind kind = cli_kind(tok);
-            int rt = kind == RDX_KIND_RX || kind == RDX_KIND_CGRX;
-            if (backends[bi] == RDX_BACKEND_OPTIX && !rt) {
-              fprintf(stderr, "raydex bench: skipping %s on optix (it runs on cuda there; bench it with --backend cuda)\n",
-                      tok);
-              continue;
-            }
-            for (int fi = 0; fi < (rt ? flags.n : 1); fi++) {
-              /* rx knows only the Morton flag: run each distinct effective value once */
-              int dup = 0;
-              for (int fj = 0; fj < fi && kind == RDX_KIND_RX; fj++)
-                dup |= ((int)flags.v[fj] & RDX_BUILD_RT_MORTON) == ((int)flags.v[fi] & RDX_BUILD_RT_MORTON);
-              if (dup) continue;
-              for (int ki = 0; ki < (kind == RDX_KIND_CGRX ? buckets.n : 1); ki++)
-                for (int bb = 0; bb < batches.n; bb++) {
-                  bench_cfg cr = cq;
-                  cr.backend = backends[bi];
-                  cr.flags = rt ? (int)flags.v[fi] : 0;
-                  cr.bucket = (int)buckets.v[kind == RDX_KIND_CGRX ? ki : 0];
-                  cr.batch = (int64_t)batches.v[bb];
-                  if (cr.batch <= 0 || cr.batch > cr.m) cr.batch = cr.m > 0 ? cr.m : 1;
-                  bench_one(&cr, kind, keys, q, header, &cache);
-                  header = 0;
+  bench_ref ref;
+  memset(&ref, 0, sizeof ref);
+  if (c.check) {
+    if (!keys_oracle_build(&ref.oracle, keys, rdx_no_array())) cli_die(CLI_EXIT_FAILURE, "out of memory");
+    ref.have_oracle = 1;
+  }
+  list_t L_m, L_op, L_w, L_hit, L_miss, L_zipf, L_batch, L_bucket;
+  split(&L_m, lookups_l, "2^22");
+  split(&L_op, op_l, "point");
+  split(&L_w, width_l, "1");
+  split(&L_hit, hit_l, "1");
+  split(&L_miss, miss_l, "inside");
+  split(&L_zipf, zipf_l, "0");
+  split(&L_batch, batch_l, "0");
+  split(&L_bucket, bucket_l, "32");
+  for (int i_m = 0; i_m < L_m.n; i_m++)
+    for (int i_op = 0; i_op < L_op.n; i_op++)
+      for (int i_w = 0; i_w < L_w.n; i_w++)
+        for (int i_h = 0; i_h < L_hit.n; i_h++)
+          for (int i_mi = 0; i_mi < L_miss.n; i_mi++)
+            for (int i_z = 0; i_z < L_zipf.n; i_z++) {
+              c.m = cli_parse_int("lookups", L_m.v[i_m]);
+              c.op = (bench_op)-1;
+              for (int i = 0; i < 4; i++)
+                if (strcmp(L_op.v[i_op], op_names[i]) == 0) c.op = (bench_op)i;
+              if ((int)c.op < 0) cli_die(CLI_EXIT_BAD_INPUT, "--op '%s' is not point, all, range or range-count", L_op.v[i_op]);
+              c.width = (uint64_t)cli_parse_int("width", L_w.v[i_w]);
+              c.hit_ratio = atof(L_hit.v[i_h]);
+              c.miss = strcmp(L_miss.v[i_mi], "outside") == 0 ? RDX_MISS_OUTSIDE : RDX_MISS_INSIDE;
+              c.zipf = atof(L_zipf.v[i_z]);
+              if (c.m < 1 || c.width < 1) cli_die(CLI_EXIT_BAD_INPUT, "--lookups and --width must be >= 1");
+              int ranges = c.op == OP_RANGE || c.op == OP_RANGE_COUNT;
+              if (ranges && max_results > 0 && c.m > max_results / (int64_t)c.width)
+                c.m = max_results / (int64_t)c.width > 0 ? max_results / (int64_t)c.width : 1;
+              /* widths only matter for ranges; hit ratios and skew only for point lookups */
+              if ((!ranges && i_w > 0) || (ranges && (i_h > 0 || i_mi > 0 || i_z > 0))) continue;
+              rdx_array q;
+              if (ranges)
+                must(gen, rdx_gen_ranges(gen, keys, c.m, c.width, c.seed + 1, &q), "ranges");
+              else
+                must(gen, rdx_gen_lookups(gen, keys, c.m, c.hit_ratio, c.miss, c.zipf, c.seed + 1, &q), "lookups");
+              free(ref.rows);
+              ref.rows = c.check == 2 && c.op == OP_POINT ? reference_rows(keys, q) : NULL;
+              for (int i_b = 0; i_b < L_batch.n; i_b++) {
+                c.batch = cli_parse_int("batch", L_batch.v[i_b]);
+                if (c.batch <= 0 || c.batch > c.m) c.batch = c.m;
+                for (int i_be = 0; i_be < L_be.n; i_be++) {
+                  c.backend = cli_backend(L_be.v[i_be]);
+                  char *list = strdup(kinds);
+                  for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                    rdx_kind kind = cli_kind(tok);
+                    int rt = kind == RDX_KIND_RX || kind == RDX_KIND_CGRX;
+                    if (kind == RDX_KIND_HASH && ranges) continue; /* point lookups only */
+                    if (c.backend == RDX_BACKEND_OPTIX && !rt) continue; /* cuda code there: bench it on cuda */
+                    for (int i_f = 0; i_f < (rt ? L_rtf.n : 1); i_f++) {
+                      c.rt_flags = rt ? (int)cli_parse_int("rt-flags", L_rtf.v[i_f]) : 0;
+                      /* rx knows only the Morton flag */
+                      if (kind == RDX_KIND_RX && (c.rt_flags & ~RDX_BUILD_RT_MORTON)) continue;
+                      for (int i_k = 0; i_k < (kind == RDX_KIND_CGRX ? L_bucket.n : 1); i_k++) {
+                        c.bucket = (int)cli_parse_int("bucket-size", L_bucket.v[i_k]);
+                        bench_one(&c, &ref, kind, keys, q, header);
+                        header = 0;
+                      }
+                    }
+                  }
+                  free(list);
                 }
+              }
+              rdx_npy_free(&q);
             }
-          }
-          free(list);
-        }
-        rdx_npy_free(&q);
-      }
-  rdx_context_destroy(gen);
-  free(cache.ref_rows);
-  if (cache.have_oracle) keys_oracle_free(&cache.o);
+  cli_context_close(gen);
+  if (ref.have_oracle) keys_oracle_free(&ref.oracle);
+  free(ref.rows);
   rdx_npy_free(&keys);
   return 0;
 }

@@ -132,7 +132,7 @@ int cmd_demo(int argc, char **argv) {
   rdx_npy_free(&keys);
   rdx_npy_free(&q);
   rdx_npy_free(&r);
-  rdx_context_destroy(ctx);
+  cli_context_close(ctx);
   if (failures) cli_die(CLI_EXIT_FAILURE, "%d kind(s) gave wrong answers", failures);
   return 0;
 }

@@ -77,6 +77,6 @@ int cmd_gen(int argc, char **argv) {
   st = rdx_npy_write(ctx, out_path, out, out.columns == 1 ? 1 : 2);
   if (st != RDX_OK) cli_die_status(ctx, st, "--out");
   rdx_npy_free(&out);
-  rdx_context_destroy(ctx);
+  cli_context_close(ctx);
   return 0;
 }

@@ -59,11 +59,11 @@ int cmd_keys(int argc, char **argv) {
   if (bucket != 0 && kind != RDX_KIND_CGRX)
     cli_die(CLI_EXIT_BAD_INPUT, "--bucket-size applies to --kind cgrx only");
   if (bucket < 0 || bucket > 65536) cli_die(CLI_EXIT_BAD_INPUT, "--bucket-size %lld is not in [1, 65536]", (long long)bucket);
+  rdx_context *ctx = cli_context(backend);
   /* optix means OptiX: the kinds without rays are not quietly run on the cuda backend instead */
   if (backend == RDX_BACKEND_OPTIX && kind != RDX_KIND_RX && kind != RDX_KIND_CGRX)
     cli_die(CLI_EXIT_BAD_INPUT, "--backend optix runs the ray-tracing kinds rx and cgrx only; use --backend cuda for --kind %s",
             kind_s);
-  rdx_context *ctx = cli_context(backend);
 
   int nd;
   rdx_array keys = read_npy(ctx, "keys", keys_p, &nd);
@@ -122,6 +122,6 @@ int cmd_keys(int argc, char **argv) {
   rdx_npy_free(&keys);
   rdx_npy_free(&rows);
   rdx_npy_free(&q);
-  rdx_context_destroy(ctx);
+  cli_context_close(ctx);
   return 0;
 }

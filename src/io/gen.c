@@ -237,7 +237,14 @@ rdx_status rdx_gen_lookups(rdx_context *ctx, rdx_array keys, int64_t m, double h
   uint64_t *sorted = (uint64_t *)malloc((size_t)(n ? n : 1) * 8);
   if (sorted == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: %lld keys", fn, (long long)n);
   for (int64_t i = 0; i < n; i++) sorted[i] = get(keys, i);
-  qsort(sorted, (size_t)n, 8, cmp_u64);
+  {
+    uint64_t *tmp = (uint64_t *)malloc((size_t)(n ? n : 1) * 8);
+    int64_t *cnt = (int64_t *)malloc(65537 * sizeof *cnt);
+    if (tmp && cnt && n > 0) radix_sort_u64(sorted, tmp, n, cnt);
+    else qsort(sorted, (size_t)n, 8, cmp_u64);
+    free(tmp);
+    free(cnt);
+  }
   uint64_t kmin = n ? sorted[0] : 0, kmax = n ? sorted[n - 1] : 0;
   /* distinct values between kmin and kmax that are absent */
   uint64_t distinct = 0;

@@ -48,8 +48,8 @@ rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys, rdx_array row_ids,
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->bucket_size %d is not in [1, 65536]",
                     fn, o.bucket_size);
   if (o.kind == RDX_KIND_RX || o.kind == RDX_KIND_CGRX) {
-    int known = o.kind == RDX_KIND_RX ? RDX_BUILD_RT_MORTON
-                                      : RDX_BUILD_CGRX_NAIVE | RDX_BUILD_CGRX_DEFAULT_MAPPING | RDX_BUILD_RT_MORTON;
+    int known = RDX_BUILD_SORT_QUERIES | RDX_BUILD_RT_MORTON; /* queries are not sorted: ignored */
+    if (o.kind == RDX_KIND_CGRX) known |= RDX_BUILD_CGRX_NAIVE | RDX_BUILD_CGRX_DEFAULT_MAPPING;
     if (o.flags & ~known)
       return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->flags 0x%x has bits kind %s does not know (0x%x)", fn,
                       (unsigned)o.flags, rdx_kind_name(o.kind), (unsigned)(o.flags & ~known));

