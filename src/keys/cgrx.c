@@ -65,6 +65,7 @@ void rdx_cgrx_impl_free(rdx_context *ctx, rdx_cgrx_impl *x) {
   if (x == NULL) return;
   rdx_rt_scene_free(ctx, &x->scene);
   rdx_entries_free(ctx, &x->e);
+  rdx_mem_free(ctx, x->flag);
   free(x);
 }
 

@@ -91,6 +91,8 @@ rdx_status cgrx_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in)
   }
   rdx_mem_free(ctx, tris);
   rdx_mem_free(ctx, codes);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: cgrx query flag", (void **)&x->flag, sizeof(int), RDX_DEVICE), st,
+                 fail2);
   RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "rdx_index_build", st, fail2);
   idx->impl = x;
   return RDX_OK;
@@ -109,9 +111,8 @@ rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
   cudaStream_t s = rdx_stream(ctx);
   int fill = op == RDX_CGRX_OP_LOOKUP_FILL || op == RDX_CGRX_OP_RANGE_FILL;
   rdx_cgrx_span *spans = NULL;
-  int *broken = NULL;
+  int *broken = x->flag;
   rdx_status st = RDX_OK;
-  RDX_CHECK_GOTO(rdx_scratch(ctx, "cgrx: query flags", (void **)&broken, sizeof(int)), st, done);
   RDX_CUDA_GOTO(ctx, cudaMemsetAsync(broken, 0, sizeof(int), s), "cgrx: query", st, done);
   if (fill) RDX_CHECK_GOTO(rdx_scratch(ctx, "cgrx: fill spans", (void **)&spans, (size_t)n * sizeof *spans), st, done);
   if (x->scene.gas != NULL) {
@@ -137,7 +138,6 @@ rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
   }
 done:
   rdx_mem_free(ctx, spans);
-  rdx_mem_free(ctx, broken);
   return st;
 }
 
