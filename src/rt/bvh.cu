@@ -188,8 +188,10 @@ extern "C" rdx_status rdx_bvh_build_cuda(rdx_context *ctx, int kind, const float
   RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(hp, partial, (size_t)gb * 6 * 4, cudaMemcpyDeviceToHost, s), what, st, fail);
   {
     /* active indices: select the flagged positions */
-    RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&active, (size_t)n_in * 4 + 8), st, fail);
-    int64_t *d_count = (int64_t *)(active + n_in);
+    /* the selected count goes after the indices, at an 8-byte aligned place */
+    int64_t n_even = (n_in + 1) & ~(int64_t)1;
+    RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&active, (size_t)n_even * 4 + 8), st, fail);
+    int64_t *d_count = (int64_t *)(active + n_even);
     thrust::counting_iterator<uint32_t> it(0);
     RDX_CUDA_GOTO(ctx, cub::DeviceSelect::Flagged(NULL, temp_bytes, it, flags, active, d_count, n_in, s), what, st, fail);
     RDX_CHECK_GOTO(rdx_scratch(ctx, what, &temp, temp_bytes), st, fail);
