@@ -60,6 +60,34 @@ static int check_api(rdx_context *ctx) {
     checked += kc_check_build(ctx, &bo, d.keys, d.rows, d.queries, d.bounds);
     ks_free(&d);
   }
+  CASE(cgrx_full_row);
+  {
+    /* a full row: every x of row 1 of the default mapping (2^23 keys) and two keys on each side,
+     * u64 keys, so every representative of the row is stuck in it and only the last one moves */
+    int64_t n = ((int64_t)1 << 23) + 4, m = 3000, mb = 40;
+    ks_data d;
+    memset(&d, 0, sizeof d);
+    d.kbuf = (uint64_t *)malloc((size_t)n * 8);
+    d.qbuf = (uint64_t *)malloc((size_t)m * 8);
+    d.bbuf = (uint64_t *)malloc((size_t)mb * 16);
+    d.keys = rdx_host_array(d.kbuf, n, RDX_U64);
+    d.queries = rdx_host_array(d.qbuf, m, RDX_U64);
+    d.bounds = rdx_host_matrix(d.bbuf, mb, 2, RDX_U64);
+    d.rows = rdx_no_array();
+    uint64_t row = (uint64_t)1 << 23;
+    for (int64_t i = 0; i < n; i++) d.kbuf[i] = row - 2 + (uint64_t)i + (i >= n - 2 ? ((uint64_t)1 << 23) : 0);
+    for (int64_t i = 0; i < m; i++) d.qbuf[i] = row - 4 + check_below(((uint64_t)1 << 24) + 8);
+    for (int64_t i = 0; i < mb; i++) {
+      uint64_t lo = row - 4 + check_below(((uint64_t)1 << 24) + 8);
+      d.bbuf[2 * i] = lo;
+      d.bbuf[2 * i + 1] = lo + check_below(i % 4 ? 64 : ((uint64_t)1 << 16));
+    }
+    rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
+    bo.kind = RDX_KIND_CGRX;
+    bo.bucket_size = 256;
+    checked += kc_check_build(ctx, &bo, d.keys, d.rows, d.queries, d.bounds);
+    ks_free(&d);
+  }
   return checked;
 }
 

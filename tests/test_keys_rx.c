@@ -72,6 +72,30 @@ int main(int argc, char **argv) {
       ks_free(&d);
     }
   }
+  CASE(rx_full_row);
+  {
+    /* a full row: every x of RX row 1 (2^22 keys) and two keys on each side, u32 keys */
+    int64_t n = ((int64_t)1 << 22) + 4, m = 3000, mb = 40;
+    ks_data d;
+    memset(&d, 0, sizeof d);
+    d.kbuf = (uint64_t *)malloc((size_t)n * 8);
+    d.qbuf = (uint64_t *)malloc((size_t)m * 8);
+    d.bbuf = (uint64_t *)malloc((size_t)mb * 16);
+    d.keys = rdx_host_array(d.kbuf, n, RDX_U32);
+    d.queries = rdx_host_array(d.qbuf, m, RDX_U32);
+    d.bounds = rdx_host_matrix(d.bbuf, mb, 2, RDX_U32);
+    d.rows = rdx_no_array();
+    uint64_t row = (uint64_t)1 << 22;
+    for (int64_t i = 0; i < n; i++) ks_put(d.keys, i, row - 2 + (uint64_t)i + (i >= n - 2 ? row : 0));
+    for (int64_t i = 0; i < m; i++) ks_put(d.queries, i, row - 4 + check_below(2 * row + 8));
+    for (int64_t i = 0; i < mb; i++) {
+      uint64_t lo = row - 4 + check_below(2 * row + 8);
+      ks_put(d.bounds, 2 * i, lo);
+      ks_put(d.bounds, 2 * i + 1, lo + check_below(i % 4 ? 64 : ((uint64_t)1 << 16)));
+    }
+    checked += kc_check_kind(ctx, RDX_KIND_RX, 0, d.keys, d.rows, d.queries, d.bounds);
+    ks_free(&d);
+  }
   CASE(rx_available);
   if (checked == 0) CHECK_FAIL_("%s", "kind rx is not available on this backend");
   return check_end(ctx);
