@@ -92,27 +92,33 @@ static void check_scene(int kind, const float *prims, int64_t n, const rdx_ray *
   free_backend(dr, rays);
 
   uint32_t *want = (uint32_t *)malloc((size_t)(n + 1) * 4);
+  /* raydex's soft traversals answer exactly the brute force of the same test. OptiX has its own
+   * intersection code: on these arbitrary float triangles its distances may differ in the last
+   * bits and a ray grazing an edge may differ, so there the distance gets a tolerance and a few
+   * rays (at most 1 in 200) may differ; the key indexes' grid geometry is exact everywhere
+   * (test_rt_identical compares them byte for byte). */
+  int exact = rdx_context_backend(g_ctx) != RDX_BACKEND_OPTIX;
+  int64_t differ = 0;
   int before = check_failures_;
   for (int64_t i = 0; i < m && check_failures_ == before; i++) {
     const rdx_ray *r = rays + i;
     int64_t c = 0;
     float best = INFINITY;
-    int best_front = 0;
     for (int64_t p = 0; p < n; p++) {
       float t;
       int f;
       if (brute_hit(kind, prims, p, r, r->tmin, r->tmax, &t, &f)) {
         want[c++] = (uint32_t)p;
-        if (t < best) best = t, best_front = f;
+        if (t < best) best = t;
       }
     }
-    if (counts[i] != (uint64_t)c) {
-      CHECK_FAIL_("ray %lld: %llu hits, brute force %lld (n %lld, kind %d)", (long long)i,
+    if (counts[i] != (uint64_t)c || (c && memcmp(want, ids + offsets[i], (size_t)c * 4) != 0)) {
+      if (!exact) {
+        differ++;
+        continue;
+      }
+      CHECK_FAIL_("ray %lld: %llu hits, brute force %lld, or other ids (n %lld, kind %d)", (long long)i,
                   (unsigned long long)counts[i], (long long)c, (long long)n, kind);
-      break;
-    }
-    if (c && memcmp(want, ids + offsets[i], (size_t)c * 4) != 0) {
-      CHECK_FAIL_("ray %lld: all-hits ids differ from brute force", (long long)i);
       break;
     }
     if (c == 0) {
@@ -122,8 +128,9 @@ static void check_scene(int kind, const float *prims, int64_t n, const rdx_ray *
     }
     if (bsearch(&first[i].prim, want, (size_t)c, 4, cmp_u32) == NULL)
       CHECK_FAIL_("ray %lld: first hit %u is not a hit", (long long)i, first[i].prim);
-    if (!(closest[i].t == best) || bsearch(&closest[i].prim, want, (size_t)c, 4, cmp_u32) == NULL) {
-      CHECK_FAIL_("ray %lld: closest hit %u at %g, brute force at %g", (long long)i, closest[i].prim,
+    int t_ok = exact ? closest[i].t == best : fabsf(closest[i].t - best) <= 1e-5f * fmaxf(1.0f, fabsf(best));
+    if (!t_ok || bsearch(&closest[i].prim, want, (size_t)c, 4, cmp_u32) == NULL) {
+      CHECK_FAIL_("ray %lld: closest hit %u at %.9g, brute force at %.9g", (long long)i, closest[i].prim,
                   (double)closest[i].t, (double)best);
       break;
     }
@@ -131,8 +138,12 @@ static void check_scene(int kind, const float *prims, int64_t n, const rdx_ray *
     int f;
     brute_hit(kind, prims, closest[i].prim, r, r->tmin, r->tmax, &t, &f);
     if (kind == RDX_RT_TRIANGLES && (uint32_t)f != closest[i].front) CHECK_FAIL_("ray %lld: facing differs", (long long)i);
-    (void)best_front;
   }
+  if (differ * 200 > m)
+    CHECK_FAIL_("%lld of %lld rays see other hits on optix than the brute force (more than 1 in 200)", (long long)differ,
+                (long long)m);
+  else if (differ)
+    printf("note: %lld of %lld rays see other all-hits sets on optix (edge-grazing rays)\n", (long long)differ, (long long)m);
   free(want);
   free(first);
   free(closest);
