@@ -276,6 +276,15 @@ typedef struct rdx_build_options {
  * nodes and leaves; whether that repays the sort depends on the GPU, key width and batch
  * (bench/results/ measures both). */
 #define RDX_BUILD_SORT_QUERIES 0x1
+/* The ray-tracing kinds (rx, cgrx; they ignore RDX_BUILD_SORT_QUERIES). Since 0.1. */
+#define RDX_BUILD_CGRX_NAIVE 0x10           /* cgrx: marker triangles at x = -1 (the paper's naive
+                                               representation) instead of moved and auxiliary
+                                               representatives (the optimized one, the default) */
+#define RDX_BUILD_CGRX_DEFAULT_MAPPING 0x20 /* cgrx: RX's key mapping (x, y, z) instead of the scaled
+                                               mapping (x, 2^15 y, 2^25 z), the default */
+#define RDX_BUILD_RT_MORTON 0x40            /* rx, cgrx on cpu and cuda: build the software BVH from
+                                               Morton codes of the triangles' centres instead of key
+                                               order (which keeps every leaf box within one row) */
 
 /* Build an index over keys (u32 or u64, 1-D) with row ids (NULL data for implied 0..n-1, else u32
  * or u64 of the same count). Arrays may be on the host or, for GPU contexts, on the device.

@@ -5,10 +5,14 @@
  *        [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity PCT] [--lookups 2^27]
  *        [--op point|all|range|range-count] [--width W] [--hit-ratio 1] [--miss inside|outside]
  *        [--zipf 0] [--batch M] [--reps 5] [--bucket-size 32] [--seed 1] [--header]
- *        [--check full|sample|none] [--sort-queries]
+ *        [--check full|sample|none] [--sort-queries] [--rt-flags F[,F..]] [--max-results N]
  *
- * --kind, --lookups, --op, --width, --hit-ratio, --miss, --zipf, --batch and --bucket-size take
- * comma-separated lists; every combination runs over the same generated keys, one row each.
+ * --kind, --backend, --lookups, --op, --width, --hit-ratio, --miss, --zipf, --batch, --bucket-size
+ * and --rt-flags take comma-separated lists; every combination runs over the same generated keys,
+ * one row each. --rt-flags are rdx_build_options.flags for rx and cgrx (16 naive, 32 default
+ * mapping, 64 Morton BVH; the kind column then reads e.g. cgrx+naive). --max-results caps
+ * lookups * width of range batches (fewer lookups for wide ranges, so one sweep fits in memory).
+ * On --backend optix only rx and cgrx run: the other kinds would run on CUDA code there.
  *
  * Protocol (METHOD.md): inputs generated fresh from the seed (never zeros) and placed where the
  * backend computes (device memory for GPU backends, so no transfer is timed); one warm-up build
@@ -44,6 +48,7 @@ typedef struct bench_cfg {
   uint64_t seed;
   int check;           /* 0 none, 1 sample, 2 full */
   int flags;           /* rdx_build_options.flags */
+  int rt_flags;        /* more flags for rx and cgrx only */
   const char *device;  /* GPU or CPU name */
 } bench_cfg;
 
@@ -180,7 +185,7 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
   rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
   bo.kind = kind;
   bo.bucket_size = c->bucket;
-  bo.flags = c->flags;
+  bo.flags = c->flags | (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX ? c->rt_flags : 0);
   double *t = (double *)malloc(sizeof(double) * (size_t)(c->reps + 1));
   /* builds: one warm-up, then reps */
   rdx_index *idx = NULL;
@@ -264,7 +269,9 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
   uint64_t results = c->op == OP_POINT ? (uint64_t)m : total;
   static const char *dist_names[] = {"", "dense", "sparse", "uniform"};
   char kind_label[64];
-  snprintf(kind_label, sizeof kind_label, "%s%s", rdx_kind_name(kind), c->flags & RDX_BUILD_SORT_QUERIES ? "+sortq" : "");
+  snprintf(kind_label, sizeof kind_label, "%s%s%s%s%s", rdx_kind_name(kind), c->flags & RDX_BUILD_SORT_QUERIES ? "+sortq" : "",
+           bo.flags & RDX_BUILD_CGRX_NAIVE ? "+naive" : "", bo.flags & RDX_BUILD_CGRX_DEFAULT_MAPPING ? "+defmap" : "",
+           bo.flags & RDX_BUILD_RT_MORTON ? "+morton" : "");
   printf("%s,%s,%s,%s,%s,%lld,%s,%g,%s,%lld,%llu,%g,%g,%lld,%d,%.3f,%.3f,%.4g,%llu,%.4g,%.3f,%.3f,%s\n", date,
          c->device, rdx_backend_name(rdx_context_backend(ctx)), kind_label, cli_dtype_name(c->dtype),
          (long long)c->n, dist_names[c->dist], c->uniformity * 100, op_names[c->op], (long long)m,
@@ -291,8 +298,7 @@ int cmd_bench(int argc, char **argv) {
   bench_cfg c;
   memset(&c, 0, sizeof c);
   const char *kinds = cli_opt(&a, "kind");
-  const char *b = cli_opt(&a, "backend");
-  c.backend = cli_backend(b ? b : "auto");
+  const char *backend_l = cli_opt(&a, "backend");
   c.n = cli_int(&a, "n", (int64_t)1 << 22);
   const char *dt = cli_opt(&a, "dtype");
   c.dtype = dt ? cli_dtype(dt) : RDX_U32;
@@ -306,6 +312,8 @@ int cmd_bench(int argc, char **argv) {
   const char *lookups_l = cli_opt(&a, "lookups"), *op_l = cli_opt(&a, "op"), *width_l = cli_opt(&a, "width");
   const char *hit_l = cli_opt(&a, "hit-ratio"), *miss_l = cli_opt(&a, "miss"), *zipf_l = cli_opt(&a, "zipf");
   const char *batch_l = cli_opt(&a, "batch"), *bucket_l = cli_opt(&a, "bucket-size");
+  const char *rtf_l = cli_opt(&a, "rt-flags");
+  int64_t max_results = cli_int(&a, "max-results", 0);
   c.reps = (int)cli_int(&a, "reps", 5);
   c.seed = (uint64_t)cli_int(&a, "seed", 1);
   int header = cli_flag(&a, "header");
@@ -317,9 +325,15 @@ int cmd_bench(int argc, char **argv) {
   rdx_info info;
   info.size = sizeof info;
   if (rdx_info_get(&info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
-  rdx_context *probe = cli_context(c.backend);
-  int gpu = rdx_context_backend(probe) != RDX_BACKEND_CPU;
-  cli_context_close(probe);
+  list_t L_be, L_rtf;
+  split(&L_be, backend_l, "auto");
+  split(&L_rtf, rtf_l, "0");
+  int gpu = 0;
+  for (int i = 0; i < L_be.n; i++) {
+    rdx_context *probe = cli_context(cli_backend(L_be.v[i]));
+    gpu |= rdx_context_backend(probe) != RDX_BACKEND_CPU;
+    cli_context_close(probe);
+  }
   static char device[160];
   snprintf(device, sizeof device, "%s", gpu ? info.gpu_name : info.cpu_name);
   for (char *p = device; *p; p++)
@@ -362,6 +376,8 @@ int cmd_bench(int argc, char **argv) {
               c.zipf = atof(L_zipf.v[i_z]);
               if (c.m < 1 || c.width < 1) cli_die(CLI_EXIT_BAD_INPUT, "--lookups and --width must be >= 1");
               int ranges = c.op == OP_RANGE || c.op == OP_RANGE_COUNT;
+              if (ranges && max_results > 0 && c.m > max_results / (int64_t)c.width)
+                c.m = max_results / (int64_t)c.width > 0 ? max_results / (int64_t)c.width : 1;
               /* widths only matter for ranges; hit ratios and skew only for point lookups */
               if ((!ranges && i_w > 0) || (ranges && (i_h > 0 || i_mi > 0 || i_z > 0))) continue;
               rdx_array q;
@@ -374,17 +390,27 @@ int cmd_bench(int argc, char **argv) {
               for (int i_b = 0; i_b < L_batch.n; i_b++) {
                 c.batch = cli_parse_int("batch", L_batch.v[i_b]);
                 if (c.batch <= 0 || c.batch > c.m) c.batch = c.m;
-                char *list = strdup(kinds);
-                for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                  rdx_kind kind = cli_kind(tok);
-                  if (kind == RDX_KIND_HASH && ranges) continue; /* point lookups only */
-                  for (int i_k = 0; i_k < (kind == RDX_KIND_CGRX ? L_bucket.n : 1); i_k++) {
-                    c.bucket = (int)cli_parse_int("bucket-size", L_bucket.v[i_k]);
-                    bench_one(&c, &ref, kind, keys, q, header);
-                    header = 0;
+                for (int i_be = 0; i_be < L_be.n; i_be++) {
+                  c.backend = cli_backend(L_be.v[i_be]);
+                  char *list = strdup(kinds);
+                  for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                    rdx_kind kind = cli_kind(tok);
+                    int rt = kind == RDX_KIND_RX || kind == RDX_KIND_CGRX;
+                    if (kind == RDX_KIND_HASH && ranges) continue; /* point lookups only */
+                    if (c.backend == RDX_BACKEND_OPTIX && !rt) continue; /* cuda code there: bench it on cuda */
+                    for (int i_f = 0; i_f < (rt ? L_rtf.n : 1); i_f++) {
+                      c.rt_flags = rt ? (int)cli_parse_int("rt-flags", L_rtf.v[i_f]) : 0;
+                      /* rx knows only the Morton flag */
+                      if (kind == RDX_KIND_RX && (c.rt_flags & ~RDX_BUILD_RT_MORTON)) continue;
+                      for (int i_k = 0; i_k < (kind == RDX_KIND_CGRX ? L_bucket.n : 1); i_k++) {
+                        c.bucket = (int)cli_parse_int("bucket-size", L_bucket.v[i_k]);
+                        bench_one(&c, &ref, kind, keys, q, header);
+                        header = 0;
+                      }
+                    }
                   }
+                  free(list);
                 }
-                free(list);
               }
               rdx_npy_free(&q);
             }

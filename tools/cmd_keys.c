@@ -8,7 +8,8 @@
  * --lookup without --counts-out: OUT is one u64 row id per query (the smallest among equal
  * keys), 2^64-1 for a miss. With --counts-out, or with --range: OUT holds every matching row id
  * grouped by query in query order, ascending within a query, and C the count per query.
- * Exit 0 on success, 2 with one line on stderr for bad input.
+ * Exit 0 on success, 2 with one line on stderr for bad input (also: --backend optix with a kind
+ * that does not use ray tracing, or when OptiX cannot run here).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,10 @@ int cmd_keys(int argc, char **argv) {
     cli_die(CLI_EXIT_BAD_INPUT, "--bucket-size applies to --kind cgrx only");
   if (bucket < 0 || bucket > 65536) cli_die(CLI_EXIT_BAD_INPUT, "--bucket-size %lld is not in [1, 65536]", (long long)bucket);
   rdx_context *ctx = cli_context(backend);
+  /* optix means OptiX: the kinds without rays are not quietly run on the cuda backend instead */
+  if (backend == RDX_BACKEND_OPTIX && kind != RDX_KIND_RX && kind != RDX_KIND_CGRX)
+    cli_die(CLI_EXIT_BAD_INPUT, "--backend optix runs the ray-tracing kinds rx and cgrx only; use --backend cuda for --kind %s",
+            kind_s);
 
   int nd;
   rdx_array keys = read_npy(ctx, "keys", keys_p, &nd);

@@ -98,10 +98,17 @@ double rdx_now_ms(void) {
 }
 
 /* AUTO picks CUDA when a GPU is present: every key kind on CUDA beats the CPU backend by far
- * (bench/results/). OptiX is chosen only by name, since on GPUs without RT cores its traversal
- * is software too. */
+ * (bench/results/). On GPUs with RT cores and a working OptiX it picks OPTIX, so rx and cgrx run
+ * on the RT cores (the other kinds run on the same CUDA code there). Without RT cores OptiX
+ * traverses in software too, and raydex's own soft BVH is the one tuned for these scenes; the
+ * H200 runs of scripts/gpu-check.d/rt.sh measure both (bench/results/<gpu>/rt_*.csv). */
 static rdx_backend pick_auto(void) {
-  return rdx_cuda_built() && rdx_cuda_device_count() > 0 ? RDX_BACKEND_CUDA : RDX_BACKEND_CPU;
+  if (!(rdx_cuda_built() && rdx_cuda_device_count() > 0)) return RDX_BACKEND_CPU;
+  rdx_info gi;
+  memset(&gi, 0, sizeof gi);
+  rdx_cuda_info(&gi);
+  if (gi.rt_cores && rdx_optix_built() && rdx_optix_usable()) return RDX_BACKEND_OPTIX;
+  return RDX_BACKEND_CUDA;
 }
 
 rdx_status rdx_context_create(const rdx_context_options *opts, rdx_context **out) {
@@ -141,7 +148,9 @@ rdx_status rdx_context_create(const rdx_context_options *opts, rdx_context **out
   ctx->backend = o.backend;
   if (o.backend == RDX_BACKEND_CUDA || o.backend == RDX_BACKEND_OPTIX) {
     rdx_status st = rdx_cuda_context_init(ctx);
+    if (st == RDX_OK && o.backend == RDX_BACKEND_OPTIX) st = rdx_optix_context_init(ctx);
     if (st != RDX_OK) {
+      rdx_cuda_context_fini(ctx);
       ctx->backend = RDX_BACKEND_CPU; /* a usable, honest state: the message says what failed */
       return st;
     }
@@ -155,6 +164,7 @@ void rdx_context_destroy(rdx_context *ctx) {
   while (ctx->n_live > 0) rdx_mem_free(ctx, ctx->live[ctx->n_live - 1].ptr);
   free(ctx->live);
   rdx_pool_destroy(ctx->pool);
+  rdx_optix_context_fini(ctx);
   rdx_cuda_context_fini(ctx);
   ctx->magic = RDX_DEAD_MAGIC;
   free(ctx);
@@ -215,6 +225,8 @@ rdx_status rdx_info_get(rdx_info *info) {
   info->cpu_threads = rdx_default_threads();
   read_cpu_name(info->cpu_name, sizeof info->cpu_name);
   if (info->cuda_built) rdx_cuda_info(info);
+  info->optix_built = rdx_optix_built() != 0;
+  info->optix_usable = info->optix_built && info->n_gpus > 0 && rdx_optix_usable() != 0;
   info->auto_backend = pick_auto();
   return RDX_OK;
 }

@@ -24,6 +24,12 @@ extern "C" {
 #else
 #define RDX_HD static inline
 #endif
+/* The same, for a large function called from several places that should exist once. */
+#if defined(__CUDACC__)
+#define RDX_HD_NOINLINE static __host__ __device__ __noinline__
+#else
+#define RDX_HD_NOINLINE static __attribute__((unused))
+#endif
 
 #define RDX_CONTEXT_MAGIC 0x52445843u /* "RDXC" */
 #define RDX_INDEX_MAGIC 0x52445849u   /* "RDXI" */
@@ -131,6 +137,12 @@ rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what);
 /* 1 when ptr is device memory (or managed), 0 when host, from cudaPointerGetAttributes. */
 int rdx_cuda_is_device_pointer(const void *ptr);
 void rdx_cuda_info(rdx_info *info);
+
+/* ---- OptiX glue (src/rt/optix/, stubs in src/rt/optix_stub.c) ---- */
+int rdx_optix_built(void);
+int rdx_optix_usable(void);
+rdx_status rdx_optix_context_init(rdx_context *ctx);
+void rdx_optix_context_fini(rdx_context *ctx);
 
 /* ---- time ---- */
 double rdx_now_ms(void);

@@ -47,6 +47,13 @@ rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys, rdx_array row_ids,
   if (o.bucket_size < 1 || o.bucket_size > 65536)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->bucket_size %d is not in [1, 65536]",
                     fn, o.bucket_size);
+  if (o.kind == RDX_KIND_RX || o.kind == RDX_KIND_CGRX) {
+    int known = RDX_BUILD_SORT_QUERIES | RDX_BUILD_RT_MORTON; /* queries are not sorted: ignored */
+    if (o.kind == RDX_KIND_CGRX) known |= RDX_BUILD_CGRX_NAIVE | RDX_BUILD_CGRX_DEFAULT_MAPPING;
+    if (o.flags & ~known)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->flags 0x%x has bits kind %s does not know (0x%x)", fn,
+                      (unsigned)o.flags, rdx_kind_name(o.kind), (unsigned)(o.flags & ~known));
+  }
   if (o.load_factor == 0.0) o.load_factor = 0.5;
   if (!(o.load_factor > 0.0 && o.load_factor <= 0.95))
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->load_factor %g is not in (0, 0.95]",

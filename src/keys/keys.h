@@ -108,6 +108,8 @@ rdx_status rdx_fill_u64_cuda(rdx_context *ctx, uint64_t *p, int64_t n, int all_o
 
 /* Ops tables, one per (kind, backend), listed in registry.c. */
 extern const rdx_key_ops rdx_scan_cpu_ops, rdx_sorted_cpu_ops, rdx_btree_cpu_ops, rdx_hash_cpu_ops;
+extern const rdx_key_ops rdx_rx_cpu_ops, rdx_cgrx_cpu_ops;
+extern const rdx_key_ops rdx_rx_cuda_ops, rdx_cgrx_cuda_ops, rdx_rx_optix_ops, rdx_cgrx_optix_ops;
 extern const rdx_key_ops rdx_scan_cuda_ops, rdx_sorted_cuda_ops, rdx_btree_cuda_ops,
     rdx_hash_cuda_ops;
 

@@ -1,6 +1,7 @@
 /*
  * registry.c: which ops table answers a (kind, backend) pair. Adding a kind touches its own
- * files and one line here. OptiX contexts run the non-ray-tracing kinds on their CUDA ops.
+ * files and one line here. OptiX contexts run the non-ray-tracing kinds on their CUDA ops, and
+ * rx and cgrx on their OptiX ops (a GAS and OptiX launches).
  */
 #include "keys/keys.h"
 
@@ -11,6 +12,8 @@ static const rdx_key_ops *const cpu_ops[] = {
     &rdx_sorted_cpu_ops,
     &rdx_btree_cpu_ops,
     &rdx_hash_cpu_ops,
+    &rdx_rx_cpu_ops,
+    &rdx_cgrx_cpu_ops,
     NULL,
 };
 #ifdef RDX_HAVE_CUDA
@@ -19,6 +22,15 @@ static const rdx_key_ops *const cuda_ops[] = {
     &rdx_sorted_cuda_ops,
     &rdx_btree_cuda_ops,
     &rdx_hash_cuda_ops,
+    &rdx_rx_cuda_ops,
+    &rdx_cgrx_cuda_ops,
+    NULL,
+};
+#endif
+#ifdef RDX_HAVE_OPTIX
+static const rdx_key_ops *const optix_ops[] = {
+    &rdx_rx_optix_ops,
+    &rdx_cgrx_optix_ops,
     NULL,
 };
 #endif
@@ -31,7 +43,12 @@ static const rdx_key_ops *find(const rdx_key_ops *const *list, rdx_kind kind) {
 
 const rdx_key_ops *rdx_keys_find_ops(rdx_kind kind, rdx_backend backend) {
   if (backend == RDX_BACKEND_CPU) return find(cpu_ops, kind);
+#ifdef RDX_HAVE_OPTIX
+  /* the ray-tracing kinds run on OptiX there, never on the soft BVH behind the caller's back */
+  if (backend == RDX_BACKEND_OPTIX && (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX)) return find(optix_ops, kind);
+#endif
 #ifdef RDX_HAVE_CUDA
+  if (backend == RDX_BACKEND_OPTIX && (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX)) return NULL;
   if (backend == RDX_BACKEND_CUDA || backend == RDX_BACKEND_OPTIX) return find(cuda_ops, kind);
 #endif
   return NULL;

@@ -1,0 +1,127 @@
+/*
+ * rt.h: the ray-tracing engine's internal API (DESIGN.md §4): scenes of triangles or of AABBs
+ * with a custom intersection, a BVH over them, and batched traversal in first-hit, closest-hit
+ * and all-hits modes, on three backends:
+ *   soft-CPU   raydex's LBVH (bvh.c) and the stack traversal of rt_hd.h, on the thread pool;
+ *   soft-CUDA  the same tree built on the GPU (bvh.cu) and the same traversal in kernels;
+ *   OptiX      a compacted GAS (src/rt/optix/), with programs that call the same RDX_HD logic.
+ * A scene is built for the context's backend: OPTIX contexts get a GAS, CUDA contexts a device
+ * BVH, CPU contexts a host BVH. Algorithms (src/keys/rx*, cgrx*) instantiate the traversal of
+ * rt_hd.h with their own hit programs; rdx_rt_trace is the generic entry with the three modes.
+ */
+#ifndef RDX_RT_H
+#define RDX_RT_H
+
+#include "rt/rt_hd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A soft BVH in host (CPU backend) or device (CUDA backend) memory, all through the account. */
+typedef struct rdx_bvh {
+  int kind;                 /* rdx_rt_prim_kind */
+  int64_t n_input;          /* primitives given, active or not */
+  int64_t n_prims;          /* active primitives in the tree */
+  int64_t n_nodes;          /* nodes (0 when n_prims == 0) */
+  rdx_bvh_node *nodes;      /* n_nodes, root first */
+  float *prims;             /* n_prims primitives in leaf order */
+  uint32_t *ids;            /* n_prims input indices in leaf order */
+  int coincident;           /* 1 when two active primitives have the same box (conservative:
+                               also 1 when a long run of equal codes was not checked) */
+  float lo[3], hi[3];       /* box of all active primitives (+inf/-inf when empty) */
+} rdx_bvh;
+
+/* Build options. */
+typedef struct rdx_bvh_options {
+  const uint64_t *codes;    /* optional sort codes, one per input primitive in the build's
+                               memory: used instead of Morton codes (must be spatially coherent) */
+} rdx_bvh_options;
+
+/* Build a BVH over n input primitives (9 floats per triangle, 6 per box) in the backend's memory.
+ * The input is only read; the tree keeps its own leaf-ordered copy. */
+rdx_status rdx_bvh_build_cpu(rdx_context *ctx, int kind, const float *prims, int64_t n,
+                             const rdx_bvh_options *opts, rdx_bvh *out);
+rdx_status rdx_bvh_build_cuda(rdx_context *ctx, int kind, const float *prims, int64_t n,
+                              const rdx_bvh_options *opts, rdx_bvh *out);
+void rdx_bvh_free(rdx_context *ctx, rdx_bvh *b);
+/* Step 2's frame, shared by both builders: per axis, the centroid box cb (lo x,y,z, hi x,y,z)
+ * onto [0, 2^21). */
+void rdx_bvh_code_frame(const float *cb, float *lo, float *scale);
+/* Bytes the tree holds. */
+int64_t rdx_bvh_bytes(const rdx_bvh *b);
+
+static inline rdx_bvh_view rdx_bvh_view_of(const rdx_bvh *b) {
+  rdx_bvh_view v;
+  v.nodes = b->nodes;
+  v.prims = b->prims;
+  v.ids = b->ids;
+  v.n_prims = b->n_prims;
+  v.kind = b->kind;
+  return v;
+}
+
+/* ---- scenes: a BVH or an OptiX GAS, whichever the context's backend uses ---- */
+
+typedef struct rdx_optix_gas rdx_optix_gas; /* src/rt/optix */
+
+typedef struct rdx_rt_scene {
+  int kind;                 /* rdx_rt_prim_kind */
+  rdx_backend backend;      /* CPU, CUDA or OPTIX */
+  int64_t n_input;
+  rdx_bvh bvh;              /* CPU and CUDA backends */
+  rdx_optix_gas *gas;       /* OPTIX backend */
+} rdx_rt_scene;
+
+/* Build a scene over n primitives in the backend's memory (host for cpu, device otherwise).
+ * Inactive primitives (a NaN coordinate) are skipped by every backend. */
+rdx_status rdx_rt_scene_build(rdx_context *ctx, int kind, const float *prims, int64_t n,
+                              const rdx_bvh_options *opts, rdx_rt_scene *out);
+void rdx_rt_scene_free(rdx_context *ctx, rdx_rt_scene *s);
+int64_t rdx_rt_scene_bytes(const rdx_rt_scene *s);
+
+/* Generic batched traversal modes. */
+typedef enum rdx_rt_mode {
+  RDX_RT_FIRST_HIT = 1,   /* any one hit; the ray ends there */
+  RDX_RT_CLOSEST_HIT = 2, /* the hit with the smallest t */
+  RDX_RT_ALL_HITS = 3     /* every hit */
+} rdx_rt_mode;
+
+/* Trace n rays (backend memory). FIRST/CLOSEST: hits[i] gets the hit or prim = RDX_RT_NO_HIT.
+ * ALL_HITS: counts[i] = the number of hits, and when ids is not NULL (with offsets, the exclusive
+ * prefix sum of counts, n + 1 entries) ids[offsets[i] ..] receives the hit primitives in
+ * ascending order. AABB scenes use the generic intersection (the ray's entry into the box). */
+rdx_status rdx_rt_trace(rdx_context *ctx, const rdx_rt_scene *s, const rdx_ray *rays, int64_t n,
+                        rdx_rt_mode mode, rdx_rt_hit *hits, uint64_t *counts,
+                        const uint64_t *offsets, uint32_t *ids);
+rdx_status rdx_rt_trace_cpu(rdx_context *ctx, const rdx_bvh *b, const rdx_ray *rays, int64_t n,
+                            rdx_rt_mode mode, rdx_rt_hit *hits, uint64_t *counts,
+                            const uint64_t *offsets, uint32_t *ids);
+rdx_status rdx_rt_trace_cuda(rdx_context *ctx, const rdx_bvh *b, const rdx_ray *rays, int64_t n,
+                             rdx_rt_mode mode, rdx_rt_hit *hits, uint64_t *counts,
+                             const uint64_t *offsets, uint32_t *ids);
+/* Sort each ray's all-hits ids ascending (device memory; CUDA builds only). */
+rdx_status rdx_rt_sort_ids_cuda(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint32_t *ids);
+
+/* ---- OptiX (src/rt/optix/; stubs in optix_stub.c when OptiX is not built) ---- */
+
+int rdx_optix_built(void);
+/* 1 when optixInit succeeds and a GPU is present (cached). */
+int rdx_optix_usable(void);
+/* Create / destroy the context's OptiX state (device context; pipelines made on first use). */
+rdx_status rdx_optix_context_init(rdx_context *ctx);
+void rdx_optix_context_fini(rdx_context *ctx);
+/* Build a compacted GAS over n primitives in device memory. */
+rdx_status rdx_optix_gas_build(rdx_context *ctx, int kind, const float *prims, int64_t n,
+                               rdx_optix_gas **out);
+void rdx_optix_gas_free(rdx_context *ctx, rdx_optix_gas *g);
+int64_t rdx_optix_gas_bytes(const rdx_optix_gas *g);
+/* The generic trace on a GAS (same contract as rdx_rt_trace). */
+rdx_status rdx_optix_trace(rdx_context *ctx, const rdx_optix_gas *g, const rdx_ray *rays, int64_t n,
+                           rdx_rt_mode mode, rdx_rt_hit *hits, uint64_t *counts,
+                           const uint64_t *offsets, uint32_t *ids);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDX_RT_H */
