@@ -9,10 +9,26 @@
 #define RDX_POINTS_CHECK_H
 
 #include <math.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "points_oracle.h"
 #include "spatial/spatial.h"
+
+/* A watchdog: a test that hangs (a stuck kernel would) dies after `seconds` instead of holding a
+ * lent GPU until CTest's timeout; the last case and seed say where. */
+static void pc_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "watchdog: the test ran out of time (stuck in a call?)\n";
+  ssize_t w = write(2, msg, sizeof msg - 1);
+  (void)w;
+  _exit(3);
+}
+static inline void pc_watchdog(unsigned seconds) {
+  signal(SIGALRM, pc_alarm);
+  alarm(seconds);
+}
 
 /* What is being checked (index kind, shape), printed with every mismatch. */
 static char pc_label[160] = "";

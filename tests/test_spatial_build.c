@@ -134,6 +134,7 @@ static void fixture(rdx_context *ctx) {
 
 int main(int argc, char **argv) {
   rdx_context *ctx = check_begin(argc, argv);
+  pc_watchdog(240);
   rdx_context_options co = RDX_CONTEXT_OPTIONS_INIT;
   co.backend = RDX_BACKEND_CPU;
   rdx_context *cpu = NULL;

@@ -67,6 +67,7 @@ static void morton(void) {
 
 int main(int argc, char **argv) {
   rdx_context *ctx = check_begin(argc, argv);
+  pc_watchdog(240);
   morton();
   int64_t held0 = 0;
   rdx_context_memory(ctx, &held0, NULL);

@@ -30,6 +30,7 @@ static rdx_points *build(rdx_context *ctx, const pset *p, rdx_points_kind kind, 
 
 int main(int argc, char **argv) {
   rdx_context *ctx = check_begin(argc, argv);
+  pc_watchdog(240);
   static const int64_t sizes[] = {0, 1, 2, 50, 3000, 12000};
   static const struct {
     int cap, qdepth, kdepth;

@@ -252,6 +252,7 @@ static uint64_t fingerprint(rdx_context *ctx, rdx_points *pts) {
 
 int main(int argc, char **argv) {
   rdx_context *ctx = check_begin(argc, argv);
+  pc_watchdog(240);
   static const double box[4] = {-60, 0, 160, 80};
   int64_t seen[2][6]; /* per kind family: splits, merges, relocated, new leaves, in place, left leaf */
   memset(seen, 0, sizeof seen);

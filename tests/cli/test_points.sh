@@ -6,15 +6,17 @@
 # line on stderr. The reference is a few lines of Python (standard library only) when python3 is
 # present, and the CPU backend's k-d tree otherwise. Usage: test_points.sh RAYDEX BACKEND
 set -u
-rdx=$1 backend=$2
+rdx_bin=$1 backend=$2
+# every run under a time limit, so a stuck run cannot hold a lent GPU until CTest's timeout
+rdx() { if command -v timeout >/dev/null; then timeout 120 "$rdx_bin" "$@"; else "$rdx_bin" "$@"; fi; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-"$rdx" gen points --n 10 --seed 1 --out "$tmp/probe.npy" || { echo "FAIL: gen points"; exit 1; }
-"$rdx" gen point-queries --points "$tmp/probe.npy" --type window --n 3 --out "$tmp/probe_w.npy"
-if ! "$rdx" points --index quadtree --backend "$backend" --points "$tmp/probe.npy" --window "$tmp/probe_w.npy" \
+rdx gen points --n 10 --seed 1 --out "$tmp/probe.npy" || { echo "FAIL: gen points"; exit 1; }
+rdx gen point-queries --points "$tmp/probe.npy" --type window --n 3 --out "$tmp/probe_w.npy"
+if ! rdx points --index quadtree --backend "$backend" --points "$tmp/probe.npy" --window "$tmp/probe_w.npy" \
      --out "$tmp/o.npy" --counts-out "$tmp/c.npy" 2>"$tmp/err"; then
   if grep -q "cannot run here" "$tmp/err"; then echo "skipped: no GPU ($(cat "$tmp/err"))"; exit 77; fi
   bad "probe: $(cat "$tmp/err")"
@@ -83,7 +85,7 @@ reference() { # reference TYPE P Q K OUT CNT
     "$py" "$tmp/ref.py" brute "$2" "$1" "$3" "$4" "$5" "$6"
   else
     local qopt="--$1 $3"; [ "$1" = knn ] && qopt="$qopt --k $4"
-    "$rdx" points --index kdtree --backend cpu --points "$2" $qopt --out "$5" --counts-out "$6"
+    rdx points --index kdtree --backend cpu --points "$2" $qopt --out "$5" --counts-out "$6"
   fi
 }
 [ -n "$py" ] || echo "note: no python3; the reference is the CPU backend's k-d tree"
@@ -91,13 +93,13 @@ reference() { # reference TYPE P Q K OUT CNT
 # ---- answers: three distributions, f32 and f64, every index and query type ----
 for dist in uniform clustered taxi; do
   for dt in f64 f32; do
-    "$rdx" gen points --n 1500 --dist $dist --dtype $dt --seed 11 --out "$tmp/p.npy" || bad "gen points $dist"
+    rdx gen points --n 1500 --dist $dist --dtype $dt --seed 11 --out "$tmp/p.npy" || bad "gen points $dist"
     for qt in match window within knn; do
-      "$rdx" gen point-queries --points "$tmp/p.npy" --type $qt --n 60 --seed 12 --out "$tmp/q.npy" || bad "gen queries"
+      rdx gen point-queries --points "$tmp/p.npy" --type $qt --n 60 --seed 12 --out "$tmp/q.npy" || bad "gen queries"
       k=0; kopt=""; [ $qt = knn ] && { k=7; kopt="--k 7"; }
       reference $qt "$tmp/p.npy" "$tmp/q.npy" $k "$tmp/ref.npy" "$tmp/refc.npy" || bad "reference $qt"
       for idx in "quadtree --build bottomup" "quadtree --build topdown" "kdtree"; do
-        "$rdx" points --index $idx --backend "$backend" --points "$tmp/p.npy" --$qt "$tmp/q.npy" $kopt \
+        rdx points --index $idx --backend "$backend" --points "$tmp/p.npy" --$qt "$tmp/q.npy" $kopt \
           --out "$tmp/o.npy" --counts-out "$tmp/c.npy" --leaf-capacity 8 2>"$tmp/err" || bad "$dist $dt $idx $qt: $(cat "$tmp/err")"
         cmp -s "$tmp/o.npy" "$tmp/ref.npy" && cmp -s "$tmp/c.npy" "$tmp/refc.npy" || bad "$dist $dt $idx $qt differs from the reference"
       done
@@ -112,7 +114,7 @@ if [ -n "$py" ]; then
     local name=$1 idx=$2 qt=$3 p=$4 q=$5 k=${6:-0} kopt=""
     [ $qt = knn ] && kopt="--k $k"
     reference $qt "$p" "$q" $k "$tmp/ref.npy" "$tmp/refc.npy"
-    "$rdx" points --index $idx --backend "$backend" --points "$p" --$qt "$q" $kopt --out "$tmp/o.npy" \
+    rdx points --index $idx --backend "$backend" --points "$p" --$qt "$q" $kopt --out "$tmp/o.npy" \
       --counts-out "$tmp/c.npy" --leaf-capacity 2 2>"$tmp/err" || bad "$name ($idx): $(cat "$tmp/err")"
     cmp -s "$tmp/o.npy" "$tmp/ref.npy" && cmp -s "$tmp/c.npy" "$tmp/refc.npy" || bad "$name ($idx) differs from the reference"
   }
@@ -149,7 +151,7 @@ if [ -n "$py" ]; then
   # ---- bad input: exit 2 and one line on stderr ----
   expect2() {
     local what=$1; shift
-    "$rdx" "$@" >/dev/null 2>"$tmp/err"
+    rdx "$@" >/dev/null 2>"$tmp/err"
     local rc=$?
     [ $rc -eq 2 ] || bad "$what: exit $rc, wanted 2 ($(cat "$tmp/err"))"
     [ "$(wc -l < "$tmp/err")" -eq 1 ] || bad "$what: stderr has $(wc -l < "$tmp/err") lines: $(cat "$tmp/err")"
@@ -188,7 +190,7 @@ if [ -n "$py" ]; then
   expect2 "garbage file" "${base[@]}" --index quadtree --points "$tmp/garbage.npy" --window "$W"
   expect2 "missing --out" points --backend "$backend" --counts-out "$tmp/c.npy" --index quadtree --points "$P" --window "$W"
   # the box's edge is inside
-  "$rdx" "${base[@]}" --index quadtree --points "$P" --window "$W" --box 0,0,7,7 || bad "a point on the box edge was refused"
+  rdx "${base[@]}" --index quadtree --points "$P" --window "$W" --box 0,0,7,7 || bad "a point on the box edge was refused"
 else
   echo "note: no python3; crafted edge cases and bad-input files skipped"
 fi
