@@ -60,7 +60,9 @@ bench() { # bench <csv-name> <args...>: append rows (header once) to $OUT/csv/<n
   local f=$OUT/csv/$name.csv hdr=--header
   [ -s "$f" ] && hdr=
   echo "\$ raydex $* $hdr" >> "$OUT/logs/commands.txt"
-  "$RDX" "$@" $hdr >> "$f" 2>> "$OUT/logs/bench-stderr.log" || log "bench $name FAILED: raydex $*"
+  # BENCH_TIMEOUT (seconds), when set, bounds the call
+  ${BENCH_TIMEOUT:+timeout $BENCH_TIMEOUT} "$RDX" "$@" $hdr >> "$f" 2>> "$OUT/logs/bench-stderr.log" ||
+    log "bench $name FAILED: raydex $*"
 }
 
 if has keys-point; then
@@ -111,4 +113,4 @@ fi
 echo "$gpu" > "$OUT/logs/gpu-name.txt"
 tar -czf "$OUT/results.tar.gz" -C "$OUT" logs csv
 log "results in \$OUT/results.tar.gz"
-for f in "$OUT"/csv/*.csv; do [ -f "$f" ] && { echo "== $(basename "$f")"; cut -d, -f3-5,9,10,11,16-18,21,23 "$f" | column -t -s, | head -40; }; done
+for f in "$OUT"/csv/*.csv; do [ -f "$f" ] && { echo "== $(basename "$f")"; head -40 "$f"; }; done

@@ -29,47 +29,62 @@ RT_LOOKUPS=${RT_LOOKUPS:-2^27}
 RT_REPS=${RT_REPS:-3}
 RT_BUCKETS=${RT_BUCKETS:-4,16,32,256}
 RT_CHECK_ALL=${RT_CHECK_ALL:-none}
+RT_BUDGET=${RT_BUDGET:-420}   # seconds: no new experiment starts after this
+RT_CALL_LIMIT=${RT_CALL_LIMIT:-150}
 rt_t0=$(date +%s)
 rt_log() { log "rt: $* ($(( $(date +%s) - rt_t0 )) s)"; }
-rt_run() { # rt_run <csv> <check> <bench args...>
-  local csv=$1 chk=$2
-  shift 2
-  bench "$csv" bench keys --n "$RT_N" --reps "$RT_REPS" --check "$chk" "$@"
+rt_time_left() { [ $(( $(date +%s) - rt_t0 )) -lt "$RT_BUDGET" ]; }
+# One backend per call, each under a time limit, so a failing or slow combination loses only
+# its own rows (a call that fails is logged in the summary by bench()).
+rt_run() { # rt_run <csv> <check> <backend> <bench args...>
+  local csv=$1 chk=$2 be=$3
+  shift 3
+  rt_time_left || { rt_log "skipped (budget): $csv $be $*"; return; }
+  BENCH_TIMEOUT=$RT_CALL_LIMIT bench "$csv" bench keys --n "$RT_N" --reps "$RT_REPS" --check "$chk" --backend "$be" "$@"
 }
 
-# (a) throughput against memory
-for cfg in "u32 100 sample" "u32 0 $RT_CHECK_ALL" "u32 20 $RT_CHECK_ALL" "u32 50 $RT_CHECK_ALL" \
-           "u64 100 sample" "u64 0 $RT_CHECK_ALL"; do
-  read -r rt_dt rt_u rt_chk <<< "$cfg"
-  rt_run rt_memory "$rt_chk" --backend cuda,optix --kind rx,cgrx,sorted,btree,hash --bucket-size "$RT_BUCKETS" \
-    --dtype "$rt_dt" --dist sparse --uniformity "$rt_u" --lookups "$RT_LOOKUPS"
-  rt_log "(a) $rt_dt uniformity $rt_u %"
+# cgrx on OptiX, diagnosed on a small set: each representation and mapping on its own
+# (flags: 16 naive markers, 32 the default (unscaled) mapping), answers checked.
+for f in 0 16 32 48; do
+  RT_N=2^16 rt_run rt_optix_cgrx sample optix --kind cgrx --rt-flags $f --dtype u32 --dist uniform --lookups 2^16
 done
+rt_log "cgrx on optix, flag variants"
 
-# (b) range lookups
-rt_widths=1,16,256,4096,65536,1048576
-rt_run rt_range sample --backend cuda,optix --kind rx,cgrx,sorted,btree --bucket-size 32,256 --dtype u32 \
-  --dist dense --op range --width $rt_widths --lookups 2^16 --max-results 2^26
-rt_run rt_range_count "$RT_CHECK_ALL" --backend cuda,optix --kind rx,cgrx,sorted --bucket-size 32 --dtype u32 \
-  --dist dense --op range-count --width $rt_widths --lookups 2^16 --max-results 2^26
+# (a) throughput against memory: the targets (2^26 and 2^24 keys, u32, uniform) first
+rt_run rt_memory sample cuda --kind rx,cgrx,sorted,btree,hash --bucket-size "$RT_BUCKETS" --dtype u32 \
+  --dist sparse --uniformity 100 --lookups "$RT_LOOKUPS"
+rt_run rt_memory "$RT_CHECK_ALL" optix --kind rx --dtype u32 --dist sparse --uniformity 100 --lookups "$RT_LOOKUPS"
+rt_run rt_memory "$RT_CHECK_ALL" optix --kind cgrx --bucket-size 32 --dtype u32 --dist sparse --uniformity 100 --lookups "$RT_LOOKUPS"
+RT_N=2^24 rt_run rt_memory sample cuda --kind rx,cgrx,sorted --bucket-size 32 --dtype u32 --dist sparse --uniformity 100 \
+  --lookups "$RT_LOOKUPS"
+rt_log "(a) u32 uniform, 2^26 and 2^24"
+
+# (b) range lookups: 1 .. 2^16 hits per lookup over dense keys, 2^16 lookups
+rt_widths=1,16,256,4096,65536
+rt_run rt_range sample cuda --kind rx,cgrx,sorted --bucket-size 32 --dtype u32 --dist dense --op range,range-count \
+  --width $rt_widths --lookups 2^16 --max-results 2^26
 rt_log "(b) ranges"
 
-# (c) batch sizes
-rt_run rt_batch "$RT_CHECK_ALL" --backend cuda,optix --kind rx,cgrx,sorted --dtype u32 --dist uniform --lookups 2^22 \
-  --batch 2^9,2^12,2^15,2^18,2^21,2^22
-rt_log "(c) batches"
-
-# (d) hit ratio, misses inside and outside the key range (one CSV each: rows carry no miss column)
-rt_run rt_hits_inside sample --backend cuda,optix --kind rx,cgrx,sorted,hash --dtype u32 --dist uniform \
+# (e) Zipf-skewed lookups and (d) hit ratios, misses inside and outside
+rt_run rt_zipf "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted,hash --dtype u32 --dist uniform --lookups "$RT_LOOKUPS" \
+  --zipf 0,1,2,5
+rt_log "(e) zipf"
+rt_run rt_hits_inside "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted,hash --dtype u32 --dist uniform \
   --lookups "$RT_LOOKUPS" --hit-ratio 0,0.5,1 --miss inside
-rt_run rt_hits_outside "$RT_CHECK_ALL" --backend cuda,optix --kind rx,cgrx,sorted,hash --dtype u32 --dist uniform \
+rt_run rt_hits_outside "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted,hash --dtype u32 --dist uniform \
   --lookups "$RT_LOOKUPS" --hit-ratio 0,0.5,1 --miss outside
 rt_log "(d) hit ratio"
 
-# (e) Zipf-skewed lookups
-rt_run rt_zipf sample --backend cuda,optix --kind rx,cgrx,sorted,hash --dtype u32 --dist uniform \
-  --lookups "$RT_LOOKUPS" --zipf 0,1,2,5
-rt_log "(e) zipf"
+# (a) the other uniformities and u64, (c) batch sizes: as time allows
+for cfg in "u32 0" "u32 20" "u32 50" "u64 100" "u64 0"; do
+  read -r rt_dt rt_u <<< "$cfg"
+  rt_run rt_memory "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted,btree,hash --bucket-size "$RT_BUCKETS" \
+    --dtype "$rt_dt" --dist sparse --uniformity "$rt_u" --lookups "$RT_LOOKUPS"
+  rt_log "(a) $rt_dt uniformity $rt_u %"
+done
+rt_run rt_batch "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted --dtype u32 --dist uniform --lookups 2^22 \
+  --batch 2^9,2^12,2^15,2^18,2^21,2^22
+rt_log "(c) batches"
 
 python3 bench/plot_rt.py "$OUT/csv" "$OUT/csv" > "$OUT/logs/plot_rt.log" 2>&1 || log "rt: plot failed (logs/plot_rt.log)"
 log "rt: $(grep -c . "$OUT/csv/rt_summary.txt" 2>/dev/null) summary lines in csv/rt_summary.txt"
