@@ -176,29 +176,64 @@ void rdx_entries_free(rdx_context *ctx, rdx_entries *e) {
 
 /* ---- CSR helpers on the CPU ---- */
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
-
+/* Each query's rows, sorted ascending. Small segments by insertion sort; larger ones by an LSD
+ * radix sort over the bytes that vary within the segment (row ids below 2^32 take four passes)
+ * in a per-thread scratch buffer. qsort with its comparator callback managed 15 M rows/s on
+ * segments of 65536 on a 2-core Xeon (2026-11-22); the radix passes stream instead. */
 typedef struct csr_job {
   const uint64_t *offsets;
   uint64_t *rows;
   int64_t n, chunk;
+  uint64_t *scratch;      /* n_threads * max_len */
+  uint64_t max_len;
 } csr_job;
+
+static void sort_segment(uint64_t *a, uint64_t len, uint64_t *tmp) {
+  if (len <= 32) {
+    for (uint64_t i = 1; i < len; i++) {
+      uint64_t v = a[i], k = i;
+      while (k > 0 && a[k - 1] > v) a[k] = a[k - 1], k--;
+      a[k] = v;
+    }
+    return;
+  }
+  uint64_t any = 0, all = ~(uint64_t)0;
+  for (uint64_t i = 0; i < len; i++) any |= a[i], all &= a[i];
+  uint64_t varies = any ^ all; /* bits that are not the same in every row */
+  uint64_t *src = a, *dst = tmp;
+  for (int shift = 0; shift < 64; shift += 8) {
+    if (((varies >> shift) & 255) == 0) continue;
+    uint64_t count[257] = {0};
+    for (uint64_t i = 0; i < len; i++) count[((src[i] >> shift) & 255) + 1]++;
+    for (int d = 0; d < 256; d++) count[d + 1] += count[d];
+    for (uint64_t i = 0; i < len; i++) dst[count[(src[i] >> shift) & 255]++] = src[i];
+    uint64_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a) memcpy(a, src, len * 8);
+}
 
 static void csr_sort_task(void *arg, int64_t t, int thread) {
   csr_job *j = (csr_job *)arg;
   int64_t lo = t * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
+  uint64_t *tmp = j->scratch + (uint64_t)thread * j->max_len;
   for (int64_t q = lo; q < hi; q++) {
     uint64_t b = j->offsets[q], e = j->offsets[q + 1];
-    if (e - b > 1) qsort(j->rows + b, (size_t)(e - b), 8, cmp_u64);
+    if (e - b > 1) sort_segment(j->rows + b, e - b, tmp);
   }
 }
 
 rdx_status rdx_csr_sort_cpu(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows) {
-  csr_job j = {offsets, rows, n, 256};
-  return rdx_parallel_for(ctx, (n + j.chunk - 1) / j.chunk, csr_sort_task, &j);
+  csr_job j = {offsets, rows, n, 64, NULL, 0};
+  for (int64_t q = 0; q < n; q++)
+    if (offsets[q + 1] - offsets[q] > j.max_len) j.max_len = offsets[q + 1] - offsets[q];
+  if (j.max_len <= 32) j.max_len = 0; /* insertion sort only: no scratch */
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_index_range_fill: sort scratch", (void **)&j.scratch,
+                          (size_t)j.max_len * 8 * (size_t)ctx->n_threads, RDX_HOST));
+  rdx_status st = rdx_parallel_for(ctx, (n + j.chunk - 1) / j.chunk, csr_sort_task, &j);
+  rdx_mem_free(ctx, j.scratch);
+  return st;
 }
 
 rdx_status rdx_scan_counts_cpu(rdx_context *ctx, const uint64_t *counts, int64_t n,
