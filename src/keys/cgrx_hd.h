@@ -225,6 +225,11 @@ RDX_HD rdx_ray rdx_cgrx_ray(const rdx_cgrx_params *P, int axis, double x, double
 }
 
 /* Error results of a lookup that cannot happen in a correct scene (reported as internal errors). */
+/* Rays end this many steps past the last cell of their axis, where no triangle lies. Ending
+ * them at the last cell's far edge (+0.5) left a moved representative at x_max half a step
+ * before tmax: at t near 2^23 that is one float ulp, and OptiX on an H200 (software traversal)
+ * rounded such hits past tmax and missed them (2026-11-22, dense key sets, optimized scenes). */
+#define RDX_CGRX_RAY_END 8.0
 #define RDX_CGRX_MISS (-1)
 #define RDX_CGRX_BROKEN (-2)
 
@@ -242,32 +247,32 @@ RDX_HD rdx_ray rdx_cgrx_ray(const rdx_cgrx_params *P, int axis, double x, double
     *n_rays = 0;                                                                                  \
     if (k > P->max_key) return RDX_CGRX_MISS;                                                     \
     if (k <= P->min_rep) return 0;                                                                \
-    const double X = RDX_CGRX_XMAX, Y = RDX_CGRX_YMAX, Z = RDX_CGRX_ZMAX;                         \
+    const double X = RDX_CGRX_XMAX, Y = RDX_CGRX_YMAX, Z = RDX_CGRX_ZMAX, E = RDX_CGRX_RAY_END;  \
     const double kx = rdx_cgrx_x(k), ky = rdx_cgrx_y(k), kz = rdx_cgrx_z(k);                      \
     const int nv = P->naive;                                                                      \
     rdx_rt_hit h;                                                                                 \
-    rdx_ray r = rdx_cgrx_ray(P, 0, kx - 0.5, ky, kz, X + 0.5); /* X1: k's row */                  \
+    rdx_ray r = rdx_cgrx_ray(P, 0, kx - 0.5, ky, kz, X + E); /* X1: k's row */                  \
     CAST(c, &r, &h);                                                                              \
     ++*n_rays;                                                                                    \
     if (h.prim != RDX_RT_NO_HIT) return rdx_cgrx_remap(P, h.prim);                                \
     if (!P->ml) return RDX_CGRX_BROKEN;                                                           \
     uint32_t yy, zz;                                                                              \
     /* Y1: the next populated row of k's plane (row markers at x = -1, or row ends at x_max) */  \
-    r = rdx_cgrx_ray(P, 1, nv ? -1.0 : X, ky + 0.5, kz, Y + 0.5);                                 \
+    r = rdx_cgrx_ray(P, 1, nv ? -1.0 : X, ky + 0.5, kz, Y + E);                                 \
     CAST(c, &r, &h);                                                                              \
     ++*n_rays;                                                                                    \
     double zrow = kz;                                                                             \
     if (h.prim == RDX_RT_NO_HIT) {                                                                \
       if (!P->mp) return RDX_CGRX_BROKEN;                                                         \
       /* Z1: the next populated plane (plane markers at (-1, -1), or ends at (x_max, y_max)) */   \
-      r = rdx_cgrx_ray(P, 2, nv ? -1.0 : X, nv ? -1.0 : Y, kz + 0.5, Z + 0.5);                    \
+      r = rdx_cgrx_ray(P, 2, nv ? -1.0 : X, nv ? -1.0 : Y, kz + 0.5, Z + E);                    \
       CAST(c, &r, &h);                                                                            \
       ++*n_rays;                                                                                  \
       if (h.prim == RDX_RT_NO_HIT) return RDX_CGRX_BROKEN;                                        \
       rdx_cgrx_slot_cell(P, h.prim, &yy, &zz);                                                    \
       zrow = zz;                                                                                  \
       /* Y2: the first populated row of that plane */                                             \
-      r = rdx_cgrx_ray(P, 1, nv ? -1.0 : X, -0.5, zrow, Y + 0.5);                                 \
+      r = rdx_cgrx_ray(P, 1, nv ? -1.0 : X, -0.5, zrow, Y + E);                                 \
       CAST(c, &r, &h);                                                                            \
       ++*n_rays;                                                                                  \
       if (h.prim == RDX_RT_NO_HIT) return RDX_CGRX_BROKEN;                                        \
@@ -276,7 +281,7 @@ RDX_HD rdx_ray rdx_cgrx_ray(const rdx_cgrx_params *P, int axis, double x, double
     if (!nv && !h.front) return rdx_cgrx_remap(P, h.prim);                                        \
     rdx_cgrx_slot_cell(P, h.prim, &yy, &zz);                                                      \
     /* X2 / X3: the first triangle of that row */                                                 \
-    r = rdx_cgrx_ray(P, 0, -0.5, yy, zrow, X + 0.5);                                              \
+    r = rdx_cgrx_ray(P, 0, -0.5, yy, zrow, X + E);                                              \
     CAST(c, &r, &h);                                                                              \
     ++*n_rays;                                                                                    \
     if (h.prim == RDX_RT_NO_HIT) return RDX_CGRX_BROKEN;                                          \
