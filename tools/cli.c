@@ -163,3 +163,45 @@ rdx_context *cli_context(rdx_backend b) {
   if (n_opened < (int)(sizeof opened / sizeof opened[0])) opened[n_opened++] = ctx;
   return ctx;
 }
+
+void cli_must(rdx_context *ctx, rdx_status st, const char *what) {
+  if (st != RDX_OK) cli_die_status(ctx, st, what);
+}
+
+int cli_is_gpu(const rdx_context *ctx) { return rdx_context_backend(ctx) != RDX_BACKEND_CPU; }
+
+rdx_array cli_place(rdx_context *ctx, rdx_array h) {
+  if (!cli_is_gpu(ctx)) return h;
+  size_t bytes = (size_t)h.count * (size_t)h.columns * rdx_dtype_size(h.dtype);
+  void *d = NULL;
+  cli_must(ctx, rdx_malloc(ctx, &d, bytes ? bytes : 1, RDX_DEVICE), "device input");
+  cli_must(ctx, rdx_copy(ctx, d, RDX_DEVICE, h.data, RDX_HOST, bytes), "device input");
+  rdx_array a = h;
+  a.data = d;
+  a.where = RDX_DEVICE;
+  return a;
+}
+
+void cli_unplace(rdx_context *ctx, rdx_array a) {
+  if (a.where == RDX_DEVICE) rdx_free(ctx, a.data, RDX_DEVICE);
+}
+
+rdx_array cli_read_npy(rdx_context *ctx, const char *opt, const char *path, int *ndim) {
+  rdx_array a;
+  rdx_status st = rdx_npy_read(ctx, path, &a, ndim);
+  if (st != RDX_OK) {
+    char what[64];
+    snprintf(what, sizeof what, "--%s", opt);
+    cli_die_status(ctx, st, what);
+  }
+  return a;
+}
+
+void cli_write_npy(rdx_context *ctx, const char *opt, const char *path, rdx_array a) {
+  rdx_status st = rdx_npy_write(ctx, path, a, 1);
+  if (st != RDX_OK) {
+    char what[64];
+    snprintf(what, sizeof what, "--%s", opt);
+    cli_die_status(ctx, st, what);
+  }
+}

@@ -50,6 +50,16 @@ rdx_context *cli_context(rdx_backend b);
 /* Destroy a context from cli_context (also done for all of them at exit). */
 void cli_context_close(rdx_context *ctx);
 
+/* Exit through cli_die_status unless st is RDX_OK. */
+void cli_must(rdx_context *ctx, rdx_status st, const char *what);
+int cli_is_gpu(const rdx_context *ctx);
+/* A device copy of a host array for GPU contexts (the array itself on the CPU), and its release. */
+rdx_array cli_place(rdx_context *ctx, rdx_array h);
+void cli_unplace(rdx_context *ctx, rdx_array a);
+/* Read or write (1-D) a .npy file named by option --opt, exiting with its message on failure. */
+rdx_array cli_read_npy(rdx_context *ctx, const char *opt, const char *path, int *ndim);
+void cli_write_npy(rdx_context *ctx, const char *opt, const char *path, rdx_array a);
+
 int cmd_info(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_keys(int argc, char **argv);

@@ -67,26 +67,6 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static void must(rdx_context *ctx, rdx_status st, const char *what) {
-  if (st != RDX_OK) cli_die_status(ctx, st, what);
-}
-
-/* A copy of a host array where the context computes. */
-static rdx_array place(rdx_context *ctx, rdx_array h) {
-  if (!(rdx_context_backend(ctx) == RDX_BACKEND_CUDA || rdx_context_backend(ctx) == RDX_BACKEND_OPTIX)) return h;
-  size_t bytes = (size_t)h.count * (size_t)h.columns * rdx_dtype_size(h.dtype);
-  void *d = NULL;
-  must(ctx, rdx_malloc(ctx, &d, bytes, RDX_DEVICE), "device input");
-  must(ctx, rdx_copy(ctx, d, RDX_DEVICE, h.data, RDX_HOST, bytes), "device input");
-  rdx_array a = h;
-  a.data = d;
-  a.where = RDX_DEVICE;
-  return a;
-}
-static void unplace(rdx_context *ctx, rdx_array a) {
-  if (a.where == RDX_DEVICE) rdx_free(ctx, a.data, RDX_DEVICE);
-}
-
 /* A comma-separated option value, split into at most 32 entries. */
 typedef struct list_t {
   int n;
@@ -121,20 +101,20 @@ static double query_pass(rdx_context *ctx, const rdx_index *idx, const bench_cfg
     if (c->op == OP_POINT) {
       ob.data = (uint64_t *)out.data + b;
       ob.count = len;
-      must(ctx, rdx_index_lookup(ctx, idx, qb, ob), "lookup");
+      cli_must(ctx, rdx_index_lookup(ctx, idx, qb, ob), "lookup");
     } else if (c->op == OP_RANGE_COUNT) {
-      must(ctx, rdx_index_range_count(ctx, idx, qb, cb), "range count");
+      cli_must(ctx, rdx_index_range_count(ctx, idx, qb, cb), "range count");
     } else {
       /* count, scan, fill: the two-phase protocol as a caller runs it */
       rdx_array offb = offsets;
       offb.count = len + 1;
       uint64_t t = 0;
-      must(ctx, c->op == OP_RANGE ? rdx_index_range_count(ctx, idx, qb, cb) : rdx_index_lookup_count(ctx, idx, qb, cb),
+      cli_must(ctx, c->op == OP_RANGE ? rdx_index_range_count(ctx, idx, qb, cb) : rdx_index_lookup_count(ctx, idx, qb, cb),
            "count");
-      must(ctx, rdx_counts_to_offsets(ctx, cb, offb, &t), "scan");
+      cli_must(ctx, rdx_counts_to_offsets(ctx, cb, offb, &t), "scan");
       if (t > (uint64_t)out.count) cli_die(CLI_EXIT_FAILURE, "result of %llu rows exceeds the buffer", (unsigned long long)t);
       ob.count = (int64_t)t;
-      must(ctx, c->op == OP_RANGE ? rdx_index_range_fill(ctx, idx, qb, offb, ob) : rdx_index_lookup_fill(ctx, idx, qb, offb, ob),
+      cli_must(ctx, c->op == OP_RANGE ? rdx_index_range_fill(ctx, idx, qb, offb, ob) : rdx_index_lookup_fill(ctx, idx, qb, offb, ob),
            "fill");
       *total += t;
     }
@@ -171,8 +151,8 @@ static uint64_t *reference_rows(rdx_array keys_h, rdx_array q_h) {
   rdx_build_options so = RDX_BUILD_OPTIONS_INIT;
   uint64_t *rows = (uint64_t *)malloc((size_t)(q_h.count ? q_h.count : 1) * 8);
   if (!rows) cli_die(CLI_EXIT_FAILURE, "out of memory");
-  must(cpu, rdx_index_build(cpu, keys_h, rdx_no_array(), &so, &ref), "reference build");
-  must(cpu, rdx_index_lookup(cpu, ref, q_h, rdx_host_array(rows, q_h.count, RDX_U64)), "reference lookup");
+  cli_must(cpu, rdx_index_build(cpu, keys_h, rdx_no_array(), &so, &ref), "reference build");
+  cli_must(cpu, rdx_index_lookup(cpu, ref, q_h, rdx_host_array(rows, q_h.count, RDX_U64)), "reference lookup");
   rdx_index_destroy(ref);
   cli_context_close(cpu);
   return rows;
@@ -181,7 +161,7 @@ static uint64_t *reference_rows(rdx_array keys_h, rdx_array q_h) {
 static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, rdx_array keys_h, rdx_array q_h,
                       int header) {
   rdx_context *ctx = cli_context(c->backend);
-  rdx_array keys = place(ctx, keys_h), q = place(ctx, q_h);
+  rdx_array keys = cli_place(ctx, keys_h), q = cli_place(ctx, q_h);
   rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
   bo.kind = kind;
   bo.bucket_size = c->bucket;
@@ -199,17 +179,17 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
       fprintf(stderr, "raydex bench: skipping %s on %s: %s\n", rdx_kind_name(kind), rdx_backend_name(c->backend),
               rdx_context_message(ctx));
       free(t);
-      unplace(ctx, keys);
-      unplace(ctx, q);
+      cli_unplace(ctx, keys);
+      cli_unplace(ctx, q);
       cli_context_close(ctx);
       return;
     }
-    must(ctx, st, "build");
+    cli_must(ctx, st, "build");
     if (r >= 0) t[r] = ms;
   }
   double build_ms = median(t, c->reps);
   int64_t resident = 0, peak = 0;
-  must(ctx, rdx_index_bytes(ctx, idx, &resident, &peak), "bytes");
+  cli_must(ctx, rdx_index_bytes(ctx, idx, &resident, &peak), "bytes");
 
   /* outputs where the backend computes */
   rdx_location loc = keys.where;
@@ -218,7 +198,7 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
   if (c->op == OP_ALL || c->op == OP_RANGE) {
     /* size the row buffer from one counting pass: the largest batch's result */
     rdx_result *res = NULL;
-    must(ctx, c->op == OP_RANGE ? rdx_index_range_alloc(ctx, idx, q_h, &res) : rdx_index_lookup_alloc(ctx, idx, q_h, &res),
+    cli_must(ctx, c->op == OP_RANGE ? rdx_index_range_alloc(ctx, idx, q_h, &res) : rdx_index_lookup_alloc(ctx, idx, q_h, &res),
          "sizing");
     uint64_t maxb = 0;
     for (int64_t b = 0; b < m; b += c->batch) {
@@ -230,9 +210,9 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
     rdx_result_free(ctx, res);
   }
   void *out_p = NULL, *cnt_p = NULL, *off_p = NULL;
-  must(ctx, rdx_malloc(ctx, &out_p, (size_t)(cap ? cap : 1) * 8, loc), "output");
-  must(ctx, rdx_malloc(ctx, &cnt_p, (size_t)(m ? m : 1) * 8, loc), "counts");
-  must(ctx, rdx_malloc(ctx, &off_p, (size_t)((c->batch < m ? c->batch : m) + 1) * 8, loc), "offsets");
+  cli_must(ctx, rdx_malloc(ctx, &out_p, (size_t)(cap ? cap : 1) * 8, loc), "output");
+  cli_must(ctx, rdx_malloc(ctx, &cnt_p, (size_t)(m ? m : 1) * 8, loc), "counts");
+  cli_must(ctx, rdx_malloc(ctx, &off_p, (size_t)((c->batch < m ? c->batch : m) + 1) * 8, loc), "offsets");
   rdx_array out = rdx_host_array(out_p, cap, RDX_U64), counts = rdx_host_array(cnt_p, m, RDX_U64),
             offsets = rdx_host_array(off_p, (c->batch < m ? c->batch : m) + 1, RDX_U64);
   out.where = counts.where = offsets.where = loc;
@@ -249,9 +229,9 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
     uint64_t *rows_h = NULL, *cnt_h = (uint64_t *)malloc((size_t)(m ? m : 1) * 8);
     if (c->op == OP_POINT) {
       rows_h = (uint64_t *)malloc((size_t)(m ? m : 1) * 8);
-      must(ctx, rdx_copy(ctx, rows_h, RDX_HOST, out_p, loc, (size_t)m * 8), "copy back");
+      cli_must(ctx, rdx_copy(ctx, rows_h, RDX_HOST, out_p, loc, (size_t)m * 8), "copy back");
     } else {
-      must(ctx, rdx_copy(ctx, cnt_h, RDX_HOST, cnt_p, loc, (size_t)m * 8), "copy back");
+      cli_must(ctx, rdx_copy(ctx, cnt_h, RDX_HOST, cnt_p, loc, (size_t)m * 8), "copy back");
     }
     int ok = check_results(c, ref, q_h, rows_h, cnt_h);
     check = ok ? (ref->rows && c->op == OP_POINT ? "ok-full" : "ok-sample") : "WRONG";
@@ -283,8 +263,8 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
   rdx_free(ctx, cnt_p, loc);
   rdx_free(ctx, off_p, loc);
   rdx_index_destroy(idx);
-  unplace(ctx, keys);
-  unplace(ctx, q);
+  cli_unplace(ctx, keys);
+  cli_unplace(ctx, q);
   free(t);
   cli_context_close(ctx);
   if (strcmp(check, "WRONG") == 0) cli_die(CLI_EXIT_FAILURE, "%s on %s gave wrong answers", rdx_kind_name(kind), rdx_backend_name(c->backend));
@@ -343,7 +323,7 @@ int cmd_bench(int argc, char **argv) {
 
   rdx_context *gen = cli_context(RDX_BACKEND_CPU);
   rdx_array keys;
-  must(gen, rdx_gen_keys(gen, c.n, c.dtype, c.dist, c.uniformity, c.seed, &keys), "keys");
+  cli_must(gen, rdx_gen_keys(gen, c.n, c.dtype, c.dist, c.uniformity, c.seed, &keys), "keys");
   bench_ref ref;
   memset(&ref, 0, sizeof ref);
   if (c.check) {
@@ -382,9 +362,9 @@ int cmd_bench(int argc, char **argv) {
               if ((!ranges && i_w > 0) || (ranges && (i_h > 0 || i_mi > 0 || i_z > 0))) continue;
               rdx_array q;
               if (ranges)
-                must(gen, rdx_gen_ranges(gen, keys, c.m, c.width, c.seed + 1, &q), "ranges");
+                cli_must(gen, rdx_gen_ranges(gen, keys, c.m, c.width, c.seed + 1, &q), "ranges");
               else
-                must(gen, rdx_gen_lookups(gen, keys, c.m, c.hit_ratio, c.miss, c.zipf, c.seed + 1, &q), "lookups");
+                cli_must(gen, rdx_gen_lookups(gen, keys, c.m, c.hit_ratio, c.miss, c.zipf, c.seed + 1, &q), "lookups");
               free(ref.rows);
               ref.rows = c.check == 2 && c.op == OP_POINT ? reference_rows(keys, q) : NULL;
               for (int i_b = 0; i_b < L_batch.n; i_b++) {

@@ -67,27 +67,6 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void must(rdx_context *ctx, rdx_status st, const char *what) {
-  if (st != RDX_OK) cli_die_status(ctx, st, what);
-}
-
-static int is_gpu(rdx_context *ctx) { return rdx_context_backend(ctx) != RDX_BACKEND_CPU; }
-
-/* A copy of a host array where the context computes. */
-static rdx_array place(rdx_context *ctx, rdx_array h) {
-  if (!is_gpu(ctx)) return h;
-  size_t bytes = (size_t)h.count * (size_t)h.columns * rdx_dtype_size(h.dtype);
-  void *d = NULL;
-  must(ctx, rdx_malloc(ctx, &d, bytes ? bytes : 1, RDX_DEVICE), "device input");
-  must(ctx, rdx_copy(ctx, d, RDX_DEVICE, h.data, RDX_HOST, bytes), "device input");
-  rdx_array a = h;
-  a.data = d;
-  a.where = RDX_DEVICE;
-  return a;
-}
-static void unplace(rdx_context *ctx, rdx_array a) {
-  if (a.where == RDX_DEVICE) rdx_free(ctx, a.data, RDX_DEVICE);
-}
 
 static rdx_points *build(rdx_context *ctx, const cfg *c, rdx_points_kind kind, rdx_points_method method, rdx_array p) {
   rdx_points_options o = RDX_POINTS_OPTIONS_INIT;
@@ -98,7 +77,7 @@ static rdx_points *build(rdx_context *ctx, const cfg *c, rdx_points_kind kind, r
   o.use_box = true; /* the distribution's whole domain, so moved points stay inside */
   rdx_gen_points_box(c->dist, o.box);
   rdx_points *pts = NULL;
-  must(ctx, rdx_points_build(ctx, p, &o, &pts), "build");
+  cli_must(ctx, rdx_points_build(ctx, p, &o, &pts), "build");
   return pts;
 }
 
@@ -137,9 +116,9 @@ static const char *method_name(rdx_points_kind k, rdx_points_method m) {
 static void describe(rdx_context *ctx, rdx_points *pts, row *r) {
   rdx_points_info info;
   info.size = sizeof info;
-  must(ctx, rdx_points_describe(ctx, pts, &info), "describe");
+  cli_must(ctx, rdx_points_describe(ctx, pts, &info), "describe");
   int64_t res = 0, peak = 0;
-  must(ctx, rdx_points_bytes(ctx, pts, &res, &peak), "bytes");
+  cli_must(ctx, rdx_points_bytes(ctx, pts, &res, &peak), "bytes");
   r->nodes = info.n_nodes;
   r->leaves = info.n_leaves;
   r->bytes = info.count ? (double)res / (double)info.count : 0;
@@ -170,8 +149,8 @@ static void exp_build(const cfg *c, int hdr) {
   double *t = (double *)malloc(sizeof(double) * (size_t)(c->reps + 1));
   for (int ni = 0; ni < c->n_ns; ni++) {
     rdx_array ph;
-    must(gen, rdx_gen_points(gen, c->ns[ni], c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
-    rdx_array pd = place(ctx, ph);
+    cli_must(gen, rdx_gen_points(gen, c->ns[ni], c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
+    rdx_array pd = cli_place(ctx, ph);
     for (int k = 0; k < c->n_kinds; k++) {
       rdx_sp_nodes keep;
       memset(&keep, 0, sizeof keep);
@@ -195,7 +174,7 @@ static void exp_build(const cfg *c, int hdr) {
           rr.index = kind_name(c->kinds[k]);
           rr.build = method_name(c->kinds[k], c->methods[mi]);
           rr.engine = "index";
-          rr.where = c->where_host[w] || !is_gpu(ctx) ? "host" : "device";
+          rr.where = c->where_host[w] || !cli_is_gpu(ctx) ? "host" : "device";
           rr.n = c->ns[ni];
           rr.ms = median(t, c->reps);
           memcpy(rr.p, p, sizeof p);
@@ -204,8 +183,8 @@ static void exp_build(const cfg *c, int hdr) {
           rr.check = sums_ok(pts) ? "ok-sum" : "WRONG";
           if (sums_ok(pts) && c->kinds[k] == RDX_POINTS_QUADTREE) {
             if (!have_keep) {
-              must(gen, rdx_sp_nodes_alloc(gen, pts->host.n, RDX_HOST, &keep), "copy");
-              must(gen, rdx_sp_nodes_copy(gen, &keep, &pts->host), "copy");
+              cli_must(gen, rdx_sp_nodes_alloc(gen, pts->host.n, RDX_HOST, &keep), "copy");
+              cli_must(gen, rdx_sp_nodes_copy(gen, &keep, &pts->host), "copy");
               have_keep = 1;
             } else {
               rr.check = same_tree(&keep, &pts->host) ? "ok-bu=td" : "WRONG";
@@ -219,7 +198,7 @@ static void exp_build(const cfg *c, int hdr) {
       }
       if (have_keep) rdx_sp_nodes_free(gen, &keep);
     }
-    unplace(ctx, pd);
+    cli_unplace(ctx, pd);
     rdx_npy_free(&ph);
   }
   free(t);
@@ -247,8 +226,8 @@ static answer fetch(rdx_context *ctx, const rdx_result *r) {
   a.total = r->total;
   a.offsets = (uint64_t *)malloc((size_t)(a.m + 1) * 8);
   a.rows = (uint64_t *)malloc((size_t)(a.total + 1) * 8);
-  must(ctx, rdx_copy(ctx, a.offsets, RDX_HOST, r->offsets, r->where, (size_t)(a.m + 1) * 8), "copy back");
-  must(ctx, rdx_copy(ctx, a.rows, RDX_HOST, r->row_ids, r->where, (size_t)a.total * 8), "copy back");
+  cli_must(ctx, rdx_copy(ctx, a.offsets, RDX_HOST, r->offsets, r->where, (size_t)(a.m + 1) * 8), "copy back");
+  cli_must(ctx, rdx_copy(ctx, a.rows, RDX_HOST, r->row_ids, r->where, (size_t)a.total * 8), "copy back");
   return a;
 }
 
@@ -272,8 +251,8 @@ static void exp_query(const cfg *c, int hdr) {
   for (int ni = 0; ni < c->n_ns; ni++) {
     int64_t n = c->ns[ni];
     rdx_array ph;
-    must(gen, rdx_gen_points(gen, n, c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
-    rdx_array pd = place(ctx, ph);
+    cli_must(gen, rdx_gen_points(gen, n, c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
+    rdx_array pd = cli_place(ctx, ph);
     /* about 64 points per window or circle on uniform data */
     double side = c->dist == RDX_PDIST_TAXI ? 154000.0 : 1.0;
     double size = c->size > 0 ? c->size : side * sqrt(64.0 / (n > 0 ? (double)n : 1.0));
@@ -284,7 +263,7 @@ static void exp_query(const cfg *c, int hdr) {
         int type = c->types[ti];
         double qsize = type == 2 ? size / 2 : size; /* radius: half the window side */
         rdx_array qh;
-        must(gen, rdx_gen_point_queries(gen, ph, type, mmax, qsize, c->seed + 100 + (uint64_t)type, &qh), "queries");
+        cli_must(gen, rdx_gen_point_queries(gen, ph, type, mmax, qsize, c->seed + 100 + (uint64_t)type, &qh), "queries");
         rdx_points_query pq = RDX_POINTS_QUERY_INIT;
         pq.type = api_types[type];
         pq.k = c->k;
@@ -302,33 +281,33 @@ static void exp_query(const cfg *c, int hdr) {
           const char *index_check = "skipped";
           for (int e = 0; e < c->n_engines; e++) {
             int eng = c->engines[e];
-            if (eng == E_BRUTE && (!is_gpu(ctx) || m > c->brute_max || (type == 3 && m > c->brute_max / 16))) continue;
+            if (eng == E_BRUTE && (!cli_is_gpu(ctx) || m > c->brute_max || (type == 3 && m > c->brute_max / 16))) continue;
             if (eng == E_CPU && (!cpts || m > c->cpu_max)) continue;
             row rr;
             memset(&rr, 0, sizeof rr);
             rr.index = kind_name(c->kinds[k]);
             rr.build = method_name(c->kinds[k], c->methods[0]);
             rr.engine = engine_names[eng];
-            rr.where = eng == E_CPU || !is_gpu(ctx) ? "host" : "device";
+            rr.where = eng == E_CPU || !cli_is_gpu(ctx) ? "host" : "device";
             rr.type = type_names[type];
             rr.n = n, rr.queries = m, rr.k = type == 3 ? c->k : 0, rr.size = type == 3 || type == 0 ? 0 : qsize;
             int reps = eng == E_BRUTE ? (c->reps < 2 ? c->reps : 2) : c->reps;
             if (eng == E_BRUTE) { /* no index: every query against every point, on the GPU */
-              rdx_array qd = place(ctx, qm);
+              rdx_array qd = cli_place(ctx, qm);
               uint64_t *d = NULL;
               size_t outn = type == 3 ? (size_t)m * (size_t)c->k : (size_t)m;
-              must(ctx, rdx_malloc(ctx, (void **)&d, (outn ? outn : 1) * 8, RDX_DEVICE), "brute output");
+              cli_must(ctx, rdx_malloc(ctx, (void **)&d, (outn ? outn : 1) * 8, RDX_DEVICE), "brute output");
               rdx_sp_qin in = {type, c->k, qd.data, m};
               for (int r = -1; r < reps; r++) {
                 double t0 = rdx_now_ms();
                 rdx_status st = type == 3 ? rdx_sp_brute_knn_cuda(ctx, pd.data, c->dtype == RDX_F64, n, &in, d)
                                           : rdx_sp_brute_count_cuda(ctx, pd.data, c->dtype == RDX_F64, n, &in, d);
-                must(ctx, st, "brute force");
+                cli_must(ctx, st, "brute force");
                 if (r >= 0) t[r] = rdx_now_ms() - t0;
               }
               rr.ms = median(t, reps);
               uint64_t *h = (uint64_t *)malloc((outn ? outn : 1) * 8);
-              must(ctx, rdx_copy(ctx, h, RDX_HOST, d, RDX_DEVICE, outn * 8), "copy back");
+              cli_must(ctx, rdx_copy(ctx, h, RDX_HOST, d, RDX_DEVICE, outn * 8), "copy back");
               int ok = idx_ans.offsets != NULL;
               uint64_t kk = (uint64_t)(n < c->k ? n : c->k);
               for (int64_t i = 0; ok && i < m; i++) {
@@ -342,24 +321,24 @@ static void exp_query(const cfg *c, int hdr) {
               rr.check = ok ? "ok" : "WRONG";
               free(h);
               rdx_free(ctx, d, RDX_DEVICE);
-              unplace(ctx, qd);
+              cli_unplace(ctx, qd);
             } else {
               rdx_context *ec = eng == E_CPU ? cpu : ctx;
               rdx_points *ep = eng == E_CPU ? cpts : pts;
-              rdx_array qd = eng == E_CPU ? qm : place(ctx, qm);
+              rdx_array qd = eng == E_CPU ? qm : cli_place(ctx, qm);
               rdx_result *res = NULL;
               for (int r = -1; r < reps; r++) {
                 rdx_result_free(ec, res);
                 res = NULL;
                 double t0 = rdx_now_ms();
-                must(ec, rdx_points_query_alloc(ec, ep, qd, &pq, &res), "query");
+                cli_must(ec, rdx_points_query_alloc(ec, ep, qd, &pq, &res), "query");
                 if (r >= 0) t[r] = rdx_now_ms() - t0;
               }
               rr.ms = median(t, reps);
               rr.results = (int64_t)res->total;
               answer a = fetch(ec, res);
               rdx_result_free(ec, res);
-              unplace(ctx, qd); /* a no-op for host arrays */
+              cli_unplace(ctx, qd); /* a no-op for host arrays */
               if (eng == E_INDEX) {
                 idx_ans = a;
                 rr.check = checked.offsets && same_prefix(&checked, &idx_ans) ? "ok-prefix" : NULL;
@@ -398,7 +377,7 @@ static void exp_query(const cfg *c, int hdr) {
             if (hdr) header(), hdr = 0;
             emit(c, ctx, &index_row);
           }
-          if (checked.offsets == NULL && idx_ans.offsets != NULL && !is_gpu(ctx)) { /* a CPU run checks itself by prefix */
+          if (checked.offsets == NULL && idx_ans.offsets != NULL && !cli_is_gpu(ctx)) { /* a CPU run checks itself by prefix */
             checked = idx_ans;
             memset(&idx_ans, 0, sizeof idx_ans);
           }
@@ -410,7 +389,7 @@ static void exp_query(const cfg *c, int hdr) {
       rdx_points_destroy(pts);
       rdx_points_destroy(cpts);
     }
-    unplace(ctx, pd);
+    cli_unplace(ctx, pd);
     rdx_npy_free(&ph);
   }
   free(t);
@@ -428,8 +407,8 @@ static void exp_update(const cfg *c, int hdr) {
   for (int ni = 0; ni < c->n_ns; ni++) {
     int64_t n = c->ns[ni];
     rdx_array ph;
-    must(gen, rdx_gen_points(gen, n, c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
-    rdx_array pd = place(ctx, ph);
+    cli_must(gen, rdx_gen_points(gen, n, c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
+    rdx_array pd = cli_place(ctx, ph);
     for (int k = 0; k < c->n_kinds; k++) {
       /* the rebuild baseline: a build from scratch of n points already in device memory */
       rdx_points *pts = NULL;
@@ -444,7 +423,7 @@ static void exp_update(const cfg *c, int hdr) {
       rb.index = kind_name(c->kinds[k]);
       rb.build = method_name(c->kinds[k], c->methods[0]);
       rb.engine = "rebuild";
-      rb.where = is_gpu(ctx) ? "device" : "host";
+      rb.where = cli_is_gpu(ctx) ? "device" : "host";
       rb.n = n;
       rb.ms = median(t, c->reps);
       rb.per_s = n / (rb.ms / 1e3);
@@ -472,22 +451,22 @@ static void exp_update(const cfg *c, int hdr) {
             ids[i] = (uint64_t)perm[i];
           }
           rdx_array np;
-          must(gen, rdx_gen_points(gen, m, c->dist, c->dtype, c->seed * 31 + (uint64_t)(mi * 1000 + r + 7), &np), "moves");
-          rdx_array idd = place(ctx, rdx_host_array(ids, m, RDX_U64)), npd = place(ctx, np);
+          cli_must(gen, rdx_gen_points(gen, m, c->dist, c->dtype, c->seed * 31 + (uint64_t)(mi * 1000 + r + 7), &np), "moves");
+          rdx_array idd = cli_place(ctx, rdx_host_array(ids, m, RDX_U64)), npd = cli_place(ctx, np);
           double t0 = rdx_now_ms();
-          must(ctx, rdx_points_move(ctx, pts, idd, npd), "move");
+          cli_must(ctx, rdx_points_move(ctx, pts, idd, npd), "move");
           double ms = rdx_now_ms() - t0;
           if (r >= 0) {
             t[r] = ms;
             left += pts->stats.left_leaf, splits += pts->stats.splits, merges += pts->stats.merges;
           }
-          unplace(ctx, idd);
-          unplace(ctx, npd);
+          cli_unplace(ctx, idd);
+          cli_unplace(ctx, npd);
           rdx_npy_free(&np);
         }
         row ru;
         memset(&ru, 0, sizeof ru);
-        ru.index = rb.index, ru.build = rb.build, ru.engine = "update", ru.where = is_gpu(ctx) ? "device" : "host";
+        ru.index = rb.index, ru.build = rb.build, ru.engine = "update", ru.where = cli_is_gpu(ctx) ? "device" : "host";
         ru.n = n, ru.moved = c->moved[mi], ru.queries = m;
         ru.ms = median(t, c->reps);
         ru.per_s = m / (ru.ms / 1e3);
@@ -496,9 +475,9 @@ static void exp_update(const cfg *c, int hdr) {
         /* check: window queries against a fresh build over the points now in the index */
         double *x = (double *)malloc((size_t)(n ? n : 1) * 8), *y = (double *)malloc((size_t)(n ? n : 1) * 8);
         uint64_t *id = (uint64_t *)malloc((size_t)(n ? n : 1) * 8);
-        must(ctx, rdx_sp_export_points(ctx, pts, x, y, id), "export");
+        cli_must(ctx, rdx_sp_export_points(ctx, pts, x, y, id), "export");
         rdx_array cur;
-        must(gen, rdx_gen_points(gen, n, c->dist, c->dtype, 0, &cur), "points");
+        cli_must(gen, rdx_gen_points(gen, n, c->dist, c->dtype, 0, &cur), "points");
         for (int64_t i = 0; i < n; i++) {
           if (c->dtype == RDX_F64) ((double *)cur.data)[2 * id[i]] = x[i], ((double *)cur.data)[2 * id[i] + 1] = y[i];
           else ((float *)cur.data)[2 * id[i]] = (float)x[i], ((float *)cur.data)[2 * id[i] + 1] = (float)y[i];
@@ -506,11 +485,11 @@ static void exp_update(const cfg *c, int hdr) {
         rdx_points *fresh = build(ctx, c, c->kinds[k], c->methods[0], cur);
         rdx_array qh;
         double side = c->dist == RDX_PDIST_TAXI ? 154000.0 : 1.0;
-        must(gen, rdx_gen_point_queries(gen, cur, 1, 1024, side * sqrt(64.0 / (double)n), c->seed + 9, &qh), "queries");
+        cli_must(gen, rdx_gen_point_queries(gen, cur, 1, 1024, side * sqrt(64.0 / (double)n), c->seed + 9, &qh), "queries");
         rdx_points_query pq = RDX_POINTS_QUERY_INIT;
         rdx_result *ra = NULL, *rf = NULL;
-        must(ctx, rdx_points_query_alloc(ctx, pts, qh, &pq, &ra), "check query");
-        must(ctx, rdx_points_query_alloc(ctx, fresh, qh, &pq, &rf), "check query");
+        cli_must(ctx, rdx_points_query_alloc(ctx, pts, qh, &pq, &ra), "check query");
+        cli_must(ctx, rdx_points_query_alloc(ctx, fresh, qh, &pq, &rf), "check query");
         int ok = ra->total == rf->total && memcmp(ra->offsets, rf->offsets, 1025 * 8) == 0 &&
                  memcmp(ra->row_ids, rf->row_ids, ra->total * 8) == 0;
         ru.check = ok ? "ok-fresh" : "WRONG";
@@ -527,7 +506,7 @@ static void exp_update(const cfg *c, int hdr) {
       free(ids);
       rdx_points_destroy(pts);
     }
-    unplace(ctx, pd);
+    cli_unplace(ctx, pd);
     rdx_npy_free(&ph);
   }
   free(t);
@@ -629,7 +608,7 @@ int cmd_bench_points(int argc, char **argv) {
   info.size = sizeof info;
   if (rdx_info_get(&info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
   rdx_context *probe = cli_context(c.backend);
-  int gpu = is_gpu(probe);
+  int gpu = cli_is_gpu(probe);
   cli_context_close(probe);
   static char device[160];
   snprintf(device, sizeof device, "%s", gpu ? info.gpu_name : info.cpu_name);

@@ -24,10 +24,6 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static void must(rdx_context *ctx, rdx_status st, const char *what) {
-  if (st != RDX_OK) cli_die_status(ctx, st, what);
-}
-
 static rdx_array prefix(rdx_array a, int64_t n) {
   if (a.count > n) a.count = n;
   return a;
@@ -53,14 +49,14 @@ int cmd_demo(int argc, char **argv) {
   rdx_context *ctx = cli_context(cli_backend(b ? b : "auto"));
   rdx_info info;
   info.size = sizeof info;
-  must(ctx, rdx_info_get(&info), "info");
+  cli_must(ctx, rdx_info_get(&info), "info");
   int gpu = rdx_context_backend(ctx) != RDX_BACKEND_CPU;
 
   rdx_array keys, q, r;
   double t0 = now_ms();
-  must(ctx, rdx_gen_keys(ctx, n, dtype, RDX_DIST_UNIFORM, 1.0, seed, &keys), "generate keys");
-  must(ctx, rdx_gen_lookups(ctx, keys, m, 0.9, RDX_MISS_INSIDE, 0.0, seed + 1, &q), "generate lookups");
-  must(ctx, rdx_gen_ranges(ctx, keys, mr, (uint64_t)width, seed + 2, &r), "generate ranges");
+  cli_must(ctx, rdx_gen_keys(ctx, n, dtype, RDX_DIST_UNIFORM, 1.0, seed, &keys), "generate keys");
+  cli_must(ctx, rdx_gen_lookups(ctx, keys, m, 0.9, RDX_MISS_INSIDE, 0.0, seed + 1, &q), "generate lookups");
+  cli_must(ctx, rdx_gen_ranges(ctx, keys, mr, (uint64_t)width, seed + 2, &r), "generate ranges");
   keys_oracle o;
   if (!keys_oracle_build(&o, keys, rdx_no_array())) cli_die(CLI_EXIT_FAILURE, "out of memory");
   printf("raydex %s demo: %lld unique uniform %s keys, %lld point lookups (90%% hits), %lld ranges of width %lld\n",
@@ -82,13 +78,13 @@ int cmd_demo(int argc, char **argv) {
     rdx_status st = rdx_index_build(ctx, keys, rdx_no_array(), &bo, &idx);
     double build_ms = now_ms() - t0;
     if (st == RDX_ERR_UNSUPPORTED) continue; /* kind not built for this backend */
-    must(ctx, st, "build");
+    cli_must(ctx, st, "build");
     int64_t resident = 0;
-    must(ctx, rdx_index_bytes(ctx, idx, &resident, NULL), "bytes");
+    cli_must(ctx, rdx_index_bytes(ctx, idx, &resident, NULL), "bytes");
     int64_t mq = kinds[k] == RDX_KIND_SCAN ? (m < 1024 ? m : 1024) : m;
     int64_t mrq = kinds[k] == RDX_KIND_SCAN ? (mr < 1024 ? mr : 1024) : mr;
     t0 = now_ms();
-    must(ctx, rdx_index_lookup(ctx, idx, prefix(q, mq), rdx_host_array(rows, mq, RDX_U64)), "lookup");
+    cli_must(ctx, rdx_index_lookup(ctx, idx, prefix(q, mq), rdx_host_array(rows, mq, RDX_U64)), "lookup");
     double point_ms = now_ms() - t0;
     int ok = 1;
     for (int64_t i = 0; i < mq && ok; i++) ok = rows[i] == keys_oracle_lookup(&o, at(q, i));
@@ -96,7 +92,7 @@ int cmd_demo(int argc, char **argv) {
     if (kinds[k] != RDX_KIND_HASH) {
       rdx_result *res = NULL;
       t0 = now_ms();
-      must(ctx, rdx_index_range_alloc(ctx, idx, prefix(r, mrq), &res), "range");
+      cli_must(ctx, rdx_index_range_alloc(ctx, idx, prefix(r, mrq), &res), "range");
       double range_ms = now_ms() - t0;
       uint64_t *want = (uint64_t *)malloc(((size_t)width + 1) * 8);
       for (int64_t i = 0; i < mrq && ok && want; i++) {

@@ -16,26 +16,6 @@
 
 #include "cli.h"
 
-static rdx_array read_npy(rdx_context *ctx, const char *opt, const char *path, int *ndim) {
-  rdx_array a;
-  rdx_status st = rdx_npy_read(ctx, path, &a, ndim);
-  if (st != RDX_OK) {
-    char what[64];
-    snprintf(what, sizeof what, "--%s", opt);
-    cli_die_status(ctx, st, what);
-  }
-  return a;
-}
-
-static void write_npy(rdx_context *ctx, const char *opt, const char *path, rdx_array a) {
-  rdx_status st = rdx_npy_write(ctx, path, a, 1);
-  if (st != RDX_OK) {
-    char what[64];
-    snprintf(what, sizeof what, "--%s", opt);
-    cli_die_status(ctx, st, what);
-  }
-}
-
 int cmd_keys(int argc, char **argv) {
   cli_args a;
   cli_args_init(&a, argc, argv);
@@ -66,12 +46,12 @@ int cmd_keys(int argc, char **argv) {
             kind_s);
 
   int nd;
-  rdx_array keys = read_npy(ctx, "keys", keys_p, &nd);
+  rdx_array keys = cli_read_npy(ctx, "keys", keys_p, &nd);
   if (nd != 1 || (keys.dtype != RDX_U32 && keys.dtype != RDX_U64))
     cli_die(CLI_EXIT_BAD_INPUT, "--keys %s must be 1-D u32 or u64 (it is %d-D %s)", keys_p, nd, cli_dtype_name(keys.dtype));
   rdx_array rows = rdx_no_array();
   if (rows_p) {
-    rows = read_npy(ctx, "rows", rows_p, &nd);
+    rows = cli_read_npy(ctx, "rows", rows_p, &nd);
     if (nd != 1 || (rows.dtype != RDX_U32 && rows.dtype != RDX_U64))
       cli_die(CLI_EXIT_BAD_INPUT, "--rows %s must be 1-D u32 or u64 (it is %d-D %s)", rows_p, nd, cli_dtype_name(rows.dtype));
     if (rows.count != keys.count)
@@ -79,12 +59,12 @@ int cmd_keys(int argc, char **argv) {
   }
   rdx_array q;
   if (lookup_p) {
-    q = read_npy(ctx, "lookup", lookup_p, &nd);
+    q = cli_read_npy(ctx, "lookup", lookup_p, &nd);
     if (nd != 1 || q.dtype != keys.dtype)
       cli_die(CLI_EXIT_BAD_INPUT, "--lookup %s must be 1-D %s like the keys (it is %d-D %s)", lookup_p,
               cli_dtype_name(keys.dtype), nd, cli_dtype_name(q.dtype));
   } else {
-    q = read_npy(ctx, "range", range_p, &nd);
+    q = cli_read_npy(ctx, "range", range_p, &nd);
     if (nd != 2 || q.columns != 2 || q.dtype != keys.dtype)
       cli_die(CLI_EXIT_BAD_INPUT, "--range %s must be (m, 2) %s like the keys (it is %d-D with %d columns, %s)", range_p,
               cli_dtype_name(keys.dtype), nd, q.columns, cli_dtype_name(q.dtype));
@@ -102,18 +82,18 @@ int cmd_keys(int argc, char **argv) {
     if (!out) cli_die(CLI_EXIT_FAILURE, "out of memory");
     st = rdx_index_lookup(ctx, idx, q, rdx_host_array(out, q.count, RDX_U64));
     if (st != RDX_OK) cli_die_status(ctx, st, "lookup");
-    write_npy(ctx, "out", out_p, rdx_host_array(out, q.count, RDX_U64));
+    cli_write_npy(ctx, "out", out_p, rdx_host_array(out, q.count, RDX_U64));
     free(out);
   } else {
     rdx_result *r = NULL;
     st = lookup_p ? rdx_index_lookup_alloc(ctx, idx, q, &r) : rdx_index_range_alloc(ctx, idx, q, &r);
     if (st != RDX_OK) cli_die_status(ctx, st, lookup_p ? "lookup" : "range");
-    write_npy(ctx, "out", out_p, rdx_host_array(r->row_ids, (int64_t)r->total, RDX_U64));
+    cli_write_npy(ctx, "out", out_p, rdx_host_array(r->row_ids, (int64_t)r->total, RDX_U64));
     if (counts_p) {
       uint64_t *c = (uint64_t *)malloc((size_t)(q.count ? q.count : 1) * 8);
       if (!c) cli_die(CLI_EXIT_FAILURE, "out of memory");
       for (int64_t i = 0; i < q.count; i++) c[i] = r->offsets[i + 1] - r->offsets[i];
-      write_npy(ctx, "counts-out", counts_p, rdx_host_array(c, q.count, RDX_U64));
+      cli_write_npy(ctx, "counts-out", counts_p, rdx_host_array(c, q.count, RDX_U64));
       free(c);
     }
     rdx_result_free(ctx, r);

@@ -20,26 +20,6 @@
 
 #include "cli.h"
 
-static rdx_array read_npy(rdx_context *ctx, const char *opt, const char *path, int *ndim) {
-  rdx_array a;
-  rdx_status st = rdx_npy_read(ctx, path, &a, ndim);
-  if (st != RDX_OK) {
-    char what[64];
-    snprintf(what, sizeof what, "--%s", opt);
-    cli_die_status(ctx, st, what);
-  }
-  return a;
-}
-
-static void write_npy(rdx_context *ctx, const char *opt, const char *path, rdx_array a) {
-  rdx_status st = rdx_npy_write(ctx, path, a, 1);
-  if (st != RDX_OK) {
-    char what[64];
-    snprintf(what, sizeof what, "--%s", opt);
-    cli_die_status(ctx, st, what);
-  }
-}
-
 static const char *dtype_name(rdx_dtype d) { return d == RDX_F32 ? "f32" : d == RDX_F64 ? "f64" : cli_dtype_name(d); }
 
 int cmd_points(int argc, char **argv) {
@@ -109,11 +89,11 @@ int cmd_points(int argc, char **argv) {
   rdx_context *ctx = cli_context(backend);
 
   int nd;
-  rdx_array pts_a = read_npy(ctx, "points", points_p, &nd);
+  rdx_array pts_a = cli_read_npy(ctx, "points", points_p, &nd);
   if (nd != 2 || pts_a.columns != 2 || (pts_a.dtype != RDX_F32 && pts_a.dtype != RDX_F64))
     cli_die(CLI_EXIT_BAD_INPUT, "--points %s must be (n, 2) f32 or f64 (it is %d-D with %d columns, %s)", points_p, nd,
             pts_a.columns, dtype_name(pts_a.dtype));
-  rdx_array q = read_npy(ctx, qnames[t], qp[t], &nd);
+  rdx_array q = cli_read_npy(ctx, qnames[t], qp[t], &nd);
   if (nd != 2 || q.columns != qcols[t] || q.dtype != pts_a.dtype)
     cli_die(CLI_EXIT_BAD_INPUT, "--%s %s must be (m, %d) %s like the points (it is %d-D with %d columns, %s)", qnames[t], qp[t],
             qcols[t], dtype_name(pts_a.dtype), nd, q.columns, dtype_name(q.dtype));
@@ -127,11 +107,11 @@ int cmd_points(int argc, char **argv) {
   rdx_result *r = NULL;
   st = rdx_points_query_alloc(ctx, pts, q, &pq, &r);
   if (st != RDX_OK) cli_die_status(ctx, st, qnames[t]);
-  write_npy(ctx, "out", out_p, rdx_host_array(r->row_ids, (int64_t)r->total, RDX_U64));
+  cli_write_npy(ctx, "out", out_p, rdx_host_array(r->row_ids, (int64_t)r->total, RDX_U64));
   uint64_t *c = (uint64_t *)malloc((size_t)(q.count ? q.count : 1) * 8);
   if (!c) cli_die(CLI_EXIT_FAILURE, "out of memory");
   for (int64_t i = 0; i < q.count; i++) c[i] = r->offsets[i + 1] - r->offsets[i];
-  write_npy(ctx, "counts-out", counts_p, rdx_host_array(c, q.count, RDX_U64));
+  cli_write_npy(ctx, "counts-out", counts_p, rdx_host_array(c, q.count, RDX_U64));
   free(c);
   rdx_result_free(ctx, r);
   rdx_points_destroy(pts);
