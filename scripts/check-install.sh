@@ -19,8 +19,10 @@ target_link_libraries(consumer PRIVATE raydex::raydex)
 CM
 cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer/build" >/dev/null
-LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/consumer/build/consumer"
-PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" cc -std=c11 "$tmp/consumer/consumer.c" -o "$tmp/consumer/pc" \
-  $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs raydex)
-LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/consumer/pc"
+libdir=$(dirname "$(find "$tmp/prefix" -name 'libraydex.so' | head -1)")
+LD_LIBRARY_PATH="$libdir" "$tmp/consumer/build/consumer"
+pcdir=$(dirname "$(find "$tmp/prefix" -name raydex.pc | head -1)")
+flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs raydex)
+cc -std=c11 "$tmp/consumer/consumer.c" -o "$tmp/consumer/pc" $flags
+LD_LIBRARY_PATH="$(dirname "$pcdir")" "$tmp/consumer/pc"
 echo "check-install.sh: find_package and pkg-config consumers built and ran"
