@@ -51,6 +51,7 @@ struct rdx_context {
   rdx_pool *pool;               /* owned; NULL until first parallel call */
   void *stream;                 /* cudaStream_t, owned; NULL on CPU */
   int pooled;                   /* device memory from the stream-ordered pool (cuda.cu) */
+  double trace_ms;              /* time of the last rdx_trace mark */
   void *optix;                  /* OptiX device context and pipelines, owned; NULL unless OPTIX */
   int64_t memory_limit;         /* bytes, 0 = none */
   int64_t in_use;               /* bytes currently allocated through the account */
@@ -151,6 +152,10 @@ void rdx_optix_context_fini(rdx_context *ctx);
 
 /* ---- time ---- */
 double rdx_now_ms(void);
+/* Profiling marks: with RAYDEX_TRACE set in the environment, waits for the context's stream and
+ * prints to stderr the milliseconds since the previous mark and `what`; otherwise nothing. For
+ * finding where a call's time goes on machines without a profiler. */
+void rdx_trace(rdx_context *ctx, const char *what);
 
 #ifdef __cplusplus
 }

@@ -312,7 +312,9 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
   double *x_h = NULL, *y_h = NULL;
   int64_t *order = NULL;
   rdx_status st;
+  rdx_trace(ctx, "update: start");
   RDX_CHECK_GOTO(be->find(ctx, pts, b, &w, &f), st, fail);
+  rdx_trace(ctx, "update: find");
   if (f.bad_row >= 0) {
     static const char *why[] = {"", "is not an id of this index", "was erased", "appears twice in the batch"};
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids row %lld (id %llu) %s", fn, (long long)f.bad_row,
@@ -355,8 +357,10 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
     goto fail;
   }
 
+  rdx_trace(ctx, "update: counts");
   /* step 3: structure */
   RDX_CHECK_GOTO(visit(&P, 0), st, fail);
+  rdx_trace(ctx, "update: visit");
   if (P.n_groups > 0) {
     int64_t s = P.scratch_n;
     RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: split points", (void **)&order, (size_t)s * 8, RDX_HOST), st, fail);
@@ -375,15 +379,18 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
     st = be->split_gather(ctx, pts, w, P.segs, P.n_segs, s, gstart, P.n_groups, keys_h, x_h, y_h, id_h);
     rdx_mem_free(ctx, gstart);
     if (st != RDX_OK) goto fail;
+    rdx_trace(ctx, "update: split gather");
     /* the scratch segments are done; the pool segments follow */
     int64_t k = 0;
     for (int64_t i = 0; i < P.n_segs; i++)
       if (!P.segs[i].to_scratch) P.segs[k++] = P.segs[i];
     P.n_segs = k;
     RDX_CHECK_GOTO(place_groups(&P, keys_h, x_h, y_h, id_h, order), st, fail);
+    rdx_trace(ctx, "update: split subtrees");
   }
   RDX_CHECK_GOTO(rdx_sp_hlist_link(ctx, &P.nl, P.kd), st, fail);
   RDX_CHECK_GOTO(rdx_sp_hlist_to_nodes(ctx, &P.nl, &newh), st, fail);
+  rdx_trace(ctx, "update: node list");
 
   t2 = rdx_now_ms();
   /* step 4: reserve */
@@ -397,9 +404,11 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
                    st, fail);
   }
 
+  rdx_trace(ctx, "update: reserve");
   /* step 5: commit (from here on only device errors can fail) */
   RDX_CHECK_GOTO(be->commit(ctx, pts, w, P.segs, P.n_segs, P.keeps, P.n_keeps, order, P.n_groups ? P.scratch_n : 0, &newh),
                  st, fail);
+  rdx_trace(ctx, "update: commit");
   pts->pool.used = P.bump;
   if (rdx_is_gpu(ctx)) {
     rdx_sp_nodes_free(ctx, &pts->host);
