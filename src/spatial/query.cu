@@ -16,9 +16,11 @@
  *    counts (query-major, so the scan equals the caller's offsets, which are checked), writes
  *    every registration's matches at its position, and sorts each query's ids (CUB segmented
  *    sort, keys/entries.cu).
- * kNN (exact): one thread per query runs the branch and bound of traverse_hd.h with its k
- *    candidates in global scratch (L1-resident for small k), queries taken in Morton order of
- *    their points so a warp's queries share leaves in cache (the sort is charged to the call).
+ * kNN (exact): queries are taken in Morton order of their points so neighbouring warps share
+ *    leaves in cache (the sort is charged to the call). k <= 32: one warp per query walks the
+ *    branch and bound of traverse_hd.h together, scans leaves 32 points at a time and keeps the
+ *    k best spread over its lanes (knn_warp_kernel). k > 32: one thread per query runs
+ *    rdx_sp_knn itself with its k candidates in global scratch.
  *    G-PICS answers kNN as within-distance plus selection with a guessed radius; the branch and
  *    bound needs no radius and is exact on the first pass.
  */
