@@ -136,6 +136,14 @@ rdx_status rdx_array_stage(rdx_context *ctx, const char *what, rdx_array a, int 
 rdx_status rdx_array_unstage(rdx_context *ctx, rdx_array a, const rdx_staged *s);
 void rdx_array_release(rdx_context *ctx, rdx_staged *s);
 
+/* ---- results of the _alloc calls (result.c) ---- */
+/* Count into n_queries counts, scan them, allocate the rows and fill, all in `where`; *out is
+ * set only on success. count and fill get `arg` and arrays in `where`. */
+rdx_status rdx_result_make(rdx_context *ctx, const char *fn, int64_t n_queries, rdx_location where,
+                           rdx_status (*count)(void *arg, rdx_array counts),
+                           rdx_status (*fill)(void *arg, rdx_array offsets, rdx_array rows), void *arg,
+                           rdx_result **out);
+
 /* ---- thread pool ---- */
 /* Run fn(arg, task, thread) for task in [0, n_tasks) on the context's threads; returns when all
  * are done. Tasks are taken dynamically. With one thread, runs inline. */

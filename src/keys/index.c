@@ -314,7 +314,25 @@ rdx_status rdx_counts_to_offsets(rdx_context *ctx, rdx_array counts, rdx_array o
   return st;
 }
 
-/* ---- convenience: count, scan, allocate, fill ---- */
+/* ---- convenience: count, scan, allocate, fill (core/result.c) ---- */
+
+typedef struct alloc_arg {
+  rdx_context *ctx;
+  const rdx_index *idx;
+  rdx_array in;
+  int range;
+} alloc_arg;
+
+static rdx_status alloc_count(void *arg, rdx_array counts) {
+  const alloc_arg *a = (const alloc_arg *)arg;
+  return a->range ? rdx_index_range_count(a->ctx, a->idx, a->in, counts)
+                  : rdx_index_lookup_count(a->ctx, a->idx, a->in, counts);
+}
+static rdx_status alloc_fill(void *arg, rdx_array offsets, rdx_array rows) {
+  const alloc_arg *a = (const alloc_arg *)arg;
+  return a->range ? rdx_index_range_fill(a->ctx, a->idx, a->in, offsets, rows)
+                  : rdx_index_lookup_fill(a->ctx, a->idx, a->in, offsets, rows);
+}
 
 static rdx_status run_alloc(rdx_context *ctx, const rdx_index *idx, rdx_array in, int range,
                             rdx_result **out) {
@@ -324,35 +342,9 @@ static rdx_status run_alloc(rdx_context *ctx, const rdx_index *idx, rdx_array in
   *out = NULL;
   RDX_CHECK(check_index(ctx, fn, idx));
   RDX_CHECK(rdx_array_check(ctx, fn, range ? "bounds" : "queries", in));
-  rdx_location loc = in.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST;
-  rdx_result *r = (rdx_result *)calloc(1, sizeof *r);
-  if (r == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the result", fn);
-  r->n_queries = in.count;
-  r->where = loc;
-  rdx_status st;
-  void *counts = NULL;
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, &counts, (size_t)in.count * 8, loc), st, fail);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&r->offsets, (size_t)(in.count + 1) * 8, loc), st,
-                 fail);
-  rdx_array ca = rdx_host_array(counts, in.count, RDX_U64);
-  rdx_array oa = rdx_host_array(r->offsets, in.count + 1, RDX_U64);
-  ca.where = oa.where = loc;
-  RDX_CHECK_GOTO(range ? rdx_index_range_count(ctx, idx, in, ca) : rdx_index_lookup_count(ctx, idx, in, ca),
-                 st, fail);
-  RDX_CHECK_GOTO(rdx_counts_to_offsets(ctx, ca, oa, &r->total), st, fail);
-  rdx_mem_free(ctx, counts);
-  counts = NULL;
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&r->row_ids, (size_t)r->total * 8, loc), st, fail);
-  rdx_array ra = rdx_host_array(r->row_ids, (int64_t)r->total, RDX_U64);
-  ra.where = loc;
-  RDX_CHECK_GOTO(range ? rdx_index_range_fill(ctx, idx, in, oa, ra) : rdx_index_lookup_fill(ctx, idx, in, oa, ra),
-                 st, fail);
-  *out = r;
-  return RDX_OK;
-fail:
-  rdx_mem_free(ctx, counts);
-  rdx_result_free(ctx, r);
-  return st;
+  alloc_arg a = {ctx, idx, in, range};
+  return rdx_result_make(ctx, fn, in.count, in.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST, alloc_count,
+                         alloc_fill, &a, out);
 }
 
 rdx_status rdx_index_lookup_alloc(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
@@ -364,11 +356,3 @@ rdx_status rdx_index_range_alloc(rdx_context *ctx, const rdx_index *idx, rdx_arr
   return run_alloc(ctx, idx, bounds, 1, out);
 }
 
-void rdx_result_free(rdx_context *ctx, rdx_result *r) {
-  if (r == NULL) return;
-  if (ctx != NULL && ctx->magic == RDX_CONTEXT_MAGIC) {
-    rdx_mem_release_to_caller(ctx, r->offsets);
-    rdx_mem_free(ctx, r->row_ids);
-  }
-  free(r);
-}

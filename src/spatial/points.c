@@ -579,6 +579,22 @@ rdx_status rdx_points_query_fill(rdx_context *ctx, const rdx_points *pts, rdx_ar
   return run_query(ctx, pts, Q_FILL, queries, query, offsets, row_ids);
 }
 
+typedef struct alloc_arg {
+  rdx_context *ctx;
+  const rdx_points *pts;
+  rdx_array queries;
+  const rdx_points_query *query;
+} alloc_arg;
+
+static rdx_status alloc_count(void *arg, rdx_array counts) {
+  const alloc_arg *a = (const alloc_arg *)arg;
+  return rdx_points_query_count(a->ctx, a->pts, a->queries, a->query, counts);
+}
+static rdx_status alloc_fill(void *arg, rdx_array offsets, rdx_array rows) {
+  const alloc_arg *a = (const alloc_arg *)arg;
+  return rdx_points_query_fill(a->ctx, a->pts, a->queries, a->query, offsets, rows);
+}
+
 rdx_status rdx_points_query_alloc(rdx_context *ctx, const rdx_points *pts, rdx_array queries,
                                   const rdx_points_query *query, rdx_result **out) {
   static const char fn[] = "rdx_points_query_alloc";
@@ -587,32 +603,9 @@ rdx_status rdx_points_query_alloc(rdx_context *ctx, const rdx_points *pts, rdx_a
   *out = NULL;
   rdx_sp_qin in;
   RDX_CHECK(check_query(ctx, fn, pts, queries, query, &in));
-  rdx_location loc = queries.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST;
-  rdx_result *r = (rdx_result *)calloc(1, sizeof *r);
-  if (r == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the result", fn);
-  r->n_queries = queries.count;
-  r->where = loc;
-  rdx_status st;
-  void *counts = NULL;
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, &counts, (size_t)queries.count * 8, loc), st, fail);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&r->offsets, (size_t)(queries.count + 1) * 8, loc), st, fail);
-  rdx_array ca = rdx_host_array(counts, queries.count, RDX_U64);
-  rdx_array oa = rdx_host_array(r->offsets, queries.count + 1, RDX_U64);
-  ca.where = oa.where = loc;
-  RDX_CHECK_GOTO(rdx_points_query_count(ctx, pts, queries, query, ca), st, fail);
-  RDX_CHECK_GOTO(rdx_counts_to_offsets(ctx, ca, oa, &r->total), st, fail);
-  rdx_mem_free(ctx, counts);
-  counts = NULL;
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&r->row_ids, (size_t)r->total * 8, loc), st, fail);
-  rdx_array ra = rdx_host_array(r->row_ids, (int64_t)r->total, RDX_U64);
-  ra.where = loc;
-  RDX_CHECK_GOTO(rdx_points_query_fill(ctx, pts, queries, query, oa, ra), st, fail);
-  *out = r;
-  return RDX_OK;
-fail:
-  rdx_mem_free(ctx, counts);
-  rdx_result_free(ctx, r);
-  return st;
+  alloc_arg a = {ctx, pts, queries, query};
+  return rdx_result_make(ctx, fn, queries.count, queries.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST, alloc_count,
+                         alloc_fill, &a, out);
 }
 
 /* ---- updates ---- */
