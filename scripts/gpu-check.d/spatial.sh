@@ -30,6 +30,9 @@ sp_bench spatial_query 110 bench points --exp query --backend cuda --index quadt
 sp_bench spatial_query 80 bench points --exp query --backend cuda --index kdtree --n 16500000 --dist uniform --dtype f32 \
   --leaf-capacity 1024 --queries 2^10,2^14,2^18,2^20,2^22 --type window,within,match,knn --k 16 --engine index,cpu \
   --cpu-max 2^20 --reps 3
+# the brute force at 2^20 windows (the target's batch), once: it is linear in the batch
+sp_bench spatial_query 60 bench points --exp query --backend cuda --index quadtree --n 16500000 --dist uniform --dtype f32 \
+  --leaf-capacity 1024 --max-depth 16 --queries 2^20 --type window --engine brute --brute-max 2^20 --reps 1
 log "spatial query: $(grep -c ',query,' "$OUT/csv/spatial_query.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"
 
 t_sp=$(date +%s)
