@@ -347,7 +347,11 @@ __global__ void __launch_bounds__(128) knn_kernel(rdx_sp_view v, const void *q, 
  * insertion. A chunk with many candidates (a query's first chunks, when nothing prunes yet) is
  * instead sorted by a bitonic network and merged with the list in one step. */
 
-#define KNN_WARPS 4     /* warps per block */
+#define KNN_WARPS 8     /* warps per block */
+/* Queries per block and round: a block takes a run of consecutive queries in Morton order and its
+ * warps interleave over it, so the warps resident on one SM scan the same few leaves and read
+ * them from L1 (with a plain grid-stride order they worked on queries a whole grid apart). */
+#define KNN_CHUNK (8 * KNN_WARPS)
 #define KNN_MERGE_MIN 8 /* more candidates than this in a chunk: sort and merge, not one by one */
 /* the stack bound of rdx_sp_knn: a quadtree pop pushes <= 4 (3 * depth + 1), a k-d pop 2 */
 static_assert(3 * RDX_SP_MAX_QT_DEPTH + 1 <= RDX_SP_STACK && RDX_SP_MAX_KD_DEPTH + 1 <= RDX_SP_STACK, "kNN stack");
@@ -404,9 +408,10 @@ __global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v,
   double *st_md = s_md[w];
   double(*st_box)[4] = s_box[KD ? w : 0];
   const T *X = (const T *)v.x, *Y = (const T *)v.y;
-  const int64_t stride = (int64_t)gridDim.x * KNN_WARPS;
-  /* the loop bound is the same for every lane of the warp: the warp stays converged */
-  for (int64_t t = (int64_t)blockIdx.x * KNN_WARPS + w; t < m; t += stride) {
+  const int64_t stride = (int64_t)gridDim.x * KNN_CHUNK;
+  /* the loop bounds are the same for every lane of the warp: the warp stays converged */
+  for (int64_t t0 = (int64_t)blockIdx.x * KNN_CHUNK; t0 < m; t0 += stride)
+  for (int64_t t = t0 + w; t < t0 + KNN_CHUNK && t < m; t += KNN_WARPS) {
     const int64_t i = (int64_t)order[t];
     const double qx = (double)q[2 * i], qy = (double)q[2 * i + 1];
     double ld = 0.0;  /* this lane's list entry (valid for lane < size) */
@@ -564,7 +569,7 @@ rdx_status knn(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, ui
   }));
   const uint64_t *order = ibuf.Current();
   if (in->k <= 32) { /* one warp per query, no scratch */
-    unsigned grid = blocks_for((m + KNN_WARPS - 1) / KNN_WARPS, 1);
+    unsigned grid = blocks_for((m + KNN_CHUNK - 1) / KNN_CHUNK, 1);
     const void *qp = in->q;
     if (pts->f64 && v.kd)
       knn_warp_kernel<double, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows);
