@@ -293,6 +293,15 @@ RDX_HD rdx_bvh4_node rdx_bvh4_fetch(const rdx_bvh4_node *nodes, uint32_t i) {
 #endif
 }
 
+/* nd: the BVH4 node i, in registers on the GPU, read in place on the CPU. */
+#if defined(__CUDA_ARCH__)
+#define RDX_BVH4_LOAD_(nd, nodes, i)                                                             \
+  const rdx_bvh4_node nd##_copy_ = rdx_bvh4_fetch(nodes, i);                                     \
+  const rdx_bvh4_node *nd = &nd##_copy_;
+#else
+#define RDX_BVH4_LOAD_(nd, nodes, i) const rdx_bvh4_node *nd = (nodes) + (i);
+#endif
+
 /* Element k (0..3, not a constant) of a four-element array by selects, so that GPU code keeps
  * the array in registers instead of indexing it in local memory. */
 #define RDX_SEL4(a, k) ((k) == 0 ? (a)[0] : (k) == 1 ? (a)[1] : (k) == 2 ? (a)[2] : (a)[3])
@@ -378,70 +387,84 @@ RDX_HD rdx_bvh4_node rdx_bvh4_fetch(const rdx_bvh4_node *nodes, uint32_t i) {
     }                                                                                            \
   }
 
-/* The same over a BVH4: the (up to) four boxes of a node are tested, the slots sorted near first
- * (a five-comparator network on (hit, entry distance)), leaves done at once in that order, the
- * nearest internal child visited next and the others pushed far first so they pop near first. */
+/* The same over a BVH4, in strict near-first order: the (up to) four boxes of a node are tested
+ * and the slots sorted by entry distance (a five-comparator network on (hit, distance), skipped
+ * when at most one box is hit, as for most of the thin rays of rx and cgrx); the nearest slot is
+ * visited next and the others are pushed farthest first, leaves included (a leaf entry carries
+ * its size), so a closest-hit ray tests a far leaf only when no nearer hit has shrunk tmax below
+ * the leaf's entry. (Testing all hit leaves of a node at once, as the binary traversal does, makes
+ * closest-hit rays test far leaves of two levels.) One place tests leaves, so each hit program's
+ * leaf test is compiled once. */
 #define RDX_RT_TRAVERSE4_(NAME, STATE, LEAF_TEST)                                                \
   RDX_HD void NAME##_bvh4(const rdx_bvh_view *bv, const rdx_ray *ray, STATE *st) {               \
     if (bv->n_prims <= 0) return;                                                                \
     rdx_ray_pre pre;                                                                             \
     rdx_ray_prepare(ray, &pre);                                                                  \
     float tmin = ray->tmin, tmax = ray->tmax;                                                    \
+    /* entries: (node or first leaf slot, leaf size or 0, where the ray enters the box) */       \
     uint32_t stack[RDX_RT_STACK4];                                                               \
+    uint8_t stack_n[RDX_RT_STACK4];                                                              \
     float stack_t[RDX_RT_STACK4];                                                                \
     int sp = 0;                                                                                  \
-    uint32_t node = 0;                                                                           \
+    uint32_t cur = 0, cur_n = 0; /* the root */                                                  \
     for (;;) {                                                                                   \
-      const rdx_bvh4_node nd = rdx_bvh4_fetch(bv->nodes4, node);                                 \
-      float tn_[4];                                                                              \
-      uint32_t ch_[4], cn_[4];                                                                   \
-      for (int c = 0; c < 4; c++) { /* constant trip count: unrolled, registers only */          \
-        float lo_[3] = {nd.lo[0][c], nd.lo[1][c], nd.lo[2][c]};                                  \
-        float hi_[3] = {nd.hi[0][c], nd.hi[1][c], nd.hi[2][c]};                                  \
-        tn_[c] = 0.0f;                                                                           \
-        ch_[c] = nd.child[c];                                                                    \
-        cn_[c] = nd.count[c];                                                                    \
-        if (ch_[c] != RDX_BVH_NONE && !rdx_rt_box_near(lo_, hi_, ray, &pre, tmin, tmax, &tn_[c]))\
-          ch_[c] = RDX_BVH_NONE;                                                                 \
-      }                                                                                          \
-      RDX_RT_CSWAP4_(0, 1)                                                                       \
-      RDX_RT_CSWAP4_(2, 3)                                                                       \
-      RDX_RT_CSWAP4_(0, 2)                                                                       \
-      RDX_RT_CSWAP4_(1, 3)                                                                       \
-      RDX_RT_CSWAP4_(1, 2)                                                                       \
-      /* leaves at once, nearer first; a closer hit found meanwhile skips the later ones */      \
-      for (int k = 0; k < 4; k++) {                                                              \
-        uint32_t first = RDX_SEL4(ch_, k), cnt_ = RDX_SEL4(cn_, k);                              \
-        if (first == RDX_BVH_NONE || cnt_ == 0 || RDX_SEL4(tn_, k) > tmax) continue;             \
-        uint32_t end = first + cnt_;                                                             \
-        for (uint32_t s = first; s < end; s++) {                                                 \
+      if (cur_n != 0) {                                                                          \
+        uint32_t end = cur + cur_n;                                                              \
+        for (uint32_t s = cur; s < end; s++) {                                                   \
           LEAF_TEST                                                                              \
         }                                                                                        \
-      }                                                                                          \
-      /* internal children: the nearest next, the others pushed farthest first */                \
-      uint32_t next_ = RDX_BVH_NONE;                                                             \
-      float next_t_ = 0.0f;                                                                      \
-      for (int k = 3; k >= 0; k--) {                                                             \
-        uint32_t c_ = RDX_SEL4(ch_, k);                                                          \
-        float t_ = RDX_SEL4(tn_, k);                                                             \
-        if (c_ == RDX_BVH_NONE || RDX_SEL4(cn_, k) != 0 || t_ > tmax) continue;                  \
-        if (next_ != RDX_BVH_NONE && sp < RDX_RT_STACK4) {                                       \
-          stack[sp] = next_;                                                                     \
-          stack_t[sp++] = next_t_;                                                               \
+      } else {                                                                                   \
+        RDX_BVH4_LOAD_(nd, bv->nodes4, cur)                                                      \
+        float tn_[4];                                                                            \
+        uint32_t ch_[4], cn_[4];                                                                 \
+        for (int c = 0; c < 4; c++) { /* constant trip count: unrolled, registers only */        \
+          float lo_[3] = {nd->lo[0][c], nd->lo[1][c], nd->lo[2][c]};                             \
+          float hi_[3] = {nd->hi[0][c], nd->hi[1][c], nd->hi[2][c]};                             \
+          tn_[c] = 0.0f;                                                                         \
+          ch_[c] = nd->child[c];                                                                 \
+          cn_[c] = nd->count[c];                                                                 \
+          if (ch_[c] != RDX_BVH_NONE && !rdx_rt_box_near(lo_, hi_, ray, &pre, tmin, tmax, &tn_[c]))\
+            ch_[c] = RDX_BVH_NONE;                                                               \
         }                                                                                        \
-        next_ = c_;                                                                              \
-        next_t_ = t_;                                                                            \
+        int nhit_ = (ch_[0] != RDX_BVH_NONE) + (ch_[1] != RDX_BVH_NONE) + (ch_[2] != RDX_BVH_NONE) +\
+                    (ch_[3] != RDX_BVH_NONE);                                                    \
+        if (nhit_ > 1) {                                                                         \
+          RDX_RT_CSWAP4_(0, 1)                                                                   \
+          RDX_RT_CSWAP4_(2, 3)                                                                   \
+          RDX_RT_CSWAP4_(0, 2)                                                                   \
+          RDX_RT_CSWAP4_(1, 3)                                                                   \
+          RDX_RT_CSWAP4_(1, 2)                                                                   \
+        }                                                                                        \
+        /* the nearest next, the others on the stack, farthest first */                          \
+        uint32_t next_ = RDX_BVH_NONE, next_n_ = 0;                                              \
+        float next_t_ = 0.0f;                                                                    \
+        for (int k = 3; k >= 0; k--) {                                                           \
+          uint32_t c_ = RDX_SEL4(ch_, k);                                                        \
+          float t_ = RDX_SEL4(tn_, k);                                                           \
+          if (c_ == RDX_BVH_NONE) continue;                                                      \
+          if (next_ != RDX_BVH_NONE && sp < RDX_RT_STACK4) {                                     \
+            stack[sp] = next_;                                                                   \
+            stack_n[sp] = (uint8_t)next_n_;                                                      \
+            stack_t[sp++] = next_t_;                                                             \
+          }                                                                                      \
+          next_ = c_;                                                                            \
+          next_n_ = RDX_SEL4(cn_, k);                                                            \
+          next_t_ = t_;                                                                          \
+        }                                                                                        \
+        if (next_ != RDX_BVH_NONE) {                                                             \
+          cur = next_;                                                                           \
+          cur_n = next_n_;                                                                       \
+          continue;                                                                              \
+        }                                                                                        \
       }                                                                                          \
-      if (next_ != RDX_BVH_NONE) {                                                               \
-        node = next_;                                                                            \
-        continue;                                                                                \
-      }                                                                                          \
+      /* pop, skipping boxes that begin beyond a hit found since they were pushed */             \
       for (;;) {                                                                                 \
         if (sp == 0) return;                                                                     \
         --sp;                                                                                    \
         if (stack_t[sp] <= tmax) break;                                                          \
       }                                                                                          \
-      node = stack[sp];                                                                          \
+      cur = stack[sp];                                                                           \
+      cur_n = stack_n[sp];                                                                       \
     }                                                                                            \
   }
 
