@@ -2,7 +2,9 @@
  * rt.h: the ray-tracing engine's internal API (DESIGN.md §4): scenes of triangles or of AABBs
  * with a custom intersection, a BVH over them, and batched traversal in first-hit, closest-hit
  * and all-hits modes, on three backends:
- *   soft-CPU   raydex's LBVH (bvh.c) and the stack traversal of rt_hd.h, on the thread pool;
+ *   soft-CPU   raydex's LBVH (bvh.c), by default collapsed into a BVH4 (bvh4.c; RAYDEX_BVH=2 or
+ *              rdx_bvh_options.width = 2 keeps the binary tree), and the stack traversals of
+ *              rt_hd.h, on the thread pool;
  *   soft-CUDA  the same tree built on the GPU (bvh.cu) and the same traversal in kernels;
  *   OptiX      a compacted GAS (src/rt/optix/), with programs that call the same RDX_HD logic.
  * A scene is built for the context's backend: OPTIX contexts get a GAS, CUDA contexts a device
@@ -96,7 +98,9 @@ int64_t rdx_rt_scene_bytes(const rdx_rt_scene *s);
 /* Generic batched traversal modes. */
 typedef enum rdx_rt_mode {
   RDX_RT_FIRST_HIT = 1,   /* any one hit; the ray ends there */
-  RDX_RT_CLOSEST_HIT = 2, /* the hit with the smallest t */
+  RDX_RT_CLOSEST_HIT = 2, /* the hit with the smallest t (t, facing and hit-or-not are exact on every
+                             soft layout; when several primitives are hit at exactly that t, any
+                             one of them, which may differ between layouts and backends) */
   RDX_RT_ALL_HITS = 3     /* every hit */
 } rdx_rt_mode;
 

@@ -325,7 +325,11 @@ RDX_HD rdx_bvh4_node rdx_bvh4_fetch(const rdx_bvh4_node *nodes, uint32_t i) {
  *     int HIT(STATE *st, uint32_t id, float t, int front, float *tmax)
  * HIT returns RDX_RT_STOP to end the ray or RDX_RT_CONTINUE; a closest-hit program records the hit
  * and sets *tmax = t so that only nearer hits follow (OptiX's accept-and-shrink). Children are
- * visited near first along the ray's main axis, so closest-hit rays shrink early.
+ * visited near first along the ray's main axis, so closest-hit rays shrink early. NAME serves both
+ * tree layouts (NAME_bvh2, NAME_bvh4, chosen by the view): the box and primitive tests are the
+ * same, so all-hits sets, closest-hit distances and whether a ray hits are identical on both; only
+ * the order of visits differs, so a first-hit program may get another (valid) hit, and a
+ * closest-hit program another primitive among those hit at exactly the closest t.
  *
  * RDX_RT_DEFINE_TRACE_AABB(NAME, STATE, ISECT, HIT) is the same over an AABB tree, with a custom
  * intersection int ISECT(STATE *st, uint32_t id, const float *box, const rdx_ray *ray,
