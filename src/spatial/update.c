@@ -294,7 +294,9 @@ static const char *op_name(int op) {
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b) {
   const char *fn = op_name(b->op);
   const rdx_sp_backend *be = backend_of(ctx);
+  RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts)); /* the plan reads the host copy */
   if (pts->slot == NULL) RDX_CHECK(relayout(ctx, pts)); /* first update: slot map, spare room */
+  double t0 = rdx_now_ms(), t1 = t0, t2 = t0;
   rdx_sp_stats keep_stats = pts->stats;
   memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));
   pts->stats.relayouts = keep_stats.relayouts;
@@ -317,6 +319,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
                   (unsigned long long)f.bad_id, why[f.bad_what]);
     goto fail;
   }
+  t1 = rdx_now_ms();
 
   /* step 2: counts */
   const rdx_sp_nodes *H = &pts->host;
@@ -382,6 +385,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
   RDX_CHECK_GOTO(rdx_sp_hlist_link(ctx, &P.nl, P.kd), st, fail);
   RDX_CHECK_GOTO(rdx_sp_hlist_to_nodes(ctx, &P.nl, &newh), st, fail);
 
+  t2 = rdx_now_ms();
   /* step 4: reserve */
   {
     int64_t new_cap = pts->pool.cap;
@@ -419,6 +423,12 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
     pts->stats.in_place = f.n_inplace;
     pts->stats.left_leaf = b->m - f.n_inplace;
   }
+  /* where an update's time goes: find (device, with the run lists' copy to the host), plan
+   * (host), reserve and commit (device) */
+  pts->stats.phase_ms[0] = t1 - t0;
+  pts->stats.phase_ms[1] = t2 - t1;
+  pts->stats.phase_ms[2] = rdx_now_ms() - t2;
+  pts->stats.phase_ms[3] = 0;
   st = RDX_OK;
 
   /* step 6: compaction when dead space passes the live extents */
