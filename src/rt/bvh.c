@@ -191,17 +191,37 @@ static void coincident_task(void *arg, int64_t t, int thread) {
 
 void rdx_bvh_free(rdx_context *ctx, rdx_bvh *b) {
   rdx_mem_free(ctx, b->nodes);
+  rdx_mem_free(ctx, b->nodes4);
   rdx_mem_free(ctx, b->prims);
   rdx_mem_free(ctx, b->ids);
   b->nodes = NULL;
+  b->nodes4 = NULL;
   b->prims = NULL;
   b->ids = NULL;
-  b->n_nodes = b->n_prims = 0;
+  b->n_nodes = b->n_nodes4 = b->n_prims = 0;
 }
 
 int64_t rdx_bvh_bytes(const rdx_bvh *b) {
   int w = b->kind == RDX_RT_TRIANGLES ? 9 : 6;
-  return b->n_nodes * (int64_t)sizeof(rdx_bvh_node) + b->n_prims * (int64_t)(w * 4 + 4);
+  return b->n_nodes * (int64_t)sizeof(rdx_bvh_node) + b->n_nodes4 * (int64_t)sizeof(rdx_bvh4_node) +
+         b->n_prims * (int64_t)(w * 4 + 4);
+}
+
+rdx_status rdx_bvh_width(rdx_context *ctx, const rdx_bvh_options *opts, int *width) {
+  *width = 4;
+  if (opts && opts->width != 0) {
+    if (opts->width != 2 && opts->width != 4)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "rdx_bvh_build: width must be 2 or 4 (%d)", opts->width);
+    *width = opts->width;
+    return RDX_OK;
+  }
+  const char *e = getenv("RAYDEX_BVH");
+  if (e == NULL || e[0] == '\0') return RDX_OK;
+  if (strcmp(e, "2") == 0 || strcmp(e, "4") == 0) {
+    *width = e[0] - '0';
+    return RDX_OK;
+  }
+  return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "rdx_bvh_build: RAYDEX_BVH must be 2 or 4 (%s)", e);
 }
 
 /* The normalisation of step 2, shared with bvh.cu: per axis, the centroid box onto [0, 2^21). */
@@ -222,6 +242,9 @@ rdx_status rdx_bvh_build_cpu(rdx_context *ctx, int kind, const float *prims, int
   for (int a = 0; a < 3; a++) out->lo[a] = INFINITY, out->hi[a] = -INFINITY;
   if (n_in >= (int64_t)UINT32_MAX)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %lld primitives exceed 2^32 - 1", what, (long long)n_in);
+  int width = 4;
+  RDX_CHECK(rdx_bvh_width(ctx, opts, &width));
+  out->width = width;
   build_job j;
   memset(&j, 0, sizeof j);
   j.kind = kind;
@@ -351,6 +374,11 @@ rdx_status rdx_bvh_build_cpu(rdx_context *ctx, int kind, const float *prims, int
   rdx_mem_free(ctx, j.codes);
   rdx_mem_free(ctx, j.idx);
   rdx_mem_free(ctx, meta);
+  /* 7: the BVH4 */
+  if (width == 4 && (st = rdx_bvh_collapse_cpu(ctx, out)) != RDX_OK) {
+    rdx_bvh_free(ctx, out);
+    return st;
+  }
   return RDX_OK;
 fail:
   rdx_mem_free(ctx, j.active);

@@ -164,6 +164,9 @@ extern "C" rdx_status rdx_bvh_build_cuda(rdx_context *ctx, int kind, const float
   for (int a = 0; a < 3; a++) out->lo[a] = INFINITY, out->hi[a] = -INFINITY;
   if (n_in >= (int64_t)UINT32_MAX)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %lld primitives exceed 2^32 - 1", what, (long long)n_in);
+  int width = 4;
+  RDX_CHECK(rdx_bvh_width(ctx, opts, &width));
+  out->width = width;
   if (n_in == 0) return RDX_OK;
   cudaStream_t s = rdx_stream(ctx);
   int w = kind == RDX_RT_TRIANGLES ? 9 : 6;
@@ -324,6 +327,11 @@ done:
   rdx_mem_free(ctx, newidx);
   rdx_mem_free(ctx, parent);
   rdx_mem_free(ctx, codes);
+  /* 7: the BVH4 */
+  if (width == 4 && (st = rdx_bvh_collapse_cuda(ctx, out)) != RDX_OK) {
+    rdx_bvh_free(ctx, out);
+    return st;
+  }
   return RDX_OK;
 fail:
   rdx_mem_free(ctx, found);

@@ -14,7 +14,13 @@
  *   5. subtrees of at most RDX_RT_LEAF_MAX primitives become leaves; the nodes that remain are
  *      renumbered by a prefix sum in index order (the root stays 0);
  *   6. boxes bottom-up: a node's box is finished by whichever of its children arrives last
- *      (an atomic counter per node).
+ *      (an atomic counter per node);
+ *   7. (BVH4, the default) the binary tree collapsed into a 4-wide one: the binary nodes at even
+ *      depth (root 0) become BVH4 nodes, each taking as its slots its grandchildren through its
+ *      internal children and its leaf children directly, boxes copied from the binary nodes; BVH4
+ *      nodes are numbered by a prefix sum in binary node order (the root stays 0). The rule is
+ *      local to a node, so both backends collapse in parallel into the same tree. (A greedy
+ *      surface-area collapse fills nodes better but needs a top-down pass; left for later.)
  * Box unions are exact (min/max of floats), so the tree is the same on every backend.
  */
 #ifndef RDX_BVH_HD_H
@@ -194,6 +200,53 @@ RDX_HD void rdx_lbvh_finish_node(int kind, const float *prims, rdx_bvh_node *nod
   for (int c = 0; c < 2; c++)
     if (nd->count[c] > 0) rdx_lbvh_leaf_box(kind, prims, nd->child[c], nd->count[c], nd->box[c]);
   rdx_lbvh_union(nd->box[0], nd->box[1], out);
+}
+
+/* Step 7: record node i as the parent of its internal children (parent[0] is left alone). */
+RDX_HD void rdx_bvh4_parents(const rdx_bvh_node *nodes, int64_t i, uint32_t *parent) {
+  for (int c = 0; c < 2; c++)
+    if (nodes[i].count[c] == 0 && nodes[i].child[c] != RDX_BVH_NONE) parent[nodes[i].child[c]] = (uint32_t)i;
+}
+
+/* Step 7: whether binary node i becomes a BVH4 node (its depth is even). */
+RDX_HD uint32_t rdx_bvh4_kept(const uint32_t *parent, int64_t i) {
+  uint32_t d = 0;
+  for (uint32_t m = (uint32_t)i; m != 0; m = parent[m]) d++;
+  return (d & 1u) == 0;
+}
+
+RDX_HD void rdx_bvh4_put(rdx_bvh4_node *w, int k, const float *box, uint32_t child, uint32_t count) {
+  for (int a = 0; a < 3; a++) {
+    w->lo[a][k] = box[a];
+    w->hi[a][k] = box[3 + a];
+  }
+  w->child[k] = child;
+  w->count[k] = count;
+}
+
+/* Step 7: the BVH4 node of kept binary node i (newidx: exclusive prefix sum of kept flags). */
+RDX_HD void rdx_bvh4_emit(const rdx_bvh_node *nodes, const uint32_t *newidx, int64_t i, rdx_bvh4_node *out) {
+  rdx_bvh4_node *w = out + newidx[i];
+  for (int k = 0; k < 4; k++) {
+    for (int a = 0; a < 3; a++) w->lo[a][k] = INFINITY, w->hi[a][k] = -INFINITY;
+    w->child[k] = RDX_BVH_NONE;
+    w->count[k] = 0;
+  }
+  int k = 0;
+  const rdx_bvh_node *b = nodes + i;
+  for (int c = 0; c < 2; c++) {
+    if (b->child[c] == RDX_BVH_NONE) continue;
+    if (b->count[c] > 0) {
+      rdx_bvh4_put(w, k++, b->box[c], b->child[c], b->count[c]);
+      continue;
+    }
+    const rdx_bvh_node *g = nodes + b->child[c];
+    for (int e = 0; e < 2; e++) {
+      if (g->child[e] == RDX_BVH_NONE) continue;
+      if (g->count[e] > 0) rdx_bvh4_put(w, k++, g->box[e], g->child[e], g->count[e]);
+      else rdx_bvh4_put(w, k++, g->box[e], newidx[g->child[e]], 0);
+    }
+  }
 }
 
 #endif /* RDX_BVH_HD_H */

@@ -2,7 +2,9 @@
  * rt.h: the ray-tracing engine's internal API (DESIGN.md §4): scenes of triangles or of AABBs
  * with a custom intersection, a BVH over them, and batched traversal in first-hit, closest-hit
  * and all-hits modes, on three backends:
- *   soft-CPU   raydex's LBVH (bvh.c) and the stack traversal of rt_hd.h, on the thread pool;
+ *   soft-CPU   raydex's LBVH (bvh.c), by default collapsed into a BVH4 (bvh4.c; RAYDEX_BVH=2 or
+ *              rdx_bvh_options.width = 2 keeps the binary tree), and the stack traversals of
+ *              rt_hd.h, on the thread pool;
  *   soft-CUDA  the same tree built on the GPU (bvh.cu) and the same traversal in kernels;
  *   OptiX      a compacted GAS (src/rt/optix/), with programs that call the same RDX_HD logic.
  * A scene is built for the context's backend: OPTIX contexts get a GAS, CUDA contexts a device
@@ -23,8 +25,11 @@ typedef struct rdx_bvh {
   int kind;                 /* rdx_rt_prim_kind */
   int64_t n_input;          /* primitives given, active or not */
   int64_t n_prims;          /* active primitives in the tree */
-  int64_t n_nodes;          /* nodes (0 when n_prims == 0) */
+  int width;                /* 2: binary nodes; 4: BVH4 nodes (the binary ones freed) */
+  int64_t n_nodes;          /* binary nodes (0 when n_prims == 0 or width 4) */
   rdx_bvh_node *nodes;      /* n_nodes, root first */
+  int64_t n_nodes4;         /* BVH4 nodes (0 when n_prims == 0 or width 2) */
+  rdx_bvh4_node *nodes4;    /* n_nodes4, root first */
   float *prims;             /* n_prims primitives in leaf order */
   uint32_t *ids;            /* n_prims input indices in leaf order */
   int coincident;           /* 1 when two active primitives have the same box (conservative:
@@ -36,6 +41,8 @@ typedef struct rdx_bvh {
 typedef struct rdx_bvh_options {
   const uint64_t *codes;    /* optional sort codes, one per input primitive in the build's
                                memory: used instead of Morton codes (must be spatially coherent) */
+  int width;                /* 2 (binary) or 4 (BVH4); 0: the environment's RAYDEX_BVH (2 or 4),
+                               else 4. Both answer the same; the switch lets a benchmark compare */
 } rdx_bvh_options;
 
 /* Build a BVH over n input primitives (9 floats per triangle, 6 per box) in the backend's memory.
@@ -45,6 +52,13 @@ rdx_status rdx_bvh_build_cpu(rdx_context *ctx, int kind, const float *prims, int
 rdx_status rdx_bvh_build_cuda(rdx_context *ctx, int kind, const float *prims, int64_t n,
                               const rdx_bvh_options *opts, rdx_bvh *out);
 void rdx_bvh_free(rdx_context *ctx, rdx_bvh *b);
+/* The tree width (2 or 4) a build with these options makes; fails on a bad option or a bad
+ * RAYDEX_BVH value. RAYDEX_BVH is read at every build, so a test can switch it. */
+rdx_status rdx_bvh_width(rdx_context *ctx, const rdx_bvh_options *opts, int *width);
+/* Step 7 (bvh_hd.h): replace a finished binary tree by its BVH4, in the same memory. On failure
+ * the tree is left as it was. */
+rdx_status rdx_bvh_collapse_cpu(rdx_context *ctx, rdx_bvh *b);
+rdx_status rdx_bvh_collapse_cuda(rdx_context *ctx, rdx_bvh *b);
 /* Step 2's frame, shared by both builders: per axis, the centroid box cb (lo x,y,z, hi x,y,z)
  * onto [0, 2^21). */
 void rdx_bvh_code_frame(const float *cb, float *lo, float *scale);
@@ -54,6 +68,7 @@ int64_t rdx_bvh_bytes(const rdx_bvh *b);
 static inline rdx_bvh_view rdx_bvh_view_of(const rdx_bvh *b) {
   rdx_bvh_view v;
   v.nodes = b->nodes;
+  v.nodes4 = b->nodes4;
   v.prims = b->prims;
   v.ids = b->ids;
   v.n_prims = b->n_prims;
@@ -83,7 +98,9 @@ int64_t rdx_rt_scene_bytes(const rdx_rt_scene *s);
 /* Generic batched traversal modes. */
 typedef enum rdx_rt_mode {
   RDX_RT_FIRST_HIT = 1,   /* any one hit; the ray ends there */
-  RDX_RT_CLOSEST_HIT = 2, /* the hit with the smallest t */
+  RDX_RT_CLOSEST_HIT = 2, /* the hit with the smallest t (t, facing and hit-or-not are exact on every
+                             soft layout; when several primitives are hit at exactly that t, any
+                             one of them, which may differ between layouts and backends) */
   RDX_RT_ALL_HITS = 3     /* every hit */
 } rdx_rt_mode;
 

@@ -81,9 +81,38 @@ typedef struct rdx_bvh_node {
   uint32_t count[2];
 } rdx_bvh_node;
 
-/* What a traversal needs, in the memory of the code that traverses (host or device). */
+/* One BVH4 node, 128 bytes (one GPU L1 line, two CPU lines, eight 16-byte loads): up to four
+ * children with their boxes inline, structure of arrays so that one slot's box is the same word
+ * of six rows. As 32-bit words:
+ *
+ *   word  0..11   lo[axis][slot]: lo x of slots 0..3, lo y of slots 0..3, lo z of slots 0..3
+ *   word 12..23   hi[axis][slot]
+ *   word 24..27   child[slot]: BVH4 node index, or first leaf slot, or RDX_BVH_NONE (empty slot)
+ *   word 28..31   count[slot]: 0 = internal node, 1..RDX_RT_LEAF_MAX = leaf of that size
+ *
+ * The wide tree is the binary tree with every other level removed (bvh_hd.h, step 7): the same
+ * leaves and the same boxes, copied bit for bit, so every box test answers as on the binary tree.
+ * It halves the dependent node loads of a root-to-leaf path (Wald et al., "Getting rid of packets",
+ * 2008; Ylitie et al., "Efficient incoherent ray traversal on GPUs through compressed wide BVHs",
+ * HPG 2017, who collapse a binary tree the same way but by SAH). Empty slots have lo = +inf,
+ * hi = -inf and child = RDX_BVH_NONE. */
+#define RDX_BVH4_WIDTH 4
+typedef struct rdx_bvh4_node {
+  float lo[3][4];
+  float hi[3][4];
+  uint32_t child[4];
+  uint32_t count[4];
+} rdx_bvh4_node;
+
+/* Traversal stack of the BVH4: a wide level pushes at most three entries and the BVH4 has at most
+ * half the binary depth (48 levels), so 144 entries never overflow. */
+#define RDX_RT_STACK4 144
+
+/* What a traversal needs, in the memory of the code that traverses (host or device). Exactly one
+ * of nodes (binary tree) and nodes4 (BVH4) is set for a non-empty tree. */
 typedef struct rdx_bvh_view {
-  const rdx_bvh_node *nodes; /* node 0 is the root; NULL when the tree is empty */
+  const rdx_bvh_node *nodes; /* node 0 is the root; NULL when the tree is empty or wide */
+  const rdx_bvh4_node *nodes4; /* BVH4 nodes, root 0; NULL when the tree is empty or binary */
   const float *prims;        /* leaf order: 9 (triangles) or 6 (boxes) floats per primitive */
   const uint32_t *ids;       /* leaf order: the primitive's index in the scene's input */
   int64_t n_prims;           /* primitives in the tree (inactive inputs excluded) */
@@ -236,6 +265,55 @@ RDX_HD rdx_bvh_node rdx_bvh_fetch(const rdx_bvh_node *nodes, uint32_t i) {
 #endif
 }
 
+/* A BVH4 node in registers: on the GPU eight 16-byte read-only loads of one 128-byte line. */
+RDX_HD rdx_bvh4_node rdx_bvh4_fetch(const rdx_bvh4_node *nodes, uint32_t i) {
+#if defined(__CUDA_ARCH__)
+  const float4 *p = (const float4 *)(nodes + i);
+  rdx_bvh4_node n;
+  float4 v;
+  v = __ldg(p + 0);
+  n.lo[0][0] = v.x, n.lo[0][1] = v.y, n.lo[0][2] = v.z, n.lo[0][3] = v.w;
+  v = __ldg(p + 1);
+  n.lo[1][0] = v.x, n.lo[1][1] = v.y, n.lo[1][2] = v.z, n.lo[1][3] = v.w;
+  v = __ldg(p + 2);
+  n.lo[2][0] = v.x, n.lo[2][1] = v.y, n.lo[2][2] = v.z, n.lo[2][3] = v.w;
+  v = __ldg(p + 3);
+  n.hi[0][0] = v.x, n.hi[0][1] = v.y, n.hi[0][2] = v.z, n.hi[0][3] = v.w;
+  v = __ldg(p + 4);
+  n.hi[1][0] = v.x, n.hi[1][1] = v.y, n.hi[1][2] = v.z, n.hi[1][3] = v.w;
+  v = __ldg(p + 5);
+  n.hi[2][0] = v.x, n.hi[2][1] = v.y, n.hi[2][2] = v.z, n.hi[2][3] = v.w;
+  v = __ldg(p + 6);
+  n.child[0] = __float_as_uint(v.x), n.child[1] = __float_as_uint(v.y), n.child[2] = __float_as_uint(v.z), n.child[3] = __float_as_uint(v.w);
+  v = __ldg(p + 7);
+  n.count[0] = __float_as_uint(v.x), n.count[1] = __float_as_uint(v.y), n.count[2] = __float_as_uint(v.z), n.count[3] = __float_as_uint(v.w);
+  return n;
+#else
+  return nodes[i];
+#endif
+}
+
+/* nd: the BVH4 node i, in registers on the GPU, read in place on the CPU. */
+#if defined(__CUDA_ARCH__)
+#define RDX_BVH4_LOAD_(nd, nodes, i)                                                             \
+  const rdx_bvh4_node nd##_copy_ = rdx_bvh4_fetch(nodes, i);                                     \
+  const rdx_bvh4_node *nd = &nd##_copy_;
+#else
+#define RDX_BVH4_LOAD_(nd, nodes, i) const rdx_bvh4_node *nd = (nodes) + (i);
+#endif
+
+/* Element k (0..3, not a constant) of a four-element array by selects, so that GPU code keeps
+ * the array in registers instead of indexing it in local memory. */
+#define RDX_SEL4(a, k) ((k) == 0 ? (a)[0] : (k) == 1 ? (a)[1] : (k) == 2 ? (a)[2] : (a)[3])
+/* Order slots i < j of a BVH4 visit: the hit one first, then the nearer; equal keep i first. */
+#define RDX_RT_CSWAP4_(i, j)                                                                     \
+  if (ch_[j] != RDX_BVH_NONE && (ch_[i] == RDX_BVH_NONE || tn_[j] < tn_[i])) {                   \
+    float t_s = tn_[i];                                                                          \
+    uint32_t c_s = ch_[i], n_s = cn_[i];                                                         \
+    tn_[i] = tn_[j], ch_[i] = ch_[j], cn_[i] = cn_[j];                                           \
+    tn_[j] = t_s, ch_[j] = c_s, cn_[j] = n_s;                                                    \
+  }
+
 /* Hit program actions. */
 #define RDX_RT_CONTINUE 0 /* keep traversing (any-hit: ignore, or accept with *tmax shrunk) */
 #define RDX_RT_STOP 1     /* terminate the ray */
@@ -247,15 +325,19 @@ RDX_HD rdx_bvh_node rdx_bvh_fetch(const rdx_bvh_node *nodes, uint32_t i) {
  *     int HIT(STATE *st, uint32_t id, float t, int front, float *tmax)
  * HIT returns RDX_RT_STOP to end the ray or RDX_RT_CONTINUE; a closest-hit program records the hit
  * and sets *tmax = t so that only nearer hits follow (OptiX's accept-and-shrink). Children are
- * visited near first along the ray's main axis, so closest-hit rays shrink early.
+ * visited near first along the ray's main axis, so closest-hit rays shrink early. NAME serves both
+ * tree layouts (NAME_bvh2, NAME_bvh4, chosen by the view): the box and primitive tests are the
+ * same, so all-hits sets, closest-hit distances and whether a ray hits are identical on both; only
+ * the order of visits differs, so a first-hit program may get another (valid) hit, and a
+ * closest-hit program another primitive among those hit at exactly the closest t.
  *
  * RDX_RT_DEFINE_TRACE_AABB(NAME, STATE, ISECT, HIT) is the same over an AABB tree, with a custom
  * intersection int ISECT(STATE *st, uint32_t id, const float *box, const rdx_ray *ray,
  * const rdx_ray_pre *pre, float tmin, float tmax, float *t) that reports a hit at *t (the caller
  * then applies tmin < t < tmax like OptiX's optixReportIntersection) and HIT as above (front = 1).
  */
-#define RDX_RT_TRAVERSE_(NAME, STATE, LEAF_TEST)                                                 \
-  RDX_HD void NAME(const rdx_bvh_view *bv, const rdx_ray *ray, STATE *st) {                      \
+#define RDX_RT_TRAVERSE2_(NAME, STATE, LEAF_TEST)                                                \
+  RDX_HD void NAME##_bvh2(const rdx_bvh_view *bv, const rdx_ray *ray, STATE *st) {               \
     if (bv->n_prims <= 0) return;                                                                \
     rdx_ray_pre pre;                                                                             \
     rdx_ray_prepare(ray, &pre);                                                                  \
@@ -307,6 +389,96 @@ RDX_HD rdx_bvh_node rdx_bvh_fetch(const rdx_bvh_node *nodes, uint32_t i) {
       }                                                                                          \
       node = stack[sp];                                                                          \
     }                                                                                            \
+  }
+
+/* The same over a BVH4, in strict near-first order: the (up to) four boxes of a node are tested
+ * and the slots sorted by entry distance (a five-comparator network on (hit, distance), skipped
+ * when at most one box is hit, as for most of the thin rays of rx and cgrx); the nearest slot is
+ * visited next and the others are pushed farthest first, leaves included (a leaf entry carries
+ * its size), so a closest-hit ray tests a far leaf only when no nearer hit has shrunk tmax below
+ * the leaf's entry. (Testing all hit leaves of a node at once, as the binary traversal does, makes
+ * closest-hit rays test far leaves of two levels.) One place tests leaves, so each hit program's
+ * leaf test is compiled once. */
+#define RDX_RT_TRAVERSE4_(NAME, STATE, LEAF_TEST)                                                \
+  RDX_HD void NAME##_bvh4(const rdx_bvh_view *bv, const rdx_ray *ray, STATE *st) {               \
+    if (bv->n_prims <= 0) return;                                                                \
+    rdx_ray_pre pre;                                                                             \
+    rdx_ray_prepare(ray, &pre);                                                                  \
+    float tmin = ray->tmin, tmax = ray->tmax;                                                    \
+    /* entries: (node or first leaf slot, leaf size or 0, where the ray enters the box) */       \
+    uint32_t stack[RDX_RT_STACK4];                                                               \
+    uint8_t stack_n[RDX_RT_STACK4];                                                              \
+    float stack_t[RDX_RT_STACK4];                                                                \
+    int sp = 0;                                                                                  \
+    uint32_t cur = 0, cur_n = 0; /* the root */                                                  \
+    for (;;) {                                                                                   \
+      if (cur_n != 0) {                                                                          \
+        uint32_t end = cur + cur_n;                                                              \
+        for (uint32_t s = cur; s < end; s++) {                                                   \
+          LEAF_TEST                                                                              \
+        }                                                                                        \
+      } else {                                                                                   \
+        RDX_BVH4_LOAD_(nd, bv->nodes4, cur)                                                      \
+        float tn_[4];                                                                            \
+        uint32_t ch_[4], cn_[4];                                                                 \
+        for (int c = 0; c < 4; c++) { /* constant trip count: unrolled, registers only */        \
+          float lo_[3] = {nd->lo[0][c], nd->lo[1][c], nd->lo[2][c]};                             \
+          float hi_[3] = {nd->hi[0][c], nd->hi[1][c], nd->hi[2][c]};                             \
+          tn_[c] = 0.0f;                                                                         \
+          ch_[c] = nd->child[c];                                                                 \
+          cn_[c] = nd->count[c];                                                                 \
+          if (ch_[c] != RDX_BVH_NONE && !rdx_rt_box_near(lo_, hi_, ray, &pre, tmin, tmax, &tn_[c]))\
+            ch_[c] = RDX_BVH_NONE;                                                               \
+        }                                                                                        \
+        int nhit_ = (ch_[0] != RDX_BVH_NONE) + (ch_[1] != RDX_BVH_NONE) + (ch_[2] != RDX_BVH_NONE) +\
+                    (ch_[3] != RDX_BVH_NONE);                                                    \
+        if (nhit_ > 1) {                                                                         \
+          RDX_RT_CSWAP4_(0, 1)                                                                   \
+          RDX_RT_CSWAP4_(2, 3)                                                                   \
+          RDX_RT_CSWAP4_(0, 2)                                                                   \
+          RDX_RT_CSWAP4_(1, 3)                                                                   \
+          RDX_RT_CSWAP4_(1, 2)                                                                   \
+        }                                                                                        \
+        /* the nearest next, the others on the stack, farthest first */                          \
+        uint32_t next_ = RDX_BVH_NONE, next_n_ = 0;                                              \
+        float next_t_ = 0.0f;                                                                    \
+        for (int k = 3; k >= 0; k--) {                                                           \
+          uint32_t c_ = RDX_SEL4(ch_, k);                                                        \
+          float t_ = RDX_SEL4(tn_, k);                                                           \
+          if (c_ == RDX_BVH_NONE) continue;                                                      \
+          if (next_ != RDX_BVH_NONE && sp < RDX_RT_STACK4) {                                     \
+            stack[sp] = next_;                                                                   \
+            stack_n[sp] = (uint8_t)next_n_;                                                      \
+            stack_t[sp++] = next_t_;                                                             \
+          }                                                                                      \
+          next_ = c_;                                                                            \
+          next_n_ = RDX_SEL4(cn_, k);                                                            \
+          next_t_ = t_;                                                                          \
+        }                                                                                        \
+        if (next_ != RDX_BVH_NONE) {                                                             \
+          cur = next_;                                                                           \
+          cur_n = next_n_;                                                                       \
+          continue;                                                                              \
+        }                                                                                        \
+      }                                                                                          \
+      /* pop, skipping boxes that begin beyond a hit found since they were pushed */             \
+      for (;;) {                                                                                 \
+        if (sp == 0) return;                                                                     \
+        --sp;                                                                                    \
+        if (stack_t[sp] <= tmax) break;                                                          \
+      }                                                                                          \
+      cur = stack[sp];                                                                           \
+      cur_n = stack_n[sp];                                                                       \
+    }                                                                                            \
+  }
+
+/* Both traversals, and NAME choosing by the tree the view holds. */
+#define RDX_RT_TRAVERSE_(NAME, STATE, LEAF_TEST)                                                 \
+  RDX_RT_TRAVERSE2_(NAME, STATE, LEAF_TEST)                                                      \
+  RDX_RT_TRAVERSE4_(NAME, STATE, LEAF_TEST)                                                      \
+  RDX_HD void NAME(const rdx_bvh_view *bv, const rdx_ray *ray, STATE *st) {                      \
+    if (bv->nodes4) NAME##_bvh4(bv, ray, st);                                                    \
+    else NAME##_bvh2(bv, ray, st);                                                               \
   }
 
 #define RDX_RT_DEFINE_TRACE(NAME, STATE, HIT)                                                    \
