@@ -366,6 +366,10 @@ static inline void pc_pool_free(pc_pool *p) {
  * when `report`). Checks: BFS order, children links, counts, capacity, leaves' points inside
  * their cells (quadtree) or on the right side of every split (k-d), every id exactly once. */
 static inline int pc_tree_ok(rdx_context *ctx, const rdx_points *pts, int report) {
+  if (rdx_sp_sync_host_nodes(ctx, (rdx_points *)pts) != RDX_OK) {
+    if (report) CHECK_FAIL_("host copy of the nodes: %s", rdx_context_message(ctx));
+    return 0;
+  }
   const rdx_sp_nodes *H = &pts->host;
   pc_pool pool = pc_pool_get(ctx, pts);
   int ok = 1, kd = pts->kind == RDX_POINTS_KDTREE;

@@ -33,6 +33,7 @@ static rdx_points *build(rdx_context *ctx, const pset *p, rdx_points_kind kind, 
   rdx_array d = pc_gpu(ctx) && (check_rand_() & 1) ? pc_to_device(ctx, a) : a;
   CHECK_OK(ctx, rdx_points_build_ex(ctx, d, &o, debug, &pts));
   pc_free_device(ctx, d);
+  if (pts) CHECK_OK(ctx, rdx_sp_sync_host_nodes(ctx, pts)); /* the tests read the host copy */
   return pts;
 }
 

@@ -72,6 +72,8 @@ static void check_against_model(rdx_context *ctx, rdx_points *pts, const model *
     opt.box[0] = pts->grid.x0, opt.box[1] = pts->grid.y0, opt.box[2] = pts->grid.x1, opt.box[3] = pts->grid.y1;
     rdx_points *fresh = NULL;
     CHECK_OK(ctx, rdx_points_build(ctx, pset_array(&p), &opt, &fresh));
+    if (fresh) CHECK_OK(ctx, rdx_sp_sync_host_nodes(ctx, fresh));
+    CHECK_OK(ctx, rdx_sp_sync_host_nodes(ctx, pts));
     if (fresh) {
       const rdx_sp_nodes *a = &pts->host, *b = &fresh->host;
       CHECK_EQ(a->n, b->n);
@@ -218,6 +220,7 @@ static rdx_points *build_model(rdx_context *ctx, model *m, int gen, int64_t n, r
   memcpy(o.box, box, sizeof o.box);
   rdx_points *pts = NULL;
   CHECK_OK(ctx, rdx_points_build(ctx, pset_array(&p), &o, &pts));
+  if (pts) CHECK_OK(ctx, rdx_sp_sync_host_nodes(ctx, pts)); /* the tests read the host copy */
   pset_free(&p);
   return pts;
 }

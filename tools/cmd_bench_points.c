@@ -440,6 +440,7 @@ static void exp_update(const cfg *c, int hdr) {
         if (m < 1) m = 1;
         if (m > n) m = n;
         int64_t left = 0, splits = 0, merges = 0;
+        double p[3] = {0, 0, 0}; /* find, plan, reserve + commit (update.c) */
         for (int r = -1; r < c->reps; r++) {
           /* m distinct random ids (partial Fisher-Yates) to fresh places from the same distribution */
           for (int64_t i = 0; i < m; i++) {
@@ -459,6 +460,7 @@ static void exp_update(const cfg *c, int hdr) {
           if (r >= 0) {
             t[r] = ms;
             left += pts->stats.left_leaf, splits += pts->stats.splits, merges += pts->stats.merges;
+            for (int i = 0; i < 3; i++) p[i] += pts->stats.phase_ms[i] / c->reps;
           }
           cli_unplace(ctx, idd);
           cli_unplace(ctx, npd);
@@ -469,6 +471,7 @@ static void exp_update(const cfg *c, int hdr) {
         ru.index = rb.index, ru.build = rb.build, ru.engine = "update", ru.where = cli_is_gpu(ctx) ? "device" : "host";
         ru.n = n, ru.moved = c->moved[mi], ru.queries = m;
         ru.ms = median(t, c->reps);
+        memcpy(ru.p, p, sizeof p);
         ru.per_s = m / (ru.ms / 1e3);
         ru.left_leaf = left / c->reps, ru.splits = splits / c->reps, ru.merges = merges / c->reps;
         describe(ctx, pts, &ru);

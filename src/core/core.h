@@ -50,6 +50,8 @@ struct rdx_context {
   int n_threads;                /* CPU threads in the pool, >= 1 */
   rdx_pool *pool;               /* owned; NULL until first parallel call */
   void *stream;                 /* cudaStream_t, owned; NULL on CPU */
+  int pooled;                   /* device memory from the stream-ordered pool (cuda.cu) */
+  double trace_ms;              /* time of the last rdx_trace mark */
   void *optix;                  /* OptiX device context and pipelines, owned; NULL unless OPTIX */
   int64_t memory_limit;         /* bytes, 0 = none */
   int64_t in_use;               /* bytes currently allocated through the account */
@@ -91,6 +93,9 @@ rdx_status rdx_check_context(rdx_context *ctx);
 rdx_status rdx_mem_alloc(rdx_context *ctx, const char *what, void **ptr, size_t bytes,
                          rdx_location where);
 void rdx_mem_free(rdx_context *ctx, void *ptr);
+/* Free memory the caller has held (rdx_free, result frees): first waits for the device, as
+ * cudaFree does, since the caller may have used it on its own streams. */
+void rdx_mem_release_to_caller(rdx_context *ctx, void *ptr);
 /* Fault injection for tests: the n-th allocation from now fails (n >= 1); 0 turns it off. */
 void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
 /* Where the GPU backends keep data: RDX_DEVICE on cuda/optix, RDX_HOST on cpu. */
@@ -131,7 +136,8 @@ int rdx_cuda_device_count(void);
 rdx_status rdx_cuda_context_init(rdx_context *ctx);
 void rdx_cuda_context_fini(rdx_context *ctx);
 rdx_status rdx_cuda_malloc(rdx_context *ctx, void **ptr, size_t bytes, int pinned);
-void rdx_cuda_free(void *ptr, int pinned);
+void rdx_cuda_free(rdx_context *ctx, void *ptr, int pinned);
+void rdx_cuda_device_sync(void);
 rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t bytes);
 rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what);
 /* 1 when ptr is device memory (or managed), 0 when host, from cudaPointerGetAttributes. */
@@ -146,6 +152,10 @@ void rdx_optix_context_fini(rdx_context *ctx);
 
 /* ---- time ---- */
 double rdx_now_ms(void);
+/* Profiling marks: with RAYDEX_TRACE set in the environment, waits for the context's stream and
+ * prints to stderr the milliseconds since the previous mark and `what`; otherwise nothing. For
+ * finding where a call's time goes on machines without a profiler. */
+void rdx_trace(rdx_context *ctx, const char *what);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,20 @@ extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
   cudaStream_t s;
   RDX_CUDA(ctx, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "rdx_context_create: cudaStreamCreate");
   ctx->stream = (void *)s;
+  /* Device memory comes from the device's stream-ordered pool (cudaMallocAsync), which keeps
+   * freed memory for the next allocation instead of returning it to the driver. cudaMalloc and
+   * cudaFree cost milliseconds per gigabyte and cudaFree synchronises the device: a 1.7e8-point
+   * quadtree build spent three quarters of its time there. The context trims the pool when it is
+   * destroyed. */
+  int pools = 0;
+  if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, ctx->device) == cudaSuccess && pools) {
+    cudaMemPool_t mp;
+    if (cudaDeviceGetDefaultMemPool(&mp, ctx->device) == cudaSuccess) {
+      uint64_t keep = UINT64_MAX;
+      if (cudaMemPoolSetAttribute(mp, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess) ctx->pooled = 1;
+    }
+  }
+  (void)cudaGetLastError();
   return RDX_OK;
 }
 
@@ -42,24 +56,41 @@ extern "C" void rdx_cuda_context_fini(rdx_context *ctx) {
     cudaStreamDestroy(rdx_stream(ctx));
     ctx->stream = NULL;
   }
+  if (ctx->pooled) {
+    cudaMemPool_t mp;
+    if (cudaDeviceGetDefaultMemPool(&mp, ctx->device) == cudaSuccess) cudaMemPoolTrimTo(mp, 0);
+    (void)cudaGetLastError();
+  }
 }
 
 extern "C" rdx_status rdx_cuda_malloc(rdx_context *ctx, void **ptr, size_t bytes, int pinned) {
-  cudaError_t e = pinned ? cudaMallocHost(ptr, bytes) : cudaMalloc(ptr, bytes);
+  cudaError_t e;
+  if (pinned) e = cudaMallocHost(ptr, bytes);
+  else if (ctx->pooled) e = cudaMallocAsync(ptr, bytes, rdx_stream(ctx));
+  else e = cudaMalloc(ptr, bytes);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     *ptr = NULL;
-    (void)ctx;
     return RDX_ERR_DEVICE_OUT_OF_MEMORY;
   }
   return RDX_OK;
 }
 
-extern "C" void rdx_cuda_free(void *ptr, int pinned) {
+/* Pool memory is freed in stream order: every use of it by raydex was queued on the context's
+ * stream before this point, so the next allocation may reuse it without a device-wide sync. */
+extern "C" void rdx_cuda_free(rdx_context *ctx, void *ptr, int pinned) {
   if (pinned)
     cudaFreeHost(ptr);
+  else if (ctx->pooled)
+    cudaFreeAsync(ptr, rdx_stream(ctx));
   else
     cudaFree(ptr);
+  (void)cudaGetLastError();
+}
+
+extern "C" void rdx_cuda_device_sync(void) {
+  cudaDeviceSynchronize();
+  (void)cudaGetLastError();
 }
 
 extern "C" rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t bytes) {

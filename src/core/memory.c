@@ -69,7 +69,7 @@ void rdx_mem_free(rdx_context *ctx, void *ptr) {
     if (a.where == RDX_HOST)
       free(a.ptr);
     else
-      rdx_cuda_free(a.ptr, a.where == RDX_HOST_PINNED);
+      rdx_cuda_free(ctx, a.ptr, a.where == RDX_HOST_PINNED);
     return;
   }
   /* Not ours: a caller bug. Freeing it could corrupt the heap, so leave it. */
@@ -85,12 +85,30 @@ rdx_status rdx_malloc(rdx_context *ctx, void **ptr, size_t bytes, rdx_location w
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
                     "rdx_malloc: %s memory needs a cuda or optix context (this one is %s)",
                     where == RDX_DEVICE ? "device" : "pinned", rdx_backend_name(ctx->backend));
-  return rdx_mem_alloc(ctx, "rdx_malloc", ptr, bytes, where);
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_malloc", ptr, bytes, where));
+  /* the pool's allocation is ordered on the context's stream; the caller's streams may use it
+   * as soon as this returns */
+  if (where == RDX_DEVICE && ctx->pooled) {
+    rdx_status st = rdx_cuda_sync(ctx, "rdx_malloc");
+    if (st != RDX_OK) {
+      rdx_mem_free(ctx, *ptr);
+      *ptr = NULL;
+      return st;
+    }
+  }
+  return RDX_OK;
 }
 
 void rdx_free(rdx_context *ctx, void *ptr, rdx_location where) {
   (void)where;
-  if (ctx == NULL || ctx->magic != RDX_CONTEXT_MAGIC) return;
+  if (ctx == NULL || ctx->magic != RDX_CONTEXT_MAGIC || ptr == NULL) return;
+  rdx_mem_release_to_caller(ctx, ptr);
+}
+
+/* The caller may have used this memory on streams of its own: cudaFree would have waited for
+ * them (it synchronises the device), so the pool's stream-ordered free waits likewise. */
+void rdx_mem_release_to_caller(rdx_context *ctx, void *ptr) {
+  if (ctx->pooled) rdx_cuda_device_sync();
   rdx_mem_free(ctx, ptr);
 }
 

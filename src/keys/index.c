@@ -367,7 +367,7 @@ rdx_status rdx_index_range_alloc(rdx_context *ctx, const rdx_index *idx, rdx_arr
 void rdx_result_free(rdx_context *ctx, rdx_result *r) {
   if (r == NULL) return;
   if (ctx != NULL && ctx->magic == RDX_CONTEXT_MAGIC) {
-    rdx_mem_free(ctx, r->offsets);
+    rdx_mem_release_to_caller(ctx, r->offsets);
     rdx_mem_free(ctx, r->row_ids);
   }
   free(r);

@@ -139,9 +139,12 @@ rdx_status rdx_sp_sync_host_nodes(rdx_context *ctx, rdx_points *pts) {
     pts->host.block = NULL; /* an alias: never freed through host */
     return RDX_OK;
   }
+  if (!pts->host_stale && pts->host.block) return RDX_OK;
   if (pts->host.block && pts->host.n != pts->nodes.n) rdx_sp_nodes_free(ctx, &pts->host);
   if (pts->host.block == NULL) RDX_CHECK(rdx_sp_nodes_alloc(ctx, pts->nodes.n, RDX_HOST, &pts->host));
-  return rdx_sp_nodes_copy(ctx, &pts->host, &pts->nodes);
+  RDX_CHECK(rdx_sp_nodes_copy(ctx, &pts->host, &pts->nodes));
+  pts->host_stale = 0;
+  return RDX_OK;
 }
 
 /* ---- grid ---- */
@@ -338,7 +341,8 @@ rdx_status rdx_points_build_ex(rdx_context *ctx, rdx_array points, const rdx_poi
     if (kd) st = rdx_is_gpu(ctx) ? rdx_sp_kd_build_cuda(ctx, pts, &in) : rdx_sp_kd_build_cpu(ctx, pts, &in);
     else st = rdx_is_gpu(ctx) ? rdx_sp_qt_build_cuda(ctx, pts, &in) : rdx_sp_qt_build_cpu(ctx, pts, &in);
     if (st != RDX_OK) goto fail;
-    RDX_CHECK_GOTO(rdx_sp_sync_host_nodes(ctx, pts), st, fail);
+    if (rdx_is_gpu(ctx)) pts->host_stale = 1; /* copied when first needed */
+    else RDX_CHECK_GOTO(rdx_sp_sync_host_nodes(ctx, pts), st, fail);
   }
   rdx_array_release(ctx, &sp);
   pts->peak = ctx->peak - base;
@@ -403,6 +407,7 @@ rdx_status rdx_points_describe(rdx_context *ctx, const rdx_points *pts, rdx_poin
   info->leaf_capacity = pts->cap;
   info->max_depth = pts->depth;
   info->box[0] = pts->grid.x0, info->box[1] = pts->grid.y0, info->box[2] = pts->grid.x1, info->box[3] = pts->grid.y1;
+  RDX_CHECK(rdx_sp_sync_host_nodes(ctx, (rdx_points *)pts)); /* a cache: refreshing it is no change */
   info->n_nodes = pts->host.n;
   for (int64_t i = 0; i < pts->host.n; i++) {
     info->n_leaves += pts->host.leaf[i];
@@ -412,6 +417,7 @@ rdx_status rdx_points_describe(rdx_context *ctx, const rdx_points *pts, rdx_poin
 }
 
 rdx_status rdx_sp_export_points(rdx_context *ctx, const rdx_points *pts, double *x, double *y, uint64_t *id) {
+  RDX_CHECK(rdx_sp_sync_host_nodes(ctx, (rdx_points *)pts));
   int64_t cap = pts->pool.cap;
   size_t es = pts->f64 ? 8 : 4;
   void *hx = malloc((size_t)(cap ? cap : 1) * es), *hy = malloc((size_t)(cap ? cap : 1) * es);

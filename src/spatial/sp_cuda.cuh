@@ -18,8 +18,8 @@
 namespace rdx_sp {
 
 /* Scratch buffers freed when the holder goes out of scope (or earlier with drop()), and one
- * growing temporary-storage area for CUB calls. Freeing device memory synchronises the device,
- * so query and update calls draw their buffers from the index's arena (a bump allocator over
+ * growing temporary-storage area for CUB calls. Query and update calls, which allocate tens of
+ * buffers per call, draw them from the index's arena (a bump allocator over
  * memory kept between calls; calls are synchronous, so nothing from the last call still uses
  * it) and fall back to fresh allocations beyond it; settle() grows the arena to what the call
  * needed, up to its limit, after a successful call. */

@@ -86,6 +86,7 @@ struct rdx_points {
   rdx_sp_pool pool;          /* backend memory */
   rdx_sp_nodes nodes;        /* backend memory */
   rdx_sp_nodes host;         /* host copy of the nodes (GPU contexts); aliases `nodes` on the CPU */
+  int host_stale;            /* GPU: `host` lags `nodes` (a build leaves it so: see points.c) */
   uint64_t *slot;            /* id -> pool slot or RDX_SP_NONE, slot_cap entries; NULL before the first update */
   int64_t slot_cap;
   int64_t peak;              /* most bytes the build held */
@@ -109,7 +110,9 @@ int64_t rdx_sp_resident(const rdx_points *pts);
 rdx_sp_view rdx_sp_view_of(const rdx_points *pts);
 /* The same with the host copy of the nodes (pool pointers stay in backend memory). */
 rdx_sp_view rdx_sp_host_view_of(const rdx_points *pts);
-/* After a GPU build or update: refresh the host copy of the nodes. */
+/* Make the host copy of the nodes current (a no-op when it is). Builds leave it stale: only
+ * updates, rdx_points_info and tests read it, and copying it costs a build of 1.7e8 points
+ * about 100 MB of device-to-host traffic. */
 rdx_status rdx_sp_sync_host_nodes(rdx_context *ctx, rdx_points *pts);
 /* Build with test-only flags (RDX_SP_DEBUG_*); rdx_points_build calls it with 0. */
 #define RDX_SP_DEBUG_PAPER_LINE9 1 /* bottom-up leaf offsets as the paper's Fig. 5 line 9 (wrong) */

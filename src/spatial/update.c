@@ -294,7 +294,9 @@ static const char *op_name(int op) {
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b) {
   const char *fn = op_name(b->op);
   const rdx_sp_backend *be = backend_of(ctx);
+  RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts)); /* the plan reads the host copy */
   if (pts->slot == NULL) RDX_CHECK(relayout(ctx, pts)); /* first update: slot map, spare room */
+  double t0 = rdx_now_ms(), t1 = t0, t2 = t0;
   rdx_sp_stats keep_stats = pts->stats;
   memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));
   pts->stats.relayouts = keep_stats.relayouts;
@@ -310,13 +312,16 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
   double *x_h = NULL, *y_h = NULL;
   int64_t *order = NULL;
   rdx_status st;
+  rdx_trace(ctx, "update: start");
   RDX_CHECK_GOTO(be->find(ctx, pts, b, &w, &f), st, fail);
+  rdx_trace(ctx, "update: find");
   if (f.bad_row >= 0) {
     static const char *why[] = {"", "is not an id of this index", "was erased", "appears twice in the batch"};
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids row %lld (id %llu) %s", fn, (long long)f.bad_row,
                   (unsigned long long)f.bad_id, why[f.bad_what]);
     goto fail;
   }
+  t1 = rdx_now_ms();
 
   /* step 2: counts */
   const rdx_sp_nodes *H = &pts->host;
@@ -352,8 +357,10 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
     goto fail;
   }
 
+  rdx_trace(ctx, "update: counts");
   /* step 3: structure */
   RDX_CHECK_GOTO(visit(&P, 0), st, fail);
+  rdx_trace(ctx, "update: visit");
   if (P.n_groups > 0) {
     int64_t s = P.scratch_n;
     RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: split points", (void **)&order, (size_t)s * 8, RDX_HOST), st, fail);
@@ -372,16 +379,20 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
     st = be->split_gather(ctx, pts, w, P.segs, P.n_segs, s, gstart, P.n_groups, keys_h, x_h, y_h, id_h);
     rdx_mem_free(ctx, gstart);
     if (st != RDX_OK) goto fail;
+    rdx_trace(ctx, "update: split gather");
     /* the scratch segments are done; the pool segments follow */
     int64_t k = 0;
     for (int64_t i = 0; i < P.n_segs; i++)
       if (!P.segs[i].to_scratch) P.segs[k++] = P.segs[i];
     P.n_segs = k;
     RDX_CHECK_GOTO(place_groups(&P, keys_h, x_h, y_h, id_h, order), st, fail);
+    rdx_trace(ctx, "update: split subtrees");
   }
   RDX_CHECK_GOTO(rdx_sp_hlist_link(ctx, &P.nl, P.kd), st, fail);
   RDX_CHECK_GOTO(rdx_sp_hlist_to_nodes(ctx, &P.nl, &newh), st, fail);
+  rdx_trace(ctx, "update: node list");
 
+  t2 = rdx_now_ms();
   /* step 4: reserve */
   {
     int64_t new_cap = pts->pool.cap;
@@ -393,9 +404,11 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
                    st, fail);
   }
 
+  rdx_trace(ctx, "update: reserve");
   /* step 5: commit (from here on only device errors can fail) */
   RDX_CHECK_GOTO(be->commit(ctx, pts, w, P.segs, P.n_segs, P.keeps, P.n_keeps, order, P.n_groups ? P.scratch_n : 0, &newh),
                  st, fail);
+  rdx_trace(ctx, "update: commit");
   pts->pool.used = P.bump;
   if (rdx_is_gpu(ctx)) {
     rdx_sp_nodes_free(ctx, &pts->host);
@@ -419,6 +432,12 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
     pts->stats.in_place = f.n_inplace;
     pts->stats.left_leaf = b->m - f.n_inplace;
   }
+  /* where an update's time goes: find (device, with the run lists' copy to the host), plan
+   * (host), reserve and commit (device) */
+  pts->stats.phase_ms[0] = t1 - t0;
+  pts->stats.phase_ms[1] = t2 - t1;
+  pts->stats.phase_ms[2] = rdx_now_ms() - t2;
+  pts->stats.phase_ms[3] = 0;
   st = RDX_OK;
 
   /* step 6: compaction when dead space passes the live extents */

@@ -96,7 +96,7 @@ state *st_of(rdx_context *ctx) { return (state *)ctx->optix; }
 const char *entry_names[RDX_OPTIX_N_PIPES][5] = {
     /* raygen, anyhit, closesthit (triangles and boxes), intersection (boxes) */
     {"__raygen__generic", "__anyhit__generic", "__closesthit__generic", "__intersection__box", NULL},
-    {"__raygen__rx", "__anyhit__rx", NULL, "__intersection__box", NULL},
+    {"__raygen__rx", "__anyhit__rx", "__closesthit__rx", "__intersection__box", NULL},
     {"__raygen__cgrx", NULL, "__closesthit__cgrx", "__intersection__box", NULL},
 };
 

@@ -120,7 +120,9 @@ extern "C" __global__ void __raygen__rx() {
   /* the state travels in the payload: best, count, out pointer, mode */
   unsigned p0 = (unsigned)s.best, p1 = (unsigned)(s.best >> 32), p2 = 0, p3 = 0;
   unsigned p4 = (unsigned)(uintptr_t)s.out, p5 = (unsigned)((uint64_t)(uintptr_t)s.out >> 32), p6 = (unsigned)s.mode;
-  unsigned flags = s.mode == RDX_RX_FIRST ? OPTIX_RAY_FLAG_TERMINATE_ON_FIRST_HIT | OPTIX_RAY_FLAG_DISABLE_CLOSESTHIT
+  /* unique keys: the first hit is the answer, taken by the closest-hit program with no any-hit
+   * call at all (OptiX's cheapest path); otherwise the any-hit program visits every hit */
+  unsigned flags = s.mode == RDX_RX_FIRST ? OPTIX_RAY_FLAG_TERMINATE_ON_FIRST_HIT | OPTIX_RAY_FLAG_DISABLE_ANYHIT
                                           : OPTIX_RAY_FLAG_DISABLE_CLOSESTHIT;
   if (op >= RDX_RX_OP_RANGE_COUNT) {
     uint64_t lo = query_key(2 * i), hi = query_key(2 * i + 1);
@@ -158,6 +160,13 @@ extern "C" __global__ void __anyhit__rx() {
   optixSetPayload_3((unsigned)(s.count >> 32));
   if (act == RDX_RT_STOP) return; /* accept; terminate-on-first-hit ends the ray */
   optixIgnoreIntersection();    /* keep going: every triangle of the range or the duplicates */
+}
+
+/* RDX_RX_FIRST rays: the hit's row in payload 0, 1 (rdx_rx_anyhit's FIRST branch). */
+extern "C" __global__ void __closesthit__rx() {
+  uint64_t row = rdx_rx_row_of(params.rx_rows, params.rx_row_width, input_prim());
+  optixSetPayload_0((unsigned)row);
+  optixSetPayload_1((unsigned)(row >> 32));
 }
 
 /* ---- cgrx ---- */
