@@ -40,7 +40,9 @@
  * than packed there) and packed from 65 rows on, except past ~2^14 rows per segment when many
  * bits must be sorted (e.g. 2^16 queries over u64 rows near 2^44: 8 passes, 14 G/s packed vs
  * 17.5 G/s segmented). Mixed sizes weigh each path by its rows. RAYDEX_CSR_SORT=segmented|packed
- * forces a path (tests and measurements; packed still needs the bits to fit).
+ * forces a path (tests and measurements; packed still needs the bits to fit). The path taken and
+ * the model's estimates go to the context's log at debug level and, with RAYDEX_TRACE set, to
+ * stderr with the time of each step.
  */
 #include <cub/cub.cuh>
 
@@ -271,8 +273,10 @@ done:
   return st;
 }
 
+/* The path taken, for the context's log (debug level) and RAYDEX_TRACE's stderr marks. */
 void log_debug(rdx_context *ctx, const char *msg) {
   if (ctx->log_fn) ctx->log_fn(RDX_LOG_DEBUG, msg, ctx->log_user);
+  rdx_trace(ctx, msg);
 }
 
 }  // namespace
@@ -283,7 +287,9 @@ extern "C" rdx_status rdx_csr_sort_cuda(rdx_context *ctx, const uint64_t *offset
   RDX_CHECK(read_offset(ctx, offsets, n, &total));
   if (total < 2) return RDX_OK;
   csr_facts f;
+  rdx_trace(ctx, "csr sort: start");
   RDX_CHECK(get_facts(ctx, offsets, n, rows, (int64_t)total, &f));
+  rdx_trace(ctx, "csr sort: facts");
   char msg[256];
   if (f.small_segments + f.large_segments == 0 || f.descents == f.boundary_descents) {
     snprintf(msg, sizeof msg, "csr sort: %lld queries, %llu rows: %s, nothing to sort", (long long)n,
@@ -307,6 +313,8 @@ extern "C" rdx_status rdx_csr_sort_cuda(rdx_context *ctx, const uint64_t *offset
            query_bits, row_bits, m == M_PACKED ? "packed" : "segmented", t_seg * 1e-6, t_packed * 1e-6,
            fits ? "" : ", packed does not fit 64 bits");
   log_debug(ctx, msg);
-  if (m == M_PACKED) return sort_packed(ctx, offsets, n, rows, (int64_t)total, row_bits, bits);
-  return sort_segmented(ctx, offsets, n, rows, (int64_t)total);
+  rdx_status st = m == M_PACKED ? sort_packed(ctx, offsets, n, rows, (int64_t)total, row_bits, bits)
+                                 : sort_segmented(ctx, offsets, n, rows, (int64_t)total);
+  rdx_trace(ctx, m == M_PACKED ? "csr sort: packed radix sort" : "csr sort: segmented sort");
+  return st;
 }
