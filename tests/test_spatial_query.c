@@ -9,6 +9,9 @@
  *    and f64; capacities 1..512 and depths 1..31; queries on points, at exact distances, far
  *    outside, empty windows, zero radii, k from 1 to beyond n; every public route (count + fill,
  *    allocating call, device queries on GPUs);
+ *  - points_query_knn: k in {1, 16, 31, 32, 33} (the GPU's warp kernel and its per-thread walk)
+ *    on uniform, clustered, duplicate, lattice and identical sets of 20 (k > n) and 2500
+ *    points, quadtrees and k-d trees, ties by id at equal distances;
  *  - points_query_empty: empty batches and the empty index;
  *  - points_query_bad_offsets: a fill with offsets that do not match is refused.
  */
@@ -61,6 +64,57 @@ int main(int argc, char **argv) {
     }
   }
 
+  /* kNN at the GPU's limits (k <= 32 runs one warp per query, k = 33 the per-thread walk), with
+   * ties (duplicates; a small integer lattice queried on its sites and cell centres, where many
+   * points lie at equal distances), k > n, leaves of one to many 32-point chunks, both kinds. */
+  CASE(points_query_knn);
+  {
+    static const int kk[] = {1, 16, 31, 32, 33};
+    static const int gens[] = {GEN_UNIFORM, GEN_CLUSTERED, GEN_DUPLICATES, GEN_GRID, GEN_IDENTICAL, -1}; /* -1: lattice */
+    static const int64_t kn[] = {20, 2500};
+    static const int caps[] = {4, 40, 100};
+    for (size_t gi = 0; gi < sizeof gens / sizeof gens[0]; gi++) {
+      for (size_t ni = 0; ni < sizeof kn / sizeof kn[0]; ni++) {
+        int64_t n = kn[ni];
+        rdx_dtype dt = (gi + ni) % 2 ? RDX_F64 : RDX_F32;
+        pset p;
+        if (gens[gi] >= 0) {
+          p = pset_make(gens[gi], n, dt);
+        } else {
+          pset_alloc(&p, n, dt);
+          for (int64_t i = 0; i < n; i++) pset_set(&p, i, (double)check_below(12) - 3, (double)check_below(12) + 20);
+        }
+        points_oracle o;
+        CHECK(points_oracle_init(&o, p.n, p.x, p.y, p.id));
+        for (int kind = 0; kind < 3; kind++) {
+          int cap = caps[check_below(3)];
+          check_case_ = gens[gi] >= 0 ? gen_names[gens[gi]] : "lattice";
+          rdx_points *pts = kind == 2 ? build(ctx, &p, RDX_POINTS_KDTREE, RDX_POINTS_BOTTOM_UP, cap, 48)
+                                      : build(ctx, &p, RDX_POINTS_QUADTREE, kind ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP,
+                                              cap, check_below(2) ? 16 : 31);
+          if (!pts) continue;
+          snprintf(pc_label, sizeof pc_label, "knn %s %s n %lld %s cap %d", check_case_, kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu",
+                   (long long)n, dt == RDX_F32 ? "f32" : "f64", cap);
+          for (size_t ki = 0; ki < sizeof kk / sizeof kk[0]; ki++) {
+            qset s = qset_make(&p, PO_KNN, kk[ki], 60);
+            if (gens[gi] < 0) /* lattice: sites, cell centres and edge midpoints (2 or 4 points at equal distances) */
+              for (int64_t i = 0; i < s.m; i += 2) {
+                double x = (double)check_below(14) - 4, y = (double)check_below(14) + 19;
+                int r = (int)check_below(3);
+                qset_put(&s, i, 0, x + (r == 1 || r == 2 ? 0.5 : 0.0));
+                qset_put(&s, i, 1, y + (r == 2 ? 0.5 : 0.0));
+              }
+            pc_check_batch(ctx, pts, &o, &s);
+            qset_free(&s);
+          }
+          rdx_points_destroy(pts);
+        }
+        points_oracle_free(&o);
+        pset_free(&p);
+      }
+    }
+  }
+
   CASE(points_query_empty);
   {
     pset p = pset_make(GEN_UNIFORM, 10, RDX_F64);
@@ -81,6 +135,11 @@ int main(int argc, char **argv) {
       points_oracle o;
       CHECK(points_oracle_init(&o, 0, NULL, NULL, NULL));
       pc_check_all(ctx, pts, &o, &ten, 20);
+      for (int k = 16; k <= 33; k += 17) { /* both GPU kNN kernels */
+        qset s = qset_make(&ten, PO_KNN, k, 20);
+        pc_check_batch(ctx, pts, &o, &s);
+        qset_free(&s);
+      }
       points_oracle_free(&o);
       rdx_points_destroy(pts);
     }

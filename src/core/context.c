@@ -173,6 +173,7 @@ void rdx_context_destroy(rdx_context *ctx) {
   /* Free anything still accounted (results the caller forgot), so nothing leaks. */
   while (ctx->n_live > 0) rdx_mem_free(ctx, ctx->live[ctx->n_live - 1].ptr);
   free(ctx->live);
+  rdx_mem_trim(ctx);
   rdx_pool_destroy(ctx->pool);
   rdx_optix_context_fini(ctx);
   rdx_cuda_context_fini(ctx);

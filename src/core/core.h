@@ -37,9 +37,16 @@ extern "C" {
 
 typedef struct rdx_pool rdx_pool;
 
+/* Freed host blocks of at least RDX_HOST_CACHE_MIN bytes are kept (up to this many, and
+ * RDX_HOST_CACHE_LIMIT bytes in all) for the context's next allocations: see memory.c. */
+#define RDX_HOST_CACHE_BLOCKS 16
+#define RDX_HOST_CACHE_MIN ((size_t)256 << 10)
+#define RDX_HOST_CACHE_LIMIT ((size_t)256 << 20)
+
 typedef struct rdx_allocation {
   void *ptr;            /* as returned to the caller */
   size_t bytes;         /* requested size */
+  size_t cap;           /* host: the block's real size (it may come from the host cache) */
   rdx_location where;   /* RDX_HOST or RDX_DEVICE (pinned counts as host) */
 } rdx_allocation;
 
@@ -52,6 +59,12 @@ struct rdx_context {
   void *stream;                 /* cudaStream_t, owned; NULL on CPU */
   int pooled;                   /* device memory from the stream-ordered pool (cuda.cu) */
   double trace_ms;              /* time of the last rdx_trace mark */
+  struct {                      /* freed large host blocks kept for reuse (memory.c) */
+    void *ptr;
+    size_t cap;
+  } host_cache[RDX_HOST_CACHE_BLOCKS];
+  int n_host_cache;
+  size_t host_cache_bytes;
   void *optix;                  /* OptiX device context and pipelines, owned; NULL unless OPTIX */
   int64_t memory_limit;         /* bytes, 0 = none */
   int64_t in_use;               /* bytes currently allocated through the account */
@@ -93,6 +106,8 @@ rdx_status rdx_check_context(rdx_context *ctx);
 rdx_status rdx_mem_alloc(rdx_context *ctx, const char *what, void **ptr, size_t bytes,
                          rdx_location where);
 void rdx_mem_free(rdx_context *ctx, void *ptr);
+/* Return the host cache's blocks to the system (context destruction). */
+void rdx_mem_trim(rdx_context *ctx);
 /* Free memory the caller has held (rdx_free, result frees): first waits for the device, as
  * cudaFree does, since the caller may have used it on its own streams. */
 void rdx_mem_release_to_caller(rdx_context *ctx, void *ptr);

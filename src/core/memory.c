@@ -13,6 +13,65 @@
 
 void rdx_mem_fail_after(rdx_context *ctx, int64_t n) { ctx->fail_countdown = n > 0 ? n : 0; }
 
+/* The host cache. The C library hands large blocks back to the system on free and maps fresh
+ * pages on the next malloc, so every call that needs a few megabytes of host scratch (an
+ * update's plan, run lists copied from the device) pays a page fault per 4 KiB. In the virtual
+ * machines GPUs are lent in, that is 1-2 us a page: an update of 1% of 16.5M points spent
+ * ~20 ms so. Freed blocks are kept and reused by size (best fit within 2x). Sanitizer builds
+ * keep nothing, so use-after-free stays visible to them. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RDX_HOST_CACHE_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RDX_HOST_CACHE_ON 0
+#endif
+#endif
+#ifndef RDX_HOST_CACHE_ON
+#define RDX_HOST_CACHE_ON 1
+#endif
+
+static void *host_take(rdx_context *ctx, size_t real, size_t *cap) {
+  *cap = (real + 63) & ~(size_t)63;
+  if (RDX_HOST_CACHE_ON && real >= RDX_HOST_CACHE_MIN) {
+    int best = -1;
+    for (int i = 0; i < ctx->n_host_cache; i++) {
+      size_t c = ctx->host_cache[i].cap;
+      if (c >= real && c / 2 <= real && (best < 0 || c < ctx->host_cache[best].cap)) best = i;
+    }
+    if (best >= 0) {
+      void *p = ctx->host_cache[best].ptr;
+      *cap = ctx->host_cache[best].cap;
+      ctx->host_cache_bytes -= *cap;
+      ctx->host_cache[best] = ctx->host_cache[--ctx->n_host_cache];
+      return p;
+    }
+  }
+  /* 64-byte alignment: cache lines for the CPU search structures */
+  return aligned_alloc(64, *cap);
+}
+
+static void host_give(rdx_context *ctx, void *p, size_t cap) {
+  if (RDX_HOST_CACHE_ON && cap >= RDX_HOST_CACHE_MIN && cap <= RDX_HOST_CACHE_LIMIT) {
+    while (ctx->n_host_cache > 0 &&
+           (ctx->n_host_cache == RDX_HOST_CACHE_BLOCKS || ctx->host_cache_bytes + cap > RDX_HOST_CACHE_LIMIT)) {
+      ctx->host_cache_bytes -= ctx->host_cache[0].cap; /* the oldest goes */
+      free(ctx->host_cache[0].ptr);
+      ctx->host_cache[0] = ctx->host_cache[--ctx->n_host_cache];
+    }
+    ctx->host_cache[ctx->n_host_cache].ptr = p;
+    ctx->host_cache[ctx->n_host_cache++].cap = cap;
+    ctx->host_cache_bytes += cap;
+    return;
+  }
+  free(p);
+}
+
+void rdx_mem_trim(rdx_context *ctx) {
+  for (int i = 0; i < ctx->n_host_cache; i++) free(ctx->host_cache[i].ptr);
+  ctx->n_host_cache = 0;
+  ctx->host_cache_bytes = 0;
+}
+
 rdx_location rdx_compute_location(const rdx_context *ctx) {
   return rdx_is_gpu(ctx) ? RDX_DEVICE : RDX_HOST;
 }
@@ -39,19 +98,19 @@ rdx_status rdx_mem_alloc(rdx_context *ctx, const char *what, void **ptr, size_t 
     ctx->live = t;
     ctx->cap_live = cap;
   }
-  size_t real = bytes ? bytes : 1;
+  size_t real = bytes ? bytes : 1, cap = real;
   void *p = NULL;
   if (where == RDX_DEVICE || where == RDX_HOST_PINNED) {
     rdx_status st = rdx_cuda_malloc(ctx, &p, real, where == RDX_HOST_PINNED);
     if (st != RDX_OK) return oom(ctx, what, bytes, where, "cudaMalloc failed");
   } else {
-    /* 64-byte alignment: cache lines for the CPU search structures */
-    p = aligned_alloc(64, (real + 63) & ~(size_t)63);
+    p = host_take(ctx, real, &cap);
     if (p == NULL) return oom(ctx, what, bytes, where, "malloc failed");
   }
   rdx_allocation *a = &ctx->live[ctx->n_live++];
   a->ptr = p;
   a->bytes = bytes;
+  a->cap = cap;
   a->where = where;
   ctx->in_use += (int64_t)bytes;
   if (ctx->in_use > ctx->peak) ctx->peak = ctx->in_use;
@@ -67,7 +126,7 @@ void rdx_mem_free(rdx_context *ctx, void *ptr) {
     ctx->live[i] = ctx->live[--ctx->n_live];
     ctx->in_use -= (int64_t)a.bytes;
     if (a.where == RDX_HOST)
-      free(a.ptr);
+      host_give(ctx, a.ptr, a.cap);
     else
       rdx_cuda_free(ctx, a.ptr, a.where == RDX_HOST_PINNED);
     return;

@@ -196,6 +196,7 @@ rdx_status build_bottom_up(rdx_context *ctx, rdx_points *pts, const rdx_sp_build
   cudaStream_t s = rdx_stream(ctx);
   scratch m(ctx);
   double t0 = rdx_now_ms();
+  rdx_trace(ctx, "bottom-up: start");
   K *ka, *kb;
   I *ia, *ib;
   RDX_CHECK(m.get(&ka, n, fn));
@@ -204,11 +205,13 @@ rdx_status build_bottom_up(rdx_context *ctx, rdx_points *pts, const rdx_sp_build
   RDX_CHECK(m.get(&ib, n, fn));
   keys_kernel<T, K, I><<<blocks_for(n, 256), 256, 0, s>>>((const T *)in->xy, n, pts->grid, ka, ia);
   SP_LAUNCH_CHECK(ctx, "rdx_points_build: keys kernel");
+  rdx_trace(ctx, "bottom-up: keys");
   cub::DoubleBuffer<K> kbuf(ka, kb);
   cub::DoubleBuffer<I> ibuf(ia, ib);
   RDX_CHECK(m.cub("rdx_points_build: sort", [&](void *t, size_t &b) {
     return cub::DeviceRadixSort::SortPairs(t, b, kbuf, ibuf, n, 0, 2 * D, s);
   }));
+  rdx_trace(ctx, "bottom-up: sort");
   const K *keys = kbuf.Current();
   const I *idx = ibuf.Current();
   RDX_CHECK(rdx_sp_pool_alloc(ctx, n, pts->f64, (int)sizeof(K), &pts->pool));
@@ -217,6 +220,7 @@ rdx_status build_bottom_up(rdx_context *ctx, rdx_points *pts, const rdx_sp_build
                                                             (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key);
   SP_LAUNCH_CHECK(ctx, "rdx_points_build: gather kernel");
   RDX_CUDA(ctx, cudaStreamSynchronize(s), fn);
+  rdx_trace(ctx, "bottom-up: gather");
   double t1 = rdx_now_ms();
 
   /* Phase 1: full quadrants, finest level first. The paper reduces (code, 1) pairs by key per

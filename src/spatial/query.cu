@@ -16,9 +16,11 @@
  *    counts (query-major, so the scan equals the caller's offsets, which are checked), writes
  *    every registration's matches at its position, and sorts each query's ids (CUB segmented
  *    sort, keys/entries.cu).
- * kNN (exact): one thread per query runs the branch and bound of traverse_hd.h with its k
- *    candidates in global scratch (L1-resident for small k), queries taken in Morton order of
- *    their points so a warp's queries share leaves in cache (the sort is charged to the call).
+ * kNN (exact): queries are taken in Morton order of their points so neighbouring warps share
+ *    leaves in cache (the sort is charged to the call). k <= 32: one warp per query walks the
+ *    branch and bound of traverse_hd.h together, scans leaves 32 points at a time and keeps the
+ *    k best spread over its lanes (knn_warp_kernel). k > 32: one thread per query runs
+ *    rdx_sp_knn itself with its k candidates in global scratch.
  *    G-PICS answers kNN as within-distance plus selection with a guessed radius; the branch and
  *    bound needs no radius and is exact on the first pass.
  */
@@ -331,6 +333,197 @@ __global__ void __launch_bounds__(128) knn_kernel(rdx_sp_view v, const void *q, 
   }
 }
 
+/* ---- kNN for k <= 32: one warp per query ----
+ * The per-thread walk above diverges (each lane in its own node), scans its leaves point by point
+ * (32 lanes read 32 different leaves: uncoalesced) and keeps its heap in global memory. Here a
+ * warp answers one query: every lane runs the same walk (the node order and pruning rule of
+ * rdx_sp_knn, through the shared pieces of traverse_hd.h), the stack lives in shared memory (one
+ * per warp), the children of a node are tested by one lane each, and a leaf is scanned 32
+ * consecutive points at a time (coalesced). The k best candidates form a sorted list spread over
+ * the lanes: lane j holds the j-th best (d2, id). A point is a candidate only when it beats the
+ * current k-th best (the cheap reject every lane does on its own point); candidates of a chunk go
+ * in one by one (ballot, then a shift of the list's tail up by one lane). The top k of a set by
+ * (d2, id) is unique (ids are unique), so the answer equals the CPU's whatever the order of
+ * insertion. A chunk with many candidates (a query's first chunks, when nothing prunes yet) is
+ * instead sorted by a bitonic network and merged with the list in one step. */
+
+#define KNN_WARPS 4     /* warps per block */
+#define KNN_MERGE_MIN 8 /* more candidates than this in a chunk: sort and merge, not one by one */
+/* the stack bound of rdx_sp_knn: a quadtree pop pushes <= 4 (3 * depth + 1), a k-d pop 2 */
+static_assert(3 * RDX_SP_MAX_QT_DEPTH + 1 <= RDX_SP_STACK && RDX_SP_MAX_KD_DEPTH + 1 <= RDX_SP_STACK, "kNN stack");
+
+__device__ __forceinline__ double shfl_d(double v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+__device__ __forceinline__ uint64_t shfl_u(uint64_t v, int src) {
+  return (uint64_t)__shfl_sync(0xffffffffu, (unsigned long long)v, src);
+}
+__device__ __forceinline__ double xor_d(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+__device__ __forceinline__ uint64_t xor_u(uint64_t v, int m) {
+  return (uint64_t)__shfl_xor_sync(0xffffffffu, (unsigned long long)v, m);
+}
+
+/* (d2, id) entries with a flag: empty entries (e = 1) order after every real one and equal to
+ * each other (so any run of them is sorted, as the bitonic networks need), and a real candidate
+ * never competes with a sentinel distance. */
+__device__ __forceinline__ bool ent_less(double ad, uint64_t ai, int ae, double bd, uint64_t bi, int be) {
+  return ae < be || (ae == 0 && be == 0 && rdx_sp_less(ad, ai, bd, bi));
+}
+
+/* One compare-exchange step of a bitonic network across lanes at distance j: the lane keeps the
+ * smaller of its entry and its partner's when keep_min, else the larger. */
+__device__ __forceinline__ void ent_cx(double &d, uint64_t &id, int &e, int j, bool keep_min) {
+  const double od = xor_d(d, j);
+  const uint64_t oi = xor_u(id, j);
+  const int oe = __shfl_xor_sync(0xffffffffu, e, j);
+  if (keep_min ? ent_less(od, oi, oe, d, id, e) : ent_less(d, id, e, od, oi, oe)) d = od, id = oi, e = oe;
+}
+
+/* Sort the warp's 32 entries ascending (lane 0 the least): bitonic sort. */
+__device__ __forceinline__ void ent_sort(double &d, uint64_t &id, int &e, int lane) {
+#pragma unroll
+  for (int kk = 2; kk <= 32; kk <<= 1)
+#pragma unroll
+    for (int j = kk >> 1; j > 0; j >>= 1) ent_cx(d, id, e, j, ((lane & kk) == 0) == ((lane & j) == 0));
+}
+
+/* Sort a bitonic sequence of 32 entries ascending: bitonic merge. */
+__device__ __forceinline__ void ent_merge(double &d, uint64_t &id, int &e, int lane) {
+#pragma unroll
+  for (int j = 16; j > 0; j >>= 1) ent_cx(d, id, e, j, (lane & j) == 0);
+}
+
+template <typename T, bool KD>
+__global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v, const T *q, const uint64_t *order, int64_t m,
+                                                                  int k, const uint64_t *offsets, uint64_t *rows) {
+  constexpr int S = RDX_SP_STACK;
+  constexpr unsigned FULL = 0xffffffffu;
+  __shared__ int64_t s_node[KNN_WARPS][S];
+  __shared__ double s_md[KNN_WARPS][S];
+  __shared__ double s_box[KD ? KNN_WARPS : 1][KD ? S : 1][4]; /* k-d regions */
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  int64_t *st_node = s_node[w];
+  double *st_md = s_md[w];
+  double(*st_box)[4] = s_box[KD ? w : 0];
+  const T *X = (const T *)v.x, *Y = (const T *)v.y;
+  const int64_t stride = (int64_t)gridDim.x * KNN_WARPS;
+  /* the loop bound is the same for every lane of the warp: the warp stays converged */
+  for (int64_t t = (int64_t)blockIdx.x * KNN_WARPS + w; t < m; t += stride) {
+    const int64_t i = (int64_t)order[t];
+    const double qx = (double)q[2 * i], qy = (double)q[2 * i + 1];
+    double ld = 0.0;  /* this lane's list entry (valid for lane < size) */
+    uint64_t li = 0;
+    int size = 0;     /* warp-uniform from here on: size, wd, wi, top */
+    double wd = 0.0;  /* the k-th best, once size == k */
+    uint64_t wi = 0;
+    int top = 0;
+    __syncwarp(); /* the last query's stack reads are done */
+    if (v.n_nodes > 0) {
+      if (lane == 0) {
+        st_node[0] = 0;
+        st_md[0] = 0.0;
+        if (KD) st_box[0][0] = v.g.x0, st_box[0][1] = v.g.y0, st_box[0][2] = v.g.x1, st_box[0][3] = v.g.y1;
+      }
+      top = 1;
+    }
+    __syncwarp();
+    while (top > 0) {
+      const int ts = --top;
+      const int64_t nd = st_node[ts];
+      const double md = st_md[ts];
+      double pr[4] = {0.0, 0.0, 0.0, 0.0};
+      if (KD) pr[0] = st_box[ts][0], pr[1] = st_box[ts][1], pr[2] = st_box[ts][2], pr[3] = st_box[ts][3];
+      __syncwarp(); /* every lane has read slot ts before children overwrite it */
+      if (size == k && rdx_sp_knn_prune(&v, md, wd)) continue;
+      if (v.leaf[nd]) {
+        const int64_t p0 = v.fpos[nd], pn = v.len[nd];
+        for (int64_t b = 0; b < pn; b += 32) { /* pn is warp-uniform: so is this loop */
+          const int64_t j = b + lane;
+          bool cand = false;
+          double d = 0.0;
+          uint64_t id = 0;
+          if (j < pn) {
+            const int64_t p = p0 + j;
+            d = rdx_sp_d2((double)X[p], (double)Y[p], qx, qy);
+            if (size < k || d < wd) { /* ids are read only for points that may enter */
+              id = v.id[p];
+              cand = true;
+            } else if (d == wd) {
+              id = v.id[p];
+              cand = id < wi;
+            }
+          }
+          unsigned mask = __ballot_sync(FULL, cand);
+          const int nm = __popc(mask);
+          if (nm > KNN_MERGE_MIN) {
+            /* many candidates (the first chunks of a query): sort them, then keep the 32 least of
+             * list and chunk as the element-wise least of the list and the reversed chunk (a
+             * bitonic sequence) and merge it; the list's entries past size count as empty */
+            int ce = cand ? 0 : 1;
+            ent_sort(d, id, ce, lane);
+            const double rd = shfl_d(d, 31 - lane);
+            const uint64_t ri = shfl_u(id, 31 - lane);
+            const int re = __shfl_sync(FULL, ce, 31 - lane);
+            int le = lane < size ? 0 : 1;
+            if (ent_less(rd, ri, re, ld, li, le)) ld = rd, li = ri, le = re;
+            ent_merge(ld, li, le, lane);
+            size = size + nm < k ? size + nm : k;
+            if (size == k) {
+              wd = shfl_d(ld, k - 1);
+              wi = shfl_u(li, k - 1);
+            }
+            mask = 0;
+          }
+          while (mask) { /* insert the chunk's candidates in lane order */
+            const int src = __ffs(mask) - 1;
+            mask &= mask - 1;
+            const double cd = shfl_d(d, src);
+            const uint64_t ci = shfl_u(id, src);
+            if (size == k && !rdx_sp_less(cd, ci, wd, wi)) continue; /* an earlier insertion beat it */
+            const int pos = __popc(__ballot_sync(FULL, lane < size && rdx_sp_less(ld, li, cd, ci)));
+            const double ud = shfl_d(ld, lane > 0 ? lane - 1 : 0);
+            const uint64_t ui = shfl_u(li, lane > 0 ? lane - 1 : 0);
+            if (lane > pos) ld = ud, li = ui;
+            if (lane == pos) ld = cd, li = ci;
+            if (size < k) size++;
+            if (size == k) {
+              wd = shfl_d(ld, k - 1);
+              wi = shfl_u(li, k - 1);
+            }
+          }
+        }
+        continue;
+      }
+      const int64_t c0 = v.fpos[nd];
+      if (KD) {
+        double r[4] = {0.0, 0.0, 0.0, 0.0}, mc = 0.0;
+        if (lane < 2) mc = rdx_sp_kd_child(&v, nd, pr, lane, qx, qy, r);
+        const double m0 = shfl_d(mc, 0), m1 = shfl_d(mc, 1);
+        if (lane < 2) {
+          const int u = top + rdx_sp_kd_child_slot(m0, m1, lane);
+          st_node[u] = c0 + lane;
+          st_md[u] = mc;
+          st_box[u][0] = r[0], st_box[u][1] = r[1], st_box[u][2] = r[2], st_box[u][3] = r[3];
+        }
+        top += 2;
+      } else {
+        const int nc = (int)v.len[nd];
+        double mc = 0.0, cm[4];
+        if (lane < nc) mc = rdx_sp_qt_child_md(&v, c0 + lane, qx, qy);
+#pragma unroll
+        for (int c = 0; c < 4; c++) cm[c] = shfl_d(mc, c);
+        if (lane < nc) {
+          const int u = top + rdx_sp_qt_child_slot(cm, nc, mc, lane);
+          st_node[u] = c0 + lane;
+          st_md[u] = mc;
+        }
+        top += nc;
+      }
+      __syncwarp(); /* the children are written before the next pop reads them */
+    }
+    const uint64_t o = offsets[i];
+    if (lane < size) rows[o + lane] = li;
+  }
+}
+
 rdx_status knn(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, uint64_t *counts, const uint64_t *offsets,
                uint64_t *rows) {
   const char *fn = rows ? "rdx_points_query_fill" : "rdx_points_query_count";
@@ -370,7 +563,23 @@ rdx_status knn(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, ui
     return cub::DeviceRadixSort::SortPairs(t, b, kbuf, ibuf, m, 0, 32, s);
   }));
   const uint64_t *order = ibuf.Current();
-  /* candidate heaps: 16 bytes per candidate; at most 256 MiB at a time */
+  if (in->k <= 32) { /* one warp per query, no scratch */
+    unsigned grid = blocks_for((m + KNN_WARPS - 1) / KNN_WARPS, 1);
+    const void *qp = in->q;
+    if (pts->f64 && v.kd)
+      knn_warp_kernel<double, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows);
+    else if (pts->f64)
+      knn_warp_kernel<double, false><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows);
+    else if (v.kd)
+      knn_warp_kernel<float, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const float *)qp, order, m, in->k, offsets, rows);
+    else
+      knn_warp_kernel<float, false><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const float *)qp, order, m, in->k, offsets, rows);
+    SP_LAUNCH_CHECK(ctx, "rdx_points_query: knn warp kernel");
+    rdx_status st = rdx_cuda_sync(ctx, fn);
+    if (st == RDX_OK) mm.settle();
+    return st;
+  }
+  /* k > 32: one thread per query; candidate heaps: 16 bytes per candidate; at most 256 MiB at a time */
   int64_t chunk = ((int64_t)256 << 20) / ((int64_t)in->k * 16);
   if (chunk < 1) chunk = 1;
   if (chunk > m) chunk = m;

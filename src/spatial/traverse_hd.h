@@ -213,7 +213,56 @@ RDX_HD int64_t rdx_sp_find_code(const rdx_sp_view *v, uint64_t code) {
 }
 
 /* ---- exact kNN: depth-first branch and bound, nearest child first ----
- * hd/hi: k slots of scratch for the candidate heap. Returns the number of neighbours found
+ * The pieces below are shared by the CPU walk (rdx_sp_knn) and the warp-cooperative CUDA walk
+ * (query.cu, k <= 32), so both visit the same nodes in the same order and prune by the same rule. */
+
+/* May a node whose computed nearest squared distance is md be skipped, the k-th best candidate
+ * being at worst? Quadtree boxes are geometric (slack), so they get the relative margin; k-d
+ * regions are exact. Equal distances are kept: they may still win on id. */
+RDX_HD int rdx_sp_knn_prune(const rdx_sp_view *v, double md, double worst) {
+  return v->kd ? md > worst : md > rdx_sp_mul(worst, 1.0 + RDX_SP_PRUNE_MARGIN);
+}
+
+/* Quadtree node c: computed nearest squared distance from (qx, qy) to its widened cell box. */
+RDX_HD double rdx_sp_qt_child_md(const rdx_sp_view *v, int64_t c, double qx, double qy) {
+  uint32_t xl, xh, yl, yh;
+  double b[4];
+  rdx_sp_node_cells(&v->g, v->key[c], v->level[c], &xl, &xh, &yl, &yh);
+  rdx_sp_cells_box(&v->g, xl, xh, yl, yh, b);
+  return rdx_sp_box_min_d2(b, qx, qy);
+}
+
+/* Stack slot (0 = pushed first, popped last) of quadtree child c, at distance mc == cm[c], among
+ * the n <= 4 children with nearest distances cm[0..n-1]: descending distance, equal distances in
+ * child order, so the nearest child pops first. (The fixed trip count keeps cm in registers on
+ * the GPU.) */
+RDX_HD int rdx_sp_qt_child_slot(const double *cm, int n, double mc, int c) {
+  int r = 0;
+  for (int j = 0; j < 4; j++)
+    if (j < n && (cm[j] > mc || (cm[j] == mc && j < c))) r++;
+  return r;
+}
+
+/* k-d child s (0: left, c <= split; 1: right) of internal node nd whose region is r: its region
+ * in out, and its computed nearest squared distance as the result. */
+RDX_HD double rdx_sp_kd_child(const rdx_sp_view *v, int64_t nd, const double *r, int s, double qx, double qy, double *out) {
+  int axis = v->level[nd] & 1; /* the left child's upper bound or the right's lower on the axis */
+  double sp = v->split[nd];
+  out[0] = s == 1 && axis == 0 ? sp : r[0]; /* selects, not out[axis]: no local memory on the GPU */
+  out[1] = s == 1 && axis == 1 ? sp : r[1];
+  out[2] = s == 0 && axis == 0 ? sp : r[2];
+  out[3] = s == 0 && axis == 1 ? sp : r[3];
+  return rdx_sp_box_min_d2(out, qx, qy);
+}
+
+/* Stack slot of k-d child s given both children's distances: the far child is pushed first, the
+ * near one (the right only when strictly nearer) second, so it pops first. */
+RDX_HD int rdx_sp_kd_child_slot(double m0, double m1, int s) {
+  int nearf = m1 < m0 ? 1 : 0;
+  return s == nearf ? 1 : 0;
+}
+
+/* hd/hi: k slots of scratch for the candidate heap. Returns the number of neighbours found
  * (min(k, points)), sorted ascending by (d2, id) in hd/hi. */
 RDX_HD int rdx_sp_knn(const rdx_sp_view *v, double qx, double qy, int k, double *hd, uint64_t *hi) {
   int size = 0, top = 0;
@@ -229,10 +278,7 @@ RDX_HD int rdx_sp_knn(const rdx_sp_view *v, double qx, double qy, int k, double 
     int t = --top;
     int64_t nd = st_node[t];
     double md = st_md[t];
-    if (size == k) { /* prune on the current k-th distance; equal distances may still win on id */
-      double worst = hd[0];
-      if (v->kd ? md > worst : md > rdx_sp_mul(worst, 1.0 + RDX_SP_PRUNE_MARGIN)) continue;
-    }
+    if (size == k && rdx_sp_knn_prune(v, md, hd[0])) continue; /* prune on the current k-th distance */
     if (v->leaf[nd]) {
       int64_t p0 = v->fpos[nd], pn = v->len[nd];
       for (int64_t p = p0; p < p0 + pn; p++) {
@@ -243,47 +289,26 @@ RDX_HD int rdx_sp_knn(const rdx_sp_view *v, double qx, double qy, int k, double 
     }
     int64_t c0 = v->fpos[nd], nc = v->len[nd];
     if (v->kd) {
-      double r[2][4];
-      double m2[2];
-      int axis = v->level[nd] & 1;
+      double r[2][4], m2[2], pr[4];
+      pr[0] = st_box[t][0], pr[1] = st_box[t][1], pr[2] = st_box[t][2], pr[3] = st_box[t][3];
+      for (int s = 0; s < 2; s++) m2[s] = rdx_sp_kd_child(v, nd, pr, s, qx, qy, r[s]);
       for (int s = 0; s < 2; s++) {
-        r[s][0] = st_box[t][0], r[s][1] = st_box[t][1], r[s][2] = st_box[t][2], r[s][3] = st_box[t][3];
-        if (s == 0) r[s][2 + axis] = v->split[nd];
-        else r[s][axis] = v->split[nd];
-        m2[s] = rdx_sp_box_min_d2(r[s], qx, qy);
-      }
-      int nearf = m2[1] < m2[0] ? 1 : 0;
-      for (int j = 0; j < 2; j++) { /* far first, so the near child pops first */
-        int s = j == 0 ? 1 - nearf : nearf;
-        int u = top++;
+        int u = top + rdx_sp_kd_child_slot(m2[0], m2[1], s);
         st_node[u] = c0 + s;
         st_md[u] = m2[s];
         st_box[u][0] = r[s][0], st_box[u][1] = r[s][1], st_box[u][2] = r[s][2], st_box[u][3] = r[s][3];
       }
+      top += 2;
     } else {
-      int64_t cn[4];
       double cm[4];
-      int n = 0;
-      for (int64_t c = c0; c < c0 + nc; c++) {
-        uint32_t xl, xh, yl, yh;
-        double b[4];
-        rdx_sp_node_cells(&v->g, v->key[c], v->level[c], &xl, &xh, &yl, &yh);
-        rdx_sp_cells_box(&v->g, xl, xh, yl, yh, b);
-        double m = rdx_sp_box_min_d2(b, qx, qy);
-        int j = n++; /* insertion sort, descending by distance */
-        while (j > 0 && cm[j - 1] < m) {
-          cm[j] = cm[j - 1];
-          cn[j] = cn[j - 1];
-          j--;
-        }
-        cm[j] = m;
-        cn[j] = c;
+      int n = (int)nc;
+      for (int c = 0; c < n; c++) cm[c] = rdx_sp_qt_child_md(v, c0 + c, qx, qy);
+      for (int c = 0; c < n; c++) {
+        int u = top + rdx_sp_qt_child_slot(cm, n, cm[c], c);
+        st_node[u] = c0 + c;
+        st_md[u] = cm[c];
       }
-      for (int j = 0; j < n; j++) {
-        st_node[top] = cn[j];
-        st_md[top] = cm[j];
-        top++;
-      }
+      top += n;
     }
   }
   rdx_sp_heap_sort(hd, hi, size);
