@@ -37,7 +37,10 @@ int main() {
   time_t now = time(nullptr);
   strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
   printf("date,device,segments,segment_size,method,ms,g_rows_per_s\n");
-  const int64_t cases[][2] = {{1 << 24, 16}, {1 << 22, 64}, {1 << 22, 256}, {1 << 20, 1024}, {1 << 16, 16384}, {1 << 14, 65536}};
+  // 96, 128 and 192 (added with csr_sort.cu) locate the cliff between CUB's in-register sort of
+  // <= 64 u64 rows and its block radix sort of longer segments
+  const int64_t cases[][2] = {{1 << 24, 16}, {1 << 22, 64}, {1 << 22, 96}, {1 << 22, 128}, {1 << 21, 192},
+                              {1 << 22, 256}, {1 << 20, 1024}, {1 << 16, 16384}, {1 << 14, 65536}};
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);

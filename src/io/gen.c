@@ -204,19 +204,206 @@ rdx_status rdx_gen_keys(rdx_context *ctx, int64_t n, rdx_dtype dtype, rdx_key_di
   return st;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
+/* ---- lookups ----
+ *
+ * Misses inside the key range are drawn from the gaps between consecutive distinct keys: the
+ * keys are copied and sorted once (a parallel LSD radix sort), each gap of g > 0 absent values
+ * gets its first value and the exclusive prefix sum of the gap sizes, and a draw u uniform over
+ * all absent values is mapped back to its gap by a guide table on the top bits of the random
+ * word plus a short binary search. So every absent value between min(keys) and max(keys) is
+ * equally likely (as with the rejection sampling this replaced, which binary-searched the sorted
+ * keys once per candidate on one thread and took minutes at 2^27 lookups), and a draw costs
+ * O(1) expected memory reads. The lookups are made in chunks of LOOKUP_CHUNK on the thread pool,
+ * each chunk with its own generator seeded from (seed, chunk), so a batch depends on the seed
+ * only, not on the thread count. */
+
+#define LOOKUP_CHUNK ((int64_t)1 << 16)
+#define SORT_CHUNK ((int64_t)1 << 18)
+
+typedef struct key_sort {
+  rdx_array keys;       /* input */
+  uint64_t *src, *dst;  /* n values; the sorted ones end in src */
+  int64_t n, n_chunks;
+  int shift;            /* digit of this pass */
+  uint64_t (*hist)[256]; /* per chunk */
+  uint64_t *chunk_or, *chunk_and;
+} key_sort;
+
+static void ks_load_task(void *arg, int64_t t, int thread) {
+  key_sort *k = (key_sort *)arg;
+  int64_t lo = t * SORT_CHUNK, hi = lo + SORT_CHUNK < k->n ? lo + SORT_CHUNK : k->n;
+  uint64_t o = 0, a = ~(uint64_t)0;
+  (void)thread;
+  for (int64_t i = lo; i < hi; i++) {
+    uint64_t v = get(k->keys, i);
+    k->src[i] = v;
+    o |= v;
+    a &= v;
+  }
+  k->chunk_or[t] = o;
+  k->chunk_and[t] = a;
 }
 
-static int contains(const uint64_t *sorted, int64_t n, uint64_t v) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (sorted[mid] < v) lo = mid + 1;
-    else hi = mid;
+static void ks_hist_task(void *arg, int64_t t, int thread) {
+  key_sort *k = (key_sort *)arg;
+  int64_t lo = t * SORT_CHUNK, hi = lo + SORT_CHUNK < k->n ? lo + SORT_CHUNK : k->n;
+  uint64_t *h = k->hist[t];
+  (void)thread;
+  memset(h, 0, 256 * sizeof *h);
+  for (int64_t i = lo; i < hi; i++) h[(k->src[i] >> k->shift) & 255]++;
+}
+
+static void ks_scatter_task(void *arg, int64_t t, int thread) {
+  key_sort *k = (key_sort *)arg;
+  int64_t lo = t * SORT_CHUNK, hi = lo + SORT_CHUNK < k->n ? lo + SORT_CHUNK : k->n;
+  uint64_t *pos = k->hist[t];
+  (void)thread;
+  for (int64_t i = lo; i < hi; i++) {
+    uint64_t v = k->src[i];
+    k->dst[pos[(v >> k->shift) & 255]++] = v;
   }
-  return lo < n && sorted[lo] == v;
+}
+
+/* Copy keys into a (n values) and sort them ascending, using b (n values) as the other buffer;
+ * returns the buffer holding the result, or NULL when out of memory. */
+static uint64_t *sort_keys(rdx_context *ctx, rdx_array keys, uint64_t *a, uint64_t *b) {
+  key_sort k;
+  memset(&k, 0, sizeof k);
+  k.keys = keys;
+  k.n = keys.count;
+  k.src = a;
+  k.dst = b;
+  k.n_chunks = (k.n + SORT_CHUNK - 1) / SORT_CHUNK;
+  void *meta = malloc((size_t)k.n_chunks * (256 + 2) * 8);
+  if (meta == NULL) return NULL;
+  k.hist = (uint64_t(*)[256])meta;
+  k.chunk_or = (uint64_t *)meta + (size_t)k.n_chunks * 256;
+  k.chunk_and = k.chunk_or + k.n_chunks;
+  rdx_parallel_for(ctx, k.n_chunks, ks_load_task, &k);
+  uint64_t o = 0, an = ~(uint64_t)0;
+  for (int64_t t = 0; t < k.n_chunks; t++) o |= k.chunk_or[t], an &= k.chunk_and[t];
+  uint64_t varies = o ^ an; /* digits equal in every key need no pass */
+  for (int shift = 0; shift < 64; shift += 8) {
+    if (((varies >> shift) & 255) == 0) continue;
+    k.shift = shift;
+    rdx_parallel_for(ctx, k.n_chunks, ks_hist_task, &k);
+    uint64_t sum = 0;
+    for (int d = 0; d < 256; d++)
+      for (int64_t t = 0; t < k.n_chunks; t++) {
+        uint64_t c = k.hist[t][d];
+        k.hist[t][d] = sum;
+        sum += c;
+      }
+    rdx_parallel_for(ctx, k.n_chunks, ks_scatter_task, &k);
+    uint64_t *t = k.src;
+    k.src = k.dst;
+    k.dst = t;
+  }
+  free(meta);
+  return k.src;
+}
+
+/* A run of absent values between two consecutive distinct keys; one cache line holds four, so a
+ * draw reads the guide table and then (usually) one line of gaps. */
+typedef struct gap {
+  uint64_t cum;    /* absent values in the gaps before this one */
+  uint64_t start;  /* its first absent value */
+} gap;
+
+typedef struct lookup_job {
+  rdx_array keys, out;
+  int64_t m, n;
+  double hit_ratio;
+  const rdx_zipf *zipf;
+  uint64_t seed, kmin, kmax, maxv;
+  int inside;                 /* misses from the gaps (else outside, or anything when n == 0) */
+  const gap *gaps;            /* n_gaps, ascending */
+  int64_t n_gaps;
+  uint64_t n_absent;          /* absent values strictly between kmin and kmax, >= 1 when inside */
+  const int64_t *guide;       /* 2^guide_bits + 1 gap indices */
+  int guide_bits;
+} lookup_job;
+
+/* A uniform absent value between kmin and kmax, in two steps so that a batch of draws can
+ * overlap its memory reads. draw_inside_u: u = floor(x * n_absent / 2^64) with Lemire's rejection
+ * (unbiased, as rdx_rng_below), and the guide bucket b = the top guide_bits of x. Since
+ * u >= floor(b * n_absent / 2^bits), the first u of bucket b, the gap of u lies between the
+ * gaps of this bucket's first u and the next bucket's: guide[b] .. guide[b + 1]. */
+static uint64_t draw_inside_u(const lookup_job *j, rdx_rng *r, uint64_t *bucket) {
+  uint64_t total = j->n_absent, x = rdx_rng_next(r);
+  unsigned __int128 mm = (unsigned __int128)x * total;
+  if ((uint64_t)mm < total) {
+    uint64_t t = -total % total;
+    while ((uint64_t)mm < t) {
+      x = rdx_rng_next(r);
+      mm = (unsigned __int128)x * total;
+    }
+  }
+  *bucket = j->guide_bits ? x >> (64 - j->guide_bits) : 0;
+  return (uint64_t)(mm >> 64);
+}
+
+/* The u-th absent value: the last gap in [lo, hi] whose cum <= u, then the offset in it. */
+static uint64_t inside_value(const lookup_job *j, uint64_t u, int64_t lo, int64_t hi) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (j->gaps[mid].cum <= u) lo = mid;
+    else hi = mid - 1;
+  }
+  return j->gaps[lo].start + (u - j->gaps[lo].cum);
+}
+
+static uint64_t draw_outside(const lookup_job *j, rdx_rng *r) {
+  if (j->n == 0) return rdx_rng_below(r, j->maxv == UINT64_MAX ? 0 : j->maxv + 1);
+  if (j->kmax < j->maxv && (j->kmin == 0 || (rdx_rng_next(r) & 1)))
+    return j->kmax + 1 + rdx_rng_below(r, j->maxv - j->kmax == UINT64_MAX ? 0 : j->maxv - j->kmax);
+  return rdx_rng_below(r, j->kmin);
+}
+
+/* Lookups in batches of LOOKUP_BATCH: first every random draw, in order (the generator's
+ * sequence does not depend on memory), prefetching the key of each hit and the guide entry of
+ * each inside miss; then the guide entries, prefetching their gaps; then the values. The random
+ * reads of one batch overlap instead of waiting one after another (2 or 3 cache misses a draw
+ * into tables of up to 2^27 gaps). */
+#define LOOKUP_BATCH 32
+static void lookup_task(void *arg, int64_t t, int thread) {
+  const lookup_job *j = (const lookup_job *)arg;
+  int64_t first = t * LOOKUP_CHUNK, end = first + LOOKUP_CHUNK < j->m ? first + LOOKUP_CHUNK : j->m;
+  uint64_t x = j->seed ^ ((uint64_t)t * 0xD1B54A32D192ED03ull);
+  rdx_rng r;
+  (void)thread;
+  rdx_rng_seed(&r, splitmix64(&x));
+  uint64_t u[LOOKUP_BATCH], w[LOOKUP_BATCH];
+  int64_t glo[LOOKUP_BATCH], ghi[LOOKUP_BATCH];
+  unsigned char kind[LOOKUP_BATCH]; /* 0: w is the value; 1: hit, w the key's position; 2: inside miss, w its bucket */
+  size_t es = rdx_dtype_size(j->keys.dtype);
+  for (int64_t i0 = first; i0 < end; i0 += LOOKUP_BATCH) {
+    int nb = end - i0 < LOOKUP_BATCH ? (int)(end - i0) : LOOKUP_BATCH;
+    for (int k = 0; k < nb; k++) {
+      if (j->n > 0 && rdx_rng_double(&r) < j->hit_ratio) {
+        kind[k] = 1;
+        w[k] = rdx_zipf_draw(j->zipf, &r) - 1;
+        __builtin_prefetch((const char *)j->keys.data + w[k] * es);
+      } else if (j->inside) {
+        kind[k] = 2;
+        u[k] = draw_inside_u(j, &r, &w[k]);
+        __builtin_prefetch(j->guide + w[k]);
+      } else {
+        kind[k] = 0;
+        w[k] = draw_outside(j, &r);
+      }
+    }
+    for (int k = 0; k < nb; k++)
+      if (kind[k] == 2) {
+        glo[k] = j->guide[w[k]];
+        ghi[k] = j->guide[w[k] + 1];
+        __builtin_prefetch(j->gaps + glo[k]);
+      }
+    for (int k = 0; k < nb; k++) {
+      uint64_t v = kind[k] == 0 ? w[k] : kind[k] == 1 ? get(j->keys, (int64_t)w[k]) : inside_value(j, u[k], glo[k], ghi[k]);
+      put(j->out, i0 + k, v);
+    }
+  }
 }
 
 rdx_status rdx_gen_lookups(rdx_context *ctx, rdx_array keys, int64_t m, double hit_ratio,
@@ -228,61 +415,111 @@ rdx_status rdx_gen_lookups(rdx_context *ctx, rdx_array keys, int64_t m, double h
   if (m < 0) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: m %lld is negative", fn, (long long)m);
   if (!(hit_ratio >= 0 && hit_ratio <= 1))
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: hit ratio %g is not in [0, 1]", fn, hit_ratio);
+  if (miss != RDX_MISS_INSIDE && miss != RDX_MISS_OUTSIDE)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: miss kind %d is not inside or outside", fn, (int)miss);
   if (!(zipf >= 0 && zipf <= 100))
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: zipf %g is not in [0, 100]", fn, zipf);
   if (keys.count == 0 && hit_ratio > 0)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: hits need a non-empty key set", fn);
-  uint64_t maxv = keys.dtype == RDX_U32 ? UINT32_MAX : UINT64_MAX;
+  lookup_job j;
+  memset(&j, 0, sizeof j);
+  j.keys = keys;
+  j.m = m;
+  j.n = keys.count;
+  j.hit_ratio = hit_ratio;
+  j.seed = seed;
+  j.maxv = keys.dtype == RDX_U32 ? UINT32_MAX : UINT64_MAX;
   int64_t n = keys.count;
-  uint64_t *sorted = (uint64_t *)malloc((size_t)(n ? n : 1) * 8);
-  if (sorted == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: %lld keys", fn, (long long)n);
-  for (int64_t i = 0; i < n; i++) sorted[i] = get(keys, i);
-  {
-    uint64_t *tmp = (uint64_t *)malloc((size_t)(n ? n : 1) * 8);
-    int64_t *cnt = (int64_t *)malloc(65537 * sizeof *cnt);
-    if (tmp && cnt && n > 0) radix_sort_u64(sorted, tmp, n, cnt);
-    else qsort(sorted, (size_t)n, 8, cmp_u64);
-    free(tmp);
-    free(cnt);
-  }
-  uint64_t kmin = n ? sorted[0] : 0, kmax = n ? sorted[n - 1] : 0;
-  /* distinct values between kmin and kmax that are absent */
-  uint64_t distinct = 0;
-  for (int64_t i = 0; i < n; i++) distinct += i == 0 || sorted[i] != sorted[i - 1];
-  int inside_possible = n > 0 && (kmax - kmin + 1 > distinct || (kmax - kmin == UINT64_MAX));
-  int outside_possible = n == 0 || kmax < maxv || kmin > 0;
-  rdx_status st = alloc_host(ctx, fn, out, m, 1, keys.dtype);
-  if (st != RDX_OK) {
-    free(sorted);
-    return st;
-  }
-  rdx_rng r;
-  rdx_rng_seed(&r, seed);
-  rdx_zipf z;
-  if (n > 0) rdx_zipf_init(&z, (uint64_t)n, zipf);
-  for (int64_t i = 0; i < m; i++) {
-    uint64_t v;
-    if (n > 0 && rdx_rng_double(&r) < hit_ratio) {
-      v = get(keys, (int64_t)rdx_zipf_draw(&z, &r) - 1);
-    } else if ((miss == RDX_MISS_INSIDE && inside_possible) || !outside_possible) {
-      if (!inside_possible) { /* every value of the width is a key: no miss exists */
-        free(sorted);
-        rdx_npy_free(out);
-        return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: the key set covers every value; no miss exists", fn);
-      }
-      do v = kmin + rdx_rng_below(&r, kmax - kmin + 1);
-      while (contains(sorted, n, v));
-    } else {
-      if (n == 0) v = rdx_rng_below(&r, maxv == UINT64_MAX ? 0 : maxv + 1);
-      else if (kmax < maxv && (kmin == 0 || (rdx_rng_next(&r) & 1)))
-        v = kmax + 1 + rdx_rng_below(&r, maxv - kmax == UINT64_MAX ? 0 : maxv - kmax);
-      else
-        v = rdx_rng_below(&r, kmin);
+  int misses = m > 0 && hit_ratio < 1 && n > 0; /* an empty key set: every value is a miss */
+  uint64_t *a = NULL, *b = NULL;
+  int64_t *guide = NULL;
+  gap *gaps = NULL;
+  rdx_status st = RDX_OK;
+  if (misses) {
+    j.kmin = UINT64_MAX;
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t v = get(keys, i);
+      if (v < j.kmin) j.kmin = v;
+      if (v > j.kmax) j.kmax = v;
     }
-    put(*out, i, v);
+    int outside_possible = j.kmin > 0 || j.kmax < j.maxv;
+    j.inside = miss == RDX_MISS_INSIDE || !outside_possible;
   }
-  free(sorted);
-  return RDX_OK;
+  if (j.inside) {
+    a = (uint64_t *)malloc((size_t)n * 8);
+    b = (uint64_t *)malloc((size_t)n * 8);
+    uint64_t *s = a && b ? sort_keys(ctx, keys, a, b) : NULL;
+    if (s == NULL) {
+      st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: sorting %lld keys", fn, (long long)n);
+      goto done;
+    }
+    uint64_t *cum = s == a ? b : a;
+    /* gaps between consecutive distinct keys, compacted into s (start) and cum in place: the
+     * write index never passes the read index */
+    uint64_t absent = 0;
+    int64_t g = 0;
+    for (int64_t i = 0; i + 1 < n; i++) {
+      uint64_t lo = s[i], hi = s[i + 1];
+      if (hi - lo > 1) {
+        s[g] = lo + 1;
+        cum[g] = absent;
+        absent += hi - lo - 1;
+        g++;
+      }
+    }
+    if (g == 0) {
+      st = j.kmin > 0 || j.kmax < j.maxv
+               ? rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                          "%s: no miss exists inside the key range: every value in [%llu, %llu] is a key (use misses outside)",
+                          fn, (unsigned long long)j.kmin, (unsigned long long)j.kmax)
+               : rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: the key set covers every value; no miss exists", fn);
+      goto done;
+    }
+    {
+      gaps = (gap *)malloc((size_t)g * sizeof *gaps);
+      if (gaps == NULL) {
+        st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: %lld gaps between keys", fn, (long long)g);
+        goto done;
+      }
+      for (int64_t i = 0; i < g; i++) gaps[i].cum = cum[i], gaps[i].start = s[i];
+      free(a);
+      free(b);
+      a = b = NULL;
+      j.gaps = gaps;
+      j.n_gaps = g;
+      j.n_absent = absent;
+      while (j.guide_bits < 40 && ((int64_t)1 << (j.guide_bits + 1)) <= g) j.guide_bits++;
+      int64_t n_buckets = (int64_t)1 << j.guide_bits;
+      guide = (int64_t *)malloc((size_t)(n_buckets + 1) * 8);
+      if (guide == NULL) {
+        st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: guide table of %lld entries", fn, (long long)n_buckets);
+        goto done;
+      }
+      int64_t gi = 0;
+      for (int64_t k = 0; k < n_buckets; k++) {
+        uint64_t first = (uint64_t)(((unsigned __int128)k * absent) >> j.guide_bits);
+        while (gi + 1 < g && gaps[gi + 1].cum <= first) gi++;
+        guide[k] = gi;
+      }
+      guide[n_buckets] = g - 1;
+      j.guide = guide;
+    }
+  }
+  st = alloc_host(ctx, fn, out, m, 1, keys.dtype);
+  if (st != RDX_OK) goto done;
+  rdx_zipf z;
+  memset(&z, 0, sizeof z);
+  if (n > 0) rdx_zipf_init(&z, (uint64_t)n, zipf);
+  j.zipf = &z;
+  j.out = *out;
+  st = rdx_parallel_for(ctx, (m + LOOKUP_CHUNK - 1) / LOOKUP_CHUNK, lookup_task, &j);
+  if (st != RDX_OK) rdx_npy_free(out);
+done:
+  free(gaps);
+  free(guide);
+  free(a);
+  free(b);
+  return st;
 }
 
 rdx_status rdx_gen_ranges(rdx_context *ctx, rdx_array keys, int64_t m, uint64_t width,

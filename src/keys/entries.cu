@@ -1,6 +1,6 @@
 /*
  * entries.cu: sorted (key, row) entries on the GPU, and the CSR helpers of the CUDA backend
- * (segmented sort of each query's rows, the counts-to-offsets scan, fills).
+ * (the counts-to-offsets scan, fills; the per-query sort of rows is in csr_sort.cu).
  *
  * The entries are sorted in one CUB radix sort of the pair structs themselves, through a
  * decomposer that presents each pair as the composite (key, row): one sort gives (key, row)
@@ -155,55 +155,6 @@ extern "C" rdx_status rdx_entries_build_cuda(rdx_context *ctx, const rdx_key_inp
   int k64 = in->key_dtype == RDX_U64, r64 = in->rows != NULL && in->row_dtype == RDX_U64;
   if (k64) return r64 ? build_typed<uint64_t, uint64_t>(ctx, in, out) : build_typed<uint64_t, uint32_t>(ctx, in, out);
   return r64 ? build_typed<uint32_t, uint64_t>(ctx, in, out) : build_typed<uint32_t, uint32_t>(ctx, in, out);
-}
-
-extern "C" rdx_status rdx_csr_sort_cuda(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows) {
-  uint64_t total = 0;
-  cudaStream_t s = rdx_stream(ctx);
-  RDX_CUDA(ctx, cudaMemcpyAsync(&total, offsets + n, 8, cudaMemcpyDeviceToHost, s), "rdx_index_range_fill: total");
-  RDX_CUDA(ctx, cudaStreamSynchronize(s), "rdx_index_range_fill: total");
-  if (total < 2) return RDX_OK;
-  rdx_status st = RDX_OK;
-  void *tmp = NULL, *temp = NULL;
-  size_t temp_bytes = 0;
-  RDX_CHECK(rdx_scratch(ctx, "rdx_index_range_fill: sort buffer", &tmp, (size_t)total * 8));
-  cub::DoubleBuffer<uint64_t> buf(rows, (uint64_t *)tmp);
-  /* DeviceSegmentedSort takes int segment counts; batches past 2^31 queries go in slices */
-  for (int64_t b = 0; b < n && st == RDX_OK; b += (int64_t)1 << 30) {
-    int64_t len = n - b < ((int64_t)1 << 30) ? n - b : ((int64_t)1 << 30);
-    size_t need = 0;
-    cudaError_t e = cub::DeviceSegmentedSort::SortKeys(NULL, need, buf, (int64_t)total, (int64_t)len, offsets + b,
-                                                       offsets + b + 1, s);
-    if (e != cudaSuccess) {
-      st = rdx_cuda_fail(ctx, e, "rdx_index_range_fill: segmented sort size");
-      break;
-    }
-    if (need > temp_bytes) {
-      rdx_mem_free(ctx, temp);
-      temp = NULL;
-      temp_bytes = need;
-      st = rdx_scratch(ctx, "rdx_index_range_fill: segmented sort scratch", &temp, temp_bytes);
-      if (st != RDX_OK) break;
-    }
-    buf.selector = 0;
-    buf.d_buffers[0] = rows;
-    buf.d_buffers[1] = (uint64_t *)tmp;
-    e = cub::DeviceSegmentedSort::SortKeys(temp, temp_bytes, buf, (int64_t)total, (int64_t)len, offsets + b, offsets + b + 1, s);
-    if (e == cudaSuccess && buf.Current() != rows) {
-      /* the sorted segments of this slice are in tmp: copy them back */
-      uint64_t lo = 0, hi = 0;
-      e = cudaMemcpyAsync(&lo, offsets + b, 8, cudaMemcpyDeviceToHost, s);
-      if (e == cudaSuccess) e = cudaMemcpyAsync(&hi, offsets + b + len, 8, cudaMemcpyDeviceToHost, s);
-      if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-      if (e == cudaSuccess && hi > lo)
-        e = cudaMemcpyAsync(rows + lo, (uint64_t *)tmp + lo, (hi - lo) * 8, cudaMemcpyDeviceToDevice, s);
-    }
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-    if (e != cudaSuccess) st = rdx_cuda_fail(ctx, e, "rdx_index_range_fill: segmented sort");
-  }
-  rdx_mem_free(ctx, temp);
-  rdx_mem_free(ctx, tmp);
-  return st;
 }
 
 extern "C" rdx_status rdx_scan_counts_cuda(rdx_context *ctx, const uint64_t *counts, int64_t n, uint64_t *offsets,
