@@ -347,7 +347,7 @@ __global__ void __launch_bounds__(128) knn_kernel(rdx_sp_view v, const void *q, 
  * insertion. A chunk with many candidates (a query's first chunks, when nothing prunes yet) is
  * instead sorted by a bitonic network and merged with the list in one step. */
 
-#define KNN_WARPS 8     /* warps per block */
+#define KNN_WARPS 4     /* warps per block */
 /* Queries per block and round: a block takes a run of consecutive queries in Morton order and its
  * warps interleave over it, so the warps resident on one SM scan the same few leaves and read
  * them from L1 (with a plain grid-stride order they worked on queries a whole grid apart). */
@@ -440,14 +440,14 @@ __global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v,
       if (size == k && rdx_sp_knn_prune(&v, md, wd)) continue;
       if (v.leaf[nd]) {
         const int64_t p0 = v.fpos[nd], pn = v.len[nd];
-        for (int64_t b = 0; b < pn; b += 32) { /* pn is warp-uniform: so is this loop */
-          const int64_t j = b + lane;
+        /* one chunk of 32 points whose coordinates (px, py) were loaded already */
+        auto chunk = [&](int64_t j, T px, T py) {
           bool cand = false;
           double d = 0.0;
           uint64_t id = 0;
           if (j < pn) {
             const int64_t p = p0 + j;
-            d = rdx_sp_d2((double)X[p], (double)Y[p], qx, qy);
+            d = rdx_sp_d2((double)px, (double)py, qx, qy);
             if (size < k || d < wd) { /* ids are read only for points that may enter */
               id = v.id[p];
               cand = true;
@@ -494,6 +494,16 @@ __global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v,
               wi = shfl_u(li, k - 1);
             }
           }
+        };
+        /* two chunks per round, both loads issued before either is used: the leaf scan waits on
+         * memory, and a warp has nothing else to hide that latency with */
+        for (int64_t b = 0; b < pn; b += 64) { /* pn is warp-uniform: so is this loop */
+          const int64_t j0 = b + lane, j1 = b + 32 + lane;
+          T x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+          if (j0 < pn) x0 = X[p0 + j0], y0 = Y[p0 + j0];
+          if (j1 < pn) x1 = X[p0 + j1], y1 = Y[p0 + j1];
+          chunk(j0, x0, y0);
+          if (b + 32 < pn) chunk(j1, x1, y1);
         }
         continue;
       }
