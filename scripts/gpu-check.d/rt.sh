@@ -17,10 +17,13 @@
 #   (d) rt_hits_inside, rt_hits_outside: hit ratio 0, 0.5, 1, misses inside / outside the key range
 #   (e) rt_zipf: Zipf-skewed lookups, coefficient 0, 1, 2, 5
 #
-# Trimmed to fit ~8 minutes of GPU time (an estimate: no H200 run of this step yet). Compared with
-# the paper: 4 of its 12 bucket sizes; u64 only at uniformity 0 and 100 %; 6 range widths (4^k
-# steps of 16); 6 batch sizes; 3 hit ratios; 4 Zipf coefficients; 3 timed runs per row (--reps 3).
-# Answers are checked against the oracle on a 65536-query sample in one invocation per experiment
+# Trimmed to fit ~8 minutes of H200 time (RT_BUDGET: no experiment starts after it), ordered by
+# what the targets need. Compared with the paper: 4 of its 12 bucket sizes (3 for the other
+# uniformities); u64 at uniformity 0 and 100 %; 5 range widths (16x steps); 6 batch sizes; 3 hit
+# ratios; 4 Zipf coefficients; 3 timed runs per row (--reps 3). Both backends for (a) at the
+# targets' sizes, (b), (c) and (e); the soft backend alone for the rest. rt_bvh2.csv repeats the
+# target rows on the binary BVH (RAYDEX_BVH=2) against the soft traversal's BVH4 default.
+# Answers are checked against the oracle on a 65536-query sample in the target invocations
 # (building the oracle of 2^26 keys takes ~15 s of CPU); the other rows say "skipped": the GPU
 # tests (rt_identical, keys_rx, keys_cgrx) compare every answer with the CPU backend. Widen with
 # RT_BUCKETS, RT_REPS, RT_CHECK_ALL=sample.
@@ -29,7 +32,7 @@ RT_LOOKUPS=${RT_LOOKUPS:-2^27}
 RT_REPS=${RT_REPS:-3}
 RT_BUCKETS=${RT_BUCKETS:-4,16,32,256}
 RT_CHECK_ALL=${RT_CHECK_ALL:-none}
-RT_BUDGET=${RT_BUDGET:-420}   # seconds: no new experiment starts after this
+RT_BUDGET=${RT_BUDGET:-480}   # seconds: no new experiment starts after this
 RT_CALL_LIMIT=${RT_CALL_LIMIT:-150}
 rt_t0=$(date +%s)
 rt_log() { log "rt: $* ($(( $(date +%s) - rt_t0 )) s)"; }
@@ -43,48 +46,59 @@ rt_run() { # rt_run <csv> <check> <backend> <bench args...>
   BENCH_TIMEOUT=$RT_CALL_LIMIT bench "$csv" bench keys --n "$RT_N" --reps "$RT_REPS" --check "$chk" --backend "$be" "$@"
 }
 
-# cgrx on OptiX, diagnosed on a small set: each representation and mapping on its own
-# (flags: 16 naive markers, 32 the default (unscaled) mapping), answers checked.
-for f in 0 16 32 48; do
-  RT_N=2^16 rt_run rt_optix_cgrx sample optix --kind cgrx --rt-flags $f --dtype u32 --dist uniform --lookups 2^16
-done
-rt_log "cgrx on optix, flag variants"
-
-# (a) throughput against memory: the targets (2^26 and 2^24 keys, u32, uniform) first
+# In order of what the issue's targets need, so a run cut short by RT_BUDGET loses the least.
+# (a) throughput against memory at 2^26 and 2^24 keys, u32, uniform, both backends
 rt_run rt_memory sample cuda --kind rx,cgrx,sorted,btree,hash --bucket-size "$RT_BUCKETS" --dtype u32 \
   --dist sparse --uniformity 100 --lookups "$RT_LOOKUPS"
-rt_run rt_memory "$RT_CHECK_ALL" optix --kind rx --dtype u32 --dist sparse --uniformity 100 --lookups "$RT_LOOKUPS"
-rt_run rt_memory "$RT_CHECK_ALL" optix --kind cgrx --bucket-size 32 --dtype u32 --dist sparse --uniformity 100 --lookups "$RT_LOOKUPS"
-RT_N=2^24 rt_run rt_memory sample cuda --kind rx,cgrx,sorted --bucket-size 32 --dtype u32 --dist sparse --uniformity 100 \
+rt_run rt_memory "$RT_CHECK_ALL" optix --kind rx,cgrx --bucket-size 32 --dtype u32 --dist sparse --uniformity 100 \
   --lookups "$RT_LOOKUPS"
+for rt_be in cuda optix; do
+  RT_N=2^24 rt_run rt_memory sample $rt_be --kind rx,cgrx --bucket-size 32 --dtype u32 --dist sparse --uniformity 100 \
+    --lookups "$RT_LOOKUPS"
+done
 rt_log "(a) u32 uniform, 2^26 and 2^24"
 
-# (b) range lookups: 1 .. 2^16 hits per lookup over dense keys, 2^16 lookups
+# (b) range lookups: 1 .. 2^16 hits per lookup over dense keys, 2^16 lookups, both backends
 rt_widths=1,16,256,4096,65536
 rt_run rt_range sample cuda --kind rx,cgrx,sorted --bucket-size 32 --dtype u32 --dist dense --op range,range-count \
   --width $rt_widths --lookups 2^16 --max-results 2^26
+rt_run rt_range "$RT_CHECK_ALL" optix --kind rx,cgrx --bucket-size 32 --dtype u32 --dist dense --op range,range-count \
+  --width $rt_widths --lookups 2^16 --max-results 2^26
 rt_log "(b) ranges"
 
-# (e) Zipf-skewed lookups and (d) hit ratios, misses inside and outside
-rt_run rt_zipf "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted,hash --dtype u32 --dist uniform --lookups "$RT_LOOKUPS" \
-  --zipf 0,1,2,5
-rt_log "(e) zipf"
-rt_run rt_hits_inside "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted,hash --dtype u32 --dist uniform \
-  --lookups "$RT_LOOKUPS" --hit-ratio 0,0.5,1 --miss inside
-rt_run rt_hits_outside "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted,hash --dtype u32 --dist uniform \
-  --lookups "$RT_LOOKUPS" --hit-ratio 0,0.5,1 --miss outside
+# the soft traversal's binary BVH (RAYDEX_BVH=2) against its BVH4 default, same settings
+RAYDEX_BVH=2 rt_run rt_bvh2 "$RT_CHECK_ALL" cuda --kind rx,cgrx --bucket-size 32 --dtype u32 --dist sparse \
+  --uniformity 100 --lookups "$RT_LOOKUPS"
+RAYDEX_BVH=2 rt_run rt_bvh2 "$RT_CHECK_ALL" cuda --kind rx,cgrx --bucket-size 32 --dtype u32 --dist dense \
+  --op range-count --width 1,256 --lookups 2^16
+rt_log "binary BVH rows"
+
+# (d) hit ratios, misses inside and outside the key range
+for rt_miss in inside outside; do
+  rt_run rt_hits_$rt_miss "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted,hash --dtype u32 --dist uniform \
+    --lookups "$RT_LOOKUPS" --hit-ratio 0,0.5,1 --miss $rt_miss
+done
 rt_log "(d) hit ratio"
 
-# (a) the other uniformities and u64, (c) batch sizes: as time allows
-for cfg in "u32 0" "u32 20" "u32 50" "u64 100" "u64 0"; do
+# (a) the other uniformities and u64
+for cfg in "u32 0" "u32 50" "u64 100" "u32 20" "u64 0"; do
   read -r rt_dt rt_u <<< "$cfg"
-  rt_run rt_memory "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted,btree,hash --bucket-size "$RT_BUCKETS" \
+  rt_run rt_memory "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted,btree,hash --bucket-size 16,32,256 \
     --dtype "$rt_dt" --dist sparse --uniformity "$rt_u" --lookups "$RT_LOOKUPS"
   rt_log "(a) $rt_dt uniformity $rt_u %"
 done
-rt_run rt_batch "$RT_CHECK_ALL" cuda --kind rx,cgrx,sorted --dtype u32 --dist uniform --lookups 2^22 \
-  --batch 2^9,2^12,2^15,2^18,2^21,2^22
+
+# (c) batch sizes and (e) Zipf-skewed lookups
+for rt_be in cuda optix; do
+  rt_run rt_batch "$RT_CHECK_ALL" $rt_be --kind rx,cgrx --bucket-size 32 --dtype u32 --dist uniform --lookups 2^22 \
+    --batch 2^9,2^12,2^15,2^18,2^21,2^22
+done
 rt_log "(c) batches"
+for rt_be in cuda optix; do
+  rt_run rt_zipf "$RT_CHECK_ALL" $rt_be --kind rx,cgrx --bucket-size 32 --dtype u32 --dist uniform \
+    --lookups "$RT_LOOKUPS" --zipf 0,1,2,5
+done
+rt_log "(e) zipf"
 
 python3 bench/plot_rt.py "$OUT/csv" "$OUT/csv" > "$OUT/logs/plot_rt.log" 2>&1 || log "rt: plot failed (logs/plot_rt.log)"
 log "rt: $(grep -c . "$OUT/csv/rt_summary.txt" 2>/dev/null) summary lines in csv/rt_summary.txt"

@@ -8,9 +8,7 @@
 #     sort path chosen by the library (auto) and forced (RAYDEX_CSR_SORT=segmented|packed); the
 #     last column says which. Widths 64/128/256 straddle CUB's in-register limit (64 rows of u64).
 #     Compare the auto rows with bench/results/NVIDIA-H200/keys_range.csv (width 256: 362 ms).
-# (b) keys_hits_inside.csv: 2^27 lookups at hit ratio 0, 0.5, 1 with misses inside the key range
-#     (the generator that did not finish in minutes before); the log line gives the wall time of
-#     the whole call, generation included.
+# The generator of misses inside the key range is measured by rt.sh (d), rt_hits_inside.csv.
 SORT_REPS=${SORT_REPS:-3}
 sort_bench() { # sort_bench <mode> <bench args...>: rows to keys_sort.csv with a `sort` column
   local mode=$1; shift
@@ -32,7 +30,3 @@ for mode in auto packed segmented; do
     --width 4096,16384,65536 --lookups 2^14 --reps "$SORT_REPS" --check sample
 done
 log "sort: range fills done in $(( $(date +%s) - sort_t0 )) s: $(awk -F, 'NR>1 && $NF=="auto" {printf "w%s %s ms; ", $11, $17}' "$OUT/csv/keys_sort.csv")"
-sort_t0=$(date +%s)
-bench keys_hits_inside bench keys --backend cuda --kind sorted,hash --n 2^26 --dtype u32 --dist uniform \
-  --lookups 2^27 --hit-ratio 0,0.5,1 --miss inside --reps "$SORT_REPS" --check sample
-log "sort: hit-ratio sweep with misses inside (2^27 lookups, generation included) took $(( $(date +%s) - sort_t0 )) s"
