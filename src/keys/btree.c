@@ -192,30 +192,14 @@ static rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int
   return rdx_parallel_for(ctx, (n + QCHUNK - 1) / QCHUNK, query_task, &j);
 }
 
-static rdx_status btree_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
-                               uint64_t *rows) {
-  return run(ctx, idx, q, n, OP_LOOKUP, rows, NULL);
-}
-static rdx_status btree_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q,
-                                     int64_t n, uint64_t *counts) {
-  return run(ctx, idx, q, n, OP_COUNT, counts, NULL);
-}
-static rdx_status btree_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q,
-                                    int64_t n, const uint64_t *offsets, uint64_t *rows) {
-  return run(ctx, idx, q, n, OP_FILL, (uint64_t *)offsets, rows);
-}
-static rdx_status btree_range_count(rdx_context *ctx, const rdx_index *idx, const void *b,
-                                    int64_t n, uint64_t *counts) {
-  return run(ctx, idx, b, n, OP_RCOUNT, counts, NULL);
-}
-static rdx_status btree_range_fill(rdx_context *ctx, const rdx_index *idx, const void *b,
-                                   int64_t n, const uint64_t *offsets, uint64_t *rows) {
-  return run(ctx, idx, b, n, OP_RFILL, (uint64_t *)offsets, rows);
+_Static_assert(OP_FILL == (int)RDX_KEY_LOOKUP_FILL && OP_RFILL == (int)RDX_KEY_RANGE_FILL, "op_t follows rdx_key_op");
+static rdx_status btree_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n,
+                              uint64_t *out, uint64_t *rows) {
+  return run(ctx, idx, q, n, (op_t)op, out, rows);
 }
 
 /* Range fills come out in key order; index.c sorts each query's rows (range_fill_sorted = 0).
  * Point fills are already ascending: equal keys are stored in row order. */
 const rdx_key_ops rdx_btree_cpu_ops = {
-    RDX_KIND_BTREE, RDX_BACKEND_CPU, btree_build, btree_destroy, btree_lookup,
-    btree_lookup_count, btree_lookup_fill, btree_range_count, btree_range_fill, 0,
+    RDX_KIND_BTREE, RDX_BACKEND_CPU, btree_build, btree_destroy, btree_query, 1, 0,
 };

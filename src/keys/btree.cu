@@ -299,28 +299,20 @@ void btree_destroy(rdx_context *ctx, rdx_index *idx) {
   delete b;
 }
 
-rdx_status btree_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *rows) {
-  return run<OP_LOOKUP>(ctx, idx, q, n, rows, NULL, "rdx_index_lookup: btree kernel");
-}
-rdx_status btree_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *counts) {
-  return run<OP_COUNT>(ctx, idx, q, n, counts, NULL, "rdx_index_lookup_count: btree kernel");
-}
-rdx_status btree_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
-                             const uint64_t *offsets, uint64_t *rows) {
-  return run<OP_FILL>(ctx, idx, q, n, (uint64_t *)offsets, rows, "rdx_index_lookup_fill: btree kernel");
-}
-rdx_status btree_range_count(rdx_context *ctx, const rdx_index *idx, const void *bounds, int64_t n, uint64_t *counts) {
-  return run<OP_RCOUNT>(ctx, idx, bounds, n, counts, NULL, "rdx_index_range_count: btree kernel");
-}
-rdx_status btree_range_fill(rdx_context *ctx, const rdx_index *idx, const void *bounds, int64_t n,
-                            const uint64_t *offsets, uint64_t *rows) {
-  return run<OP_RFILL>(ctx, idx, bounds, n, (uint64_t *)offsets, rows, "rdx_index_range_fill: btree kernel");
+rdx_status btree_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n, uint64_t *out,
+                       uint64_t *rows) {
+  switch (op) {
+    case RDX_KEY_LOOKUP: return run<OP_LOOKUP>(ctx, idx, q, n, out, rows, "rdx_index_lookup: btree kernel");
+    case RDX_KEY_LOOKUP_COUNT: return run<OP_COUNT>(ctx, idx, q, n, out, rows, "rdx_index_lookup_count: btree kernel");
+    case RDX_KEY_LOOKUP_FILL: return run<OP_FILL>(ctx, idx, q, n, out, rows, "rdx_index_lookup_fill: btree kernel");
+    case RDX_KEY_RANGE_COUNT: return run<OP_RCOUNT>(ctx, idx, q, n, out, rows, "rdx_index_range_count: btree kernel");
+    default: return run<OP_RFILL>(ctx, idx, q, n, out, rows, "rdx_index_range_fill: btree kernel");
+  }
 }
 
 }  // namespace
 
 /* Range fills come out in key order; index.c sorts each query's rows (range_fill_sorted = 0). */
 extern "C" const rdx_key_ops rdx_btree_cuda_ops = {
-    RDX_KIND_BTREE, RDX_BACKEND_CUDA, btree_build, btree_destroy, btree_lookup,
-    btree_lookup_count, btree_lookup_fill, btree_range_count, btree_range_fill, 0,
+    RDX_KIND_BTREE, RDX_BACKEND_CUDA, btree_build, btree_destroy, btree_query, 1, 0,
 };

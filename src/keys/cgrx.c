@@ -153,27 +153,14 @@ rdx_status rdx_cgrx_locate_cpu(rdx_context *ctx, const rdx_cgrx_impl *x, const u
   return run(ctx, x, RDX_U64, q, n, -1, NULL, NULL, buckets, n_rays);
 }
 
-static rdx_status cgrx_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *rows) {
-  return run(ctx, (const rdx_cgrx_impl *)idx->impl, idx->dtype, q, n, RDX_CGRX_OP_LOOKUP, rows, NULL, NULL, NULL);
-}
-static rdx_status cgrx_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *c) {
-  return run(ctx, (const rdx_cgrx_impl *)idx->impl, idx->dtype, q, n, RDX_CGRX_OP_LOOKUP_COUNT, c, NULL, NULL, NULL);
-}
-static rdx_status cgrx_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
-                                   const uint64_t *offsets, uint64_t *rows) {
-  return run(ctx, (const rdx_cgrx_impl *)idx->impl, idx->dtype, q, n, RDX_CGRX_OP_LOOKUP_FILL, (uint64_t *)offsets,
-             rows, NULL, NULL);
-}
-static rdx_status cgrx_range_count(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n, uint64_t *c) {
-  return run(ctx, (const rdx_cgrx_impl *)idx->impl, idx->dtype, b, n, RDX_CGRX_OP_RANGE_COUNT, c, NULL, NULL, NULL);
-}
-static rdx_status cgrx_range_fill(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n,
-                                  const uint64_t *offsets, uint64_t *rows) {
-  return run(ctx, (const rdx_cgrx_impl *)idx->impl, idx->dtype, b, n, RDX_CGRX_OP_RANGE_FILL, (uint64_t *)offsets,
-             rows, NULL, NULL);
+_Static_assert(RDX_CGRX_OP_LOOKUP_FILL == (int)RDX_KEY_LOOKUP_FILL && RDX_CGRX_OP_RANGE_FILL == (int)RDX_KEY_RANGE_FILL,
+               "cgrx ops follow rdx_key_op");
+static rdx_status cgrx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n,
+                             uint64_t *out, uint64_t *rows) {
+  /* RDX_CGRX_OP_* share rdx_key_op's numbers */
+  return run(ctx, (const rdx_cgrx_impl *)idx->impl, idx->dtype, q, n, (int)op, out, rows, NULL, NULL);
 }
 
 const rdx_key_ops rdx_cgrx_cpu_ops = {
-    RDX_KIND_CGRX, RDX_BACKEND_CPU, cgrx_build, cgrx_destroy, cgrx_lookup, cgrx_lookup_count, cgrx_lookup_fill,
-    cgrx_range_count, cgrx_range_fill, 0,
+    RDX_KIND_CGRX, RDX_BACKEND_CPU, cgrx_build, cgrx_destroy, cgrx_query, 1, 0,
 };

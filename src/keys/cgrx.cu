@@ -141,31 +141,16 @@ done:
   return st;
 }
 
-rdx_status cgrx_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *rows) {
-  return run(ctx, idx, q, n, RDX_CGRX_OP_LOOKUP, rows, NULL);
-}
-rdx_status cgrx_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *c) {
-  return run(ctx, idx, q, n, RDX_CGRX_OP_LOOKUP_COUNT, c, NULL);
-}
-rdx_status cgrx_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, const uint64_t *offsets,
-                            uint64_t *rows) {
-  return run(ctx, idx, q, n, RDX_CGRX_OP_LOOKUP_FILL, (uint64_t *)offsets, rows);
-}
-rdx_status cgrx_range_count(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n, uint64_t *c) {
-  return run(ctx, idx, b, n, RDX_CGRX_OP_RANGE_COUNT, c, NULL);
-}
-rdx_status cgrx_range_fill(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n, const uint64_t *offsets,
-                           uint64_t *rows) {
-  return run(ctx, idx, b, n, RDX_CGRX_OP_RANGE_FILL, (uint64_t *)offsets, rows);
+rdx_status cgrx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n, uint64_t *out,
+                      uint64_t *rows) {
+  return run(ctx, idx, q, n, (int)op, out, rows); /* RDX_CGRX_OP_* share rdx_key_op's numbers */
 }
 
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_cgrx_cuda_ops = {
-    RDX_KIND_CGRX, RDX_BACKEND_CUDA, cgrx_build, cgrx_destroy, cgrx_lookup, cgrx_lookup_count, cgrx_lookup_fill,
-    cgrx_range_count, cgrx_range_fill, 0,
+    RDX_KIND_CGRX, RDX_BACKEND_CUDA, cgrx_build, cgrx_destroy, cgrx_query, 1, 0,
 };
 extern "C" const rdx_key_ops rdx_cgrx_optix_ops = {
-    RDX_KIND_CGRX, RDX_BACKEND_OPTIX, cgrx_build, cgrx_destroy, cgrx_lookup, cgrx_lookup_count, cgrx_lookup_fill,
-    cgrx_range_count, cgrx_range_fill, 0,
+    RDX_KIND_CGRX, RDX_BACKEND_OPTIX, cgrx_build, cgrx_destroy, cgrx_query, 1, 0,
 };

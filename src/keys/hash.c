@@ -341,21 +341,13 @@ static rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int
   return rdx_parallel_for(ctx, (n + QCHUNK - 1) / QCHUNK, query_task, &j);
 }
 
-static rdx_status hash_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
-                              uint64_t *rows) {
-  return run(ctx, idx, q, n, OP_LOOKUP, rows, NULL);
-}
-static rdx_status hash_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q,
-                                    int64_t n, uint64_t *counts) {
-  return run(ctx, idx, q, n, OP_COUNT, counts, NULL);
-}
-static rdx_status hash_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q,
-                                   int64_t n, const uint64_t *offsets, uint64_t *rows) {
-  return run(ctx, idx, q, n, OP_FILL, (uint64_t *)offsets, rows);
+_Static_assert(OP_COUNT == (int)RDX_KEY_LOOKUP_COUNT && OP_FILL == (int)RDX_KEY_LOOKUP_FILL, "op_t follows rdx_key_op");
+static rdx_status hash_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n,
+                             uint64_t *out, uint64_t *rows) {
+  return run(ctx, idx, q, n, (op_t)op, out, rows); /* lookups only: index.c keeps ranges away */
 }
 
 /* No range calls: index.c answers them with RDX_ERR_UNSUPPORTED and a sentence. */
 const rdx_key_ops rdx_hash_cpu_ops = {
-    RDX_KIND_HASH, RDX_BACKEND_CPU, hash_build, hash_destroy, hash_lookup,
-    hash_lookup_count, hash_lookup_fill, NULL, NULL, 1,
+    RDX_KIND_HASH, RDX_BACKEND_CPU, hash_build, hash_destroy, hash_query, 0, 1,
 };

@@ -462,21 +462,16 @@ rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
   return RDX_OK;
 }
 
-rdx_status hash_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *rows) {
-  return run<OP_LOOKUP>(ctx, idx, q, n, rows, NULL, "rdx_index_lookup: hash kernel");
-}
-rdx_status hash_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *counts) {
-  return run<OP_COUNT>(ctx, idx, q, n, counts, NULL, "rdx_index_lookup_count: hash kernel");
-}
-rdx_status hash_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, const uint64_t *offsets,
-                            uint64_t *rows) {
-  return run<OP_FILL>(ctx, idx, q, n, (uint64_t *)offsets, rows, "rdx_index_lookup_fill: hash kernel");
+rdx_status hash_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n, uint64_t *out,
+                      uint64_t *rows) { /* lookups only: index.c keeps ranges away */
+  if (op == RDX_KEY_LOOKUP) return run<OP_LOOKUP>(ctx, idx, q, n, out, rows, "rdx_index_lookup: hash kernel");
+  if (op == RDX_KEY_LOOKUP_COUNT) return run<OP_COUNT>(ctx, idx, q, n, out, rows, "rdx_index_lookup_count: hash kernel");
+  return run<OP_FILL>(ctx, idx, q, n, out, rows, "rdx_index_lookup_fill: hash kernel");
 }
 
 }  // namespace
 
 /* No range calls: index.c answers them with RDX_ERR_UNSUPPORTED and a sentence. */
 extern "C" const rdx_key_ops rdx_hash_cuda_ops = {
-    RDX_KIND_HASH, RDX_BACKEND_CUDA, hash_build, hash_destroy, hash_lookup,
-    hash_lookup_count, hash_lookup_fill, NULL, NULL, 1,
+    RDX_KIND_HASH, RDX_BACKEND_CUDA, hash_build, hash_destroy, hash_query, 0, 1,
 };

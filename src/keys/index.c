@@ -157,15 +157,15 @@ rdx_status rdx_index_bytes(rdx_context *ctx, const rdx_index *idx, int64_t *resi
 
 /* ---- batched queries ---- */
 
-typedef enum { Q_LOOKUP, Q_LOOKUP_COUNT, Q_LOOKUP_FILL, Q_RANGE_COUNT, Q_RANGE_FILL } query_op;
+typedef rdx_key_op rdx_key_op;
 
-static const char *op_name(query_op op) {
+static const char *op_name(rdx_key_op op) {
   switch (op) {
-    case Q_LOOKUP: return "rdx_index_lookup";
-    case Q_LOOKUP_COUNT: return "rdx_index_lookup_count";
-    case Q_LOOKUP_FILL: return "rdx_index_lookup_fill";
-    case Q_RANGE_COUNT: return "rdx_index_range_count";
-    case Q_RANGE_FILL: return "rdx_index_range_fill";
+    case RDX_KEY_LOOKUP: return "rdx_index_lookup";
+    case RDX_KEY_LOOKUP_COUNT: return "rdx_index_lookup_count";
+    case RDX_KEY_LOOKUP_FILL: return "rdx_index_lookup_fill";
+    case RDX_KEY_RANGE_COUNT: return "rdx_index_range_count";
+    case RDX_KEY_RANGE_FILL: return "rdx_index_range_fill";
   }
   return "?";
 }
@@ -192,13 +192,13 @@ static rdx_status read_total(rdx_context *ctx, rdx_array offsets, uint64_t *tota
 
 /* One body for the five query calls: `in` is the queries or bounds; `a` the counts / row ids;
  * `b` the filled row ids (fills only, with a = offsets). */
-static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, query_op op, rdx_array in,
+static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, rdx_array in,
                             rdx_array a, rdx_array b) {
   const char *fn = op_name(op);
   RDX_CHECK(rdx_check_context(ctx));
   RDX_CHECK(check_index(ctx, fn, idx));
-  int range = op == Q_RANGE_COUNT || op == Q_RANGE_FILL;
-  int fill = op == Q_LOOKUP_FILL || op == Q_RANGE_FILL;
+  int range = op == RDX_KEY_RANGE_COUNT || op == RDX_KEY_RANGE_FILL;
+  int fill = op == RDX_KEY_LOOKUP_FILL || op == RDX_KEY_RANGE_FILL;
   const char *in_name = range ? "bounds" : "queries";
   RDX_CHECK(rdx_array_check(ctx, fn, in_name, in));
   if (in.dtype != idx->dtype)
@@ -208,7 +208,7 @@ static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, query_op op,
   if (in.columns != (range ? 2 : 1))
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.columns %d != %d", fn, in_name,
                     in.columns, range ? 2 : 1);
-  if (range && idx->ops != NULL && idx->ops->range_count == NULL)
+  if (range && idx->ops != NULL && !idx->ops->ranges)
     return rdx_fail(ctx, RDX_ERR_UNSUPPORTED,
                     "%s: kind %s answers point lookups only; build a sorted or btree index for ranges",
                     fn, rdx_kind_name(idx->kind));
@@ -227,7 +227,7 @@ static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, query_op op,
                       "%s: row_ids.count %lld < offsets[%lld] = %llu", fn, (long long)b.count,
                       (long long)n, (unsigned long long)total);
   } else {
-    RDX_CHECK(check_u64_out(ctx, fn, op == Q_LOOKUP ? "row_ids" : "counts", a, n));
+    RDX_CHECK(check_u64_out(ctx, fn, op == RDX_KEY_LOOKUP ? "row_ids" : "counts", a, n));
   }
   if (n == 0 || (fill && total == 0)) return RDX_OK;
 
@@ -238,23 +238,13 @@ static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, query_op op,
   if (fill) RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, b, 0, &sb), st, done);
   uint64_t *out = (uint64_t *)sa.data;
   if (idx->ops == NULL) { /* empty index */
-    if (!fill) st = rdx_fill_u64(ctx, out, n, op == Q_LOOKUP);
+    if (!fill) st = rdx_fill_u64(ctx, out, n, op == RDX_KEY_LOOKUP);
   } else {
     const rdx_key_ops *ops = idx->ops;
-    switch (op) {
-      case Q_LOOKUP: st = ops->lookup(ctx, idx, sq.data, n, out); break;
-      case Q_LOOKUP_COUNT: st = ops->lookup_count(ctx, idx, sq.data, n, out); break;
-      case Q_LOOKUP_FILL:
-        st = ops->lookup_fill(ctx, idx, sq.data, n, out, (uint64_t *)sb.data);
-        break;
-      case Q_RANGE_COUNT: st = ops->range_count(ctx, idx, sq.data, n, out); break;
-      case Q_RANGE_FILL:
-        st = ops->range_fill(ctx, idx, sq.data, n, out, (uint64_t *)sb.data);
-        if (st == RDX_OK && !ops->range_fill_sorted)
-          st = rdx_is_gpu(ctx) ? rdx_csr_sort_cuda(ctx, out, n, (uint64_t *)sb.data)
-                               : rdx_csr_sort_cpu(ctx, out, n, (uint64_t *)sb.data);
-        break;
-    }
+    st = ops->query(ctx, idx, op, sq.data, n, out, fill ? (uint64_t *)sb.data : NULL);
+    if (st == RDX_OK && op == RDX_KEY_RANGE_FILL && !ops->range_fill_sorted)
+      st = rdx_is_gpu(ctx) ? rdx_csr_sort_cuda(ctx, out, n, (uint64_t *)sb.data)
+                           : rdx_csr_sort_cpu(ctx, out, n, (uint64_t *)sb.data);
   }
   if (st != RDX_OK) goto done;
   if (fill) {
@@ -275,23 +265,23 @@ done:
 
 rdx_status rdx_index_lookup(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
                             rdx_array row_ids) {
-  return run_query(ctx, idx, Q_LOOKUP, queries, row_ids, rdx_no_array());
+  return run_query(ctx, idx, RDX_KEY_LOOKUP, queries, row_ids, rdx_no_array());
 }
 rdx_status rdx_index_lookup_count(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
                                   rdx_array counts) {
-  return run_query(ctx, idx, Q_LOOKUP_COUNT, queries, counts, rdx_no_array());
+  return run_query(ctx, idx, RDX_KEY_LOOKUP_COUNT, queries, counts, rdx_no_array());
 }
 rdx_status rdx_index_lookup_fill(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
                                  rdx_array offsets, rdx_array row_ids) {
-  return run_query(ctx, idx, Q_LOOKUP_FILL, queries, offsets, row_ids);
+  return run_query(ctx, idx, RDX_KEY_LOOKUP_FILL, queries, offsets, row_ids);
 }
 rdx_status rdx_index_range_count(rdx_context *ctx, const rdx_index *idx, rdx_array bounds,
                                  rdx_array counts) {
-  return run_query(ctx, idx, Q_RANGE_COUNT, bounds, counts, rdx_no_array());
+  return run_query(ctx, idx, RDX_KEY_RANGE_COUNT, bounds, counts, rdx_no_array());
 }
 rdx_status rdx_index_range_fill(rdx_context *ctx, const rdx_index *idx, rdx_array bounds,
                                 rdx_array offsets, rdx_array row_ids) {
-  return run_query(ctx, idx, Q_RANGE_FILL, bounds, offsets, row_ids);
+  return run_query(ctx, idx, RDX_KEY_RANGE_FILL, bounds, offsets, row_ids);
 }
 
 rdx_status rdx_counts_to_offsets(rdx_context *ctx, rdx_array counts, rdx_array offsets,

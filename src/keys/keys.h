@@ -40,28 +40,27 @@ struct rdx_index {
   void *impl;                /* the kind's own state, owned */
 };
 
+/* What one query call asks (index.c maps the public calls onto these; the rx and cgrx device
+ * code keeps the same numbers as RDX_RX_OP_* and RDX_CGRX_OP_*). */
+typedef enum rdx_key_op {
+  RDX_KEY_LOOKUP = 0,       /* out[i]: the smallest row of query i, or RDX_MISS */
+  RDX_KEY_LOOKUP_COUNT = 1, /* out[i]: how many rows query i has */
+  RDX_KEY_LOOKUP_FILL = 2,  /* out: n + 1 offsets (input); rows: each query's rows, ascending */
+  RDX_KEY_RANGE_COUNT = 3,  /* queries are n (lo, hi) pairs; out[i]: rows with lo <= key <= hi */
+  RDX_KEY_RANGE_FILL = 4    /* out: offsets; rows: each range's rows in any order (see below) */
+} rdx_key_op;
+
 /* Every ops function gets a valid, non-empty batch in the backend's memory. Queries and bounds
- * have the index's key dtype; bounds are n (lo, hi) pairs. Outputs are u64. */
+ * have the index's key dtype. Outputs are u64. */
 struct rdx_key_ops {
   rdx_kind kind;
   rdx_backend backend;       /* CPU or CUDA (OPTIX contexts use CUDA ops for non-RT kinds) */
   rdx_status (*build)(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in);
   void (*destroy)(rdx_context *ctx, rdx_index *idx);
-  rdx_status (*lookup)(rdx_context *ctx, const rdx_index *idx, const void *queries, int64_t n,
-                       uint64_t *rows);
-  rdx_status (*lookup_count)(rdx_context *ctx, const rdx_index *idx, const void *queries,
-                             int64_t n, uint64_t *counts);
-  /* Rows of each query in ascending order. */
-  rdx_status (*lookup_fill)(rdx_context *ctx, const rdx_index *idx, const void *queries,
-                            int64_t n, const uint64_t *offsets, uint64_t *rows);
-  /* NULL for kinds without ranges (hash). */
-  rdx_status (*range_count)(rdx_context *ctx, const rdx_index *idx, const void *bounds,
-                            int64_t n, uint64_t *counts);
-  /* Rows of each query in any order; index.c sorts each query's rows afterwards unless
-   * range_fill_sorted is set. */
-  rdx_status (*range_fill)(rdx_context *ctx, const rdx_index *idx, const void *bounds,
-                           int64_t n, const uint64_t *offsets, uint64_t *rows);
-  int range_fill_sorted;
+  rdx_status (*query)(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *queries, int64_t n,
+                      uint64_t *out, uint64_t *rows);
+  int ranges;                /* 0: range ops are not offered (hash); index.c says so */
+  int range_fill_sorted;     /* 0: index.c sorts each range's rows after RANGE_FILL */
 };
 
 /* The registry: ops for (kind, backend), or NULL when that pair does not exist. */

@@ -164,25 +164,13 @@ static rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int
   return rdx_parallel_for(ctx, (n + QCHUNK - 1) / QCHUNK, query_task, &j);
 }
 
-static rdx_status rx_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *rows) {
-  return run(ctx, idx, q, n, RDX_RX_OP_LOOKUP, rows, NULL);
-}
-static rdx_status rx_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *c) {
-  return run(ctx, idx, q, n, RDX_RX_OP_LOOKUP_COUNT, c, NULL);
-}
-static rdx_status rx_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
-                                 const uint64_t *offsets, uint64_t *rows) {
-  return run(ctx, idx, q, n, RDX_RX_OP_LOOKUP_FILL, (uint64_t *)offsets, rows);
-}
-static rdx_status rx_range_count(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n, uint64_t *c) {
-  return run(ctx, idx, b, n, RDX_RX_OP_RANGE_COUNT, c, NULL);
-}
-static rdx_status rx_range_fill(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n,
-                                const uint64_t *offsets, uint64_t *rows) {
-  return run(ctx, idx, b, n, RDX_RX_OP_RANGE_FILL, (uint64_t *)offsets, rows);
+_Static_assert(RDX_RX_OP_LOOKUP_FILL == (int)RDX_KEY_LOOKUP_FILL && RDX_RX_OP_RANGE_FILL == (int)RDX_KEY_RANGE_FILL,
+               "rx ops follow rdx_key_op");
+static rdx_status rx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n,
+                           uint64_t *out, uint64_t *rows) {
+  return run(ctx, idx, q, n, (int)op, out, rows); /* RDX_RX_OP_* share rdx_key_op's numbers */
 }
 
 const rdx_key_ops rdx_rx_cpu_ops = {
-    RDX_KIND_RX, RDX_BACKEND_CPU, rx_build, rx_destroy, rx_lookup, rx_lookup_count, rx_lookup_fill,
-    rx_range_count, rx_range_fill, 0,
+    RDX_KIND_RX, RDX_BACKEND_CPU, rx_build, rx_destroy, rx_query, 1, 0,
 };

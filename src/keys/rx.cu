@@ -191,31 +191,16 @@ rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
   return rdx_cuda_sync(ctx, "rx: query");
 }
 
-rdx_status rx_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *rows) {
-  return run(ctx, idx, q, n, RDX_RX_OP_LOOKUP, rows, NULL);
-}
-rdx_status rx_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *c) {
-  return run(ctx, idx, q, n, RDX_RX_OP_LOOKUP_COUNT, c, NULL);
-}
-rdx_status rx_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, const uint64_t *offsets,
-                          uint64_t *rows) {
-  return run(ctx, idx, q, n, RDX_RX_OP_LOOKUP_FILL, (uint64_t *)offsets, rows);
-}
-rdx_status rx_range_count(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n, uint64_t *c) {
-  return run(ctx, idx, b, n, RDX_RX_OP_RANGE_COUNT, c, NULL);
-}
-rdx_status rx_range_fill(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n, const uint64_t *offsets,
-                         uint64_t *rows) {
-  return run(ctx, idx, b, n, RDX_RX_OP_RANGE_FILL, (uint64_t *)offsets, rows);
+rdx_status rx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n, uint64_t *out,
+                    uint64_t *rows) {
+  return run(ctx, idx, q, n, (int)op, out, rows); /* RDX_RX_OP_* share rdx_key_op's numbers */
 }
 
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_rx_cuda_ops = {
-    RDX_KIND_RX, RDX_BACKEND_CUDA, rx_build, rx_destroy, rx_lookup, rx_lookup_count, rx_lookup_fill,
-    rx_range_count, rx_range_fill, 0,
+    RDX_KIND_RX, RDX_BACKEND_CUDA, rx_build, rx_destroy, rx_query, 1, 0,
 };
 extern "C" const rdx_key_ops rdx_rx_optix_ops = {
-    RDX_KIND_RX, RDX_BACKEND_OPTIX, rx_build, rx_destroy, rx_lookup, rx_lookup_count, rx_lookup_fill,
-    rx_range_count, rx_range_fill, 0,
+    RDX_KIND_RX, RDX_BACKEND_OPTIX, rx_build, rx_destroy, rx_query, 1, 0,
 };

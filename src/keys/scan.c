@@ -111,28 +111,12 @@ static rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int
   return rdx_parallel_for(ctx, (n + SCAN_CHUNK - 1) / SCAN_CHUNK, scan_task, &j);
 }
 
-static rdx_status scan_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
-                              uint64_t *rows) {
-  return run(ctx, idx, q, n, 0, OP_LOOKUP, rows, NULL);
-}
-static rdx_status scan_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q,
-                                    int64_t n, uint64_t *counts) {
-  return run(ctx, idx, q, n, 0, OP_COUNT, counts, NULL);
-}
-static rdx_status scan_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q,
-                                   int64_t n, const uint64_t *offsets, uint64_t *rows) {
-  return run(ctx, idx, q, n, 0, OP_FILL, (uint64_t *)offsets, rows);
-}
-static rdx_status scan_range_count(rdx_context *ctx, const rdx_index *idx, const void *b,
-                                   int64_t n, uint64_t *counts) {
-  return run(ctx, idx, b, n, 1, OP_COUNT, counts, NULL);
-}
-static rdx_status scan_range_fill(rdx_context *ctx, const rdx_index *idx, const void *b,
-                                  int64_t n, const uint64_t *offsets, uint64_t *rows) {
-  return run(ctx, idx, b, n, 1, OP_FILL, (uint64_t *)offsets, rows);
+static rdx_status scan_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n,
+                             uint64_t *out, uint64_t *rows) {
+  op_t o = op == RDX_KEY_LOOKUP ? OP_LOOKUP : op == RDX_KEY_LOOKUP_COUNT || op == RDX_KEY_RANGE_COUNT ? OP_COUNT : OP_FILL;
+  return run(ctx, idx, q, n, op >= RDX_KEY_RANGE_COUNT, o, out, rows);
 }
 
 const rdx_key_ops rdx_scan_cpu_ops = {
-    RDX_KIND_SCAN, RDX_BACKEND_CPU, scan_build, scan_destroy, scan_lookup, scan_lookup_count,
-    scan_lookup_fill, scan_range_count, scan_range_fill, 1,
+    RDX_KIND_SCAN, RDX_BACKEND_CPU, scan_build, scan_destroy, scan_query, 1, 1,
 };

@@ -165,27 +165,15 @@ rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t m,
   return RDX_OK;
 }
 
-rdx_status scan_lookup(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *out) {
-  return run(ctx, idx, q, n, 0, 0, out, NULL);
-}
-rdx_status scan_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *c) {
-  return run(ctx, idx, q, n, 0, 1, c, NULL);
-}
-rdx_status scan_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, const uint64_t *off,
-                            uint64_t *rows) {
-  return run(ctx, idx, q, n, 0, 2, (uint64_t *)off, rows);
-}
-rdx_status scan_range_count(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n, uint64_t *c) {
-  return run(ctx, idx, b, n, 1, 1, c, NULL);
-}
-rdx_status scan_range_fill(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n, const uint64_t *off,
-                           uint64_t *rows) {
-  return run(ctx, idx, b, n, 1, 2, (uint64_t *)off, rows);
+rdx_status scan_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n, uint64_t *out,
+                      uint64_t *rows) {
+  /* the kernel's ops: 0 lookup, 1 count, 2 fill */
+  int o = op == RDX_KEY_LOOKUP ? 0 : op == RDX_KEY_LOOKUP_COUNT || op == RDX_KEY_RANGE_COUNT ? 1 : 2;
+  return run(ctx, idx, q, n, op >= RDX_KEY_RANGE_COUNT, o, out, rows);
 }
 
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_scan_cuda_ops = {
-    RDX_KIND_SCAN, RDX_BACKEND_CUDA, scan_build, scan_destroy, scan_lookup, scan_lookup_count,
-    scan_lookup_fill, scan_range_count, scan_range_fill, 1,
+    RDX_KIND_SCAN, RDX_BACKEND_CUDA, scan_build, scan_destroy, scan_query, 1, 1,
 };

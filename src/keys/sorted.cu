@@ -374,24 +374,16 @@ rdx_status fill(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n
   return st;
 }
 
-rdx_status sorted_lookup_count(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, uint64_t *counts) {
-  return span(ctx, idx, q, n, 0, counts, NULL);
-}
-rdx_status sorted_lookup_fill(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, const uint64_t *offsets,
-                              uint64_t *rows) {
-  return fill(ctx, idx, q, n, 0, offsets, rows);
-}
-rdx_status sorted_range_count(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n, uint64_t *counts) {
-  return span(ctx, idx, b, n, 1, counts, NULL);
-}
-rdx_status sorted_range_fill(rdx_context *ctx, const rdx_index *idx, const void *b, int64_t n, const uint64_t *offsets,
-                             uint64_t *rows) {
-  return fill(ctx, idx, b, n, 1, offsets, rows);
+rdx_status sorted_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const void *q, int64_t n, uint64_t *out,
+                        uint64_t *rows) {
+  int range = op >= RDX_KEY_RANGE_COUNT;
+  if (op == RDX_KEY_LOOKUP) return sorted_lookup(ctx, idx, q, n, out);
+  if (op == RDX_KEY_LOOKUP_COUNT || op == RDX_KEY_RANGE_COUNT) return span(ctx, idx, q, n, range, out, NULL);
+  return fill(ctx, idx, q, n, range, out, rows);
 }
 
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_sorted_cuda_ops = {
-    RDX_KIND_SORTED, RDX_BACKEND_CUDA, sorted_build, sorted_destroy, sorted_lookup, sorted_lookup_count,
-    sorted_lookup_fill, sorted_range_count, sorted_range_fill, 0,
+    RDX_KIND_SORTED, RDX_BACKEND_CUDA, sorted_build, sorted_destroy, sorted_query, 1, 0,
 };
