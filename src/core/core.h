@@ -136,6 +136,13 @@ rdx_status rdx_array_stage(rdx_context *ctx, const char *what, rdx_array a, int 
 rdx_status rdx_array_unstage(rdx_context *ctx, rdx_array a, const rdx_staged *s);
 void rdx_array_release(rdx_context *ctx, rdx_staged *s);
 
+/* ---- CPU radix sort (radix.c) ---- */
+/* Sort n keys ascending, stably, moving the u32 payload along when vals is not NULL. The sort
+ * ping-pongs between each array and its _tmp twin (n entries each): on return *keys (and *vals)
+ * point at the sorted data and the _tmp pointers at the other buffers, swapped as needed. */
+rdx_status rdx_radix_sort_u64(rdx_context *ctx, uint64_t **keys, uint64_t **keys_tmp, uint32_t **vals,
+                              uint32_t **vals_tmp, int64_t n);
+
 /* ---- results of the _alloc calls (result.c) ---- */
 /* Count into n_queries counts, scan them, allocate the rows and fill, all in `where`; *out is
  * set only on success. count and fill get `arg` and arrays in `where`. */

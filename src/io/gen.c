@@ -220,87 +220,25 @@ rdx_status rdx_gen_keys(rdx_context *ctx, int64_t n, rdx_dtype dtype, rdx_key_di
 #define LOOKUP_CHUNK ((int64_t)1 << 16)
 #define SORT_CHUNK ((int64_t)1 << 18)
 
-typedef struct key_sort {
-  rdx_array keys;       /* input */
-  uint64_t *src, *dst;  /* n values; the sorted ones end in src */
-  int64_t n, n_chunks;
-  int shift;            /* digit of this pass */
-  uint64_t (*hist)[256]; /* per chunk */
-  uint64_t *chunk_or, *chunk_and;
-} key_sort;
+typedef struct key_load {
+  rdx_array keys;
+  uint64_t *dst;
+} key_load;
 
 static void ks_load_task(void *arg, int64_t t, int thread) {
-  key_sort *k = (key_sort *)arg;
-  int64_t lo = t * SORT_CHUNK, hi = lo + SORT_CHUNK < k->n ? lo + SORT_CHUNK : k->n;
-  uint64_t o = 0, a = ~(uint64_t)0;
+  key_load *k = (key_load *)arg;
+  int64_t lo = t * SORT_CHUNK, hi = lo + SORT_CHUNK < k->keys.count ? lo + SORT_CHUNK : k->keys.count;
   (void)thread;
-  for (int64_t i = lo; i < hi; i++) {
-    uint64_t v = get(k->keys, i);
-    k->src[i] = v;
-    o |= v;
-    a &= v;
-  }
-  k->chunk_or[t] = o;
-  k->chunk_and[t] = a;
-}
-
-static void ks_hist_task(void *arg, int64_t t, int thread) {
-  key_sort *k = (key_sort *)arg;
-  int64_t lo = t * SORT_CHUNK, hi = lo + SORT_CHUNK < k->n ? lo + SORT_CHUNK : k->n;
-  uint64_t *h = k->hist[t];
-  (void)thread;
-  memset(h, 0, 256 * sizeof *h);
-  for (int64_t i = lo; i < hi; i++) h[(k->src[i] >> k->shift) & 255]++;
-}
-
-static void ks_scatter_task(void *arg, int64_t t, int thread) {
-  key_sort *k = (key_sort *)arg;
-  int64_t lo = t * SORT_CHUNK, hi = lo + SORT_CHUNK < k->n ? lo + SORT_CHUNK : k->n;
-  uint64_t *pos = k->hist[t];
-  (void)thread;
-  for (int64_t i = lo; i < hi; i++) {
-    uint64_t v = k->src[i];
-    k->dst[pos[(v >> k->shift) & 255]++] = v;
-  }
+  for (int64_t i = lo; i < hi; i++) k->dst[i] = get(k->keys, i);
 }
 
 /* Copy keys into a (n values) and sort them ascending, using b (n values) as the other buffer;
- * returns the buffer holding the result, or NULL when out of memory. */
+ * returns the buffer holding the result, or NULL on failure (the context says why). */
 static uint64_t *sort_keys(rdx_context *ctx, rdx_array keys, uint64_t *a, uint64_t *b) {
-  key_sort k;
-  memset(&k, 0, sizeof k);
-  k.keys = keys;
-  k.n = keys.count;
-  k.src = a;
-  k.dst = b;
-  k.n_chunks = (k.n + SORT_CHUNK - 1) / SORT_CHUNK;
-  void *meta = malloc((size_t)k.n_chunks * (256 + 2) * 8);
-  if (meta == NULL) return NULL;
-  k.hist = (uint64_t(*)[256])meta;
-  k.chunk_or = (uint64_t *)meta + (size_t)k.n_chunks * 256;
-  k.chunk_and = k.chunk_or + k.n_chunks;
-  rdx_parallel_for(ctx, k.n_chunks, ks_load_task, &k);
-  uint64_t o = 0, an = ~(uint64_t)0;
-  for (int64_t t = 0; t < k.n_chunks; t++) o |= k.chunk_or[t], an &= k.chunk_and[t];
-  uint64_t varies = o ^ an; /* digits equal in every key need no pass */
-  for (int shift = 0; shift < 64; shift += 8) {
-    if (((varies >> shift) & 255) == 0) continue;
-    k.shift = shift;
-    rdx_parallel_for(ctx, k.n_chunks, ks_hist_task, &k);
-    uint64_t sum = 0;
-    for (int d = 0; d < 256; d++)
-      for (int64_t t = 0; t < k.n_chunks; t++) {
-        uint64_t c = k.hist[t][d];
-        k.hist[t][d] = sum;
-        sum += c;
-      }
-    rdx_parallel_for(ctx, k.n_chunks, ks_scatter_task, &k);
-    uint64_t *t = k.src;
-    k.src = k.dst;
-    k.dst = t;
-  }
-  free(meta);
-  return k.src;
+  key_load k = {keys, a};
+  if (rdx_parallel_for(ctx, (keys.count + SORT_CHUNK - 1) / SORT_CHUNK, ks_load_task, &k) != RDX_OK) return NULL;
+  if (rdx_radix_sort_u64(ctx, &a, &b, NULL, NULL, keys.count) != RDX_OK) return NULL;
+  return a;
 }
 
 /* A run of absent values between two consecutive distinct keys; one cache line holds four, so a

@@ -31,8 +31,6 @@ typedef struct build_job {
   /* step 2, 3 */
   uint64_t *codes, *codes2;
   uint32_t *idx, *idx2;
-  int shift;
-  uint64_t (*hist)[256];
   /* step 4.. */
   rdx_lbvh_node *tree;
   uint32_t *kept;        /* flags, then exclusive prefix sums */
@@ -83,23 +81,6 @@ static void codes_task(void *arg, int64_t t, int thread) {
       rdx_lbvh_prim_box(j->kind, j->in, i, lo, hi);
       j->codes[s] = rdx_lbvh_code(lo, hi, j->lo, j->scale);
     }
-  }
-}
-
-static void hist_task(void *arg, int64_t t, int thread) {
-  build_job *j = (build_job *)arg;
-  uint64_t *h = j->hist[t];
-  memset(h, 0, 256 * sizeof *h);
-  for (int64_t s = t * CHUNK; s < chunk_end(t, j->n); s++) h[(j->codes[s] >> j->shift) & 255]++;
-}
-
-static void scatter_task(void *arg, int64_t t, int thread) {
-  build_job *j = (build_job *)arg;
-  uint64_t *pos = j->hist[t];
-  for (int64_t s = t * CHUNK; s < chunk_end(t, j->n); s++) {
-    uint64_t d = pos[(j->codes[s] >> j->shift) & 255]++;
-    j->codes2[d] = j->codes[s];
-    j->idx2[d] = j->idx[s];
   }
 }
 
@@ -256,11 +237,10 @@ rdx_status rdx_bvh_build_cpu(rdx_context *ctx, int kind, const float *prims, int
   rdx_status st = RDX_OK;
   int64_t n_chunks_in = (n_in + CHUNK - 1) / CHUNK;
   void *meta = NULL;
-  size_t meta_bytes = (size_t)(n_chunks_in + 1) * (sizeof(float[6]) + 8 + 256 * 8);
+  size_t meta_bytes = (size_t)(n_chunks_in + 1) * (sizeof(float[6]) + 8);
   RDX_CHECK(rdx_mem_alloc(ctx, what, &meta, meta_bytes, RDX_HOST));
   j.chunk_box = (float(*)[6])meta;
   j.chunk_count = (int64_t *)((char *)meta + (size_t)(n_chunks_in + 1) * sizeof(float[6]));
-  j.hist = (uint64_t(*)[256])(j.chunk_count + n_chunks_in + 1);
 
   /* 1: boxes, active primitives, centroid box */
   rdx_parallel_for(ctx, n_chunks_in, boxes_task, &j);
@@ -294,26 +274,7 @@ rdx_status rdx_bvh_build_cpu(rdx_context *ctx, int kind, const float *prims, int
   rdx_parallel_for(ctx, j.n_chunks, codes_task, &j);
   rdx_mem_free(ctx, j.active);
   j.active = NULL;
-  uint64_t c_or = 0, c_and = ~(uint64_t)0;
-  for (int64_t s = 0; s < n; s++) c_or |= j.codes[s], c_and &= j.codes[s];
-  for (j.shift = 0; j.shift < 64; j.shift += 8) {
-    if ((((c_or ^ c_and) >> j.shift) & 255) == 0) continue; /* the same digit everywhere */
-    rdx_parallel_for(ctx, j.n_chunks, hist_task, &j);
-    uint64_t sum = 0;
-    for (int d = 0; d < 256; d++)
-      for (int64_t t = 0; t < j.n_chunks; t++) {
-        uint64_t c = j.hist[t][d];
-        j.hist[t][d] = sum;
-        sum += c;
-      }
-    rdx_parallel_for(ctx, j.n_chunks, scatter_task, &j);
-    uint64_t *tc = j.codes;
-    j.codes = j.codes2;
-    j.codes2 = tc;
-    uint32_t *ti = j.idx;
-    j.idx = j.idx2;
-    j.idx2 = ti;
-  }
+  RDX_CHECK_GOTO(rdx_radix_sort_u64(ctx, &j.codes, &j.codes2, &j.idx, &j.idx2, n), st, fail);
   rdx_mem_free(ctx, j.codes2);
   rdx_mem_free(ctx, j.idx2);
   j.codes2 = NULL;
