@@ -114,4 +114,21 @@ static inline int check_end(rdx_context *ctx) {
 
 #define CASE(name) (check_case_ = #name)
 
+/* A result's offsets and rows on the host: its own arrays, or copies of device ones. Release
+ * with check_result_host_free. */
+static inline void check_result_host(rdx_context *ctx, const rdx_result *r, uint64_t **ho, uint64_t **hr) {
+  *ho = r->offsets, *hr = r->row_ids;
+  if (r->where != RDX_DEVICE) return;
+  size_t ob = (size_t)(r->n_queries + 1) * 8;
+  *ho = (uint64_t *)malloc(ob);
+  *hr = (uint64_t *)malloc((size_t)(r->total + 1) * 8);
+  CHECK_OK(ctx, rdx_copy(ctx, *ho, RDX_HOST, r->offsets, RDX_DEVICE, ob));
+  CHECK_OK(ctx, rdx_copy(ctx, *hr, RDX_HOST, r->row_ids, RDX_DEVICE, (size_t)r->total * 8));
+}
+static inline void check_result_host_free(const rdx_result *r, uint64_t *ho, uint64_t *hr) {
+  if (r->where != RDX_DEVICE) return;
+  free(ho);
+  free(hr);
+}
+
 #endif /* RDX_CHECK_H */

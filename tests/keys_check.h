@@ -117,18 +117,10 @@ static inline int kc_check_build(rdx_context *ctx, const rdx_build_options *opts
     rdx_result *r = NULL;
     CHECK_OK(ctx, rdx_index_lookup_alloc(ctx, idx, q, &r));
     if (r) {
-      uint64_t *ho = r->offsets, *hr = r->row_ids;
-      if (r->where == RDX_DEVICE) {
-        ho = (uint64_t *)malloc((size_t)(m + 1) * 8);
-        hr = (uint64_t *)malloc((size_t)(r->total + 1) * 8);
-        CHECK_OK(ctx, rdx_copy(ctx, ho, RDX_HOST, r->offsets, RDX_DEVICE, (size_t)(m + 1) * 8));
-        CHECK_OK(ctx, rdx_copy(ctx, hr, RDX_HOST, r->row_ids, RDX_DEVICE, (size_t)r->total * 8));
-      }
+      uint64_t *ho, *hr;
+      check_result_host(ctx, r, &ho, &hr);
       kc_check_csr(&o, queries, 0, ho, hr);
-      if (r->where == RDX_DEVICE) {
-        free(ho);
-        free(hr);
-      }
+      check_result_host_free(r, ho, hr);
       rdx_result_free(ctx, r);
     }
     kc_free_device(ctx, q);
@@ -155,18 +147,10 @@ static inline int kc_check_build(rdx_context *ctx, const rdx_build_options *opts
       rdx_result *r = NULL;
       CHECK_OK(ctx, rdx_index_range_alloc(ctx, idx, b, &r));
       if (r) {
-        uint64_t *ho = r->offsets, *hr = r->row_ids;
-        if (r->where == RDX_DEVICE) {
-          ho = (uint64_t *)malloc((size_t)(mb + 1) * 8);
-          hr = (uint64_t *)malloc((size_t)(r->total + 1) * 8);
-          CHECK_OK(ctx, rdx_copy(ctx, ho, RDX_HOST, r->offsets, RDX_DEVICE, (size_t)(mb + 1) * 8));
-          CHECK_OK(ctx, rdx_copy(ctx, hr, RDX_HOST, r->row_ids, RDX_DEVICE, (size_t)r->total * 8));
-        }
+        uint64_t *ho, *hr;
+        check_result_host(ctx, r, &ho, &hr);
         kc_check_csr(&o, bounds, 1, ho, hr);
-        if (r->where == RDX_DEVICE) {
-          free(ho);
-          free(hr);
-        }
+        check_result_host_free(r, ho, hr);
         rdx_result_free(ctx, r);
       }
       kc_free_device(ctx, b);

@@ -289,18 +289,10 @@ static inline void pc_check_batch(rdx_context *ctx, rdx_points *pts, points_orac
     rdx_result *r = NULL;
     CHECK_OK(ctx, rdx_points_query_alloc(ctx, pts, qd, &q, &r));
     if (r) {
-      uint64_t *ho = r->offsets, *hr = r->row_ids;
-      if (r->where == RDX_DEVICE) {
-        ho = (uint64_t *)malloc((size_t)(m + 1) * 8);
-        hr = (uint64_t *)malloc((size_t)(r->total + 1) * 8);
-        CHECK_OK(ctx, rdx_copy(ctx, ho, RDX_HOST, r->offsets, RDX_DEVICE, (size_t)(m + 1) * 8));
-        CHECK_OK(ctx, rdx_copy(ctx, hr, RDX_HOST, r->row_ids, RDX_DEVICE, (size_t)r->total * 8));
-      }
+      uint64_t *ho, *hr;
+      check_result_host(ctx, r, &ho, &hr);
       pc_compare(o, s, ho, hr, pass ? "alloc (device)" : "alloc");
-      if (r->where == RDX_DEVICE) {
-        free(ho);
-        free(hr);
-      }
+      check_result_host_free(r, ho, hr);
       rdx_result_free(ctx, r);
     }
     pc_free_device(ctx, qd);

@@ -108,23 +108,15 @@ static void run_case(rdx_context *ctx, const rcase *c) {
         rdx_result *r = NULL;
         CHECK_OK(ctx, rdx_index_range_alloc(ctx, idx, b, &r));
         if (r) {
-          uint64_t *ho = r->offsets, *hr = r->row_ids;
-          if (r->where == RDX_DEVICE) {
-            ho = (uint64_t *)malloc((size_t)(mb + 1) * 8);
-            hr = (uint64_t *)malloc((size_t)(r->total + 1) * 8);
-            CHECK_OK(ctx, rdx_copy(ctx, ho, RDX_HOST, r->offsets, RDX_DEVICE, (size_t)(mb + 1) * 8));
-            CHECK_OK(ctx, rdx_copy(ctx, hr, RDX_HOST, r->row_ids, RDX_DEVICE, (size_t)r->total * 8));
-          }
+          uint64_t *ho, *hr;
+          check_result_host(ctx, r, &ho, &hr);
           int before = check_failures_;
           kc_check_csr(&o, bounds, 1, ho, hr);
           if (check_failures_ != before)
             fprintf(stderr, "  (kind %s, RAYDEX_CSR_SORT=%s, bounds in %s memory, %lld rows, %lld queries)\n",
                     rdx_kind_name(kinds[k]), modes[mode] ? modes[mode] : "auto", pass ? "device" : "host",
                     (long long)n, (long long)mb);
-          if (r->where == RDX_DEVICE) {
-            free(ho);
-            free(hr);
-          }
+          check_result_host_free(r, ho, hr);
           rdx_result_free(ctx, r);
         }
         kc_free_device(ctx, b);
