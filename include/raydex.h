@@ -203,7 +203,11 @@ typedef struct rdx_context_options {
 /* Create a context. opts may be NULL for defaults. *out is set even on failure (unless out is
  * NULL), so rdx_context_message explains it; the caller always destroys it.
  * Returns RDX_OK, RDX_ERR_NO_BACKEND (backend not built, no GPU), RDX_ERR_INVALID_ARGUMENT,
- * RDX_ERR_HOST_OUT_OF_MEMORY (then *out is NULL). Since 0.1. */
+ * RDX_ERR_HOST_OUT_OF_MEMORY (then *out is NULL).
+ * GPU contexts take device memory from CUDA's stream-ordered pool of their device and leave
+ * freed memory there for reuse (cudaMalloc and cudaFree would cost milliseconds per gigabyte and
+ * synchronise the device); every context also keeps up to 256 MiB of freed large host blocks.
+ * Both go back to the system when the context is destroyed. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_context_create(const rdx_context_options *opts,
                                                     rdx_context **out);
 /* Destroy a context. Its indexes must be destroyed first. NULL is accepted. Since 0.1. */
