@@ -56,6 +56,14 @@ typedef struct cfg {
 enum { E_INDEX, E_BRUTE, E_CPU };
 static const char *const engine_names[] = {"index", "brute", "cpu"};
 static const char *const type_names[] = {"match", "window", "within", "knn"};
+
+/* The position of `item` in names[0..n), or exit 2 naming the option. */
+static int name_index(const char *option, const char *const *names, int n, const char *item) {
+  for (int j = 0; j < n; j++)
+    if (strcmp(item, names[j]) == 0) return j;
+  cli_die(CLI_EXIT_BAD_INPUT, "--%s '%s'", option, item);
+  return -1;
+}
 static const rdx_points_query_type api_types[] = {RDX_POINTS_MATCH, RDX_POINTS_WINDOW, RDX_POINTS_WITHIN, RDX_POINTS_KNN};
 
 static int cmp_double(const void *a, const void *b) {
@@ -586,21 +594,9 @@ int cmd_bench_points(int argc, char **argv) {
   ni = split_list(q_l ? q_l : "2^16", items);
   for (int i = 0; i < ni; i++) c.queries[c.n_queries++] = cli_parse_int("queries", items[i]);
   ni = split_list(type_l ? type_l : "window", items);
-  for (int i = 0; i < ni && i < 4; i++) {
-    int tt = -1;
-    for (int j = 0; j < 4; j++)
-      if (strcmp(items[i], type_names[j]) == 0) tt = j;
-    if (tt < 0) cli_die(CLI_EXIT_BAD_INPUT, "--type '%s'", items[i]);
-    c.types[c.n_types++] = tt;
-  }
+  for (int i = 0; i < ni && i < 4; i++) c.types[c.n_types++] = name_index("type", type_names, 4, items[i]);
   ni = split_list(eng_l ? eng_l : "index", items);
-  for (int i = 0; i < ni && i < 3; i++) {
-    int e = -1;
-    for (int j = 0; j < 3; j++)
-      if (strcmp(items[i], engine_names[j]) == 0) e = j;
-    if (e < 0) cli_die(CLI_EXIT_BAD_INPUT, "--engine '%s'", items[i]);
-    c.engines[c.n_engines++] = e;
-  }
+  for (int i = 0; i < ni && i < 3; i++) c.engines[c.n_engines++] = name_index("engine", engine_names, 3, items[i]);
   /* the index runs first: brute and cpu rows are checked against it */
   for (int i = 0; i < c.n_engines; i++)
     if (c.engines[i] == E_INDEX && i > 0) c.engines[i] = c.engines[0], c.engines[0] = E_INDEX;

@@ -172,15 +172,7 @@ static void kd_gather_task(void *arg, int64_t t, int thread) {
   kd_gather_job *j = (kd_gather_job *)arg;
   int64_t lo = t * 16384, hi = lo + 16384 < j->n ? lo + 16384 : j->n;
   for (int64_t i = lo; i < hi; i++) {
-    int64_t s = j->perm[i];
-    if (j->f64) {
-      ((double *)j->pool->x)[i] = ((const double *)j->xy)[2 * s];
-      ((double *)j->pool->y)[i] = ((const double *)j->xy)[2 * s + 1];
-    } else {
-      ((float *)j->pool->x)[i] = ((const float *)j->xy)[2 * s];
-      ((float *)j->pool->y)[i] = ((const float *)j->xy)[2 * s + 1];
-    }
-    j->pool->id[i] = (uint64_t)s;
+    rdx_sp_pool_put(j->pool, i, j->xy, j->f64, j->perm[i]);
   }
 }
 

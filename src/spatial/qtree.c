@@ -67,15 +67,7 @@ static void gather_task(void *arg, int64_t t, int thread) {
   gather_job *j = (gather_job *)arg;
   int64_t lo = t * CHUNK, hi = lo + CHUNK < j->n ? lo + CHUNK : j->n;
   for (int64_t i = lo; i < hi; i++) {
-    int64_t s = (int64_t)j->vals[i];
-    if (j->f64) {
-      ((double *)j->pool->x)[i] = ((const double *)j->xy)[2 * s];
-      ((double *)j->pool->y)[i] = ((const double *)j->xy)[2 * s + 1];
-    } else {
-      ((float *)j->pool->x)[i] = ((const float *)j->xy)[2 * s];
-      ((float *)j->pool->y)[i] = ((const float *)j->xy)[2 * s + 1];
-    }
-    j->pool->id[i] = (uint64_t)s;
+    rdx_sp_pool_put(j->pool, i, j->xy, j->f64, (int64_t)j->vals[i]);
     if (j->key64) ((uint64_t *)j->pool->key)[i] = j->keys[i];
     else ((uint32_t *)j->pool->key)[i] = (uint32_t)j->keys[i];
   }

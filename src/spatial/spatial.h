@@ -104,6 +104,17 @@ rdx_status rdx_sp_nodes_copy(rdx_context *ctx, rdx_sp_nodes *dst, const rdx_sp_n
 /* Pool of cap slots in backend memory (x, y, id; key when with_key, of key_bytes per slot). */
 rdx_status rdx_sp_pool_alloc(rdx_context *ctx, int64_t cap, int f64, int key_bytes, rdx_sp_pool *out);
 void rdx_sp_pool_free(rdx_context *ctx, rdx_sp_pool *pool);
+/* Host pools (CPU builds): slot i takes input point s of the (n, 2) array xy, and id s. */
+static inline void rdx_sp_pool_put(rdx_sp_pool *pool, int64_t i, const void *xy, int f64, int64_t s) {
+  if (f64) {
+    ((double *)pool->x)[i] = ((const double *)xy)[2 * s];
+    ((double *)pool->y)[i] = ((const double *)xy)[2 * s + 1];
+  } else {
+    ((float *)pool->x)[i] = ((const float *)xy)[2 * s];
+    ((float *)pool->y)[i] = ((const float *)xy)[2 * s + 1];
+  }
+  pool->id[i] = (uint64_t)s;
+}
 /* Bytes held by an index now. */
 int64_t rdx_sp_resident(const rdx_points *pts);
 /* View of the tree in backend memory (nodes + pool). */
