@@ -18,9 +18,9 @@ typedef struct rdx_cgrx_impl {
   rdx_cgrx_params P;        /* P.pairs == e.pairs */
   rdx_rt_scene scene;       /* (1 + ML + MP) nb slots, inactive ones NaN */
   int64_t n_slots;
-  int *flag;                /* GPU backends: a device int that queries raise when a ray sequence
-                               ends without an answer; allocated with the index so a query
-                               allocates nothing it does not return (small batches) */
+  int *flag;                /* GPU backends: a pinned host int that queries raise when a ray
+                               sequence ends without an answer; allocated with the index so a
+                               query allocates nothing it does not return (small batches) */
 } rdx_cgrx_impl;
 
 /* Fill P from the entries and the build options (bucket size, flags). */

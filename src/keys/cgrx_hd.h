@@ -298,27 +298,40 @@ RDX_HD int64_t rdx_cgrx_lower(const rdx_cgrx_params *P, int64_t lo, int64_t hi, 
   return lo;
 }
 
-/* First index >= start with key > u (n if none), by galloping from start: O(log count). */
+/* First index >= start with key > u (n if none), by galloping from start: O(log count). Each
+ * round issues eight independent probes (a GPU thread has no other work to hide a load behind,
+ * and one round costs about one load's latency): first at distances step * 2^j (j = 0..7) until one
+ * passes u, then at eight evenly spaced points of the bracket, which ends a bracket of <= 9 in one
+ * round. Keys are sorted, so which probes pass u needs no order. */
 RDX_HD int64_t rdx_cgrx_upper_from(const rdx_cgrx_params *P, int64_t start, uint64_t u) {
-  int64_t n = P->n;
+  const int64_t n = P->n;
   if (start >= n || rdx_cgrx_key(P, start) > u) return start;
-  int64_t good = start, step = 1; /* key[good] <= u */
-  for (;;) {
-    int64_t probe = good + step;
-    if (probe >= n || rdx_cgrx_key(P, probe) > u) {
-      int64_t hi = probe < n ? probe : n;
-      /* answer in (good, hi] */
-      int64_t lo = good + 1;
-      while (lo < hi) {
-        int64_t m = lo + (hi - lo) / 2;
-        if (rdx_cgrx_key(P, m) <= u) lo = m + 1;
-        else hi = m;
-      }
-      return lo;
+  int64_t lo = start, hi = -1; /* key[lo] <= u < key[hi] (hi = n: past the end) */
+  for (int64_t step = 1; hi < 0; step <<= 8) {
+    int64_t first_over = -1, last_under = lo;
+    for (int j = 7; j >= 0; j--) { /* constant trip count: unrolled, the loads independent */
+      const int64_t p = lo + (step << j);
+      if (p >= n || rdx_cgrx_key(P, p) > u) first_over = p < n ? p : n;
+      else if (p > last_under) last_under = p;
     }
-    good = probe;
-    step *= 2;
+    if (first_over >= 0) hi = first_over;
+    lo = last_under;
   }
+  while (hi - lo > 1) {
+    const int64_t len = hi - lo;
+    int64_t nlo = lo, nhi = hi;
+    for (int i = 1; i <= 8; i++) {
+      const int64_t p = lo + len * i / 9;
+      if (p <= lo) continue;
+      if (rdx_cgrx_key(P, p) > u) {
+        if (p < nhi) nhi = p;
+      } else if (p > nlo) {
+        nlo = p;
+      }
+    }
+    lo = nlo, hi = nhi;
+  }
+  return hi;
 }
 
 /* Where a lookup of k starts in the entries: the first index with key >= k (n for none), given

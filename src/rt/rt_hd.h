@@ -135,6 +135,11 @@ typedef struct rdx_ray_pre {
   float inv[3];     /* 1 / d (inf for 0) for the general box test */
 } rdx_ray_pre;
 
+/* Element k (0..2, not a constant) of a three-element array by selects: GPU code indexing a small
+ * array at run time keeps it in local memory (a stack frame behind the L1), and the box and
+ * triangle tests below pick their axes at run time, once per node or triangle. */
+#define RDX_SEL3(a, k) ((k) == 0 ? (a)[0] : (k) == 1 ? (a)[1] : (a)[2])
+
 RDX_HD void rdx_ray_prepare(const rdx_ray *r, rdx_ray_pre *p) {
   p->axis = -1;
   if (r->d[0] == 1.0f && r->d[1] == 0.0f && r->d[2] == 0.0f) p->axis = 0;
@@ -144,7 +149,8 @@ RDX_HD void rdx_ray_prepare(const rdx_ray *r, rdx_ray_pre *p) {
   int kz = ax >= ay ? (ax >= az ? 0 : 2) : (ay >= az ? 1 : 2);
   int kx = kz == 2 ? 0 : kz + 1;
   int ky = kx == 2 ? 0 : kx + 1;
-  if (r->d[kz] < 0.0f) { /* keep the winding: swap two axes when the ray points down kz */
+  const float dz = RDX_SEL3(r->d, kz);
+  if (dz < 0.0f) { /* keep the winding: swap two axes when the ray points down kz */
     int t = kx;
     kx = ky;
     ky = t;
@@ -152,9 +158,9 @@ RDX_HD void rdx_ray_prepare(const rdx_ray *r, rdx_ray_pre *p) {
   p->kx = kx;
   p->ky = ky;
   p->kz = kz;
-  p->sx = r->d[kx] / r->d[kz];
-  p->sy = r->d[ky] / r->d[kz];
-  p->sz = 1.0f / r->d[kz];
+  p->sx = RDX_SEL3(r->d, kx) / dz;
+  p->sy = RDX_SEL3(r->d, ky) / dz;
+  p->sz = 1.0f / dz;
   for (int i = 0; i < 3; i++) p->inv[i] = 1.0f / r->d[i];
 }
 
@@ -164,12 +170,13 @@ RDX_HD void rdx_ray_prepare(const rdx_ray *r, rdx_ray_pre *p) {
 RDX_HD int rdx_rt_box_near(const float *lo, const float *hi, const rdx_ray *r, const rdx_ray_pre *p, float tmin,
                            float tmax, float *tnear) {
   if (p->axis >= 0) {
-    int a = p->axis, b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
-    if (!(lo[b] <= r->o[b] && r->o[b] <= hi[b] && lo[c] <= r->o[c] && r->o[c] <= hi[c])) return 0;
+    const int a = p->axis, b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
+    const float ob = RDX_SEL3(r->o, b), oc = RDX_SEL3(r->o, c), oa = RDX_SEL3(r->o, a);
+    if (!(RDX_SEL3(lo, b) <= ob && ob <= RDX_SEL3(hi, b) && RDX_SEL3(lo, c) <= oc && oc <= RDX_SEL3(hi, c))) return 0;
     /* rounding is monotone, so exact >= tmin implies rounded >= tmin (and so on) */
-    float t0 = RDX_FSUB(lo[a], r->o[a]);
+    float t0 = RDX_FSUB(RDX_SEL3(lo, a), oa);
     *tnear = t0 > tmin ? t0 : tmin;
-    return RDX_FSUB(hi[a], r->o[a]) >= tmin && t0 <= tmax;
+    return RDX_FSUB(RDX_SEL3(hi, a), oa) >= tmin && t0 <= tmax;
   }
   float tn = tmin, tf = tmax;
   for (int i = 0; i < 3; i++) {
@@ -225,9 +232,10 @@ RDX_HD int rdx_rt_tri_hit(const float *v, const rdx_ray *r, const rdx_ray_pre *p
     B[i] = RDX_FSUB(v[3 + i], r->o[i]);
     C[i] = RDX_FSUB(v[6 + i], r->o[i]);
   }
-  float Ax = RDX_FSUB(A[kx], RDX_FMUL(p->sx, A[kz])), Ay = RDX_FSUB(A[ky], RDX_FMUL(p->sy, A[kz]));
-  float Bx = RDX_FSUB(B[kx], RDX_FMUL(p->sx, B[kz])), By = RDX_FSUB(B[ky], RDX_FMUL(p->sy, B[kz]));
-  float Cx = RDX_FSUB(C[kx], RDX_FMUL(p->sx, C[kz])), Cy = RDX_FSUB(C[ky], RDX_FMUL(p->sy, C[kz]));
+  const float Akz = RDX_SEL3(A, kz), Bkz = RDX_SEL3(B, kz), Ckz = RDX_SEL3(C, kz);
+  float Ax = RDX_FSUB(RDX_SEL3(A, kx), RDX_FMUL(p->sx, Akz)), Ay = RDX_FSUB(RDX_SEL3(A, ky), RDX_FMUL(p->sy, Akz));
+  float Bx = RDX_FSUB(RDX_SEL3(B, kx), RDX_FMUL(p->sx, Bkz)), By = RDX_FSUB(RDX_SEL3(B, ky), RDX_FMUL(p->sy, Bkz));
+  float Cx = RDX_FSUB(RDX_SEL3(C, kx), RDX_FMUL(p->sx, Ckz)), Cy = RDX_FSUB(RDX_SEL3(C, ky), RDX_FMUL(p->sy, Ckz));
   double U = RDX_FSUB(RDX_FMUL(Cx, By), RDX_FMUL(Cy, Bx));
   double V = RDX_FSUB(RDX_FMUL(Ax, Cy), RDX_FMUL(Ay, Cx));
   double W = RDX_FSUB(RDX_FMUL(Bx, Ay), RDX_FMUL(By, Ax));
@@ -239,7 +247,7 @@ RDX_HD int rdx_rt_tri_hit(const float *v, const rdx_ray *r, const rdx_ray_pre *p
   if ((U < 0.0 || V < 0.0 || W < 0.0) && (U > 0.0 || V > 0.0 || W > 0.0)) return 0;
   double det = RDX_DADD(RDX_DADD(U, V), W);
   if (det == 0.0) return 0;
-  float Az = RDX_FMUL(p->sz, A[kz]), Bz = RDX_FMUL(p->sz, B[kz]), Cz = RDX_FMUL(p->sz, C[kz]);
+  float Az = RDX_FMUL(p->sz, Akz), Bz = RDX_FMUL(p->sz, Bkz), Cz = RDX_FMUL(p->sz, Ckz);
   double T = RDX_DADD(RDX_DADD(RDX_DMUL(U, (double)Az), RDX_DMUL(V, (double)Bz)), RDX_DMUL(W, (double)Cz));
   double t = T / det;
   if (!((double)tmin < t && t < (double)tmax)) return 0;

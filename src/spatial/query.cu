@@ -395,9 +395,28 @@ __device__ __forceinline__ void ent_merge(double &d, uint64_t &id, int &e, int l
   for (int j = 16; j > 0; j >>= 1) ent_cx(d, id, e, j, (lane & j) == 0);
 }
 
+/* Where a quadtree leaf's scan starts: near the query in the leaf's Morton order. A bottom-up or
+ * top-down build leaves a leaf's points sorted by their finest Morton code (pool keys), so the
+ * points there are near the query and fill the k-best list with close candidates at once; later
+ * chunks then rarely hold candidates, and take the cheap reject only. Each lane samples one of 32
+ * evenly spaced codes; the query's code falls between the last sample <= it and the next. The
+ * order of a scan never changes the answer (the top k by (d2, id) is unique), so leaves left
+ * unsorted by updates, or k-d leaves (keys = NULL), only lose the head start. */
+__device__ __forceinline__ int64_t knn_scan_start(const void *keys, int key64, int64_t p0, int64_t pn, uint64_t qc,
+                                                  int lane) {
+  if (keys == nullptr || pn <= 64) return 0;
+  const int64_t sj = ((int64_t)lane * pn) >> 5;
+  const uint64_t c = key64 ? ((const uint64_t *)keys)[p0 + sj] : ((const uint32_t *)keys)[p0 + sj];
+  const int nb = __popc(__ballot_sync(0xffffffffu, c <= qc)); /* samples 0 .. nb-1 are <= qc */
+  const int64_t mid = nb == 0 ? 0 : (((int64_t)(2 * nb - 1) * pn) >> 6); /* between samples nb-1 and nb */
+  const int64_t s0 = mid - 32; /* the first round of 64 points centred on it, inside the leaf */
+  return s0 < 0 ? 0 : s0 > pn - 64 ? pn - 64 : s0;
+}
+
 template <typename T, bool KD>
 __global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v, const T *q, const uint64_t *order, int64_t m,
-                                                                  int k, const uint64_t *offsets, uint64_t *rows) {
+                                                                  int k, const uint64_t *offsets, uint64_t *rows,
+                                                                  const void *pkeys, int key64) {
   constexpr int S = RDX_SP_STACK;
   constexpr unsigned FULL = 0xffffffffu;
   __shared__ int64_t s_node[KNN_WARPS][S];
@@ -414,6 +433,7 @@ __global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v,
   for (int64_t t = t0 + w; t < t0 + KNN_CHUNK && t < m; t += KNN_WARPS) {
     const int64_t i = (int64_t)order[t];
     const double qx = (double)q[2 * i], qy = (double)q[2 * i + 1];
+    const uint64_t qc = KD ? 0 : rdx_sp_point_key(&v.g, qx, qy);
     double ld = 0.0;  /* this lane's list entry (valid for lane < size) */
     uint64_t li = 0;
     int size = 0;     /* warp-uniform from here on: size, wd, wi, top */
@@ -440,13 +460,14 @@ __global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v,
       if (size == k && rdx_sp_knn_prune(&v, md, wd)) continue;
       if (v.leaf[nd]) {
         const int64_t p0 = v.fpos[nd], pn = v.len[nd];
-        /* one chunk of 32 points whose coordinates (px, py) were loaded already */
-        auto chunk = [&](int64_t j, T px, T py) {
+        const int64_t s0 = KD ? 0 : knn_scan_start(pkeys, key64, p0, pn, qc, lane);
+        /* one chunk of 32 points whose coordinates (px, py) at slot p were loaded already; the
+         * lane holds a point when in_leaf */
+        auto chunk = [&](bool in_leaf, int64_t p, T px, T py) {
           bool cand = false;
           double d = 0.0;
           uint64_t id = 0;
-          if (j < pn) {
-            const int64_t p = p0 + j;
+          if (in_leaf) {
             d = rdx_sp_d2((double)px, (double)py, qx, qy);
             if (size < k || d < wd) { /* ids are read only for points that may enter */
               id = v.id[p];
@@ -498,12 +519,15 @@ __global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v,
         /* two chunks per round, both loads issued before either is used: the leaf scan waits on
          * memory, and a warp has nothing else to hide that latency with */
         for (int64_t b = 0; b < pn; b += 64) { /* pn is warp-uniform: so is this loop */
-          const int64_t j0 = b + lane, j1 = b + 32 + lane;
+          const int64_t j0 = b + lane, j1 = b + 32 + lane; /* scan positions, from s0 round the leaf */
+          int64_t a0 = s0 + j0, a1 = s0 + j1;
+          a0 = p0 + (a0 >= pn ? a0 - pn : a0);
+          a1 = p0 + (a1 >= pn ? a1 - pn : a1);
           T x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-          if (j0 < pn) x0 = X[p0 + j0], y0 = Y[p0 + j0];
-          if (j1 < pn) x1 = X[p0 + j1], y1 = Y[p0 + j1];
-          chunk(j0, x0, y0);
-          if (b + 32 < pn) chunk(j1, x1, y1);
+          if (j0 < pn) x0 = X[a0], y0 = Y[a0];
+          if (j1 < pn) x1 = X[a1], y1 = Y[a1];
+          chunk(j0 < pn, a0, x0, y0);
+          if (b + 32 < pn) chunk(j1 < pn, a1, x1, y1);
         }
         continue;
       }
@@ -581,14 +605,16 @@ rdx_status knn(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, ui
   if (in->k <= 32) { /* one warp per query, no scratch */
     unsigned grid = blocks_for((m + KNN_CHUNK - 1) / KNN_CHUNK, 1);
     const void *qp = in->q;
+    const void *pk = v.kd ? nullptr : pts->pool.key; /* k-d pool keys are leaf codes: no use here */
+    const int k64 = pts->key64;
     if (pts->f64 && v.kd)
-      knn_warp_kernel<double, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows);
+      knn_warp_kernel<double, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows, pk, k64);
     else if (pts->f64)
-      knn_warp_kernel<double, false><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows);
+      knn_warp_kernel<double, false><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows, pk, k64);
     else if (v.kd)
-      knn_warp_kernel<float, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const float *)qp, order, m, in->k, offsets, rows);
+      knn_warp_kernel<float, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const float *)qp, order, m, in->k, offsets, rows, pk, k64);
     else
-      knn_warp_kernel<float, false><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const float *)qp, order, m, in->k, offsets, rows);
+      knn_warp_kernel<float, false><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const float *)qp, order, m, in->k, offsets, rows, pk, k64);
     SP_LAUNCH_CHECK(ctx, "rdx_points_query: knn warp kernel");
     rdx_status st = rdx_cuda_sync(ctx, fn);
     if (st == RDX_OK) mm.settle();

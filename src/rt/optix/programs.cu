@@ -190,7 +190,7 @@ extern "C" __global__ void __raygen__cgrx() {
   int rays = 0;
   int64_t b = range && lo > hi ? RDX_CGRX_MISS : cgrx_locate_optix(&params.cg, 0, lo, &rays);
   if (b == RDX_CGRX_BROKEN) {
-    atomicExch(params.broken, 1);
+    *(volatile int *)params.broken = 1; /* pinned host memory: a plain store */
     b = RDX_CGRX_MISS;
   }
   rdx_cgrx_finish(&params.cg, op, i, b, lo, hi, params.out, (rdx_cgrx_span *)params.spans);
