@@ -188,6 +188,17 @@ rdx_status rdx_sp_hlist_push(rdx_context *ctx, rdx_sp_hlist *l, rdx_sp_hnode nod
   return RDX_OK;
 }
 
+rdx_status rdx_sp_hlist_reserve(rdx_context *ctx, rdx_sp_hlist *l, int64_t cap) {
+  if (cap <= l->cap) return RDX_OK;
+  rdx_sp_hnode *v = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_points: node list", (void **)&v, (size_t)cap * sizeof *v, RDX_HOST));
+  if (l->n) memcpy(v, l->v, (size_t)l->n * sizeof *v);
+  rdx_mem_free(ctx, l->v);
+  l->v = v;
+  l->cap = cap;
+  return RDX_OK;
+}
+
 void rdx_sp_hlist_free(rdx_context *ctx, rdx_sp_hlist *l) {
   rdx_mem_free(ctx, l->v);
   memset(l, 0, sizeof *l);
@@ -259,6 +270,32 @@ rdx_status rdx_sp_hlist_link(rdx_context *ctx, rdx_sp_hlist *l, int kd) {
     p->fpos = first;
     p->len = c - first;
     p->room = 0;
+  }
+  return RDX_OK;
+}
+
+/* The same sweep over host nodes already in BFS order (the update planner's). */
+rdx_status rdx_sp_nodes_link(rdx_context *ctx, rdx_sp_nodes *nd, int kd) {
+  int sh = kd ? 1 : 2;
+  int64_t n = nd->n, c = 0;
+  const uint64_t *key = nd->key;
+  const uint8_t *level = nd->level;
+  for (int64_t i = 0; i < n; i++) {
+    int lv = level[i];
+    if (i > 0 && (lv < level[i - 1] || (lv == level[i - 1] && key[i] <= key[i - 1])))
+      return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_points: node (level %d, key %llu) appears twice or out of order", lv,
+                      (unsigned long long)key[i]);
+    if (nd->leaf[i]) continue;
+    if (c <= i) c = i + 1;
+    while (c < n && (level[c] <= lv || (level[c] == lv + 1 && (key[c] >> sh) < key[i]))) c++;
+    int64_t first = c;
+    while (c < n && level[c] == lv + 1 && (key[c] >> sh) == key[i]) c++;
+    if (c == first || (kd && c - first != 2))
+      return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_points: internal node (level %d, key %llu) has %lld children", lv,
+                      (unsigned long long)key[i], (long long)(c - first));
+    nd->fpos[i] = first;
+    nd->len[i] = c - first;
+    nd->room[i] = 0;
   }
   return RDX_OK;
 }

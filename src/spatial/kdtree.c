@@ -77,13 +77,53 @@ static void split_task(void *arg, int64_t t, int thread) {
   nd->split = j->coord[axis][seg[h - 1]];
 }
 
+#define SMALL_SORT ((int64_t)1 << 16)
+
+/* Stable sort of n (key, value) pairs by key. Only the bits where the keys differ take part
+ * (the others cannot change the order): f32 coordinates widened to doubles leave 29 low bits
+ * zero, nearby points share the high bits, ids fit in few bits. Up to SMALL_SORT pairs (an
+ * update's splitting leaves) sort here, serially with 8-bit digits through tk, tv (n each):
+ * the parallel 11-bit sort's setup per pass costs more than such a sort. */
+static rdx_status sort_pairs(rdx_context *ctx, uint64_t *k, uint64_t *v, int64_t n, uint64_t *tk, uint64_t *tv) {
+  uint64_t diff = 0;
+  for (int64_t i = 1; i < n; i++) diff |= k[i] ^ k[0];
+  if (diff == 0) return RDX_OK;
+  int lo = 0, hi = 64;
+  while (!((diff >> lo) & 1)) lo++;
+  while (!((diff >> (hi - 1)) & 1)) hi--;
+  if (n > SMALL_SORT) return rdx_sp_radix_sort_cpu(ctx, k, v, n, lo, hi);
+  uint64_t *sk = k, *sv = v, *dk = tk, *dv = tv;
+  for (int shift = lo; shift < hi; shift += 8) {
+    int64_t cnt[257];
+    memset(cnt, 0, sizeof cnt);
+    for (int64_t i = 0; i < n; i++) cnt[((sk[i] >> shift) & 255) + 1]++;
+    for (int d = 0; d < 256; d++) cnt[d + 1] += cnt[d];
+    for (int64_t i = 0; i < n; i++) {
+      int64_t p = cnt[(sk[i] >> shift) & 255]++;
+      dk[p] = sk[i];
+      dv[p] = sv[i];
+    }
+    uint64_t *t1 = sk, *t2 = sv;
+    sk = dk, sv = dv, dk = t1, dv = t2;
+  }
+  if (sk != k) {
+    memcpy(k, sk, (size_t)n * 8);
+    memcpy(v, sv, (size_t)n * 8);
+  }
+  return RDX_OK;
+}
+
 rdx_status rdx_sp_kd_subtree(rdx_context *ctx, const double *x, const double *y, const uint64_t *id, int64_t n,
                              int level, uint64_t key, int depth, int64_t cap, rdx_sp_hlist *out, int64_t *perm) {
-  uint64_t *k = NULL, *v = NULL;
+  uint64_t *k = NULL, *v = NULL, *tk = NULL, *tv = NULL;
   int64_t *rank = NULL;
   rdx_status st;
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: k-d ranks", (void **)&k, (size_t)n * 8, RDX_HOST), st, done);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: k-d ranks", (void **)&v, (size_t)n * 8, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: k-d ranks", (void **)&k, (size_t)n * 16, RDX_HOST), st, done);
+  v = k + n;
+  if (n <= SMALL_SORT) {
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: k-d ranks", (void **)&tk, (size_t)n * 16, RDX_HOST), st, done);
+    tv = tk + n;
+  }
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: k-d ranks", (void **)&rank, (size_t)n * 16, RDX_HOST), st, done);
   /* the points in id order (the tie order), then ranks per axis by a stable sort on the bits */
   int ascending = 1;
@@ -92,7 +132,7 @@ rdx_status rdx_sp_kd_subtree(rdx_context *ctx, const double *x, const double *y,
     k[i] = id[i];
     v[i] = (uint64_t)i;
   }
-  if (!ascending) RDX_CHECK_GOTO(rdx_sp_radix_sort_cpu(ctx, k, v, n, 0, 64), st, done);
+  if (!ascending) RDX_CHECK_GOTO(sort_pairs(ctx, k, v, n, tk, tv), st, done);
   for (int64_t i = 0; i < n; i++) perm[i] = (int64_t)v[i];
   for (int axis = 0; axis < 2; axis++) {
     const double *c = axis ? y : x;
@@ -100,7 +140,7 @@ rdx_status rdx_sp_kd_subtree(rdx_context *ctx, const double *x, const double *y,
       k[i] = order_bits(c[perm[i]]);
       v[i] = (uint64_t)perm[i];
     }
-    RDX_CHECK_GOTO(rdx_sp_radix_sort_cpu(ctx, k, v, n, 0, 64), st, done);
+    RDX_CHECK_GOTO(sort_pairs(ctx, k, v, n, tk, tv), st, done);
     for (int64_t i = 0; i < n; i++) rank[axis * n + (int64_t)v[i]] = i;
   }
   /* breadth first; out doubles as the queue, fpos holding each node's first position in perm */
@@ -116,7 +156,14 @@ rdx_status rdx_sp_kd_subtree(rdx_context *ctx, const double *x, const double *y,
     while (first < out->n) {
       int64_t end = out->n;
       split_job j = {out, first, perm, {rank, rank + n}, {x, y}, depth, cap};
-      RDX_CHECK_GOTO(rdx_parallel_for(ctx, end - first, split_task, &j), st, done);
+      /* the nodes of a level split in parallel, unless they hold few points (a splitting leaf of
+       * an update): then waking the threads costs more than the selections */
+      int64_t work = 0;
+      for (int64_t i = first; i < end && work < SMALL_SORT; i++) work += out->v[i].count;
+      if (work < SMALL_SORT)
+        for (int64_t i = first; i < end; i++) split_task(&j, i - first, 0);
+      else
+        RDX_CHECK_GOTO(rdx_parallel_for(ctx, end - first, split_task, &j), st, done);
       for (int64_t i = first; i < end; i++) {
         rdx_sp_hnode nd = out->v[i];
         if (nd.count <= cap || nd.level >= depth) {
@@ -143,7 +190,7 @@ rdx_status rdx_sp_kd_subtree(rdx_context *ctx, const double *x, const double *y,
   st = RDX_OK;
 done:
   rdx_mem_free(ctx, k);
-  rdx_mem_free(ctx, v);
+  rdx_mem_free(ctx, tk);
   rdx_mem_free(ctx, rank);
   return st;
 }

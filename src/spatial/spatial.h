@@ -170,9 +170,14 @@ typedef struct rdx_sp_hlist {
   int64_t n, cap;
 } rdx_sp_hlist;
 rdx_status rdx_sp_hlist_push(rdx_context *ctx, rdx_sp_hlist *l, rdx_sp_hnode node);
+/* Room for cap nodes in all (one allocation; the nodes stay). */
+rdx_status rdx_sp_hlist_reserve(rdx_context *ctx, rdx_sp_hlist *l, int64_t cap);
 void rdx_sp_hlist_free(rdx_context *ctx, rdx_sp_hlist *l);
 /* Sort nodes into BFS order (level, key) and set fpos/len of internal nodes to their children. */
 rdx_status rdx_sp_hlist_link(rdx_context *ctx, rdx_sp_hlist *l, int kd);
+/* Set fpos/len of the internal nodes of host nodes already in BFS order (RDX_ERR_INTERNAL if they
+ * are not, or a node lacks children). */
+rdx_status rdx_sp_nodes_link(rdx_context *ctx, rdx_sp_nodes *nodes, int kd);
 /* A host rdx_sp_nodes with the list's nodes. */
 rdx_status rdx_sp_hlist_to_nodes(rdx_context *ctx, const rdx_sp_hlist *l, rdx_sp_nodes *out);
 

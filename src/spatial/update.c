@@ -31,7 +31,11 @@
  *
  * Cost: the backend touches the moved points, the holes they leave and the leaves that split,
  * merge or relocate (G-PICS's paging, one variable-size page per leaf); the plan touches every
- * node once (O(nodes log nodes) on the host, nodes ~ 1.3 n / capacity).
+ * node a few times, O(nodes) on the host (nodes ~ 1.3 n / capacity), plus the subtree builds of
+ * the split groups (O(points gathered x levels)). On this development VM (2 cores, slow memory)
+ * counts + visit + node list of 50K nodes still take 3-5 ms, bound by memory latency: visit reads
+ * the old BFS node arrays depth first. The k-d plan's time is mostly rdx_sp_kd_subtree's
+ * quickselects over large split groups.
  */
 #include "spatial/spatial.h"
 
@@ -45,7 +49,11 @@ typedef struct group {
   int level;
   uint64_t key;
   int64_t start, n;   /* scratch range */
+  int64_t first, end; /* its subtree's nodes in plan.gl */
 } group;
+
+/* hnode.leaf of a node-list entry that stands for a split group's subtree (fpos: the group) */
+#define GROUP_SLOT 2
 
 typedef struct plan {
   rdx_context *ctx;
@@ -55,12 +63,11 @@ typedef struct plan {
   int kd;
   int64_t cap;
   int64_t *cnt;           /* new count per old node */
-  int64_t *rem;           /* removals per old node */
   int64_t *r_of;          /* R run per old node, or -1 */
-  int64_t *inc;           /* incoming per (node, quadrant + 1): 5 per node */
-  int64_t *i_of;          /* I run per (node, quadrant + 1), or -1 */
+  int64_t *i_first;       /* first I run of each old node (runs of node v: i_first[v] .. i_first[v + 1]) */
   int64_t *stack;         /* subtree walks */
-  rdx_sp_hlist nl;        /* new nodes */
+  rdx_sp_hlist nl;        /* new nodes in depth-first order, each level's in key order (see visit) */
+  rdx_sp_hlist gl;        /* split groups' subtrees, each breadth first */
   rdx_sp_seg *segs;
   int64_t n_segs, cap_segs;
   rdx_sp_keep *keeps;
@@ -96,12 +103,25 @@ static rdx_status add_seg(plan *P, int kind, int64_t src, int64_t n, int64_t dst
 
 static uint64_t leaf_code(int level, uint64_t key) { return rdx_sp_code(level, key); }
 
-/* Incoming run of (node, quadrant): start and size, or 0 points. */
+/* Incoming run of (node, quadrant): start and size, or 0 points. A node has at most 5 runs. */
 static int64_t inc_of(const plan *P, int64_t v, int q, int64_t *start) {
-  int64_t r = P->i_of[5 * v + q + 1];
-  if (r < 0) return 0;
-  *start = P->f->i_runs[r].start;
-  return P->f->i_runs[r].n;
+  int64_t want = 5 * v + q + 1;
+  for (int64_t r = P->i_first[v]; r < P->i_first[v + 1]; r++)
+    if (P->f->i_runs[r].what == want) {
+      *start = P->f->i_runs[r].start;
+      return P->f->i_runs[r].n;
+    }
+  return 0;
+}
+
+static int64_t rem_of(const plan *P, int64_t v) { return P->r_of[v] < 0 ? 0 : P->f->r_runs[P->r_of[v]].n; }
+
+static rdx_status push_node(plan *P, const rdx_sp_hnode *h) {
+  if (P->nl.n < P->nl.cap) { /* the common case, without the call */
+    P->nl.v[P->nl.n++] = *h;
+    return RDX_OK;
+  }
+  return rdx_sp_hlist_push(P->ctx, &P->nl, *h);
 }
 
 /* Sources of a new leaf or split group at node v's place: either v alone (a leaf; with its
@@ -114,7 +134,7 @@ static rdx_status add_sources(plan *P, int64_t v, int whole_subtree, int64_t dst
   while (top > 0) {
     int64_t u = P->stack[--top];
     if (H->leaf[u]) {
-      int64_t stay = H->len[u] - P->rem[u];
+      int64_t stay = H->len[u] - rem_of(P, u);
       RDX_CHECK(add_seg(P, RDX_SP_SEG_STAYERS, u, stay, dst + w, code, to_scratch));
       w += stay > 0 ? stay : 0;
     }
@@ -130,8 +150,10 @@ static rdx_status add_sources(plan *P, int64_t v, int whole_subtree, int64_t dst
   return RDX_OK;
 }
 
-static rdx_status emit_leaf_gather(plan *P, int level, uint64_t key, int64_t count, int64_t v, int whole, int64_t q_src,
-                                   int64_t q_n) {
+/* A new leaf at (level, key) with `count` points from v (see add_sources) or from one incoming
+ * run (v < 0): extent, segments; the node goes to *out. */
+static rdx_status leaf_gather(plan *P, int level, uint64_t key, int64_t count, int64_t v, int whole, int64_t q_src,
+                              int64_t q_n, rdx_sp_hnode *out) {
   rdx_sp_hnode h;
   memset(&h, 0, sizeof h);
   h.key = key, h.level = level, h.leaf = 1, h.count = count, h.len = count;
@@ -149,13 +171,18 @@ static rdx_status emit_leaf_gather(plan *P, int level, uint64_t key, int64_t cou
     return rdx_fail(P->ctx, RDX_ERR_INTERNAL, "rdx_points update: leaf (level %d) gathers %lld points, expected %lld", level,
                     (long long)w, (long long)count);
   P->bump += h.room;
-  return rdx_sp_hlist_push(P->ctx, &P->nl, h);
+  *out = h;
+  return RDX_OK;
 }
 
-static rdx_status add_group(plan *P, int level, uint64_t key, int64_t count, int64_t v, int64_t q_src, int64_t q_n) {
+/* A split group at (level, key) with `count` points from leaf v or from one incoming run
+ * (v < 0). Its subtree is built after the split gather (place_groups); the node list gets a
+ * GROUP_SLOT entry where the subtree goes: at index `slot`, or pushed now (slot < 0). */
+static rdx_status add_group(plan *P, int level, uint64_t key, int64_t count, int64_t v, int64_t q_src, int64_t q_n,
+                            int64_t slot) {
   RDX_CHECK(grow_array(P->ctx, (void **)&P->groups, &P->cap_groups, P->n_groups + 1, sizeof *P->groups));
   group g;
-  g.level = level, g.key = key, g.start = P->scratch_n, g.n = count;
+  g.level = level, g.key = key, g.start = P->scratch_n, g.n = count, g.first = g.end = 0;
   int64_t w = 0;
   if (v >= 0) {
     RDX_CHECK(add_sources(P, v, 0, g.start, 0, 1, &w));
@@ -166,19 +193,29 @@ static rdx_status add_group(plan *P, int level, uint64_t key, int64_t count, int
   if (w != count)
     return rdx_fail(P->ctx, RDX_ERR_INTERNAL, "rdx_points update: split group gathers %lld points, expected %lld",
                     (long long)w, (long long)count);
+  rdx_sp_hnode h;
+  memset(&h, 0, sizeof h);
+  h.key = key, h.level = level, h.leaf = GROUP_SLOT, h.fpos = P->n_groups, h.count = count;
+  if (slot >= 0) P->nl.v[slot] = h;
+  else RDX_CHECK(push_node(P, &h));
   P->groups[P->n_groups++] = g;
   P->scratch_n += count;
   P->pts->stats.splits++;
   return RDX_OK;
 }
 
-/* Decide node v's place in the new tree (step 3). */
+/* Decide node v's place in the new tree (step 3), depth first. The pool extents, segments,
+ * repairs and groups are assigned in the order of this walk: a node's children first, then its
+ * materialised quadrants. The node list instead gets a new quadrant's entry among its siblings,
+ * in quadrant order, so that it holds the new tree depth first in key order, where the nodes of
+ * each level come in key order; node_list then needs no sort. */
 static rdx_status visit(plan *P, int64_t v) {
   const rdx_sp_nodes *H = P->H;
   int64_t c = P->cnt[v];
   int level = H->level[v], maxd = P->pts->depth;
   if (c == 0 && v != 0 && !P->kd) return RDX_OK; /* an empty quadrant is no node */
   int leaf_now = c <= P->cap || level >= maxd;
+  rdx_sp_hnode h;
   if (H->leaf[v]) {
     if (leaf_now) {
       if (c <= H->room[v]) { /* repair in place */
@@ -192,58 +229,81 @@ static rdx_status visit(plan *P, int64_t v) {
         k.i_n = inc_of(P, v, -1, &k.i_start);
         k.code = leaf_code(level, H->key[v]);
         if (k.r_n || k.i_n) P->keeps[P->n_keeps++] = k;
-        rdx_sp_hnode h;
         memset(&h, 0, sizeof h);
         h.key = H->key[v], h.level = level, h.leaf = 1, h.count = c, h.len = c, h.room = H->room[v], h.fpos = H->fpos[v];
-        return rdx_sp_hlist_push(P->ctx, &P->nl, h);
+        return push_node(P, &h);
       }
       P->pts->stats.relocated++;
-      return emit_leaf_gather(P, level, H->key[v], c, v, 0, 0, 0);
+      RDX_CHECK(leaf_gather(P, level, H->key[v], c, v, 0, 0, 0, &h));
+      return push_node(P, &h);
     }
-    return add_group(P, level, H->key[v], c, v, 0, 0);
+    return add_group(P, level, H->key[v], c, v, 0, 0, -1);
   }
   if (leaf_now) {
     P->pts->stats.merges++;
-    return emit_leaf_gather(P, level, H->key[v], c, v, 1, 0, 0);
+    RDX_CHECK(leaf_gather(P, level, H->key[v], c, v, 1, 0, 0, &h));
+    return push_node(P, &h);
   }
-  rdx_sp_hnode h;
   memset(&h, 0, sizeof h);
   h.key = H->key[v], h.level = level, h.leaf = 0, h.count = c, h.split = H->split[v];
-  RDX_CHECK(rdx_sp_hlist_push(P->ctx, &P->nl, h));
-  for (int64_t ch = H->fpos[v]; ch < H->fpos[v] + H->len[v]; ch++) RDX_CHECK(visit(P, ch));
-  if (!P->kd) { /* points arriving in quadrants that had no node: G-PICS's materialisation */
-    for (int q = 0; q < 4; q++) {
-      int64_t s = 0, k = inc_of(P, v, q, &s);
-      if (k == 0) continue;
-      uint64_t key = 4 * H->key[v] + (uint64_t)q;
-      P->pts->stats.new_leaves++;
-      if (k <= P->cap || level + 1 >= maxd) RDX_CHECK(emit_leaf_gather(P, level + 1, key, k, -1, 0, s, k));
-      else RDX_CHECK(add_group(P, level + 1, key, k, -1, s, k));
+  RDX_CHECK(push_node(P, &h));
+  if (P->kd) {
+    for (int64_t ch = H->fpos[v]; ch < H->fpos[v] + H->len[v]; ch++) RDX_CHECK(visit(P, ch));
+    return RDX_OK;
+  }
+  /* points arriving in quadrants that had no node: G-PICS's materialisation. slot[q]: the
+   * node-list entry reserved for quadrant q, filled once the children are done */
+  int64_t slot[4] = {-1, -1, -1, -1}, s = 0;
+  int next = 0;
+  memset(&h, 0, sizeof h);
+  h.level = level + 1, h.leaf = 1;
+  for (int64_t ch = H->fpos[v]; ch <= H->fpos[v] + H->len[v]; ch++) {
+    int qc = ch < H->fpos[v] + H->len[v] ? (int)(H->key[ch] & 3) : 4;
+    for (; next < qc; next++) {
+      if (inc_of(P, v, next, &s) == 0) continue;
+      h.key = 4 * H->key[v] + (uint64_t)next;
+      slot[next] = P->nl.n;
+      RDX_CHECK(push_node(P, &h));
     }
+    if (next == qc) next++;
+    if (qc < 4) RDX_CHECK(visit(P, ch));
+  }
+  for (int q = 0; q < 4; q++) {
+    int64_t k = inc_of(P, v, q, &s);
+    if (k == 0) continue;
+    uint64_t key = 4 * H->key[v] + (uint64_t)q;
+    if (slot[q] < 0)
+      return rdx_fail(P->ctx, RDX_ERR_INTERNAL, "rdx_points update: points arrive in quadrant %d of node %lld, which has a child there",
+                      q, (long long)v);
+    P->pts->stats.new_leaves++;
+    if (k <= P->cap || level + 1 >= maxd) RDX_CHECK(leaf_gather(P, level + 1, key, k, -1, 0, s, k, &P->nl.v[slot[q]]));
+    else RDX_CHECK(add_group(P, level + 1, key, k, -1, s, k, slot[q]));
   }
   return RDX_OK;
 }
 
-/* Build the split groups' subtrees from their gathered points (host copies) and give their
- * leaves contiguous extents. order[j]: scratch index of the j-th point copied to the pool. */
+/* Build the split groups' subtrees (into P->gl) from their gathered points (host copies) and give
+ * their leaves contiguous extents. order[j]: scratch index of the j-th point copied to the pool. */
 static rdx_status place_groups(plan *P, const uint64_t *keys, const double *x, const double *y, const uint64_t *id,
                                int64_t *order) {
   int D = P->pts->depth;
   for (int64_t g = 0; g < P->n_groups; g++) {
-    const group *G = &P->groups[g];
-    int64_t first = P->nl.n;
+    group *G = &P->groups[g];
+    int64_t first = P->gl.n;
     if (P->kd) {
       RDX_CHECK(rdx_sp_kd_subtree(P->ctx, x + G->start, y + G->start, id + G->start, G->n, G->level, G->key, D, P->cap,
-                                  &P->nl, order + G->start));
+                                  &P->gl, order + G->start));
       for (int64_t j = 0; j < G->n; j++) order[G->start + j] += G->start;
     } else {
-      RDX_CHECK(rdx_sp_qt_subtree(P->ctx, keys + G->start, G->n, G->level, G->key, D, P->cap, &P->nl));
+      RDX_CHECK(rdx_sp_qt_subtree(P->ctx, keys + G->start, G->n, G->level, G->key, D, P->cap, &P->gl));
       for (int64_t j = 0; j < G->n; j++) order[G->start + j] = G->start + j;
     }
+    G->first = first;
+    G->end = P->gl.n;
     int64_t region = P->bump;
     P->bump += G->n;
-    for (int64_t i = first; i < P->nl.n; i++) {
-      rdx_sp_hnode *h = &P->nl.v[i];
+    for (int64_t i = first; i < P->gl.n; i++) {
+      rdx_sp_hnode *h = &P->gl.v[i];
       if (!h->leaf) continue;
       int64_t rel = h->fpos;
       h->fpos = region + rel;
@@ -252,6 +312,47 @@ static rdx_status place_groups(plan *P, const uint64_t *keys, const double *x, c
     }
   }
   return RDX_OK;
+}
+
+static void put_node(rdx_sp_nodes *N, int64_t i, const rdx_sp_hnode *p) {
+  N->key[i] = p->key;
+  N->fpos[i] = p->fpos;
+  N->len[i] = p->len;
+  N->count[i] = p->count;
+  N->room[i] = p->leaf ? p->room : 0;
+  N->split[i] = p->split;
+  N->level[i] = (uint8_t)p->level;
+  N->leaf[i] = (uint8_t)p->leaf;
+}
+
+/* The new nodes in BFS order (level, then key) with their children linked. In the node list,
+ * with each group's subtree (itself BFS) put in its entry's place, the nodes of each level come
+ * in key order (visit), so a stable distribution by level gives BFS order: O(nodes), no sort.
+ * rdx_sp_nodes_link checks the order. */
+static rdx_status node_list(plan *P, rdx_sp_nodes *out) {
+  enum { LEVELS = 64 };
+  int64_t pos[LEVELS + 1];
+  memset(pos, 0, sizeof pos);
+  for (int64_t i = 0; i < P->nl.n; i++)
+    if (P->nl.v[i].leaf != GROUP_SLOT) pos[P->nl.v[i].level & (LEVELS - 1)]++;
+  for (int64_t i = 0; i < P->gl.n; i++) pos[P->gl.v[i].level & (LEVELS - 1)]++;
+  int64_t total = 0;
+  for (int l = 0; l < LEVELS; l++) {
+    int64_t c = pos[l];
+    pos[l] = total;
+    total += c;
+  }
+  RDX_CHECK(rdx_sp_nodes_alloc(P->ctx, total, RDX_HOST, out));
+  for (int64_t i = 0; i < P->nl.n; i++) {
+    const rdx_sp_hnode *p = &P->nl.v[i];
+    if (p->leaf != GROUP_SLOT) {
+      put_node(out, pos[p->level & (LEVELS - 1)]++, p);
+      continue;
+    }
+    const group *G = &P->groups[p->fpos];
+    for (int64_t j = G->first; j < G->end; j++) put_node(out, pos[P->gl.v[j].level & (LEVELS - 1)]++, &P->gl.v[j]);
+  }
+  return rdx_sp_nodes_link(P->ctx, out, P->kd);
 }
 
 static const rdx_sp_backend *backend_of(rdx_context *ctx) {
@@ -328,26 +429,38 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
   int64_t nn = H->n;
   P.ctx = ctx, P.pts = pts, P.H = H, P.f = &f, P.kd = pts->kind == RDX_POINTS_KDTREE, P.cap = pts->cap;
   P.bump = pts->pool.used;
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: update plan", (void **)&P.cnt, (size_t)nn * 8 * 15, RDX_HOST), st, fail);
-  P.rem = P.cnt + nn;
-  P.r_of = P.rem + nn;
-  P.inc = P.r_of + nn;
-  P.i_of = P.inc + 5 * nn;
-  P.stack = P.i_of + 5 * nn;
-  for (int64_t i = 0; i < nn; i++) P.rem[i] = 0, P.r_of[i] = -1;
-  for (int64_t i = 0; i < 5 * nn; i++) P.inc[i] = 0, P.i_of[i] = -1;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_points: update plan", (void **)&P.cnt, ((size_t)nn * 4 + 1) * 8, RDX_HOST), st,
+                 fail);
+  P.r_of = P.cnt + nn;
+  P.i_first = P.r_of + nn;
+  P.stack = P.i_first + nn + 1;
+  memset(P.r_of, 0xff, (size_t)nn * 8); /* -1 */
   for (int64_t r = 0; r < f.n_r_runs; r++) {
-    P.rem[f.r_runs[r].what] = f.r_runs[r].n;
-    P.r_of[f.r_runs[r].what] = r;
+    int64_t v = f.r_runs[r].what;
+    if (v < 0 || v >= nn || (r > 0 && v <= f.r_runs[r - 1].what)) {
+      st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: removal run %lld is of node %lld (of %lld)", fn, (long long)r, (long long)v,
+                    (long long)nn);
+      goto fail;
+    }
+    P.r_of[v] = r;
   }
-  for (int64_t r = 0; r < f.n_i_runs; r++) {
-    P.inc[f.i_runs[r].what] = f.i_runs[r].n;
-    P.i_of[f.i_runs[r].what] = r;
+  for (int64_t r = 0, v = 0; v <= nn; v++) { /* the I runs are sorted by target, 5 targets per node */
+    while (r < f.n_i_runs && f.i_runs[r].what < 5 * v) {
+      if (f.i_runs[r].what < 0 || (r > 0 && f.i_runs[r].what <= f.i_runs[r - 1].what)) break;
+      r++;
+    }
+    P.i_first[v] = r;
+  }
+  if (P.i_first[nn] != f.n_i_runs) {
+    int64_t r = P.i_first[nn];
+    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: incoming run %lld has target %lld (of %lld nodes)", fn, (long long)r,
+                  (long long)f.i_runs[r].what, (long long)nn);
+    goto fail;
   }
   for (int64_t v = nn - 1; v >= 0; v--) { /* children follow parents in BFS order */
     int64_t c = 0;
-    for (int q = 0; q < 5; q++) c += P.inc[5 * v + q];
-    if (H->leaf[v]) c += H->len[v] - P.rem[v];
+    for (int64_t r = P.i_first[v]; r < P.i_first[v + 1]; r++) c += f.i_runs[r].n;
+    if (H->leaf[v]) c += H->len[v] - rem_of(&P, v);
     else
       for (int64_t ch = H->fpos[v]; ch < H->fpos[v] + H->len[v]; ch++) c += P.cnt[ch];
     P.cnt[v] = c;
@@ -358,7 +471,9 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
   }
 
   rdx_trace(ctx, "update: counts");
-  /* step 3: structure */
+  /* step 3: structure. The new tree has about as many nodes as the old: one node list of that
+   * capacity up front instead of doublings (each a fresh block to copy and fault in) */
+  RDX_CHECK_GOTO(rdx_sp_hlist_reserve(ctx, &P.nl, nn + nn / 8 + 64), st, fail);
   RDX_CHECK_GOTO(visit(&P, 0), st, fail);
   rdx_trace(ctx, "update: visit");
   if (P.n_groups > 0) {
@@ -388,8 +503,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
     RDX_CHECK_GOTO(place_groups(&P, keys_h, x_h, y_h, id_h, order), st, fail);
     rdx_trace(ctx, "update: split subtrees");
   }
-  RDX_CHECK_GOTO(rdx_sp_hlist_link(ctx, &P.nl, P.kd), st, fail);
-  RDX_CHECK_GOTO(rdx_sp_hlist_to_nodes(ctx, &P.nl, &newh), st, fail);
+  RDX_CHECK_GOTO(node_list(&P, &newh), st, fail);
   rdx_trace(ctx, "update: node list");
 
   t2 = rdx_now_ms();
@@ -456,6 +570,7 @@ done:
   rdx_mem_free(ctx, f.i_runs);
   rdx_mem_free(ctx, P.cnt);
   rdx_sp_hlist_free(ctx, &P.nl);
+  rdx_sp_hlist_free(ctx, &P.gl);
   rdx_mem_free(ctx, P.segs);
   rdx_mem_free(ctx, P.keeps);
   rdx_mem_free(ctx, P.groups);
