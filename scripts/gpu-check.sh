@@ -4,7 +4,8 @@
 # and CSV under $OUT (default ./gpu-out) and packs them into $OUT/results.tar.gz, since the device
 # tool returns at most 8 files.
 #
-#   scripts/gpu-check.sh [tests] [keys-point] [keys-range] [keys-cpu] [peers] [rt] [spatial] ...
+#   scripts/gpu-check.sh [tests] [ceiling] [segsort] [keys-point] [keys-range] [keys-cpu] [peers] [rt] [spatial]
+#                        [knn] [sort] [profile]   (the last six: scripts/gpu-check.d/<step>.sh)
 #   (no argument = tests only)
 #
 # Every benchmark row carries a check column (answers compared with the oracle or a second
