@@ -72,7 +72,8 @@ int main(int argc, char **argv) {
     static const int kk[] = {1, 16, 31, 32, 33};
     static const int gens[] = {GEN_UNIFORM, GEN_CLUSTERED, GEN_DUPLICATES, GEN_GRID, GEN_IDENTICAL, -1}; /* -1: lattice */
     static const int64_t kn[] = {20, 2500};
-    static const int caps[] = {4, 40, 100};
+    /* > 64: the GPU's warp kNN starts a leaf's scan near the query and wraps round the leaf */
+    static const int caps[] = {4, 40, 100, 300};
     for (size_t gi = 0; gi < sizeof gens / sizeof gens[0]; gi++) {
       for (size_t ni = 0; ni < sizeof kn / sizeof kn[0]; ni++) {
         int64_t n = kn[ni];
@@ -87,7 +88,7 @@ int main(int argc, char **argv) {
         points_oracle o;
         CHECK(points_oracle_init(&o, p.n, p.x, p.y, p.id));
         for (int kind = 0; kind < 3; kind++) {
-          int cap = caps[check_below(3)];
+          int cap = caps[check_below(4)];
           check_case_ = gens[gi] >= 0 ? gen_names[gens[gi]] : "lattice";
           rdx_points *pts = kind == 2 ? build(ctx, &p, RDX_POINTS_KDTREE, RDX_POINTS_BOTTOM_UP, cap, 48)
                                       : build(ctx, &p, RDX_POINTS_QUADTREE, kind ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP,
