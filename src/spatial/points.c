@@ -127,6 +127,8 @@ static rdx_sp_view view_with(const rdx_points *pts, const rdx_sp_nodes *nd) {
   v.id = pts->pool.id;
   v.f64 = pts->f64;
   v.kd = pts->kind == RDX_POINTS_KDTREE;
+  v.pkey = v.kd ? NULL : pts->pool.key; /* k-d pool keys are leaf codes */
+  v.key64 = pts->key64;
   v.g = pts->grid;
   return v;
 }

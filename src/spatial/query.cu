@@ -395,13 +395,11 @@ __device__ __forceinline__ void ent_merge(double &d, uint64_t &id, int &e, int l
   for (int j = 16; j > 0; j >>= 1) ent_cx(d, id, e, j, (lane & j) == 0);
 }
 
-/* Where a quadtree leaf's scan starts: near the query in the leaf's Morton order. A bottom-up or
- * top-down build leaves a leaf's points sorted by their finest Morton code (pool keys), so the
- * points there are near the query and fill the k-best list with close candidates at once; later
- * chunks then rarely hold candidates, and take the cheap reject only. Each lane samples one of 32
- * evenly spaced codes; the query's code falls between the last sample <= it and the next. The
- * order of a scan never changes the answer (the top k by (d2, id) is unique), so leaves left
- * unsorted by updates, or k-d leaves (keys = NULL), only lose the head start. */
+/* Where a warp's scan of a quadtree leaf starts: near the query in the leaf's Morton order, as
+ * rdx_sp_leaf_scan_start (traverse_hd.h) says why, so that the first chunks fill the k-best list
+ * with close candidates and later chunks take the cheap reject only. Instead of a binary search,
+ * each lane samples one of 32 evenly spaced codes; the query's code falls between the last
+ * sample <= it and the next. */
 __device__ __forceinline__ int64_t knn_scan_start(const void *keys, int key64, int64_t p0, int64_t pn, uint64_t qc,
                                                   int lane) {
   if (keys == nullptr || pn <= 64) return 0;
@@ -415,8 +413,7 @@ __device__ __forceinline__ int64_t knn_scan_start(const void *keys, int key64, i
 
 template <typename T, bool KD>
 __global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v, const T *q, const uint64_t *order, int64_t m,
-                                                                  int k, const uint64_t *offsets, uint64_t *rows,
-                                                                  const void *pkeys, int key64) {
+                                                                  int k, const uint64_t *offsets, uint64_t *rows) {
   constexpr int S = RDX_SP_STACK;
   constexpr unsigned FULL = 0xffffffffu;
   __shared__ int64_t s_node[KNN_WARPS][S];
@@ -460,7 +457,7 @@ __global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v,
       if (size == k && rdx_sp_knn_prune(&v, md, wd)) continue;
       if (v.leaf[nd]) {
         const int64_t p0 = v.fpos[nd], pn = v.len[nd];
-        const int64_t s0 = KD ? 0 : knn_scan_start(pkeys, key64, p0, pn, qc, lane);
+        const int64_t s0 = KD ? 0 : knn_scan_start(v.pkey, v.key64, p0, pn, qc, lane);
         /* one chunk of 32 points whose coordinates (px, py) at slot p were loaded already; the
          * lane holds a point when in_leaf */
         auto chunk = [&](bool in_leaf, int64_t p, T px, T py) {
@@ -605,16 +602,14 @@ rdx_status knn(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, ui
   if (in->k <= 32) { /* one warp per query, no scratch */
     unsigned grid = blocks_for((m + KNN_CHUNK - 1) / KNN_CHUNK, 1);
     const void *qp = in->q;
-    const void *pk = v.kd ? nullptr : pts->pool.key; /* k-d pool keys are leaf codes: no use here */
-    const int k64 = pts->key64;
     if (pts->f64 && v.kd)
-      knn_warp_kernel<double, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows, pk, k64);
+      knn_warp_kernel<double, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows);
     else if (pts->f64)
-      knn_warp_kernel<double, false><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows, pk, k64);
+      knn_warp_kernel<double, false><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const double *)qp, order, m, in->k, offsets, rows);
     else if (v.kd)
-      knn_warp_kernel<float, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const float *)qp, order, m, in->k, offsets, rows, pk, k64);
+      knn_warp_kernel<float, true><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const float *)qp, order, m, in->k, offsets, rows);
     else
-      knn_warp_kernel<float, false><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const float *)qp, order, m, in->k, offsets, rows, pk, k64);
+      knn_warp_kernel<float, false><<<grid, 32 * KNN_WARPS, 0, s>>>(v, (const float *)qp, order, m, in->k, offsets, rows);
     SP_LAUNCH_CHECK(ctx, "rdx_points_query: knn warp kernel");
     rdx_status st = rdx_cuda_sync(ctx, fn);
     if (st == RDX_OK) mm.settle();

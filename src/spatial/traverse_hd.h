@@ -32,6 +32,8 @@ typedef struct rdx_sp_view {
   int64_t n_nodes;
   const void *x, *y;      /* pool coordinates, f32 or f64 */
   const uint64_t *id;     /* pool ids */
+  const void *pkey;       /* quadtree: pool Morton codes (u32, or u64 when key64); k-d: NULL */
+  int key64;
   int f64;                /* coordinates are f64 */
   int kd;                 /* 1: k-d tree, 0: quadtree */
   rdx_sp_grid g;
@@ -262,6 +264,25 @@ RDX_HD int rdx_sp_kd_child_slot(double m0, double m1, int s) {
   return s == nearf ? 1 : 0;
 }
 
+/* Where the scan of a quadtree leaf [p0, p0 + pn) starts for a query whose finest Morton code
+ * is qc: k/2 points before the first code >= qc. Builds leave a leaf's points in code order, so
+ * the first k points scanned lie near the query and few later ones enter the heap. The scan goes
+ * round the leaf from there; its order never changes the answer (the top k by (d2, id) is
+ * unique), so leaves that updates left unsorted, and k-d leaves (start 0), lose only the head
+ * start. */
+RDX_HD int64_t rdx_sp_leaf_scan_start(const rdx_sp_view *v, int64_t p0, int64_t pn, uint64_t qc, int k) {
+  if (v->pkey == NULL || pn <= k) return 0;
+  int64_t lo = 0, hi = pn;
+  while (lo < hi) {
+    int64_t m = lo + (hi - lo) / 2;
+    uint64_t c = v->key64 ? ((const uint64_t *)v->pkey)[p0 + m] : ((const uint32_t *)v->pkey)[p0 + m];
+    if (c < qc) lo = m + 1;
+    else hi = m;
+  }
+  int64_t s0 = lo - k / 2;
+  return s0 < 0 ? 0 : s0 > pn - k ? pn - k : s0;
+}
+
 /* hd/hi: k slots of scratch for the candidate heap. Returns the number of neighbours found
  * (min(k, points)), sorted ascending by (d2, id) in hd/hi. */
 RDX_HD int rdx_sp_knn(const rdx_sp_view *v, double qx, double qy, int k, double *hd, uint64_t *hi) {
@@ -270,6 +291,7 @@ RDX_HD int rdx_sp_knn(const rdx_sp_view *v, double qx, double qy, int k, double 
   double st_md[RDX_SP_STACK];
   double st_box[RDX_SP_STACK][4]; /* k-d regions, parallel to st_node (depth <= 56 needs 57) */
   if (v->n_nodes == 0) return 0;
+  const uint64_t qc = v->pkey ? rdx_sp_point_key(&v->g, qx, qy) : 0;
   st_node[0] = 0;
   st_md[0] = 0.0;
   st_box[0][0] = v->g.x0, st_box[0][1] = v->g.y0, st_box[0][2] = v->g.x1, st_box[0][3] = v->g.y1;
@@ -280,8 +302,9 @@ RDX_HD int rdx_sp_knn(const rdx_sp_view *v, double qx, double qy, int k, double 
     double md = st_md[t];
     if (size == k && rdx_sp_knn_prune(v, md, hd[0])) continue; /* prune on the current k-th distance */
     if (v->leaf[nd]) {
-      int64_t p0 = v->fpos[nd], pn = v->len[nd];
-      for (int64_t p = p0; p < p0 + pn; p++) {
+      int64_t p0 = v->fpos[nd], pn = v->len[nd], s0 = rdx_sp_leaf_scan_start(v, p0, pn, qc, k);
+      for (int64_t j = 0; j < pn; j++) {
+        int64_t p = p0 + (s0 + j < pn ? s0 + j : s0 + j - pn);
         double d = rdx_sp_d2(rdx_sp_at(v->x, p, v->f64), rdx_sp_at(v->y, p, v->f64), qx, qy);
         if (size < k || rdx_sp_less(d, v->id[p], hd[0], hi[0])) rdx_sp_heap_offer(hd, hi, &size, k, d, v->id[p]);
       }
