@@ -175,15 +175,7 @@ done:
 /* ---- host node lists ---- */
 
 rdx_status rdx_sp_hlist_push(rdx_context *ctx, rdx_sp_hlist *l, rdx_sp_hnode node) {
-  if (l->n == l->cap) {
-    int64_t cap = l->cap ? 2 * l->cap : 64;
-    rdx_sp_hnode *v = NULL;
-    RDX_CHECK(rdx_mem_alloc(ctx, "rdx_points: node list", (void **)&v, (size_t)cap * sizeof *v, RDX_HOST));
-    if (l->n) memcpy(v, l->v, (size_t)l->n * sizeof *v);
-    rdx_mem_free(ctx, l->v);
-    l->v = v;
-    l->cap = cap;
-  }
+  if (l->n == l->cap) RDX_CHECK(rdx_sp_hlist_reserve(ctx, l, l->cap ? 2 * l->cap : 64));
   l->v[l->n++] = node;
   return RDX_OK;
 }
@@ -302,16 +294,17 @@ rdx_status rdx_sp_nodes_link(rdx_context *ctx, rdx_sp_nodes *nd, int kd) {
 
 rdx_status rdx_sp_hlist_to_nodes(rdx_context *ctx, const rdx_sp_hlist *l, rdx_sp_nodes *out) {
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, l->n, RDX_HOST, out));
-  for (int64_t i = 0; i < l->n; i++) {
-    const rdx_sp_hnode *p = &l->v[i];
-    out->key[i] = p->key;
-    out->fpos[i] = p->fpos;
-    out->len[i] = p->len;
-    out->count[i] = p->count;
-    out->room[i] = p->leaf ? p->room : 0;
-    out->split[i] = p->split;
-    out->level[i] = (uint8_t)p->level;
-    out->leaf[i] = (uint8_t)p->leaf;
-  }
+  for (int64_t i = 0; i < l->n; i++) rdx_sp_nodes_put(out, i, &l->v[i]);
   return RDX_OK;
+}
+
+void rdx_sp_nodes_put(rdx_sp_nodes *N, int64_t i, const rdx_sp_hnode *p) {
+  N->key[i] = p->key;
+  N->fpos[i] = p->fpos;
+  N->len[i] = p->len;
+  N->count[i] = p->count;
+  N->room[i] = p->leaf ? p->room : 0;
+  N->split[i] = p->split;
+  N->level[i] = (uint8_t)p->level;
+  N->leaf[i] = (uint8_t)p->leaf;
 }

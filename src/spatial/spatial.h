@@ -180,6 +180,8 @@ rdx_status rdx_sp_hlist_link(rdx_context *ctx, rdx_sp_hlist *l, int kd);
 rdx_status rdx_sp_nodes_link(rdx_context *ctx, rdx_sp_nodes *nodes, int kd);
 /* A host rdx_sp_nodes with the list's nodes. */
 rdx_status rdx_sp_hlist_to_nodes(rdx_context *ctx, const rdx_sp_hlist *l, rdx_sp_nodes *out);
+/* Node i of host nodes N from a list node (room only for leaves). */
+void rdx_sp_nodes_put(rdx_sp_nodes *N, int64_t i, const rdx_sp_hnode *p);
 
 /* Quadtree nodes by binary search over n >= 1 sorted finest codes (host) whose quadrant at
  * (level, key) holds them all: breadth first down to leaves of <= cap points or level depth.

@@ -314,17 +314,6 @@ static rdx_status place_groups(plan *P, const uint64_t *keys, const double *x, c
   return RDX_OK;
 }
 
-static void put_node(rdx_sp_nodes *N, int64_t i, const rdx_sp_hnode *p) {
-  N->key[i] = p->key;
-  N->fpos[i] = p->fpos;
-  N->len[i] = p->len;
-  N->count[i] = p->count;
-  N->room[i] = p->leaf ? p->room : 0;
-  N->split[i] = p->split;
-  N->level[i] = (uint8_t)p->level;
-  N->leaf[i] = (uint8_t)p->leaf;
-}
-
 /* The new nodes in BFS order (level, then key) with their children linked. In the node list,
  * with each group's subtree (itself BFS) put in its entry's place, the nodes of each level come
  * in key order (visit), so a stable distribution by level gives BFS order: O(nodes), no sort.
@@ -346,11 +335,11 @@ static rdx_status node_list(plan *P, rdx_sp_nodes *out) {
   for (int64_t i = 0; i < P->nl.n; i++) {
     const rdx_sp_hnode *p = &P->nl.v[i];
     if (p->leaf != GROUP_SLOT) {
-      put_node(out, pos[p->level & (LEVELS - 1)]++, p);
+      rdx_sp_nodes_put(out, pos[p->level & (LEVELS - 1)]++, p);
       continue;
     }
     const group *G = &P->groups[p->fpos];
-    for (int64_t j = G->first; j < G->end; j++) put_node(out, pos[P->gl.v[j].level & (LEVELS - 1)]++, &P->gl.v[j]);
+    for (int64_t j = G->first; j < G->end; j++) rdx_sp_nodes_put(out, pos[P->gl.v[j].level & (LEVELS - 1)]++, &P->gl.v[j]);
   }
   return rdx_sp_nodes_link(P->ctx, out, P->kd);
 }
