@@ -131,4 +131,27 @@ static inline void check_result_host_free(const rdx_result *r, uint64_t *ho, uin
   free(hr);
 }
 
+/* A copy of a host buffer where ctx computes (host memory on the CPU backend, else device
+ * memory), copied back with check_fetch and released with check_unplace. */
+static inline void *check_place(rdx_context *ctx, const void *h, size_t bytes) {
+  if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (bytes) memcpy(p, h, bytes);
+    return p;
+  }
+  void *d = NULL;
+  CHECK_OK(ctx, rdx_malloc(ctx, &d, bytes ? bytes : 1, RDX_DEVICE));
+  if (bytes) CHECK_OK(ctx, rdx_copy(ctx, d, RDX_DEVICE, h, RDX_HOST, bytes));
+  return d;
+}
+static inline void check_fetch(rdx_context *ctx, void *h, const void *p, size_t bytes) {
+  if (!bytes) return;
+  if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) memcpy(h, p, bytes);
+  else CHECK_OK(ctx, rdx_copy(ctx, h, RDX_HOST, p, RDX_DEVICE, bytes));
+}
+static inline void check_unplace(rdx_context *ctx, void *p) {
+  if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) free(p);
+  else rdx_free(ctx, p, RDX_DEVICE);
+}
+
 #endif /* RDX_CHECK_H */

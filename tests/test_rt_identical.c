@@ -13,27 +13,6 @@
 
 static rdx_context *g_a, *g_b; /* a: the backend under test; b: the CPU reference */
 
-/* A copy of a host buffer where ctx computes. */
-static void *place(rdx_context *ctx, const void *h, size_t bytes) {
-  if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) {
-    void *p = malloc(bytes ? bytes : 1);
-    memcpy(p, h, bytes);
-    return p;
-  }
-  void *d = NULL;
-  CHECK_OK(ctx, rdx_malloc(ctx, &d, bytes ? bytes : 1, RDX_DEVICE));
-  if (bytes) CHECK_OK(ctx, rdx_copy(ctx, d, RDX_DEVICE, h, RDX_HOST, bytes));
-  return d;
-}
-static void fetch(rdx_context *ctx, void *h, const void *p, size_t bytes) {
-  if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) memcpy(h, p, bytes);
-  else if (bytes) CHECK_OK(ctx, rdx_copy(ctx, h, RDX_HOST, p, RDX_DEVICE, bytes));
-}
-static void unplace(rdx_context *ctx, void *p) {
-  if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) free(p);
-  else rdx_free(ctx, p, RDX_DEVICE);
-}
-
 static int same(const char *what, const void *a, const void *b, size_t bytes, size_t elem) {
   if (memcmp(a, b, bytes) == 0) return 1;
   for (size_t i = 0; i < bytes / elem; i++)
@@ -108,18 +87,18 @@ static void compare_trace(int kind, int64_t n, int64_t m) {
     r[i].tmax = 1e30f;
   }
   rdx_rt_scene sa, sb;
-  void *pa = place(g_a, p, (size_t)n * w * 4), *pb = place(g_b, p, (size_t)n * w * 4);
+  void *pa = check_place(g_a, p, (size_t)n * w * 4), *pb = check_place(g_b, p, (size_t)n * w * 4);
   CHECK_OK(g_a, rdx_rt_scene_build(g_a, kind, (const float *)pa, n, NULL, &sa));
   CHECK_OK(g_b, rdx_rt_scene_build(g_b, kind, (const float *)pb, n, NULL, &sb));
-  unplace(g_a, pa);
-  unplace(g_b, pb);
-  void *ra = place(g_a, r, (size_t)m * sizeof *r), *rb = place(g_b, r, (size_t)m * sizeof *r);
+  check_unplace(g_a, pa);
+  check_unplace(g_b, pb);
+  void *ra = check_place(g_a, r, (size_t)m * sizeof *r), *rb = check_place(g_b, r, (size_t)m * sizeof *r);
   rdx_rt_hit *ha = (rdx_rt_hit *)malloc((size_t)m * sizeof *ha), *hb = (rdx_rt_hit *)malloc((size_t)m * sizeof *hb);
-  void *oa = place(g_a, ha, (size_t)m * sizeof *ha), *ob = place(g_b, hb, (size_t)m * sizeof *hb);
+  void *oa = check_place(g_a, ha, (size_t)m * sizeof *ha), *ob = check_place(g_b, hb, (size_t)m * sizeof *hb);
   CHECK_OK(g_a, rdx_rt_trace(g_a, &sa, (const rdx_ray *)ra, m, RDX_RT_CLOSEST_HIT, (rdx_rt_hit *)oa, NULL, NULL, NULL));
   CHECK_OK(g_b, rdx_rt_trace(g_b, &sb, (const rdx_ray *)rb, m, RDX_RT_CLOSEST_HIT, (rdx_rt_hit *)ob, NULL, NULL, NULL));
-  fetch(g_a, ha, oa, (size_t)m * sizeof *ha);
-  fetch(g_b, hb, ob, (size_t)m * sizeof *hb);
+  check_fetch(g_a, ha, oa, (size_t)m * sizeof *ha);
+  check_fetch(g_b, hb, ob, (size_t)m * sizeof *hb);
   /* the closest hit's primitive can tie at equal t (test_rt_bvh checks it is one of the
    * nearest): compare the distance and whether there is a hit */
   /* soft-CUDA runs the CPU's code: bit for bit. OptiX intersects with its own code: on these
@@ -140,11 +119,11 @@ static void compare_trace(int kind, int64_t n, int64_t m) {
     }
   }
   uint64_t *ca = (uint64_t *)malloc((size_t)(m + 1) * 8), *cb = (uint64_t *)malloc((size_t)(m + 1) * 8);
-  void *da = place(g_a, ca, (size_t)m * 8), *db = place(g_b, cb, (size_t)m * 8);
+  void *da = check_place(g_a, ca, (size_t)m * 8), *db = check_place(g_b, cb, (size_t)m * 8);
   CHECK_OK(g_a, rdx_rt_trace(g_a, &sa, (const rdx_ray *)ra, m, RDX_RT_ALL_HITS, NULL, (uint64_t *)da, NULL, NULL));
   CHECK_OK(g_b, rdx_rt_trace(g_b, &sb, (const rdx_ray *)rb, m, RDX_RT_ALL_HITS, NULL, (uint64_t *)db, NULL, NULL));
-  fetch(g_a, ca, da, (size_t)m * 8);
-  fetch(g_b, cb, db, (size_t)m * 8);
+  check_fetch(g_a, ca, da, (size_t)m * 8);
+  check_fetch(g_b, cb, db, (size_t)m * 8);
   if (!exact) { /* OptiX: count the rays whose hit counts differ; compare ids of the others */
     for (int64_t i = 0; i < m; i++)
       if (ca[i] != cb[i]) differ++, ca[i] = cb[i] = 0;
@@ -158,29 +137,29 @@ static void compare_trace(int kind, int64_t n, int64_t m) {
     off[0] = 0;
     for (int64_t i = 0; i < m; i++) off[i + 1] = off[i] + ca[i];
     uint32_t *ia = (uint32_t *)malloc((size_t)off[m] * 4 + 4), *ib = (uint32_t *)malloc((size_t)off[m] * 4 + 4);
-    void *offa = place(g_a, off, (size_t)(m + 1) * 8), *offb = place(g_b, off, (size_t)(m + 1) * 8);
-    void *xa = place(g_a, ia, (size_t)off[m] * 4), *xb = place(g_b, ib, (size_t)off[m] * 4);
+    void *offa = check_place(g_a, off, (size_t)(m + 1) * 8), *offb = check_place(g_b, off, (size_t)(m + 1) * 8);
+    void *xa = check_place(g_a, ia, (size_t)off[m] * 4), *xb = check_place(g_b, ib, (size_t)off[m] * 4);
     CHECK_OK(g_a, rdx_rt_trace(g_a, &sa, (const rdx_ray *)ra, m, RDX_RT_ALL_HITS, NULL, NULL, (const uint64_t *)offa,
                                (uint32_t *)xa));
     CHECK_OK(g_b, rdx_rt_trace(g_b, &sb, (const rdx_ray *)rb, m, RDX_RT_ALL_HITS, NULL, NULL, (const uint64_t *)offb,
                                (uint32_t *)xb));
-    fetch(g_a, ia, xa, (size_t)off[m] * 4);
-    fetch(g_b, ib, xb, (size_t)off[m] * 4);
+    check_fetch(g_a, ia, xa, (size_t)off[m] * 4);
+    check_fetch(g_b, ib, xb, (size_t)off[m] * 4);
     same("all-hits ids", ia, ib, (size_t)off[m] * 4, 4);
-    unplace(g_a, offa);
-    unplace(g_b, offb);
-    unplace(g_a, xa);
-    unplace(g_b, xb);
+    check_unplace(g_a, offa);
+    check_unplace(g_b, offb);
+    check_unplace(g_a, xa);
+    check_unplace(g_b, xb);
     free(ia);
     free(ib);
     free(off);
   }
-  unplace(g_a, ra);
-  unplace(g_b, rb);
-  unplace(g_a, oa);
-  unplace(g_b, ob);
-  unplace(g_a, da);
-  unplace(g_b, db);
+  check_unplace(g_a, ra);
+  check_unplace(g_b, rb);
+  check_unplace(g_a, oa);
+  check_unplace(g_b, ob);
+  check_unplace(g_a, da);
+  check_unplace(g_b, db);
   free(ca);
   free(cb);
   free(ha);

@@ -27,31 +27,11 @@ static int64_t g_ties, g_first_differ, g_rays;
 
 static float frand(float lo, float hi) { return lo + (hi - lo) * (float)((double)check_below(1u << 24) / (1u << 24)); }
 
-static void *place(rdx_context *ctx, const void *h, size_t bytes) {
-  if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) {
-    void *p = malloc(bytes ? bytes : 1);
-    if (bytes) memcpy(p, h, bytes);
-    return p;
-  }
-  void *d = NULL;
-  CHECK_OK(ctx, rdx_malloc(ctx, &d, bytes ? bytes : 1, RDX_DEVICE));
-  if (bytes) CHECK_OK(ctx, rdx_copy(ctx, d, RDX_DEVICE, h, RDX_HOST, bytes));
-  return d;
-}
-static void fetch(rdx_context *ctx, void *h, const void *p, size_t bytes) {
-  if (!bytes) return;
-  if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) memcpy(h, p, bytes);
-  else CHECK_OK(ctx, rdx_copy(ctx, h, RDX_HOST, p, RDX_DEVICE, bytes));
-}
-static void unplace(rdx_context *ctx, void *p) {
-  if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) free(p);
-  else rdx_free(ctx, p, RDX_DEVICE);
-}
 /* a host copy of a tree array (NULL for none) */
 static void *host_copy(rdx_context *ctx, const void *p, size_t bytes) {
   if (!p || !bytes) return NULL;
   void *h = malloc(bytes);
-  fetch(ctx, h, p, bytes);
+  check_fetch(ctx, h, p, bytes);
   return h;
 }
 
@@ -76,28 +56,28 @@ static answers trace_all(rdx_context *ctx, const rdx_rt_scene *sc, const rdx_ray
   a.closest = (rdx_rt_hit *)malloc((size_t)(m + 1) * sizeof(rdx_rt_hit));
   a.counts = (uint64_t *)malloc((size_t)(m + 1) * 8);
   a.offsets = (uint64_t *)malloc((size_t)(m + 1) * 8);
-  void *dr = place(ctx, rays, (size_t)m * sizeof *rays);
-  void *dh = place(ctx, a.first, (size_t)m * sizeof(rdx_rt_hit));
+  void *dr = check_place(ctx, rays, (size_t)m * sizeof *rays);
+  void *dh = check_place(ctx, a.first, (size_t)m * sizeof(rdx_rt_hit));
   CHECK_OK(ctx, rdx_rt_trace(ctx, sc, (const rdx_ray *)dr, m, RDX_RT_FIRST_HIT, (rdx_rt_hit *)dh, NULL, NULL, NULL));
-  fetch(ctx, a.first, dh, (size_t)m * sizeof(rdx_rt_hit));
+  check_fetch(ctx, a.first, dh, (size_t)m * sizeof(rdx_rt_hit));
   CHECK_OK(ctx, rdx_rt_trace(ctx, sc, (const rdx_ray *)dr, m, RDX_RT_CLOSEST_HIT, (rdx_rt_hit *)dh, NULL, NULL, NULL));
-  fetch(ctx, a.closest, dh, (size_t)m * sizeof(rdx_rt_hit));
-  unplace(ctx, dh);
+  check_fetch(ctx, a.closest, dh, (size_t)m * sizeof(rdx_rt_hit));
+  check_unplace(ctx, dh);
   memset(a.counts, 0, (size_t)(m + 1) * 8);
-  void *dc = place(ctx, a.counts, (size_t)m * 8);
+  void *dc = check_place(ctx, a.counts, (size_t)m * 8);
   CHECK_OK(ctx, rdx_rt_trace(ctx, sc, (const rdx_ray *)dr, m, RDX_RT_ALL_HITS, NULL, (uint64_t *)dc, NULL, NULL));
-  fetch(ctx, a.counts, dc, (size_t)m * 8);
-  unplace(ctx, dc);
+  check_fetch(ctx, a.counts, dc, (size_t)m * 8);
+  check_unplace(ctx, dc);
   a.offsets[0] = 0;
   for (int64_t i = 0; i < m; i++) a.offsets[i + 1] = a.offsets[i] + a.counts[i];
   a.ids = (uint32_t *)malloc((size_t)a.offsets[m] * 4 + 4);
-  void *doff = place(ctx, a.offsets, (size_t)(m + 1) * 8), *dids = place(ctx, a.ids, (size_t)a.offsets[m] * 4);
+  void *doff = check_place(ctx, a.offsets, (size_t)(m + 1) * 8), *dids = check_place(ctx, a.ids, (size_t)a.offsets[m] * 4);
   CHECK_OK(ctx, rdx_rt_trace(ctx, sc, (const rdx_ray *)dr, m, RDX_RT_ALL_HITS, NULL, NULL, (const uint64_t *)doff,
                              (uint32_t *)dids));
-  fetch(ctx, a.ids, dids, (size_t)a.offsets[m] * 4);
-  unplace(ctx, doff);
-  unplace(ctx, dids);
-  unplace(ctx, dr);
+  check_fetch(ctx, a.ids, dids, (size_t)a.offsets[m] * 4);
+  check_unplace(ctx, doff);
+  check_unplace(ctx, dids);
+  check_unplace(ctx, dr);
   return a;
 }
 
@@ -178,9 +158,9 @@ static void check_layouts(int kind, const float *prims, int64_t n, const rdx_ray
     rdx_bvh_options o;
     memset(&o, 0, sizeof o);
     o.width = width;
-    void *dp = place(g_ctx, prims, (size_t)n * w * 4);
+    void *dp = check_place(g_ctx, prims, (size_t)n * w * 4);
     CHECK_OK(g_ctx, rdx_rt_scene_build(g_ctx, kind, (const float *)dp, n, &o, &sc[width]));
-    unplace(g_ctx, dp);
+    check_unplace(g_ctx, dp);
     CHECK_EQ(sc[width].bvh.width, width);
     g_bytes[width] = rdx_rt_scene_bytes(&sc[width]);
     tc[width] = tree_of(g_ctx, &sc[width]);
