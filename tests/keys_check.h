@@ -62,6 +62,28 @@ static inline void kc_check_csr(const keys_oracle *o, rdx_array q, int range, co
   free(want);
 }
 
+/* rdx_index_range_alloc of host bounds (and, on a GPU, of a device copy) against the oracle.
+ * Returns the passes that failed: bit 0 host bounds, bit 1 device bounds. */
+static inline int kc_check_range_alloc(rdx_context *ctx, const rdx_index *idx, const keys_oracle *o, rdx_array bounds) {
+  int failed = 0;
+  for (int pass = 0; pass < (kc_gpu(ctx) ? 2 : 1); pass++) {
+    int before = check_failures_;
+    rdx_array b = pass ? kc_to_device(ctx, bounds) : bounds;
+    rdx_result *r = NULL;
+    CHECK_OK(ctx, rdx_index_range_alloc(ctx, idx, b, &r));
+    if (r) {
+      uint64_t *ho, *hr;
+      check_result_host(ctx, r, &ho, &hr);
+      kc_check_csr(o, bounds, 1, ho, hr);
+      check_result_host_free(r, ho, hr);
+      rdx_result_free(ctx, r);
+    }
+    kc_free_device(ctx, b);
+    if (check_failures_ != before) failed |= 1 << pass;
+  }
+  return failed;
+}
+
 /* Build an index with the options `opts` over keys/rows (host arrays) and check every query
  * call. Returns 0 when the kind is not available on this backend (RDX_ERR_UNSUPPORTED at build). */
 static inline int kc_check_build(rdx_context *ctx, const rdx_build_options *opts, rdx_array keys, rdx_array rows,
@@ -142,19 +164,7 @@ static inline int kc_check_build(rdx_context *ctx, const rdx_build_options *opts
     if (mb > 0) CHECK_STATUS(ctx, rdx_index_range_alloc(ctx, idx, bounds, &r), RDX_ERR_UNSUPPORTED);
     CHECK(r == NULL);
   } else if (mb > 0) {
-    for (int pass = 0; pass < (kc_gpu(ctx) ? 2 : 1); pass++) {
-      rdx_array b = pass ? kc_to_device(ctx, bounds) : bounds;
-      rdx_result *r = NULL;
-      CHECK_OK(ctx, rdx_index_range_alloc(ctx, idx, b, &r));
-      if (r) {
-        uint64_t *ho, *hr;
-        check_result_host(ctx, r, &ho, &hr);
-        kc_check_csr(&o, bounds, 1, ho, hr);
-        check_result_host_free(r, ho, hr);
-        rdx_result_free(ctx, r);
-      }
-      kc_free_device(ctx, b);
-    }
+    kc_check_range_alloc(ctx, idx, &o, bounds);
     uint64_t *rc = (uint64_t *)malloc((size_t)mb * 8);
     CHECK_OK(ctx, rdx_index_range_count(ctx, idx, bounds, rdx_host_array(rc, mb, RDX_U64)));
     for (int64_t i = 0; i < mb; i++)

@@ -103,24 +103,12 @@ static void run_case(rdx_context *ctx, const rcase *c) {
     for (int mode = 0; mode < 3; mode++) {
       if (modes[mode]) setenv("RAYDEX_CSR_SORT", modes[mode], 1);
       else unsetenv("RAYDEX_CSR_SORT");
-      for (int pass = 0; pass < (kc_gpu(ctx) ? 2 : 1); pass++) {
-        rdx_array b = pass ? kc_to_device(ctx, bounds) : bounds;
-        rdx_result *r = NULL;
-        CHECK_OK(ctx, rdx_index_range_alloc(ctx, idx, b, &r));
-        if (r) {
-          uint64_t *ho, *hr;
-          check_result_host(ctx, r, &ho, &hr);
-          int before = check_failures_;
-          kc_check_csr(&o, bounds, 1, ho, hr);
-          if (check_failures_ != before)
-            fprintf(stderr, "  (kind %s, RAYDEX_CSR_SORT=%s, bounds in %s memory, %lld rows, %lld queries)\n",
-                    rdx_kind_name(kinds[k]), modes[mode] ? modes[mode] : "auto", pass ? "device" : "host",
-                    (long long)n, (long long)mb);
-          check_result_host_free(r, ho, hr);
-          rdx_result_free(ctx, r);
-        }
-        kc_free_device(ctx, b);
-      }
+      int failed = kc_check_range_alloc(ctx, idx, &o, bounds);
+      for (int pass = 0; pass < 2; pass++)
+        if (failed & (1 << pass))
+          fprintf(stderr, "  (kind %s, RAYDEX_CSR_SORT=%s, bounds in %s memory, %lld rows, %lld queries)\n",
+                  rdx_kind_name(kinds[k]), modes[mode] ? modes[mode] : "auto", pass ? "device" : "host", (long long)n,
+                  (long long)mb);
     }
     unsetenv("RAYDEX_CSR_SORT");
     rdx_index_destroy(idx);
