@@ -93,22 +93,47 @@ static void internal_task(void *arg, int64_t t, int thread) {
 
 static void kept_task(void *arg, int64_t t, int thread) {
   build_job *j = (build_job *)arg;
+  for (int64_t i = t * CHUNK; i < chunk_end(t, j->n - 1); i++) j->kept[i] = rdx_lbvh_kept(j->tree, i);
+}
+
+typedef struct flags_job {
+  uint32_t *flags;
+  int64_t n;
+  int64_t *chunk_count;
+} flags_job;
+
+static void flags_count_task(void *arg, int64_t t, int thread) {
+  flags_job *j = (flags_job *)arg;
   int64_t c = 0;
-  for (int64_t i = t * CHUNK; i < chunk_end(t, j->n - 1); i++) {
-    j->kept[i] = rdx_lbvh_kept(j->tree, i);
-    c += j->kept[i];
-  }
+  for (int64_t i = t * CHUNK; i < chunk_end(t, j->n); i++) c += j->flags[i];
   j->chunk_count[t] = c;
 }
 
-static void prefix_task(void *arg, int64_t t, int thread) {
-  build_job *j = (build_job *)arg;
+static void flags_prefix_task(void *arg, int64_t t, int thread) {
+  flags_job *j = (flags_job *)arg;
   uint32_t o = (uint32_t)j->chunk_count[t];
-  for (int64_t i = t * CHUNK; i < chunk_end(t, j->n - 1); i++) {
-    uint32_t k = j->kept[i];
-    j->kept[i] = o;
+  for (int64_t i = t * CHUNK; i < chunk_end(t, j->n); i++) {
+    uint32_t k = j->flags[i];
+    j->flags[i] = o;
     o += k;
   }
+}
+
+rdx_status rdx_bvh_flags_to_offsets(rdx_context *ctx, uint32_t *flags, int64_t n, int64_t *total) {
+  flags_job j = {flags, n, NULL};
+  int64_t n_chunks = (n + CHUNK - 1) / CHUNK;
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_bvh_build", (void **)&j.chunk_count, (size_t)(n_chunks + 1) * 8, RDX_HOST));
+  rdx_parallel_for(ctx, n_chunks, flags_count_task, &j);
+  int64_t sum = 0; /* per-chunk counts to chunk offsets */
+  for (int64_t t = 0; t < n_chunks; t++) {
+    int64_t c = j.chunk_count[t];
+    j.chunk_count[t] = sum;
+    sum += c;
+  }
+  rdx_parallel_for(ctx, n_chunks, flags_prefix_task, &j);
+  rdx_mem_free(ctx, j.chunk_count);
+  *total = sum;
+  return RDX_OK;
 }
 
 static void emit_task(void *arg, int64_t t, int thread) {
@@ -304,12 +329,7 @@ rdx_status rdx_bvh_build_cpu(rdx_context *ctx, int kind, const float *prims, int
     rdx_parallel_for(ctx, n_chunks_int, internal_task, &j);
     rdx_parallel_for(ctx, n_chunks_int, kept_task, &j);
     int64_t total = 0;
-    for (int64_t t = 0; t < n_chunks_int; t++) {
-      int64_t c = j.chunk_count[t];
-      j.chunk_count[t] = total;
-      total += c;
-    }
-    rdx_parallel_for(ctx, n_chunks_int, prefix_task, &j);
+    RDX_CHECK_GOTO(rdx_bvh_flags_to_offsets(ctx, j.kept, n_int, &total), st, fail);
     j.n_nodes = total;
     out->n_nodes = total;
     RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->nodes, (size_t)total * sizeof(rdx_bvh_node), RDX_HOST), st,

@@ -1,7 +1,7 @@
 /*
  * bvh4.c: step 7 of the build on the CPU (rule in bvh_hd.h): the finished binary tree collapsed
  * into a BVH4, on the thread pool. Parallel loops over chunks of binary nodes: parents, kept
- * flags (depth parity, by walking up), a sequential scan of per-chunk counts, the BVH4 nodes.
+ * flags (depth parity, by walking up), their offsets (rdx_bvh_flags_to_offsets), the BVH4 nodes.
  */
 #include "rt/bvh_hd.h"
 #include "rt/rt.h"
@@ -15,7 +15,6 @@ typedef struct collapse_job {
   int64_t n;            /* binary nodes */
   uint32_t *parent;     /* n */
   uint32_t *newidx;     /* n: kept flags, then exclusive prefix sums */
-  int64_t *chunk_count;
   rdx_bvh4_node *out;
 } collapse_job;
 
@@ -28,22 +27,7 @@ static void parents_task(void *arg, int64_t t, int thread) {
 
 static void kept_task(void *arg, int64_t t, int thread) {
   collapse_job *j = (collapse_job *)arg;
-  int64_t c = 0;
-  for (int64_t i = t * CHUNK; i < chunk_end(t, j->n); i++) {
-    j->newidx[i] = rdx_bvh4_kept(j->parent, i);
-    c += j->newidx[i];
-  }
-  j->chunk_count[t] = c;
-}
-
-static void prefix_task(void *arg, int64_t t, int thread) {
-  collapse_job *j = (collapse_job *)arg;
-  uint32_t o = (uint32_t)j->chunk_count[t];
-  for (int64_t i = t * CHUNK; i < chunk_end(t, j->n); i++) {
-    uint32_t k = j->newidx[i];
-    j->newidx[i] = o;
-    o += k;
-  }
+  for (int64_t i = t * CHUNK; i < chunk_end(t, j->n); i++) j->newidx[i] = rdx_bvh4_kept(j->parent, i);
 }
 
 static void emit_task(void *arg, int64_t t, int thread) {
@@ -64,21 +48,15 @@ rdx_status rdx_bvh_collapse_cpu(rdx_context *ctx, rdx_bvh *b) {
   j.n = b->n_nodes;
   int64_t n_chunks = (j.n + CHUNK - 1) / CHUNK;
   void *scratch = NULL;
-  RDX_CHECK(rdx_mem_alloc(ctx, what, &scratch, (size_t)j.n * 8 + (size_t)n_chunks * 8, RDX_HOST));
-  j.chunk_count = (int64_t *)scratch;
-  j.parent = (uint32_t *)(j.chunk_count + n_chunks);
+  RDX_CHECK(rdx_mem_alloc(ctx, what, &scratch, (size_t)j.n * 8, RDX_HOST));
+  j.parent = (uint32_t *)scratch;
   j.newidx = j.parent + j.n;
   j.parent[0] = 0;
   rdx_parallel_for(ctx, n_chunks, parents_task, &j);
   rdx_parallel_for(ctx, n_chunks, kept_task, &j);
   int64_t total = 0;
-  for (int64_t t = 0; t < n_chunks; t++) {
-    int64_t c = j.chunk_count[t];
-    j.chunk_count[t] = total;
-    total += c;
-  }
-  rdx_parallel_for(ctx, n_chunks, prefix_task, &j);
-  rdx_status st = rdx_mem_alloc(ctx, what, (void **)&j.out, (size_t)total * sizeof(rdx_bvh4_node), RDX_HOST);
+  rdx_status st = rdx_bvh_flags_to_offsets(ctx, j.newidx, j.n, &total);
+  if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)&j.out, (size_t)total * sizeof(rdx_bvh4_node), RDX_HOST);
   if (st != RDX_OK) {
     rdx_mem_free(ctx, scratch);
     return st;

@@ -59,6 +59,10 @@ rdx_status rdx_bvh_width(rdx_context *ctx, const rdx_bvh_options *opts, int *wid
  * the tree is left as it was. */
 rdx_status rdx_bvh_collapse_cpu(rdx_context *ctx, rdx_bvh *b);
 rdx_status rdx_bvh_collapse_cuda(rdx_context *ctx, rdx_bvh *b);
+/* The CPU build's compactions (kept binary nodes, BVH4 nodes): flags[0..n) of 0s and 1s become
+ * their exclusive prefix sums, on the thread pool, and *total how many were set. Fails only when
+ * host memory for the per-chunk counts runs out (flags then untouched). */
+rdx_status rdx_bvh_flags_to_offsets(rdx_context *ctx, uint32_t *flags, int64_t n, int64_t *total);
 /* Step 2's frame, shared by both builders: per axis, the centroid box cb (lo x,y,z, hi x,y,z)
  * onto [0, 2^21). */
 void rdx_bvh_code_frame(const float *cb, float *lo, float *scale);
