@@ -403,15 +403,6 @@ rdx_status rdx_sp_qt_build_cpu(rdx_context *ctx, rdx_points *pts, const rdx_sp_b
 
 /* ---- nodes from sorted codes by binary search (updates' split groups, test reference) ---- */
 
-static int64_t lower_bound_u64(const uint64_t *a, int64_t lo, int64_t hi, uint64_t v) {
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 rdx_status rdx_sp_qt_subtree(rdx_context *ctx, const uint64_t *keys, int64_t n, int level, uint64_t key, int depth,
                              int64_t cap, rdx_sp_hlist *out) {
   /* Breadth first: out doubles as the queue; fpos holds a node's first code while it waits. */
@@ -425,28 +416,23 @@ rdx_status rdx_sp_qt_subtree(rdx_context *ctx, const uint64_t *keys, int64_t n, 
   RDX_CHECK(rdx_sp_hlist_push(ctx, out, root));
   for (int64_t i = head; i < out->n; i++) {
     rdx_sp_hnode nd = out->v[i];
-    if (nd.count <= cap || nd.level == depth) {
+    int64_t b[5];
+    if (rdx_sp_qt_quadrants(keys, nd.fpos, nd.fpos + nd.count, nd.key, nd.level, depth, cap, b)) {
       out->v[i].leaf = 1;
       out->v[i].len = nd.count;
       out->v[i].room = nd.count;
       continue;
     }
     out->v[i].leaf = 0;
-    int sh = 2 * (depth - nd.level - 1);
-    int64_t a = nd.fpos, end = nd.fpos + nd.count;
-    for (uint64_t q = 0; q < 4; q++) {
-      uint64_t ck = 4 * nd.key + q;
-      int64_t b = q == 3 ? end : lower_bound_u64(keys, a, end, (ck + 1) << sh);
-      if (b > a) {
-        rdx_sp_hnode c;
-        memset(&c, 0, sizeof c);
-        c.key = ck;
-        c.level = nd.level + 1;
-        c.count = b - a;
-        c.fpos = a;
-        RDX_CHECK(rdx_sp_hlist_push(ctx, out, c));
-      }
-      a = b;
+    for (int q = 0; q < 4; q++) {
+      if (b[q + 1] == b[q]) continue;
+      rdx_sp_hnode c;
+      memset(&c, 0, sizeof c);
+      c.key = 4 * nd.key + (uint64_t)q;
+      c.level = nd.level + 1;
+      c.count = b[q + 1] - b[q];
+      c.fpos = b[q];
+      RDX_CHECK(rdx_sp_hlist_push(ctx, out, c));
     }
   }
   return RDX_OK;

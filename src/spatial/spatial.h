@@ -220,6 +220,8 @@ typedef struct rdx_sp_batch {
   uint64_t first_id;         /* insert: id of row 0 */
 } rdx_sp_batch;
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b);
+#define RDX_SP_GROW(c) ((c) + (c) / 2 + 8)  /* room given to a relocated, merged or new leaf */
+#define RDX_SP_SLACK(c) ((c) + (c) / 4 + 4) /* room per leaf at a relayout */
 
 /* A run of a sorted list: entries [start, start + n) share `what` (a leaf, or a target code). */
 typedef struct rdx_sp_run {
@@ -288,6 +290,11 @@ typedef struct rdx_sp_backend {
 } rdx_sp_backend;
 extern const rdx_sp_backend rdx_sp_cpu_backend;
 extern const rdx_sp_backend rdx_sp_cuda_backend;
+/* A quadtree update all on the GPU (update_qt.cu), after the first update's relayout. Same
+ * contract as the planned path; bad ids come back in f (bad_row >= 0) with nothing changed;
+ * f->n_inplace and pts->stats are set, and *live receives the slots the leaves now reserve. */
+rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, rdx_sp_found *f,
+                                 int64_t *live);
 
 /* ---- baselines for the benchmarks (CUDA; brute force over all points) ---- */
 rdx_status rdx_sp_brute_count_cuda(rdx_context *ctx, const void *xy, int f64, int64_t n, const rdx_sp_qin *in,

@@ -189,6 +189,27 @@ RDX_HD int64_t rdx_sp_qt_find(const rdx_sp_view *v, uint64_t k, int *quadrant) {
   }
 }
 
+/* The quadtree's split rule, for subtrees built from sorted finest codes (update splits, on the
+ * host and the GPU): the node at (level, key) holding keys[a, end) is a leaf iff it holds at most
+ * cap codes or is at depth (returns 1); else (returns 0) its quadrant q holds keys[b[q], b[q+1]). */
+RDX_HD int rdx_sp_qt_quadrants(const uint64_t *keys, int64_t a, int64_t end, uint64_t key, int level, int depth,
+                               int64_t cap, int64_t b[5]) {
+  if (end - a <= cap || level >= depth) return 1;
+  int sh = 2 * (depth - level - 1);
+  b[0] = a, b[4] = end;
+  for (int q = 1; q < 4; q++) {
+    uint64_t v = (4 * key + (uint64_t)q) << sh;
+    int64_t lo = b[q - 1], hi = end;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (keys[mid] < v) lo = mid + 1;
+      else hi = mid;
+    }
+    b[q] = lo;
+  }
+  return 0;
+}
+
 /* k-d tree: the leaf a point at (x, y) goes to (c <= s goes left). */
 RDX_HD int64_t rdx_sp_kd_find(const rdx_sp_view *v, double x, double y) {
   int64_t nd = 0;

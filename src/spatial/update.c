@@ -42,8 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GROW(c) ((c) + (c) / 2 + 8) /* room given to a relocated, merged or new leaf */
-#define SLACK(c) ((c) + (c) / 4 + 4) /* room per leaf at a relayout */
+#define GROW(c) RDX_SP_GROW(c)
+#define SLACK(c) RDX_SP_SLACK(c)
 
 typedef struct group {
   int level;
@@ -381,11 +381,64 @@ static const char *op_name(int op) {
   return op == RDX_SP_MOVE ? "rdx_points_move" : op == RDX_SP_INSERT ? "rdx_points_insert" : "rdx_points_erase";
 }
 
+static rdx_status bad_ids(rdx_context *ctx, const rdx_sp_batch *b, const rdx_sp_found *f) {
+  static const char *why[] = {"", "is not an id of this index", "was erased", "appears twice in the batch"};
+  return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids row %lld (id %llu) %s", op_name(b->op), (long long)f->bad_row,
+                  (unsigned long long)f->bad_id, why[f->bad_what]);
+}
+
+/* The batch's effect on the point and id counts, and the stats that follow from it. */
+static void count_batch(rdx_points *pts, const rdx_sp_batch *b, int64_t in_place) {
+  if (b->op == RDX_SP_INSERT) {
+    pts->n += b->m;
+    pts->id_end += (uint64_t)b->m;
+    pts->stats.inserted = b->m;
+  } else if (b->op == RDX_SP_ERASE) {
+    pts->n -= b->m;
+    pts->stats.erased = b->m;
+  } else {
+    pts->stats.moved = b->m;
+    pts->stats.in_place = in_place;
+    pts->stats.left_leaf = b->m - in_place;
+  }
+}
+
+/* Step 6: a relayout when dead pool space passes the live extents (best effort). */
+static void compact(rdx_context *ctx, rdx_points *pts, int64_t live) {
+  if (pts->pool.used <= 2 * live + 65536) return;
+  if (rdx_sp_sync_host_nodes(ctx, pts) != RDX_OK || relayout(ctx, pts) != RDX_OK) rdx_clear_message(ctx); /* optional */
+}
+
+/* Quadtrees on a GPU update without a host plan (update_qt.cu), unless RAYDEX_SP_UPDATE=plan
+ * asks for this file's path (for comparisons). */
+static int direct_update(rdx_context *ctx, const rdx_points *pts) {
+  const char *e = getenv("RAYDEX_SP_UPDATE");
+  return rdx_is_gpu(ctx) && pts->kind == RDX_POINTS_QUADTREE && !(e && strcmp(e, "plan") == 0);
+}
+
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b) {
   const char *fn = op_name(b->op);
   const rdx_sp_backend *be = backend_of(ctx);
-  RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts)); /* the plan reads the host copy */
+  int direct = direct_update(ctx, pts);
+  if (!direct || pts->slot == NULL) RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts)); /* the plan reads the host copy */
   if (pts->slot == NULL) RDX_CHECK(relayout(ctx, pts)); /* first update: slot map, spare room */
+  if (direct) {
+    rdx_sp_stats keep = pts->stats;
+    memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));
+    pts->stats.relayouts = keep.relayouts;
+    rdx_sp_found f;
+    memset(&f, 0, sizeof f);
+    int64_t live = 0;
+    rdx_status st = rdx_sp_qt_update_cuda(ctx, pts, b, &f, &live);
+    if (st == RDX_OK && f.bad_row >= 0) st = bad_ids(ctx, b, &f);
+    if (st != RDX_OK) {
+      pts->stats = keep;
+      return st;
+    }
+    count_batch(pts, b, f.n_inplace);
+    compact(ctx, pts, live);
+    return RDX_OK;
+  }
   double t0 = rdx_now_ms(), t1 = t0, t2 = t0;
   rdx_sp_stats keep_stats = pts->stats;
   memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));
@@ -406,9 +459,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
   RDX_CHECK_GOTO(be->find(ctx, pts, b, &w, &f), st, fail);
   rdx_trace(ctx, "update: find");
   if (f.bad_row >= 0) {
-    static const char *why[] = {"", "is not an id of this index", "was erased", "appears twice in the batch"};
-    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids row %lld (id %llu) %s", fn, (long long)f.bad_row,
-                  (unsigned long long)f.bad_id, why[f.bad_what]);
+    st = bad_ids(ctx, b, &f);
     goto fail;
   }
   t1 = rdx_now_ms();
@@ -523,18 +574,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
     pts->host.block = NULL;
   }
   memset(&newh, 0, sizeof newh);
-  if (b->op == RDX_SP_INSERT) {
-    pts->n += b->m;
-    pts->id_end += (uint64_t)b->m;
-    pts->stats.inserted = b->m;
-  } else if (b->op == RDX_SP_ERASE) {
-    pts->n -= b->m;
-    pts->stats.erased = b->m;
-  } else {
-    pts->stats.moved = b->m;
-    pts->stats.in_place = f.n_inplace;
-    pts->stats.left_leaf = b->m - f.n_inplace;
-  }
+  count_batch(pts, b, f.n_inplace);
   /* where an update's time goes: find (device, with the run lists' copy to the host), plan
    * (host), reserve and commit (device) */
   pts->stats.phase_ms[0] = t1 - t0;
@@ -543,12 +583,11 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
   pts->stats.phase_ms[3] = 0;
   st = RDX_OK;
 
-  /* step 6: compaction when dead space passes the live extents */
   {
     int64_t live = 0;
     for (int64_t i = 0; i < pts->host.n; i++)
       if (pts->host.leaf[i]) live += pts->host.room[i];
-    if (pts->pool.used > 2 * live + 65536 && relayout(ctx, pts) != RDX_OK) rdx_clear_message(ctx); /* optional */
+    compact(ctx, pts, live);
   }
   goto done;
 fail:

@@ -17,66 +17,13 @@
 
 #include <thrust/iterator/constant_iterator.h>
 
-#include "spatial/sp_cuda.cuh"
+#include "spatial/update.cuh"
 
 namespace {
 
 using namespace rdx_sp;
 
 #define UB 128
-
-/* The pool as kernels see it: coordinates f32/f64, codes u32/u64 (k-d: leaf codes, u64). */
-struct dpool {
-  void *x, *y;
-  uint64_t *id;
-  void *key;
-  int f64, key64;
-};
-
-__device__ __forceinline__ double px(const dpool &p, int64_t s) {
-  return p.f64 ? ((const double *)p.x)[s] : (double)((const float *)p.x)[s];
-}
-__device__ __forceinline__ double py(const dpool &p, int64_t s) {
-  return p.f64 ? ((const double *)p.y)[s] : (double)((const float *)p.y)[s];
-}
-__device__ __forceinline__ uint64_t pkey(const dpool &p, int64_t s) {
-  return p.key64 ? ((const uint64_t *)p.key)[s] : ((const uint32_t *)p.key)[s];
-}
-__device__ __forceinline__ void put_xy(const dpool &p, int64_t s, double x, double y) {
-  if (p.f64) {
-    ((double *)p.x)[s] = x;
-    ((double *)p.y)[s] = y;
-  } else {
-    ((float *)p.x)[s] = (float)x;
-    ((float *)p.y)[s] = (float)y;
-  }
-}
-__device__ __forceinline__ void put_key(const dpool &p, int64_t s, uint64_t k) {
-  if (p.key64) ((uint64_t *)p.key)[s] = k;
-  else ((uint32_t *)p.key)[s] = (uint32_t)k;
-}
-/* Copy slot s to slot d (same pool) and point the id there. */
-__device__ __forceinline__ void move_slot(const dpool &p, int64_t s, int64_t d, uint64_t *slot) {
-  if (p.f64) {
-    ((double *)p.x)[d] = ((const double *)p.x)[s];
-    ((double *)p.y)[d] = ((const double *)p.y)[s];
-  } else {
-    ((float *)p.x)[d] = ((const float *)p.x)[s];
-    ((float *)p.y)[d] = ((const float *)p.y)[s];
-  }
-  uint64_t id = p.id[s];
-  p.id[d] = id;
-  put_key(p, d, pkey(p, s));
-  slot[id] = (uint64_t)d;
-}
-
-dpool pool_of(const rdx_points *pts, const rdx_sp_pool *pool) {
-  dpool p;
-  p.x = pool->x, p.y = pool->y, p.id = pool->id, p.key = pool->key;
-  p.f64 = pts->f64;
-  p.key64 = pts->kind == RDX_POINTS_KDTREE || pts->key64;
-  return p;
-}
 
 }  // namespace
 
@@ -181,10 +128,6 @@ rdx_status cu_relayout(rdx_context *ctx, rdx_points *pts, const int64_t *new_fpo
 }
 
 /* ---- find: validation, movement check, leaf finding ---- */
-
-__device__ __forceinline__ uint64_t id_at(const void *ids, int ids64, int64_t i) {
-  return ids64 ? ((const uint64_t *)ids)[i] : ((const uint32_t *)ids)[i];
-}
 
 __global__ void validate_kernel(const void *ids, int ids64, int64_t m, uint64_t id_end, const uint64_t *slot,
                                 unsigned long long *bad, uint64_t *keys, int64_t *rows) {
@@ -352,6 +295,46 @@ rdx_status sort_rows(rdx_context *ctx, scratch &mm, uint64_t *keys, int64_t *row
   return RDX_OK;
 }
 
+}  // namespace
+
+/* Unknown or erased ids first (the lowest such row), then repeated ones (by a sort of the ids). */
+rdx_status rdx_sp::check_ids(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, scratch &mm, rdx_sp_found *f) {
+  const char *fn = "rdx_points update: ids";
+  const int64_t m = b->m;
+  cudaStream_t s = rdx_stream(ctx);
+  const unsigned grid = blocks_for(m, 256);
+  f->bad_row = -1;
+  unsigned long long *bad, hb = ~0ull;
+  uint64_t *keys, *ks;
+  int64_t *rows, *rs;
+  RDX_CHECK(mm.get(&bad, 1, fn));
+  RDX_CHECK(mm.get(&keys, (size_t)m, fn));
+  RDX_CHECK(mm.get(&rows, (size_t)m, fn));
+  RDX_CHECK(to_device(ctx, bad, &hb, 1, fn));
+  validate_kernel<<<grid, 256, 0, s>>>(b->ids, b->ids64, m, pts->id_end, pts->slot, bad, keys, rows);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: validate kernel");
+  RDX_CHECK(to_host(ctx, &hb, bad, 1, fn));
+  if (hb == ~0ull) {
+    RDX_CHECK(sort_rows(ctx, mm, keys, rows, m, bits_for(pts->id_end), &ks, &rs, fn));
+    dup_kernel<<<grid, 256, 0, s>>>(ks, rs, m, bad);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: repeated ids kernel");
+    RDX_CHECK(to_host(ctx, &hb, bad, 1, fn));
+  }
+  if (hb == ~0ull) return RDX_OK;
+  f->bad_row = (int64_t)(hb / 4);
+  f->bad_what = (int)(hb % 4);
+  if (b->ids64) {
+    RDX_CHECK(to_host(ctx, &f->bad_id, (const uint64_t *)b->ids + f->bad_row, 1, fn));
+  } else {
+    uint32_t id32 = 0;
+    RDX_CHECK(to_host(ctx, &id32, (const uint32_t *)b->ids + f->bad_row, 1, fn));
+    f->bad_id = id32;
+  }
+  return RDX_OK;
+}
+
+namespace {
+
 rdx_status cu_find(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, rdx_sp_work **wout, rdx_sp_found *f) {
   const char *fn = "rdx_points update: find";
   rdx_sp_work *w = new (std::nothrow) rdx_sp_work();
@@ -374,35 +357,12 @@ rdx_status cu_find(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, rdx
   unsigned long long *bad; /* [0] first bad row * 4 + what; [1..3] list sizes */
   RDX_CHECK(mm.get(&bad, 4, fn));
   unsigned long long init[4] = {~0ull, 0, 0, 0}, hb[4];
-  RDX_CHECK(to_device(ctx, bad, init, 4, fn));
 
-  if (b->op != RDX_SP_INSERT) { /* unknown or erased ids, then repeated ones */
-    uint64_t *keys, *ks;
-    int64_t *rows, *rs;
-    RDX_CHECK(mm.get(&keys, (size_t)m, fn));
-    RDX_CHECK(mm.get(&rows, (size_t)m, fn));
-    validate_kernel<<<grid, 256, 0, s>>>(b->ids, b->ids64, m, pts->id_end, pts->slot, bad, keys, rows);
-    SP_LAUNCH_CHECK(ctx, "rdx_points update: validate kernel");
-    RDX_CHECK(to_host(ctx, hb, bad, 1, fn));
-    if (hb[0] == ~0ull) {
-      RDX_CHECK(sort_rows(ctx, mm, keys, rows, m, bits_for(pts->id_end), &ks, &rs, fn));
-      dup_kernel<<<grid, 256, 0, s>>>(ks, rs, m, bad);
-      SP_LAUNCH_CHECK(ctx, "rdx_points update: repeated ids kernel");
-      RDX_CHECK(to_host(ctx, hb, bad, 1, fn));
-    }
-    if (hb[0] != ~0ull) {
-      f->bad_row = (int64_t)(hb[0] / 4);
-      f->bad_what = (int)(hb[0] % 4);
-      if (b->ids64) {
-        RDX_CHECK(to_host(ctx, &f->bad_id, (const uint64_t *)b->ids + f->bad_row, 1, fn));
-      } else {
-        uint32_t id32 = 0;
-        RDX_CHECK(to_host(ctx, &id32, (const uint32_t *)b->ids + f->bad_row, 1, fn));
-        f->bad_id = id32;
-      }
-      return RDX_OK;
-    }
+  if (b->op != RDX_SP_INSERT) {
+    RDX_CHECK(check_ids(ctx, pts, b, mm, f));
+    if (f->bad_row >= 0) return RDX_OK;
   }
+  RDX_CHECK(to_device(ctx, bad, init, 4, fn));
 
   /* Movement check and leaf finding. */
   rdx_sp_view v = rdx_sp_view_of(pts);

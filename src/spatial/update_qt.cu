@@ -1,0 +1,757 @@
+/*
+ * update_qt.cu: bulk moves, inserts and erases of a quadtree, all on the GPU (G-PICS Section 5,
+ * Fig. 11). update.c's planned path (used by the k-d tree and the CPU) walks the nodes on the
+ * host; here every step is a kernel and the host only reads a few totals:
+ *
+ *  1. classify_kernel, one thread per batch row (Movement-Check and Leaf-Finding): the old leaf
+ *     by descent with the slot's stored code, the new place by descent with the new code: a leaf,
+ *     or (5 v + 1 + q) a missing quadrant q of internal node v. A move that stays in its leaf is
+ *     in place; the others count out of the old leaf and into the target (atomics, whose return
+ *     value is the row's rank there). Nothing of the index is written.
+ *  2. plan_kernel, one block (Node-Partitioning and Node-Merging): new counts bottom-up, then the
+ *     structure top-down with the rule of a fresh build (leaf iff count <= capacity or at max
+ *     depth; an empty quadrant is no node). Each point's destination is a *home*, named by a
+ *     target: KEEP (a leaf repaired in place), EXT (a relocated leaf, a merged subtree or a new
+ *     quadrant: a fresh extent with spare room at the pool's end) or SPLIT (an overfull leaf or
+ *     quadrant: its points are gathered, sorted and built into a subtree as a build would).
+ *  3. Host reads the totals: bad ids (then update.c reports the first bad row, from check_ids),
+ *     extents, split points, nodes. Split points are gathered and sorted by code, each group's
+ *     subtree is counted; all memory (nodes, pool growth, id map growth) is then allocated.
+ *     Up to here nothing of the index changed, so any failure leaves it as it was.
+ *  4. Commit (Leaf-Lists-Update with paging): in-place moves; in a KEEP leaf, incoming points fill
+ *     the holes below the new length, live tail points fill the rest, surplus is appended; EXT
+ *     homes take their stayers and incoming by atomic ranks; the sorted split points go to one
+ *     region; the new nodes are sorted into BFS order (level, key) and linked.
+ *
+ * The nodes come out equal to a fresh build's with the same box (update.c says why); where each
+ * leaf keeps its points, and their order inside a leaf, depend on the atomics' order.
+ */
+#include "spatial/update.cuh"
+
+namespace {
+
+using namespace rdx_sp;
+
+enum { R_INPLACE = 0, R_MOVE = 1, R_ERASE = 2, R_INSERT = 3 };
+enum { H_NONE = 0, H_KEEP = 1, H_EXT = 2, H_SPLIT = 3 };
+enum { IN_FREE = -1, IN_DEAD = -2 }; /* a node's state handed down by its parent (else: a home) */
+
+#define QB 128 /* threads per block of the per-leaf kernels */
+
+/* One node of the new tree before sorting. */
+struct qnode {
+  uint64_t key;
+  int64_t fpos, len, count, room;
+  int32_t level, leaf;
+};
+
+/* A split group: home t, a cell at (level, key) holding `count` points at sbase of the split
+ * scratch; after the sort its points are [first, first + count) and its subtree has n_nodes. */
+struct qgroup {
+  int64_t t, count, sbase, first, n_nodes;
+  uint64_t key;
+  int32_t level;
+};
+
+/* Totals the host reads after the plan (one copy). */
+struct qtot {
+  unsigned long long bad;   /* 1: a bad id (check_ids finds which); 2: a point without a leaf */
+  unsigned long long ext;   /* pool slots of EXT extents */
+  unsigned long long s;     /* split points */
+  unsigned long long groups, nodes, gathers, tails, inplace;
+  unsigned long long splits, merges, relocated, new_leaves, live, root;
+};
+
+/* Per batch row. */
+struct qrows {
+  int64_t *slot, *leaf, *tgt, *rank;
+  uint64_t *id, *code;
+  double *x, *y;
+  uint8_t *cls;
+};
+
+/* Per old node and per target (5 per node: the node itself, then its quadrants 0..3). */
+struct qplan {
+  int64_t nn;
+  unsigned long long *cin;  /* [5 nn] incoming per target */
+  unsigned long long *cout; /* [nn] removals per leaf */
+  int64_t *cnt;             /* [nn] new count */
+  int64_t *inst;            /* [nn] IN_FREE, IN_DEAD or the home of the merge it lies in */
+  int64_t *home;            /* [5 nn] the home of points arriving at a target (-1: none) */
+  uint8_t *hkind;           /* [5 nn] H_* of a home */
+  int64_t *hbase;           /* [5 nn] KEEP: leaf's first slot; EXT: offset past pool.used; SPLIT: scratch offset */
+  int64_t *hcount;          /* [5 nn] points a home receives */
+  unsigned long long *hfill;/* [5 nn] EXT and SPLIT fill counters */
+  int64_t *gath;            /* old leaves whose stayers go to an EXT or SPLIT home */
+  int64_t *tails;           /* KEEP leaves that shrink (tail points fill holes) */
+  qgroup *groups;
+  qnode *tn;                /* nodes of the new tree, except split subtrees */
+  qtot *tot;
+};
+
+__device__ __forceinline__ int bit_get(const uint32_t *b, int64_t s) { return (b[s >> 5] >> (s & 31)) & 1u; }
+
+/* ---- 1. classify ---- */
+
+__global__ void classify_kernel(rdx_sp_view v, dpool pool, const uint64_t *slot, int op, const void *ids, int ids64,
+                                const void *xy, int f64, int64_t m, uint64_t first_id, uint64_t id_end, uint32_t *touched,
+                                uint32_t *gone, qplan P, qrows R) {
+  SP_FOR(i, m) {
+    uint64_t id = op == RDX_SP_INSERT ? first_id + (uint64_t)i : id_at(ids, ids64, i);
+    int64_t s = -1, old = -1;
+    if (op != RDX_SP_INSERT) {
+      if (id >= id_end || slot[id] == RDX_SP_NONE) {
+        atomicOr(&P.tot->bad, 1ull);
+        continue;
+      }
+      s = (int64_t)slot[id];
+      uint32_t bit = 1u << (s & 31);
+      if (atomicOr(&touched[s >> 5], bit) & bit) { /* the id's second row */
+        atomicOr(&P.tot->bad, 1ull);
+        continue;
+      }
+      int q;
+      old = rdx_sp_qt_find(&v, pkey(pool, s), &q);
+      if (q != -1) {
+        atomicOr(&P.tot->bad, 2ull);
+        continue;
+      }
+    }
+    int cls = op == RDX_SP_ERASE ? R_ERASE : op == RDX_SP_INSERT ? R_INSERT : R_MOVE;
+    int64_t t = -1, rank = 0;
+    uint64_t code = 0;
+    double x = 0, y = 0;
+    if (cls != R_ERASE) {
+      x = rdx_sp_at(xy, 2 * i, f64), y = rdx_sp_at(xy, 2 * i + 1, f64);
+      code = rdx_sp_point_key(&v.g, x, y);
+      int q;
+      int64_t nd = rdx_sp_qt_find(&v, code, &q);
+      t = 5 * nd + q + 1;
+      if (cls == R_MOVE && t == 5 * old) cls = R_INPLACE;
+    }
+    if (cls == R_MOVE || cls == R_INSERT) rank = (int64_t)atomicAdd(&P.cin[t], 1ull);
+    if (cls == R_MOVE || cls == R_ERASE) {
+      atomicAdd(&P.cout[old], 1ull);
+      atomicOr(&gone[s >> 5], 1u << (s & 31));
+    }
+    if (cls == R_INPLACE) atomicAdd(&P.tot->inplace, 1ull);
+    R.slot[i] = s, R.leaf[i] = old, R.tgt[i] = t, R.rank[i] = rank;
+    R.id[i] = id, R.code[i] = code, R.x[i] = x, R.y[i] = y, R.cls[i] = (uint8_t)cls;
+  }
+}
+
+/* ---- 2. plan ---- */
+
+__device__ void push_node(const qplan &P, uint64_t key, int level, int leaf, int64_t count, int64_t fpos, int64_t room) {
+  qnode n;
+  n.key = key, n.level = level, n.leaf = leaf, n.count = count;
+  n.len = leaf ? count : 0, n.fpos = fpos, n.room = room;
+  P.tn[atomicAdd(&P.tot->nodes, 1ull)] = n;
+}
+
+/* Home t becomes a fresh extent (a relocated or merged leaf, or a new quadrant). */
+__device__ void home_ext(const qplan &P, int64_t t, uint64_t key, int level, int64_t c, int64_t used) {
+  int64_t room = RDX_SP_GROW(c);
+  int64_t off = (int64_t)atomicAdd(&P.tot->ext, (unsigned long long)room);
+  P.hkind[t] = H_EXT, P.hbase[t] = off, P.hcount[t] = c;
+  atomicAdd(&P.tot->live, (unsigned long long)room);
+  push_node(P, key, level, 1, c, used + off, room);
+}
+
+/* Home t is split: its points are gathered and built into a subtree (split_*). */
+__device__ void home_split(const qplan &P, int64_t t, uint64_t key, int level, int64_t c) {
+  qgroup g;
+  g.t = t, g.count = c, g.key = key, g.level = level, g.first = 0, g.n_nodes = 0;
+  g.sbase = (int64_t)atomicAdd(&P.tot->s, (unsigned long long)c);
+  P.hkind[t] = H_SPLIT, P.hbase[t] = g.sbase, P.hcount[t] = c;
+  P.groups[atomicAdd(&P.tot->groups, 1ull)] = g;
+  atomicAdd(&P.tot->splits, 1ull);
+  atomicAdd(&P.tot->live, (unsigned long long)c);
+}
+
+/* One block: levels bottom-up for the counts, then top-down for the structure. Nodes are in BFS
+ * order, so each level is a contiguous range, found by binary search on the levels. */
+__global__ void __launch_bounds__(1024) plan_kernel(rdx_sp_nodes N, qplan P, int64_t cap, int D, int64_t used) {
+  __shared__ int64_t lo[RDX_SP_MAX_QT_DEPTH + 3];
+  const int64_t nn = P.nn;
+  const int maxl = N.level[nn - 1];
+  if (threadIdx.x <= (unsigned)maxl + 1) {
+    int64_t a = 0, b = nn;
+    while (a < b) {
+      int64_t mid = a + (b - a) / 2;
+      if (N.level[mid] < (int)threadIdx.x) a = mid + 1;
+      else b = mid;
+    }
+    lo[threadIdx.x] = a;
+  }
+  __syncthreads();
+  for (int l = maxl; l >= 0; l--) {
+    for (int64_t u = lo[l] + threadIdx.x; u < lo[l + 1]; u += blockDim.x) {
+      int64_t c = 0;
+      if (N.leaf[u]) {
+        c = N.len[u] - (int64_t)P.cout[u] + (int64_t)P.cin[5 * u];
+      } else {
+        for (int64_t ch = N.fpos[u]; ch < N.fpos[u] + N.len[u]; ch++) c += P.cnt[ch];
+        for (int q = 0; q < 4; q++) c += (int64_t)P.cin[5 * u + 1 + q];
+      }
+      P.cnt[u] = c;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    P.inst[0] = IN_FREE;
+    P.tot->root = (unsigned long long)P.cnt[0];
+  }
+  __syncthreads();
+  for (int l = 0; l <= maxl; l++) {
+    for (int64_t u = lo[l] + threadIdx.x; u < lo[l + 1]; u += blockDim.x) {
+      const int64_t t = 5 * u, r = P.inst[u], c = P.cnt[u], f = N.fpos[u], n = N.len[u];
+      const int leaf = N.leaf[u];
+      const uint64_t key = N.key[u];
+      int64_t down = IN_DEAD; /* what the children get */
+      for (int q = 0; q < 5; q++) P.home[t + q] = -1;
+      if (r == IN_DEAD || (r == IN_FREE && c == 0 && u != 0)) {
+        /* no points here: no node */
+      } else if (r >= 0) { /* inside a merged subtree: everything goes to the merge's extent */
+        for (int q = 0; q < 5; q++) P.home[t + q] = r;
+        down = r;
+        if (leaf && n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
+      } else if (leaf) {
+        P.home[t] = t;
+        if (c > cap && l < D) {
+          home_split(P, t, key, l, c);
+          if (n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
+        } else if (c <= N.room[u]) {
+          P.hkind[t] = H_KEEP, P.hbase[t] = f, P.hcount[t] = c;
+          atomicAdd(&P.tot->live, (unsigned long long)N.room[u]);
+          push_node(P, key, l, 1, c, f, N.room[u]);
+          if ((int64_t)P.cin[t] < (int64_t)P.cout[u]) P.tails[atomicAdd(&P.tot->tails, 1ull)] = u;
+        } else {
+          atomicAdd(&P.tot->relocated, 1ull);
+          home_ext(P, t, key, l, c, used);
+          if (n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
+        }
+      } else if (c <= cap || l >= D) { /* merge: the subtree and its incoming become one leaf */
+        atomicAdd(&P.tot->merges, 1ull);
+        for (int q = 0; q < 5; q++) P.home[t + q] = t;
+        home_ext(P, t, key, l, c, used);
+        down = t;
+      } else { /* stays internal; points arriving in missing quadrants materialise them */
+        push_node(P, key, l, 0, c, 0, 0);
+        down = IN_FREE;
+        for (int q = 0; q < 4; q++) {
+          int64_t k = (int64_t)P.cin[t + 1 + q];
+          if (k == 0) continue;
+          P.home[t + 1 + q] = t + 1 + q;
+          atomicAdd(&P.tot->new_leaves, 1ull);
+          if (k <= cap || l + 1 >= D) home_ext(P, t + 1 + q, 4 * key + (uint64_t)q, l + 1, k, used);
+          else home_split(P, t + 1 + q, 4 * key + (uint64_t)q, l + 1, k);
+        }
+      }
+      if (!leaf)
+        for (int64_t ch = f; ch < f + n; ch++) P.inst[ch] = down;
+    }
+    __syncthreads();
+  }
+}
+
+/* ---- 3. split groups: gather, sort, subtrees ---- */
+
+/* The destination of the rows and stayers of one kind of home: the split scratch (SPLIT) or the
+ * pool past `used` (EXT). */
+struct qdst {
+  int kind;
+  double *sx, *sy;
+  uint64_t *sid, *scode;
+  dpool pool;
+  int64_t used;
+  uint64_t *slot;
+};
+
+__device__ __forceinline__ void put_point(const qdst &d, int64_t p, double x, double y, uint64_t id, uint64_t code) {
+  if (d.kind == H_SPLIT) {
+    d.sx[p] = x, d.sy[p] = y, d.sid[p] = id, d.scode[p] = code;
+  } else {
+    put_xy(d.pool, p, x, y);
+    d.pool.id[p] = id;
+    put_key(d.pool, p, code);
+    d.slot[id] = (uint64_t)p;
+  }
+}
+
+/* The home of a row's point: in place rows stay with their leaf's home. */
+__device__ __forceinline__ int64_t row_home(const qplan &P, const qrows &R, int64_t i) {
+  int c = R.cls[i];
+  if (c == R_ERASE) return -1;
+  return P.home[c == R_INPLACE ? 5 * R.leaf[i] : R.tgt[i]];
+}
+
+/* Rows whose home has kind d.kind (EXT or SPLIT): to the next place of that home. */
+__global__ void rows_to_homes_kernel(qplan P, qrows R, int64_t m, qdst d) {
+  SP_FOR(i, m) {
+    int64_t h = row_home(P, R, i);
+    if (h < 0 || P.hkind[h] != d.kind) continue;
+    int64_t p = P.hbase[h] + (int64_t)atomicAdd(&P.hfill[h], 1ull);
+    put_point(d, d.kind == H_EXT ? d.used + p : p, R.x[i], R.y[i], R.id[i], R.code[i]);
+  }
+}
+
+/* One block per listed old leaf whose home has kind d.kind: its untouched points (stayers), in
+ * tiles, each tile's places taken with one atomic. */
+__global__ void __launch_bounds__(QB) stayers_kernel(rdx_sp_nodes N, qplan P, int64_t n_gath, dpool pool,
+                                                     const uint32_t *touched, qdst d) {
+  typedef cub::BlockScan<int, QB> scan_t;
+  __shared__ typename scan_t::TempStorage tmp;
+  __shared__ int64_t base;
+  for (int64_t g = blockIdx.x; g < n_gath; g += gridDim.x) {
+    int64_t u = P.gath[g], h = P.home[5 * u];
+    if (P.hkind[h] != d.kind) continue; /* uniform over the block */
+    int64_t f = N.fpos[u], n = N.len[u];
+    for (int64_t t0 = 0; t0 < n; t0 += QB) {
+      int64_t s = f + t0 + threadIdx.x;
+      int live = t0 + threadIdx.x < n && !bit_get(touched, s);
+      int pre, total;
+      scan_t(tmp).ExclusiveSum(live, pre, total);
+      if (threadIdx.x == 0) base = P.hbase[h] + (int64_t)atomicAdd(&P.hfill[h], (unsigned long long)total);
+      __syncthreads();
+      if (live) {
+        int64_t p = base + pre;
+        if (d.kind == H_SPLIT) {
+          d.sx[p] = px(pool, s), d.sy[p] = py(pool, s), d.sid[p] = pool.id[s], d.scode[p] = pkey(pool, s);
+        } else {
+          move_slot(pool, s, d.used + p, d.slot);
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+__device__ int64_t lower_bound_code(const uint64_t *k, int64_t lo, int64_t hi, uint64_t v) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (k[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Depth-first walk of a group's subtree over its sorted codes with the build's split rule
+ * (rdx_sp_qt_quadrants): counts the nodes, and writes them when out != NULL (leaf fpos: `base`
+ * plus the leaf's first position among the sorted split points). BFS order comes later. */
+__device__ int64_t group_walk(const qgroup &G, const uint64_t *keys, int D, int64_t cap, qnode *out, int64_t base) {
+  struct item {
+    int64_t a, e;
+    uint64_t key;
+    int level;
+  } st[3 * RDX_SP_MAX_QT_DEPTH + 4];
+  int top = 0;
+  int64_t n = 0;
+  st[top++] = item{G.first, G.first + G.count, G.key, G.level};
+  while (top > 0) {
+    item it = st[--top];
+    int64_t b[5];
+    int leaf = rdx_sp_qt_quadrants(keys, it.a, it.e, it.key, it.level, D, cap, b);
+    if (out) {
+      qnode q;
+      q.key = it.key, q.level = it.level, q.leaf = leaf, q.count = it.e - it.a;
+      q.len = leaf ? it.e - it.a : 0, q.fpos = leaf ? base + it.a : 0, q.room = q.len;
+      out[n] = q;
+    }
+    n++;
+    if (!leaf)
+      for (int q = 3; q >= 0; q--)
+        if (b[q + 1] > b[q]) st[top++] = item{b[q], b[q + 1], 4 * it.key + (uint64_t)q, it.level + 1};
+  }
+  return n;
+}
+
+/* Per group: its range among the sorted split codes (its cell's code range) and node count. */
+__global__ void group_count_kernel(qgroup *groups, int64_t ng, const uint64_t *keys, int64_t ns, int D, int64_t cap,
+                                   int64_t *n_nodes, unsigned long long *bad) {
+  SP_FOR(g, ng) {
+    qgroup G = groups[g];
+    int sh = 2 * (D - G.level);
+    int64_t a = lower_bound_code(keys, 0, ns, G.key << sh);
+    int64_t e = G.key + 1 == (1ull << (2 * G.level)) ? ns : lower_bound_code(keys, a, ns, (G.key + 1) << sh);
+    if (e - a != G.count) {
+      atomicOr(bad, 2ull);
+      n_nodes[g] = 0;
+      continue;
+    }
+    groups[g].first = G.first = a;
+    n_nodes[g] = group_walk(G, keys, D, cap, nullptr, 0);
+  }
+}
+
+__global__ void group_write_kernel(const qgroup *groups, int64_t ng, const uint64_t *keys, int D, int64_t cap,
+                                   const int64_t *offset, qnode *out, int64_t base) {
+  SP_FOR(g, ng) group_walk(groups[g], keys, D, cap, out + offset[g], base);
+}
+
+/* ---- 4. commit ---- */
+
+/* In-place moves of KEEP leaves, erased ids, and the holes of KEEP leaves below their new length
+ * (holes[hstart[v] ..], counted in lowc[v]). */
+__global__ void commit_rows_kernel(rdx_sp_nodes N, qplan P, qrows R, int64_t m, dpool pool, uint64_t *slot,
+                                   const int64_t *hstart, unsigned long long *lowc, int64_t *holes) {
+  SP_FOR(i, m) {
+    int c = R.cls[i];
+    int64_t s = R.slot[i], v = R.leaf[i];
+    if (c == R_INPLACE) {
+      if (P.hkind[P.home[5 * v]] == H_KEEP) {
+        put_xy(pool, s, R.x[i], R.y[i]);
+        put_key(pool, s, R.code[i]);
+      }
+      continue;
+    }
+    if (c == R_ERASE) slot[R.id[i]] = RDX_SP_NONE;
+    if ((c == R_MOVE || c == R_ERASE) && P.home[5 * v] == 5 * v && P.hkind[5 * v] == H_KEEP &&
+        s < N.fpos[v] + P.cnt[v])
+      holes[hstart[v] + (int64_t)atomicAdd(&lowc[v], 1ull)] = s;
+  }
+}
+
+/* Incoming points of KEEP leaves: the j-th fills the j-th hole below the new length, the rest go
+ * past the old length (there are more incoming than removals then, so every hole is below). */
+__global__ void keep_incoming_kernel(rdx_sp_nodes N, qplan P, qrows R, int64_t m, dpool pool, uint64_t *slot,
+                                     const int64_t *hstart, const unsigned long long *lowc, const int64_t *holes) {
+  SP_FOR(i, m) {
+    int c = R.cls[i];
+    if (c != R_MOVE && c != R_INSERT) continue;
+    int64_t t = R.tgt[i], h = P.home[t];
+    if (h < 0 || P.hkind[h] != H_KEEP) continue;
+    int64_t v = t / 5, j = R.rank[i], a = (int64_t)lowc[v];
+    int64_t d = j < a ? holes[hstart[v] + j] : N.fpos[v] + N.len[v] + (j - a);
+    put_xy(pool, d, R.x[i], R.y[i]);
+    pool.id[d] = R.id[i];
+    put_key(pool, d, R.code[i]);
+    slot[R.id[i]] = (uint64_t)d;
+  }
+}
+
+/* One block per shrinking KEEP leaf: the live points of its tail [new length, old length) move
+ * into the holes below the new length that incoming points did not fill. */
+__global__ void __launch_bounds__(QB) keep_tail_kernel(rdx_sp_nodes N, qplan P, int64_t n_tails, dpool pool, uint64_t *slot,
+                                                       const uint32_t *gone, const int64_t *hstart, const int64_t *holes) {
+  typedef cub::BlockScan<int, QB> scan_t;
+  __shared__ typename scan_t::TempStorage tmp;
+  for (int64_t g = blockIdx.x; g < n_tails; g += gridDim.x) {
+    int64_t v = P.tails[g], f = N.fpos[v], end = f + N.len[v], b = (int64_t)P.cin[5 * v], done = 0;
+    for (int64_t s0 = f + P.cnt[v]; s0 < end; s0 += QB) {
+      int64_t s = s0 + threadIdx.x;
+      int live = s < end && !bit_get(gone, s);
+      int pre, total;
+      scan_t(tmp).ExclusiveSum(live, pre, total);
+      if (live) move_slot(pool, s, holes[hstart[v] + b + done + pre], slot);
+      done += total;
+      __syncthreads();
+    }
+  }
+}
+
+/* The sorted split points to their region (pool slots base ..). */
+__global__ void split_place_kernel(const int64_t *perm, int64_t ns, const double *sx, const double *sy,
+                                   const uint64_t *sid, const uint64_t *scode, dpool pool, int64_t base, uint64_t *slot) {
+  SP_FOR(j, ns) {
+    int64_t e = perm[j], d = base + j;
+    put_xy(pool, d, sx[e], sy[e]);
+    pool.id[d] = sid[e];
+    put_key(pool, d, scode[e]);
+    slot[sid[e]] = (uint64_t)d;
+  }
+}
+
+/* Every EXT home received exactly its count (a check of the plan against the moves). */
+__global__ void check_fill_kernel(qplan P, int64_t nt, unsigned long long *bad) {
+  SP_FOR(t, nt) {
+    if (P.home[t] == t && (P.hkind[t] == H_EXT || P.hkind[t] == H_SPLIT) && (int64_t)P.hfill[t] != P.hcount[t])
+      atomicOr(bad, 4ull);
+  }
+}
+
+/* BFS sort keys of the new nodes: (level, key) packed when 2 D + 6 bits fit, else key alone
+ * (a second, stable sort by level follows). */
+__global__ void node_keys_kernel(const qnode *nl, int64_t n, int packed, int D, uint64_t *k, int64_t *idx) {
+  SP_FOR(i, n) {
+    k[i] = packed ? ((uint64_t)nl[i].level << (2 * D)) | nl[i].key : nl[i].key;
+    idx[i] = i;
+  }
+}
+__global__ void node_levels_kernel(const qnode *nl, const int64_t *idx, int64_t n, uint64_t *k) {
+  SP_FOR(i, n) k[i] = (uint64_t)nl[idx[i]].level;
+}
+
+__global__ void node_put_kernel(const qnode *nl, const int64_t *idx, int64_t n, rdx_sp_nodes out) {
+  SP_FOR(i, n) {
+    qnode q = nl[idx[i]];
+    out.key[i] = q.key, out.fpos[i] = q.fpos, out.len[i] = q.len, out.count[i] = q.count, out.room[i] = q.room;
+    out.split[i] = 0.0, out.level[i] = (uint8_t)q.level, out.leaf[i] = (uint8_t)q.leaf;
+  }
+}
+
+__device__ __forceinline__ bool node_less(const rdx_sp_nodes &o, int64_t i, int level, uint64_t key) {
+  return (int)o.level[i] < level || ((int)o.level[i] == level && o.key[i] < key);
+}
+
+/* Internal nodes: children are the next level's nodes with key >> 2 == key, contiguous in BFS. */
+__global__ void node_link_kernel(rdx_sp_nodes o, unsigned long long *bad) {
+  SP_FOR(i, o.n) {
+    if (o.leaf[i]) continue;
+    int l = o.level[i] + 1;
+    uint64_t k = o.key[i];
+    int64_t a = i + 1, b = o.n;
+    while (a < b) {
+      int64_t mid = a + (b - a) / 2;
+      if (node_less(o, mid, l, 4 * k)) a = mid + 1;
+      else b = mid;
+    }
+    int64_t e = a;
+    while (e < o.n && (int)o.level[e] == l && (o.key[e] >> 2) == k) e++;
+    o.fpos[i] = a, o.len[i] = e - a;
+    if (e == a) atomicOr(bad, 8ull);
+  }
+}
+
+__global__ void iota_kernel(int64_t *p, int64_t n) {
+  SP_FOR(i, n) p[i] = i;
+}
+
+__global__ void fill_none_kernel(uint64_t *p, int64_t from, int64_t to) {
+  SP_FOR(j, to - from) p[from + j] = RDX_SP_NONE;
+}
+
+}  // namespace
+
+extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, rdx_sp_found *f,
+                                             int64_t *live) {
+  const char *fn = "rdx_points update";
+  cudaStream_t s = rdx_stream(ctx);
+  scratch mm(ctx, &pts->arena, &pts->arena_bytes, arena_limit(pts));
+  const int64_t m = b->m, nn = pts->nodes.n, used = pts->pool.used, cap = pts->cap;
+  const int D = pts->depth;
+  f->bad_row = -1;
+  double t0 = rdx_now_ms();
+
+  /* 1-2: classify and plan (scratch only) */
+  qplan P;
+  qrows R;
+  int64_t words = used / 32 + 1;
+  uint32_t *touched, *gone;
+  RDX_CHECK(mm.get(&touched, (size_t)(2 * words), fn));
+  gone = touched + words;
+  P.nn = nn;
+  RDX_CHECK(mm.get(&P.cin, (size_t)(6 * nn), fn));
+  P.cout = P.cin + 5 * nn;
+  RDX_CHECK(mm.get(&P.hfill, (size_t)(5 * nn), fn));
+  RDX_CHECK(mm.get(&P.tot, 1, fn));
+  RDX_CHECK(mm.get(&P.cnt, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&P.inst, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&P.home, (size_t)(5 * nn), fn));
+  RDX_CHECK(mm.get(&P.hkind, (size_t)(5 * nn), fn));
+  RDX_CHECK(mm.get(&P.hbase, (size_t)(5 * nn), fn));
+  RDX_CHECK(mm.get(&P.hcount, (size_t)(5 * nn), fn));
+  RDX_CHECK(mm.get(&P.gath, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&P.tails, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&P.groups, (size_t)(5 * nn), fn));
+  RDX_CHECK(mm.get(&P.tn, (size_t)(5 * nn), fn));
+  RDX_CHECK(mm.get(&R.slot, (size_t)m, fn));
+  RDX_CHECK(mm.get(&R.leaf, (size_t)m, fn));
+  RDX_CHECK(mm.get(&R.tgt, (size_t)m, fn));
+  RDX_CHECK(mm.get(&R.rank, (size_t)m, fn));
+  RDX_CHECK(mm.get(&R.id, (size_t)m, fn));
+  RDX_CHECK(mm.get(&R.code, (size_t)m, fn));
+  RDX_CHECK(mm.get(&R.x, (size_t)m, fn));
+  RDX_CHECK(mm.get(&R.y, (size_t)m, fn));
+  RDX_CHECK(mm.get(&R.cls, (size_t)m, fn));
+  RDX_CUDA(ctx, cudaMemsetAsync(touched, 0, (size_t)(2 * words) * 4, s), fn);
+  RDX_CUDA(ctx, cudaMemsetAsync(P.cin, 0, (size_t)(6 * nn) * 8, s), fn);
+  RDX_CUDA(ctx, cudaMemsetAsync(P.hfill, 0, (size_t)(5 * nn) * 8, s), fn);
+  RDX_CUDA(ctx, cudaMemsetAsync(P.hkind, 0, (size_t)(5 * nn), s), fn);
+  RDX_CUDA(ctx, cudaMemsetAsync(P.tot, 0, sizeof(qtot), s), fn);
+  rdx_sp_view v = rdx_sp_view_of(pts);
+  dpool pool = pool_of(pts, &pts->pool);
+  classify_kernel<<<blocks_for(m, 256), 256, 0, s>>>(v, pool, pts->slot, b->op, b->ids, b->ids64, b->xy, pts->f64, m,
+                                                     b->first_id, pts->id_end, touched, gone, P, R);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: classify kernel");
+  plan_kernel<<<1, 1024, 0, s>>>(pts->nodes, P, cap, D, used);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernel");
+  qtot T;
+  RDX_CHECK(to_host(ctx, &T, P.tot, 1, fn));
+  if (T.bad & 1) return check_ids(ctx, pts, b, mm, f); /* sets f->bad_row */
+  if (T.bad) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a point of the index lies in no leaf", fn);
+  int64_t expect = pts->n + (b->op == RDX_SP_INSERT ? m : b->op == RDX_SP_ERASE ? -m : 0);
+  if ((int64_t)T.root != expect)
+    return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the plan counts %lld points, expected %lld", fn, (long long)T.root,
+                    (long long)expect);
+  const int64_t n_ext = (int64_t)T.ext, ns = (int64_t)T.s, ng = (int64_t)T.groups, n_base = (int64_t)T.nodes;
+  double t1 = rdx_now_ms();
+
+  /* 3: split groups (scratch only), then every allocation */
+  double *sx = nullptr, *sy = nullptr;
+  uint64_t *sid = nullptr, *scode = nullptr, *sorted = nullptr;
+  int64_t *perm = nullptr, *goff = nullptr, n_sub = 0;
+  if (ng > 0) {
+    uint64_t *k2;
+    int64_t *p1, *p2;
+    RDX_CHECK(mm.get(&sx, (size_t)ns, fn));
+    RDX_CHECK(mm.get(&sy, (size_t)ns, fn));
+    RDX_CHECK(mm.get(&sid, (size_t)ns, fn));
+    RDX_CHECK(mm.get(&scode, (size_t)ns, fn));
+    RDX_CHECK(mm.get(&k2, (size_t)ns, fn));
+    RDX_CHECK(mm.get(&p1, (size_t)ns, fn));
+    RDX_CHECK(mm.get(&p2, (size_t)ns, fn));
+    RDX_CHECK(mm.get(&goff, (size_t)ng + 1, fn));
+    qdst d;
+    memset(&d, 0, sizeof d);
+    d.kind = H_SPLIT, d.sx = sx, d.sy = sy, d.sid = sid, d.scode = scode;
+    rows_to_homes_kernel<<<blocks_for(m, 256), 256, 0, s>>>(P, R, m, d);
+    if (T.gathers)
+      stayers_kernel<<<blocks_for((int64_t)T.gathers * QB, QB), QB, 0, s>>>(pts->nodes, P, (int64_t)T.gathers, pool,
+                                                                             touched, d);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: split gather kernels");
+    iota_kernel<<<blocks_for(ns, 256), 256, 0, s>>>(p1, ns);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: iota kernel");
+    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+      return cub::DeviceRadixSort::SortPairs(tmp, bytes, scode, k2, p1, p2, ns, 0, 2 * D, s);
+    }));
+    sorted = k2, perm = p2;
+    int64_t *gn;
+    RDX_CHECK(mm.get(&gn, (size_t)ng + 1, fn));
+    RDX_CUDA(ctx, cudaMemsetAsync(gn + ng, 0, 8, s), fn);
+    group_count_kernel<<<blocks_for(ng, 64), 64, 0, s>>>(P.groups, ng, sorted, ns, D, cap, gn, &P.tot->bad);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: split count kernel");
+    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, gn, goff, ng + 1, s); }));
+    unsigned long long bad2 = 0;
+    RDX_CHECK(to_host(ctx, &n_sub, goff + ng, 1, fn));
+    RDX_CHECK(to_host(ctx, &bad2, &P.tot->bad, 1, fn));
+    if (bad2) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a split group's points do not match its count", fn);
+  }
+  const int64_t n_new = n_base + n_sub;
+  qnode *nl;
+  uint64_t *nk, *nk2;
+  int64_t *ni, *ni2, *hstart, *holes;
+  unsigned long long *lowc;
+  RDX_CHECK(mm.get(&nl, (size_t)n_new, fn));
+  RDX_CHECK(mm.get(&nk, (size_t)n_new, fn));
+  RDX_CHECK(mm.get(&nk2, (size_t)n_new, fn));
+  RDX_CHECK(mm.get(&ni, (size_t)n_new, fn));
+  RDX_CHECK(mm.get(&ni2, (size_t)n_new, fn));
+  RDX_CHECK(mm.get(&hstart, (size_t)nn + 1, fn));
+  RDX_CHECK(mm.get(&holes, (size_t)m, fn));
+  RDX_CHECK(mm.get(&lowc, (size_t)nn, fn));
+  RDX_CUDA(ctx, cudaMemsetAsync(lowc, 0, (size_t)nn * 8, s), fn);
+  RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, P.cout, hstart, nn, s); }));
+  /* the nodes sort now: it reads only scratch */
+  RDX_CUDA(ctx, cudaMemcpyAsync(nl, P.tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
+  const int64_t sbase = used + n_ext;
+  if (ng > 0) {
+    group_write_kernel<<<blocks_for(ng, 64), 64, 0, s>>>(P.groups, ng, sorted, D, cap, goff, nl + n_base, sbase);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: split nodes kernel");
+  }
+  int packed = 2 * D + 6 <= 64;
+  node_keys_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nl, n_new, packed, D, nk, ni);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: node keys kernel");
+  int64_t *order;
+  {
+    cub::DoubleBuffer<uint64_t> kb(nk, nk2);
+    cub::DoubleBuffer<int64_t> ib(ni, ni2);
+    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+      return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_new, 0, packed ? 2 * D + 6 : 2 * D, s);
+    }));
+    if (!packed) {
+      node_levels_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nl, ib.Current(), n_new, kb.Current());
+      SP_LAUNCH_CHECK(ctx, "rdx_points update: node levels kernel");
+      RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+        return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_new, 0, 6, s);
+      }));
+    }
+    order = ib.Current();
+  }
+  /* memory the index keeps; freed again on any failure before the swap */
+  rdx_sp_nodes nodes;
+  memset(&nodes, 0, sizeof nodes);
+  rdx_sp_pool np;
+  memset(&np, 0, sizeof np);
+  uint64_t *nslot = nullptr;
+  int64_t nslot_cap = pts->slot_cap;
+  rdx_status st = rdx_sp_nodes_alloc(ctx, n_new, RDX_DEVICE, &nodes);
+  int64_t need = sbase + ns;
+  if (st == RDX_OK && need > pts->pool.cap)
+    st = rdx_sp_pool_alloc(ctx, need + need / 2 + 1024, pts->f64, pts->key64 ? 8 : 4, &np);
+  int64_t need_ids = (int64_t)(b->op == RDX_SP_INSERT ? b->first_id + (uint64_t)m : pts->id_end);
+  if (st == RDX_OK && need_ids > pts->slot_cap) {
+    nslot_cap = need_ids + need_ids / 2 + 64;
+    st = rdx_mem_alloc(ctx, "rdx_points: id map", (void **)&nslot, (size_t)nslot_cap * 8, RDX_DEVICE);
+  }
+  if (st != RDX_OK) {
+    rdx_sp_nodes_free(ctx, &nodes);
+    rdx_sp_pool_free(ctx, &np);
+    return st;
+  }
+  double t2 = rdx_now_ms();
+
+  /* 4: commit; only device errors can fail from here on */
+  if (np.block) {
+    size_t es = pts->f64 ? 8 : 4, u = (size_t)used, kb = pts->key64 ? 8 : 4;
+    RDX_CUDA(ctx, cudaMemcpyAsync(np.x, pts->pool.x, u * es, cudaMemcpyDeviceToDevice, s), fn);
+    RDX_CUDA(ctx, cudaMemcpyAsync(np.y, pts->pool.y, u * es, cudaMemcpyDeviceToDevice, s), fn);
+    RDX_CUDA(ctx, cudaMemcpyAsync(np.id, pts->pool.id, u * 8, cudaMemcpyDeviceToDevice, s), fn);
+    RDX_CUDA(ctx, cudaMemcpyAsync(np.key, pts->pool.key, u * kb, cudaMemcpyDeviceToDevice, s), fn);
+    RDX_CUDA(ctx, cudaStreamSynchronize(s), fn);
+    rdx_sp_pool_free(ctx, &pts->pool);
+    pts->pool = np;
+    pool = pool_of(pts, &pts->pool);
+  }
+  if (nslot) {
+    RDX_CUDA(ctx, cudaMemcpyAsync(nslot, pts->slot, (size_t)pts->slot_cap * 8, cudaMemcpyDeviceToDevice, s), fn);
+    fill_none_kernel<<<blocks_for(nslot_cap - pts->slot_cap, 256), 256, 0, s>>>(nslot, pts->slot_cap, nslot_cap);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: id map kernel");
+    RDX_CUDA(ctx, cudaStreamSynchronize(s), fn);
+    rdx_mem_free(ctx, pts->slot);
+    pts->slot = nslot;
+    pts->slot_cap = nslot_cap;
+  }
+  const rdx_sp_nodes &N = pts->nodes;
+  const unsigned gm = blocks_for(m, 256);
+  commit_rows_kernel<<<gm, 256, 0, s>>>(N, P, R, m, pool, pts->slot, hstart, lowc, holes);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: commit rows kernel");
+  keep_incoming_kernel<<<gm, 256, 0, s>>>(N, P, R, m, pool, pts->slot, hstart, lowc, holes);
+  if (T.tails)
+    keep_tail_kernel<<<blocks_for((int64_t)T.tails * QB, QB), QB, 0, s>>>(N, P, (int64_t)T.tails, pool, pts->slot, gone,
+                                                                          hstart, holes);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: keep kernels");
+  qdst d;
+  memset(&d, 0, sizeof d);
+  d.kind = H_EXT, d.pool = pool, d.used = used, d.slot = pts->slot;
+  rows_to_homes_kernel<<<gm, 256, 0, s>>>(P, R, m, d);
+  if (T.gathers)
+    stayers_kernel<<<blocks_for((int64_t)T.gathers * QB, QB), QB, 0, s>>>(N, P, (int64_t)T.gathers, pool, touched, d);
+  if (ns) split_place_kernel<<<blocks_for(ns, 256), 256, 0, s>>>(perm, ns, sx, sy, sid, scode, pool, sbase, pts->slot);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: extent kernels");
+  node_put_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nl, order, n_new, nodes);
+  node_link_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nodes, &P.tot->bad);
+  check_fill_kernel<<<blocks_for(5 * nn, 256), 256, 0, s>>>(P, 5 * nn, &P.tot->bad);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: node kernels");
+  unsigned long long bad3 = 0;
+  st = to_host(ctx, &bad3, &P.tot->bad, 1, fn);
+  if (st == RDX_OK && bad3)
+    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the new tree is inconsistent (check %llu)", fn, bad3);
+  if (st != RDX_OK) {
+    rdx_sp_nodes_free(ctx, &nodes);
+    return st;
+  }
+  rdx_sp_nodes_free(ctx, &pts->nodes);
+  pts->nodes = nodes;
+  pts->host_stale = 1;
+  pts->pool.used = need;
+  rdx_sp_stats *S = &pts->stats;
+  S->splits = (int64_t)T.splits, S->merges = (int64_t)T.merges, S->relocated = (int64_t)T.relocated;
+  S->new_leaves = (int64_t)T.new_leaves;
+  f->n_inplace = (int64_t)T.inplace;
+  *live = (int64_t)T.live;
+  double t3 = rdx_now_ms();
+  S->phase_ms[0] = t1 - t0, S->phase_ms[1] = t2 - t1, S->phase_ms[2] = t3 - t2, S->phase_ms[3] = 0;
+  mm.settle();
+  return RDX_OK;
+}
