@@ -8,8 +8,9 @@
  *     or (5 v + 1 + q) a missing quadrant q of internal node v. A move that stays in its leaf is
  *     in place; the others count out of the old leaf and into the target (atomics, whose return
  *     value is the row's rank there). Nothing of the index is written.
- *  2. plan_kernel, one block (Node-Partitioning and Node-Merging): new counts bottom-up, then the
- *     structure top-down with the rule of a fresh build (leaf iff count <= capacity or at max
+ *  2. Plan, one thread per node (Node-Partitioning and Node-Merging): new counts (each node's
+ *     change added up its ancestors, warp-aggregated), then the structure, each node looking up
+ *     its ancestors, with the rule of a fresh build (leaf iff count <= capacity or at max
  *     depth; an empty quadrant is no node). Each point's destination is a *home*, named by a
  *     target: KEEP (a leaf repaired in place), EXT (a relocated leaf, a merged subtree or a new
  *     quadrant: a fresh extent with spare room at the pool's end) or SPLIT (an overfull leaf or
@@ -34,7 +35,6 @@ using namespace rdx_sp;
 
 enum { R_INPLACE = 0, R_MOVE = 1, R_ERASE = 2, R_INSERT = 3 };
 enum { H_NONE = 0, H_KEEP = 1, H_EXT = 2, H_SPLIT = 3 };
-enum { IN_FREE = -1, IN_DEAD = -2 }; /* a node's state handed down by its parent (else: a home) */
 
 #define QB 128 /* threads per block of the per-leaf kernels */
 
@@ -46,9 +46,10 @@ struct qnode {
 };
 
 /* A split group: home t, a cell at (level, key) holding `count` points at sbase of the split
- * scratch; after the sort its points are [first, first + count) and its subtree has n_nodes. */
+ * scratch; its subtree's nodes go to [nbase, nbase + n_nodes) of the split node list (a bound;
+ * unused entries have level -1). */
 struct qgroup {
-  int64_t t, count, sbase, first, n_nodes;
+  int64_t t, count, sbase, n_nodes, nbase;
   uint64_t key;
   int32_t level;
 };
@@ -58,7 +59,7 @@ struct qtot {
   unsigned long long bad;   /* 1: a bad id (check_ids finds which); 2: a point without a leaf */
   unsigned long long ext;   /* pool slots of EXT extents */
   unsigned long long s;     /* split points */
-  unsigned long long groups, nodes, gathers, tails, inplace;
+  unsigned long long groups, nodes, gathers, tails, inplace, subnodes, subused;
   unsigned long long splits, merges, relocated, new_leaves, live, root;
 };
 
@@ -76,7 +77,6 @@ struct qplan {
   unsigned long long *cin;  /* [5 nn] incoming per target */
   unsigned long long *cout; /* [nn] removals per leaf */
   int64_t *cnt;             /* [nn] new count */
-  int64_t *inst;            /* [nn] IN_FREE, IN_DEAD or the home of the merge it lies in */
   int64_t *home;            /* [5 nn] the home of points arriving at a target (-1: none) */
   uint8_t *hkind;           /* [5 nn] H_* of a home */
   int64_t *hbase;           /* [5 nn] KEEP: leaf's first slot; EXT: offset past pool.used; SPLIT: scratch offset */
@@ -158,10 +158,14 @@ __device__ void home_ext(const qplan &P, int64_t t, uint64_t key, int level, int
   push_node(P, key, level, 1, c, used + off, room);
 }
 
-/* Home t is split: its points are gathered and built into a subtree (split_*). */
-__device__ void home_split(const qplan &P, int64_t t, uint64_t key, int level, int64_t c) {
+/* Home t is split: its points are gathered and built into a subtree (split_tree_kernel) in a
+ * node region of n_nodes entries, a bound: each level below holds at most c / (cap + 1)
+ * internal nodes, each with at most 4 children. */
+__device__ void home_split(const qplan &P, int64_t t, uint64_t key, int level, int64_t c, int D, int64_t cap) {
   qgroup g;
-  g.t = t, g.count = c, g.key = key, g.level = level, g.first = 0, g.n_nodes = 0;
+  g.t = t, g.count = c, g.key = key, g.level = level;
+  g.n_nodes = 1 + 4 * (int64_t)(D - level) * (c / (cap + 1));
+  g.nbase = (int64_t)atomicAdd(&P.tot->subnodes, (unsigned long long)g.n_nodes);
   g.sbase = (int64_t)atomicAdd(&P.tot->s, (unsigned long long)c);
   P.hkind[t] = H_SPLIT, P.hbase[t] = g.sbase, P.hcount[t] = c;
   P.groups[atomicAdd(&P.tot->groups, 1ull)] = g;
@@ -169,89 +173,103 @@ __device__ void home_split(const qplan &P, int64_t t, uint64_t key, int level, i
   atomicAdd(&P.tot->live, (unsigned long long)c);
 }
 
-/* One block: levels bottom-up for the counts, then top-down for the structure. Nodes are in BFS
- * order, so each level is a contiguous range, found by binary search on the levels. */
-__global__ void __launch_bounds__(1024) plan_kernel(rdx_sp_nodes N, qplan P, int64_t cap, int D, int64_t used) {
-  __shared__ int64_t lo[RDX_SP_MAX_QT_DEPTH + 3];
-  const int64_t nn = P.nn;
-  const int maxl = N.level[nn - 1];
-  if (threadIdx.x <= (unsigned)maxl + 1) {
-    int64_t a = 0, b = nn;
-    while (a < b) {
-      int64_t mid = a + (b - a) / 2;
-      if (N.level[mid] < (int)threadIdx.x) a = mid + 1;
-      else b = mid;
-    }
-    lo[threadIdx.x] = a;
+/* Parents of the old nodes (the root's is -1). */
+__global__ void parent_kernel(rdx_sp_nodes N, int64_t *parent) {
+  SP_FOR(u, N.n) {
+    if (u == 0) parent[0] = -1;
+    if (!N.leaf[u])
+      for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) parent[c] = u;
   }
-  __syncthreads();
-  for (int l = maxl; l >= 0; l--) {
-    for (int64_t u = lo[l] + threadIdx.x; u < lo[l + 1]; u += blockDim.x) {
-      int64_t c = 0;
-      if (N.leaf[u]) {
-        c = N.len[u] - (int64_t)P.cout[u] + (int64_t)P.cin[5 * u];
+}
+
+/* New counts: every node's own change (a leaf's incoming minus removals; an internal node's
+ * points arriving in missing quadrants) added to it and its ancestors. Siblings are contiguous
+ * in BFS order, so a warp's nodes share most ancestors: each step up, lanes with the same
+ * ancestor add once, by their leader. */
+__global__ void count_kernel(rdx_sp_nodes N, qplan P, const int64_t *parent, unsigned long long *acc) {
+  const unsigned FULL = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t base = (int64_t)blockIdx.x * blockDim.x; base < N.n; base += stride) {
+    int64_t u = base + threadIdx.x;
+    long long d = 0;
+    if (u < N.n) {
+      if (N.leaf[u]) d = (long long)P.cin[5 * u] - (long long)P.cout[u];
+      else
+        for (int q = 1; q < 5; q++) d += (long long)P.cin[5 * u + q];
+    }
+    int64_t a = u < N.n && d != 0 ? u : -1;
+    while (__any_sync(FULL, a >= 0)) {
+      long long sum = 0;
+      int leader = a >= 0;
+      for (int j = 0; j < 32; j++) {
+        int64_t aj = __shfl_sync(FULL, a, j);
+        long long dj = __shfl_sync(FULL, d, j);
+        if (a >= 0 && aj == a) {
+          sum += dj;
+          if (j < lane) leader = 0;
+        }
+      }
+      if (leader) atomicAdd(&acc[a], (unsigned long long)sum);
+      d = sum;
+      a = leader ? parent[a] : -1;
+    }
+  }
+}
+
+__global__ void new_count_kernel(rdx_sp_nodes N, qplan P, const unsigned long long *acc) {
+  SP_FOR(u, N.n) {
+    const int64_t c = N.count[u] + (long long)acc[u];
+    P.cnt[u] = c;
+    if (u == 0) P.tot->root = (unsigned long long)c;
+  }
+}
+/* The structure, one thread per old node, top-down by looking up: a node inside a subtree whose
+ * top becomes a leaf is merged into it (its points go to that top's home); an empty node other
+ * than the root is no node; the others are decided by their own new count. */
+__global__ void decide_kernel(rdx_sp_nodes N, qplan P, const int64_t *parent, int64_t cap, int D, int64_t used) {
+  SP_FOR(u, N.n) {
+    const int64_t t = 5 * u, c = P.cnt[u], f = N.fpos[u], n = N.len[u];
+    const int leaf = N.leaf[u], l = N.level[u];
+    const uint64_t key = N.key[u];
+    int64_t r = -1; /* the topmost ancestor that becomes a leaf */
+    for (int64_t a = parent[u]; a >= 0; a = parent[a])
+      if (P.cnt[a] <= cap || (int)N.level[a] >= D) r = a;
+    for (int q = 0; q < 5; q++) P.home[t + q] = -1;
+    if (c == 0 && u != 0) continue; /* no points here: no node */
+    if (r >= 0) { /* inside a merged subtree: everything goes to the merge's extent */
+      for (int q = 0; q < 5; q++) P.home[t + q] = 5 * r;
+      if (leaf && n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
+    } else if (leaf) {
+      P.home[t] = t;
+      if (c > cap && l < D) {
+        home_split(P, t, key, l, c, D, cap);
+        if (n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
+      } else if (c <= N.room[u]) {
+        P.hkind[t] = H_KEEP, P.hbase[t] = f, P.hcount[t] = c;
+        atomicAdd(&P.tot->live, (unsigned long long)N.room[u]);
+        push_node(P, key, l, 1, c, f, N.room[u]);
+        if ((int64_t)P.cin[t] < (int64_t)P.cout[u]) P.tails[atomicAdd(&P.tot->tails, 1ull)] = u;
       } else {
-        for (int64_t ch = N.fpos[u]; ch < N.fpos[u] + N.len[u]; ch++) c += P.cnt[ch];
-        for (int q = 0; q < 4; q++) c += (int64_t)P.cin[5 * u + 1 + q];
-      }
-      P.cnt[u] = c;
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    P.inst[0] = IN_FREE;
-    P.tot->root = (unsigned long long)P.cnt[0];
-  }
-  __syncthreads();
-  for (int l = 0; l <= maxl; l++) {
-    for (int64_t u = lo[l] + threadIdx.x; u < lo[l + 1]; u += blockDim.x) {
-      const int64_t t = 5 * u, r = P.inst[u], c = P.cnt[u], f = N.fpos[u], n = N.len[u];
-      const int leaf = N.leaf[u];
-      const uint64_t key = N.key[u];
-      int64_t down = IN_DEAD; /* what the children get */
-      for (int q = 0; q < 5; q++) P.home[t + q] = -1;
-      if (r == IN_DEAD || (r == IN_FREE && c == 0 && u != 0)) {
-        /* no points here: no node */
-      } else if (r >= 0) { /* inside a merged subtree: everything goes to the merge's extent */
-        for (int q = 0; q < 5; q++) P.home[t + q] = r;
-        down = r;
-        if (leaf && n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
-      } else if (leaf) {
-        P.home[t] = t;
-        if (c > cap && l < D) {
-          home_split(P, t, key, l, c);
-          if (n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
-        } else if (c <= N.room[u]) {
-          P.hkind[t] = H_KEEP, P.hbase[t] = f, P.hcount[t] = c;
-          atomicAdd(&P.tot->live, (unsigned long long)N.room[u]);
-          push_node(P, key, l, 1, c, f, N.room[u]);
-          if ((int64_t)P.cin[t] < (int64_t)P.cout[u]) P.tails[atomicAdd(&P.tot->tails, 1ull)] = u;
-        } else {
-          atomicAdd(&P.tot->relocated, 1ull);
-          home_ext(P, t, key, l, c, used);
-          if (n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
-        }
-      } else if (c <= cap || l >= D) { /* merge: the subtree and its incoming become one leaf */
-        atomicAdd(&P.tot->merges, 1ull);
-        for (int q = 0; q < 5; q++) P.home[t + q] = t;
+        atomicAdd(&P.tot->relocated, 1ull);
         home_ext(P, t, key, l, c, used);
-        down = t;
-      } else { /* stays internal; points arriving in missing quadrants materialise them */
-        push_node(P, key, l, 0, c, 0, 0);
-        down = IN_FREE;
-        for (int q = 0; q < 4; q++) {
-          int64_t k = (int64_t)P.cin[t + 1 + q];
-          if (k == 0) continue;
-          P.home[t + 1 + q] = t + 1 + q;
-          atomicAdd(&P.tot->new_leaves, 1ull);
-          if (k <= cap || l + 1 >= D) home_ext(P, t + 1 + q, 4 * key + (uint64_t)q, l + 1, k, used);
-          else home_split(P, t + 1 + q, 4 * key + (uint64_t)q, l + 1, k);
-        }
+        if (n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
       }
-      if (!leaf)
-        for (int64_t ch = f; ch < f + n; ch++) P.inst[ch] = down;
+    } else if (c <= cap || l >= D) { /* merge: the subtree and its incoming become one leaf */
+      atomicAdd(&P.tot->merges, 1ull);
+      for (int q = 0; q < 5; q++) P.home[t + q] = t;
+      home_ext(P, t, key, l, c, used);
+    } else { /* stays internal; points arriving in missing quadrants materialise them */
+      push_node(P, key, l, 0, c, 0, 0);
+      for (int q = 0; q < 4; q++) {
+        int64_t k = (int64_t)P.cin[t + 1 + q];
+        if (k == 0) continue;
+        P.home[t + 1 + q] = t + 1 + q;
+        atomicAdd(&P.tot->new_leaves, 1ull);
+        if (k <= cap || l + 1 >= D) home_ext(P, t + 1 + q, 4 * key + (uint64_t)q, l + 1, k, used);
+        else home_split(P, t + 1 + q, 4 * key + (uint64_t)q, l + 1, k, D, cap);
+      }
     }
-    __syncthreads();
   }
 }
 
@@ -327,7 +345,7 @@ __global__ void __launch_bounds__(QB) stayers_kernel(rdx_sp_nodes N, qplan P, in
   }
 }
 
-__device__ int64_t lower_bound_code(const uint64_t *k, int64_t lo, int64_t hi, uint64_t v) {
+__device__ __forceinline__ int64_t lower_bound_code(const uint64_t *k, int64_t lo, int64_t hi, uint64_t v) {
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
     if (k[mid] < v) lo = mid + 1;
@@ -336,57 +354,57 @@ __device__ int64_t lower_bound_code(const uint64_t *k, int64_t lo, int64_t hi, u
   return lo;
 }
 
-/* Depth-first walk of a group's subtree over its sorted codes with the build's split rule
- * (rdx_sp_qt_quadrants): counts the nodes, and writes them when out != NULL (leaf fpos: `base`
- * plus the leaf's first position among the sorted split points). BFS order comes later. */
-__device__ int64_t group_walk(const qgroup &G, const uint64_t *keys, int D, int64_t cap, qnode *out, int64_t base) {
-  struct item {
-    int64_t a, e;
-    uint64_t key;
-    int level;
-  } st[3 * RDX_SP_MAX_QT_DEPTH + 4];
-  int top = 0;
-  int64_t n = 0;
-  st[top++] = item{G.first, G.first + G.count, G.key, G.level};
-  while (top > 0) {
-    item it = st[--top];
-    int64_t b[5];
-    int leaf = rdx_sp_qt_quadrants(keys, it.a, it.e, it.key, it.level, D, cap, b);
-    if (out) {
-      qnode q;
-      q.key = it.key, q.level = it.level, q.leaf = leaf, q.count = it.e - it.a;
-      q.len = leaf ? it.e - it.a : 0, q.fpos = leaf ? base + it.a : 0, q.room = q.len;
-      out[n] = q;
+/* One block per split group: its range among the sorted split codes (its cell's code range),
+ * then its subtree breadth first with the build's split rule (rdx_sp_qt_quadrants), its node
+ * region serving as the queue (a node's fpos holds its first code while it waits). Leaf fpos:
+ * `base` plus the leaf's first position among the sorted split points. */
+__global__ void split_tree_kernel(const qgroup *groups, int64_t ng, const uint64_t *keys, int64_t ns, int D, int64_t cap,
+                                  qnode *out, int64_t base, qtot *tot) {
+  __shared__ int64_t head, tail, next;
+  for (int64_t g = blockIdx.x; g < ng; g += gridDim.x) {
+    const qgroup G = groups[g];
+    qnode *reg = out + G.nbase;
+    if (threadIdx.x == 0) {
+      int sh = 2 * (D - G.level);
+      int64_t a = lower_bound_code(keys, 0, ns, G.key << sh);
+      int64_t e = lower_bound_code(keys, a, ns, (G.key + 1) << sh);
+      if (e - a != G.count) atomicOr(&tot->bad, 2ull);
+      qnode r;
+      r.key = G.key, r.level = G.level, r.leaf = 0, r.count = e - a, r.fpos = a, r.len = 0, r.room = 0;
+      reg[0] = r;
+      head = 0, tail = 1, next = 1;
     }
-    n++;
-    if (!leaf)
-      for (int q = 3; q >= 0; q--)
-        if (b[q + 1] > b[q]) st[top++] = item{b[q], b[q + 1], 4 * it.key + (uint64_t)q, it.level + 1};
-  }
-  return n;
-}
-
-/* Per group: its range among the sorted split codes (its cell's code range) and node count. */
-__global__ void group_count_kernel(qgroup *groups, int64_t ng, const uint64_t *keys, int64_t ns, int D, int64_t cap,
-                                   int64_t *n_nodes, unsigned long long *bad) {
-  SP_FOR(g, ng) {
-    qgroup G = groups[g];
-    int sh = 2 * (D - G.level);
-    int64_t a = lower_bound_code(keys, 0, ns, G.key << sh);
-    int64_t e = G.key + 1 == (1ull << (2 * G.level)) ? ns : lower_bound_code(keys, a, ns, (G.key + 1) << sh);
-    if (e - a != G.count) {
-      atomicOr(bad, 2ull);
-      n_nodes[g] = 0;
-      continue;
+    __syncthreads();
+    while (head < tail) {
+      for (int64_t i = head + threadIdx.x; i < tail; i += blockDim.x) {
+        qnode nd = reg[i];
+        int64_t b[5], a = nd.fpos;
+        if (rdx_sp_qt_quadrants(keys, a, a + nd.count, nd.key, nd.level, D, cap, b)) {
+          nd.leaf = 1, nd.len = nd.count, nd.room = nd.count, nd.fpos = base + a;
+        } else {
+          nd.leaf = 0, nd.len = 0, nd.room = 0, nd.fpos = 0;
+          for (int q = 0; q < 4; q++) {
+            if (b[q + 1] == b[q]) continue;
+            int64_t j = (int64_t)atomicAdd((unsigned long long *)&next, 1ull);
+            if (j >= G.n_nodes) { /* the bound is a theorem; say so if it ever fails */
+              atomicOr(&tot->bad, 16ull);
+              continue;
+            }
+            qnode c;
+            c.key = 4 * nd.key + (uint64_t)q, c.level = nd.level + 1, c.leaf = 0, c.count = b[q + 1] - b[q];
+            c.fpos = b[q], c.len = 0, c.room = 0;
+            reg[j] = c;
+          }
+        }
+        reg[i] = nd;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) head = tail, tail = next < G.n_nodes ? next : G.n_nodes;
+      __syncthreads();
     }
-    groups[g].first = G.first = a;
-    n_nodes[g] = group_walk(G, keys, D, cap, nullptr, 0);
+    if (threadIdx.x == 0) atomicAdd(&tot->subused, (unsigned long long)tail);
+    __syncthreads();
   }
-}
-
-__global__ void group_write_kernel(const qgroup *groups, int64_t ng, const uint64_t *keys, int D, int64_t cap,
-                                   const int64_t *offset, qnode *out, int64_t base) {
-  SP_FOR(g, ng) group_walk(groups[g], keys, D, cap, out + offset[g], base);
 }
 
 /* ---- 4. commit ---- */
@@ -474,12 +492,13 @@ __global__ void check_fill_kernel(qplan P, int64_t nt, unsigned long long *bad) 
  * (a second, stable sort by level follows). */
 __global__ void node_keys_kernel(const qnode *nl, int64_t n, int packed, int D, uint64_t *k, int64_t *idx) {
   SP_FOR(i, n) {
-    k[i] = packed ? ((uint64_t)nl[i].level << (2 * D)) | nl[i].key : nl[i].key;
+    qnode q = nl[i];
+    k[i] = q.level < 0 ? ~0ull : packed ? ((uint64_t)q.level << (2 * D)) | q.key : q.key;
     idx[i] = i;
   }
 }
 __global__ void node_levels_kernel(const qnode *nl, const int64_t *idx, int64_t n, uint64_t *k) {
-  SP_FOR(i, n) k[i] = (uint64_t)nl[idx[i]].level;
+  SP_FOR(i, n) k[i] = nl[idx[i]].level < 0 ? 63 : (uint64_t)nl[idx[i]].level;
 }
 
 __global__ void node_put_kernel(const qnode *nl, const int64_t *idx, int64_t n, rdx_sp_nodes out) {
@@ -532,6 +551,7 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   const int D = pts->depth;
   f->bad_row = -1;
   double t0 = rdx_now_ms();
+  rdx_trace(ctx, "qt update: start");
 
   /* 1-2: classify and plan (scratch only) */
   qplan P;
@@ -546,7 +566,10 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   RDX_CHECK(mm.get(&P.hfill, (size_t)(5 * nn), fn));
   RDX_CHECK(mm.get(&P.tot, 1, fn));
   RDX_CHECK(mm.get(&P.cnt, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&P.inst, (size_t)nn, fn));
+  int64_t *parent;
+  unsigned long long *acc;
+  RDX_CHECK(mm.get(&parent, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&acc, (size_t)nn, fn));
   RDX_CHECK(mm.get(&P.home, (size_t)(5 * nn), fn));
   RDX_CHECK(mm.get(&P.hkind, (size_t)(5 * nn), fn));
   RDX_CHECK(mm.get(&P.hbase, (size_t)(5 * nn), fn));
@@ -569,13 +592,21 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   RDX_CUDA(ctx, cudaMemsetAsync(P.hfill, 0, (size_t)(5 * nn) * 8, s), fn);
   RDX_CUDA(ctx, cudaMemsetAsync(P.hkind, 0, (size_t)(5 * nn), s), fn);
   RDX_CUDA(ctx, cudaMemsetAsync(P.tot, 0, sizeof(qtot), s), fn);
+  RDX_CUDA(ctx, cudaMemsetAsync(acc, 0, (size_t)nn * 8, s), fn);
+  rdx_trace(ctx, "qt update: scratch");
   rdx_sp_view v = rdx_sp_view_of(pts);
   dpool pool = pool_of(pts, &pts->pool);
   classify_kernel<<<blocks_for(m, 256), 256, 0, s>>>(v, pool, pts->slot, b->op, b->ids, b->ids64, b->xy, pts->f64, m,
                                                      b->first_id, pts->id_end, touched, gone, P, R);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: classify kernel");
-  plan_kernel<<<1, 1024, 0, s>>>(pts->nodes, P, cap, D, used);
-  SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernel");
+  rdx_trace(ctx, "qt update: classify");
+  const unsigned gn = blocks_for(nn, 256);
+  parent_kernel<<<gn, 256, 0, s>>>(pts->nodes, parent);
+  count_kernel<<<gn, 256, 0, s>>>(pts->nodes, P, parent, acc);
+  new_count_kernel<<<gn, 256, 0, s>>>(pts->nodes, P, acc);
+  decide_kernel<<<gn, 256, 0, s>>>(pts->nodes, P, parent, cap, D, used);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
+  rdx_trace(ctx, "qt update: plan");
   qtot T;
   RDX_CHECK(to_host(ctx, &T, P.tot, 1, fn));
   if (T.bad & 1) return check_ids(ctx, pts, b, mm, f); /* sets f->bad_row */
@@ -587,21 +618,25 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   const int64_t n_ext = (int64_t)T.ext, ns = (int64_t)T.s, ng = (int64_t)T.groups, n_base = (int64_t)T.nodes;
   double t1 = rdx_now_ms();
 
-  /* 3: split groups (scratch only), then every allocation */
+  /* 3: split groups (scratch only), then every allocation. The node list holds the plan's nodes
+   * and the split groups' node regions (bounds; unused entries sort last). */
+  const int64_t n_sort = n_base + (int64_t)T.subnodes, sbase = used + n_ext;
+  qnode *nl;
+  RDX_CHECK(mm.get(&nl, (size_t)n_sort, fn));
+  RDX_CUDA(ctx, cudaMemcpyAsync(nl, P.tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
   double *sx = nullptr, *sy = nullptr;
-  uint64_t *sid = nullptr, *scode = nullptr, *sorted = nullptr;
-  int64_t *perm = nullptr, *goff = nullptr, n_sub = 0;
+  uint64_t *sid = nullptr, *scode = nullptr;
+  int64_t *perm = nullptr, n_new = n_base;
   if (ng > 0) {
-    uint64_t *k2;
-    int64_t *p1, *p2;
+    uint64_t *sorted;
+    int64_t *p1;
     RDX_CHECK(mm.get(&sx, (size_t)ns, fn));
     RDX_CHECK(mm.get(&sy, (size_t)ns, fn));
     RDX_CHECK(mm.get(&sid, (size_t)ns, fn));
     RDX_CHECK(mm.get(&scode, (size_t)ns, fn));
-    RDX_CHECK(mm.get(&k2, (size_t)ns, fn));
+    RDX_CHECK(mm.get(&sorted, (size_t)ns, fn));
     RDX_CHECK(mm.get(&p1, (size_t)ns, fn));
-    RDX_CHECK(mm.get(&p2, (size_t)ns, fn));
-    RDX_CHECK(mm.get(&goff, (size_t)ng + 1, fn));
+    RDX_CHECK(mm.get(&perm, (size_t)ns, fn));
     qdst d;
     memset(&d, 0, sizeof d);
     d.kind = H_SPLIT, d.sx = sx, d.sy = sy, d.sid = sid, d.scode = scode;
@@ -609,65 +644,53 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
     if (T.gathers)
       stayers_kernel<<<blocks_for((int64_t)T.gathers * QB, QB), QB, 0, s>>>(pts->nodes, P, (int64_t)T.gathers, pool,
                                                                              touched, d);
-    SP_LAUNCH_CHECK(ctx, "rdx_points update: split gather kernels");
     iota_kernel<<<blocks_for(ns, 256), 256, 0, s>>>(p1, ns);
-    SP_LAUNCH_CHECK(ctx, "rdx_points update: iota kernel");
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: split gather kernels");
+    rdx_trace(ctx, "qt update: split gather");
     RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-      return cub::DeviceRadixSort::SortPairs(tmp, bytes, scode, k2, p1, p2, ns, 0, 2 * D, s);
+      return cub::DeviceRadixSort::SortPairs(tmp, bytes, scode, sorted, p1, perm, ns, 0, 2 * D, s);
     }));
-    sorted = k2, perm = p2;
-    int64_t *gn;
-    RDX_CHECK(mm.get(&gn, (size_t)ng + 1, fn));
-    RDX_CUDA(ctx, cudaMemsetAsync(gn + ng, 0, 8, s), fn);
-    group_count_kernel<<<blocks_for(ng, 64), 64, 0, s>>>(P.groups, ng, sorted, ns, D, cap, gn, &P.tot->bad);
-    SP_LAUNCH_CHECK(ctx, "rdx_points update: split count kernel");
-    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, gn, goff, ng + 1, s); }));
-    unsigned long long bad2 = 0;
-    RDX_CHECK(to_host(ctx, &n_sub, goff + ng, 1, fn));
-    RDX_CHECK(to_host(ctx, &bad2, &P.tot->bad, 1, fn));
-    if (bad2) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a split group's points do not match its count", fn);
+    rdx_trace(ctx, "qt update: split sort");
+    RDX_CUDA(ctx, cudaMemsetAsync(nl + n_base, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
+    split_tree_kernel<<<blocks_for(ng * 128, 128), 128, 0, s>>>(P.groups, ng, sorted, ns, D, cap, nl + n_base, sbase, P.tot);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: split tree kernel");
+    RDX_CHECK(to_host(ctx, &T, P.tot, 1, fn));
+    rdx_trace(ctx, "qt update: split trees");
+    if (T.bad) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: split groups (check %llu)", fn, T.bad);
+    n_new = n_base + (int64_t)T.subused;
   }
-  const int64_t n_new = n_base + n_sub;
-  qnode *nl;
   uint64_t *nk, *nk2;
   int64_t *ni, *ni2, *hstart, *holes;
   unsigned long long *lowc;
-  RDX_CHECK(mm.get(&nl, (size_t)n_new, fn));
-  RDX_CHECK(mm.get(&nk, (size_t)n_new, fn));
-  RDX_CHECK(mm.get(&nk2, (size_t)n_new, fn));
-  RDX_CHECK(mm.get(&ni, (size_t)n_new, fn));
-  RDX_CHECK(mm.get(&ni2, (size_t)n_new, fn));
+  RDX_CHECK(mm.get(&nk, (size_t)n_sort, fn));
+  RDX_CHECK(mm.get(&nk2, (size_t)n_sort, fn));
+  RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
+  RDX_CHECK(mm.get(&ni2, (size_t)n_sort, fn));
   RDX_CHECK(mm.get(&hstart, (size_t)nn + 1, fn));
   RDX_CHECK(mm.get(&holes, (size_t)m, fn));
   RDX_CHECK(mm.get(&lowc, (size_t)nn, fn));
   RDX_CUDA(ctx, cudaMemsetAsync(lowc, 0, (size_t)nn * 8, s), fn);
   RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, P.cout, hstart, nn, s); }));
-  /* the nodes sort now: it reads only scratch */
-  RDX_CUDA(ctx, cudaMemcpyAsync(nl, P.tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
-  const int64_t sbase = used + n_ext;
-  if (ng > 0) {
-    group_write_kernel<<<blocks_for(ng, 64), 64, 0, s>>>(P.groups, ng, sorted, D, cap, goff, nl + n_base, sbase);
-    SP_LAUNCH_CHECK(ctx, "rdx_points update: split nodes kernel");
-  }
   int packed = 2 * D + 6 <= 64;
-  node_keys_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nl, n_new, packed, D, nk, ni);
+  node_keys_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk, ni);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: node keys kernel");
   int64_t *order;
   {
     cub::DoubleBuffer<uint64_t> kb(nk, nk2);
     cub::DoubleBuffer<int64_t> ib(ni, ni2);
     RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-      return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_new, 0, packed ? 2 * D + 6 : 2 * D, s);
+      return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_sort, 0, packed ? 2 * D + 6 : 2 * D, s);
     }));
     if (!packed) {
-      node_levels_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nl, ib.Current(), n_new, kb.Current());
+      node_levels_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, ib.Current(), n_sort, kb.Current());
       SP_LAUNCH_CHECK(ctx, "rdx_points update: node levels kernel");
       RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-        return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_new, 0, 6, s);
+        return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_sort, 0, 6, s);
       }));
     }
     order = ib.Current();
   }
+  rdx_trace(ctx, "qt update: node sort");
   /* memory the index keeps; freed again on any failure before the swap */
   rdx_sp_nodes nodes;
   memset(&nodes, 0, sizeof nodes);
@@ -690,6 +713,7 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
     return st;
   }
   double t2 = rdx_now_ms();
+  rdx_trace(ctx, "qt update: allocations");
 
   /* 4: commit; only device errors can fail from here on */
   if (np.block) {
@@ -721,6 +745,7 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
     keep_tail_kernel<<<blocks_for((int64_t)T.tails * QB, QB), QB, 0, s>>>(N, P, (int64_t)T.tails, pool, pts->slot, gone,
                                                                           hstart, holes);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: keep kernels");
+  rdx_trace(ctx, "qt update: keep leaves");
   qdst d;
   memset(&d, 0, sizeof d);
   d.kind = H_EXT, d.pool = pool, d.used = used, d.slot = pts->slot;
@@ -729,10 +754,12 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
     stayers_kernel<<<blocks_for((int64_t)T.gathers * QB, QB), QB, 0, s>>>(N, P, (int64_t)T.gathers, pool, touched, d);
   if (ns) split_place_kernel<<<blocks_for(ns, 256), 256, 0, s>>>(perm, ns, sx, sy, sid, scode, pool, sbase, pts->slot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: extent kernels");
+  rdx_trace(ctx, "qt update: extents and split points");
   node_put_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nl, order, n_new, nodes);
   node_link_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nodes, &P.tot->bad);
   check_fill_kernel<<<blocks_for(5 * nn, 256), 256, 0, s>>>(P, 5 * nn, &P.tot->bad);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: node kernels");
+  rdx_trace(ctx, "qt update: nodes");
   unsigned long long bad3 = 0;
   st = to_host(ctx, &bad3, &P.tot->bad, 1, fn);
   if (st == RDX_OK && bad3)
