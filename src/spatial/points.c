@@ -28,7 +28,7 @@ rdx_status rdx_sp_nodes_alloc(rdx_context *ctx, int64_t n, rdx_location where, r
          o_level = align_up(o_split + 8 * un), o_leaf = align_up(o_level + un), total = align_up(o_leaf + un);
   char *b = NULL;
   RDX_CHECK(rdx_mem_alloc(ctx, "rdx_points: tree nodes", (void **)&b, total, where));
-  out->n = n;
+  out->n = out->cap = n;
   out->block = b;
   out->where = where;
   out->key = (uint64_t *)(b + o_key);
@@ -60,7 +60,7 @@ rdx_status rdx_sp_nodes_copy(rdx_context *ctx, rdx_sp_nodes *dst, const rdx_sp_n
     return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_points: node copy of %lld into %lld nodes", (long long)src->n,
                     (long long)dst->n);
   if (src->n == 0) return RDX_OK;
-  if (dst->block && src->block) /* same layout: one copy */
+  if (dst->block && src->block && dst->cap == src->n && src->cap == src->n) /* same layout: one copy */
     return rdx_copy(ctx, dst->block, dst->where, src->block, src->where, nodes_bytes(src->n));
   size_t n = (size_t)src->n; /* an alias (the CPU's host view): field by field */
   void *d[8] = {dst->key, dst->fpos, dst->len, dst->count, dst->room, dst->split, dst->level, dst->leaf};
@@ -106,7 +106,7 @@ static int64_t pool_bytes(const rdx_points *pts) {
 }
 
 int64_t rdx_sp_resident(const rdx_points *pts) {
-  int64_t b = pool_bytes(pts) + (int64_t)nodes_bytes(pts->nodes.n);
+  int64_t b = pool_bytes(pts) + (int64_t)nodes_bytes(pts->nodes.cap > pts->nodes.n ? pts->nodes.cap : pts->nodes.n);
   if (pts->host.block) b += (int64_t)nodes_bytes(pts->host.n);
   if (pts->slot) b += pts->slot_cap * 8;
   return b + (int64_t)pts->arena_bytes;
@@ -640,14 +640,15 @@ static rdx_status run_update(rdx_context *ctx, rdx_points *pts, int op, rdx_arra
   rdx_status st = RDX_OK;
   rdx_staged si = {0}, sp = {0};
   if (op != RDX_SP_INSERT) RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, ids, 1, &si), st, done);
-  if (op != RDX_SP_ERASE) {
-    RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, points, 1, &sp), st, done);
-    double box[4] = {pts->grid.x0, pts->grid.y0, pts->grid.x1, pts->grid.y1};
-    rdx_sp_scan sc;
-    RDX_CHECK_GOTO(scan_rows(ctx, fn, "points", sp.data, pts->f64, m, 2, box, -1, &sc), st, done);
-  }
   rdx_sp_batch b;
   memset(&b, 0, sizeof b);
+  double box[4] = {pts->grid.x0, pts->grid.y0, pts->grid.x1, pts->grid.y1};
+  rdx_sp_scan sc;
+  if (op != RDX_SP_ERASE) {
+    RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, points, 1, &sp), st, done);
+    b.check_xy = rdx_sp_update_checks_xy(ctx, pts); /* in the update's first kernel, not a pass of its own */
+    if (!b.check_xy) RDX_CHECK_GOTO(scan_rows(ctx, fn, "points", sp.data, pts->f64, m, 2, box, -1, &sc), st, done);
+  }
   b.op = op;
   b.m = m;
   b.ids = si.data;
@@ -655,6 +656,12 @@ static rdx_status run_update(rdx_context *ctx, rdx_points *pts, int op, rdx_arra
   b.xy = sp.data;
   b.first_id = pts->id_end;
   st = rdx_sp_update(ctx, pts, &b);
+  if (b.bad_xy) { /* the update saw a bad point and changed nothing: the scan says which */
+    rdx_clear_message(ctx);
+    st = scan_rows(ctx, fn, "points", sp.data, pts->f64, m, 2, box, -1, &sc);
+    if (st == RDX_OK) st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the update and the scan disagree on the points", fn);
+    goto done;
+  }
   if (st == RDX_OK && rdx_is_gpu(ctx)) st = rdx_cuda_sync(ctx, fn);
 done:
   rdx_array_release(ctx, &si);

@@ -47,6 +47,7 @@ extern "C" {
 
 typedef struct rdx_sp_nodes {
   int64_t n;                 /* nodes */
+  int64_t cap;               /* nodes the arrays have room for (>= n; the block's layout) */
   uint64_t *key;
   int64_t *fpos, *len, *count, *room;
   double *split;
@@ -218,8 +219,13 @@ typedef struct rdx_sp_batch {
   int ids64;                 /* ids are u64 (else u32) */
   const void *xy;            /* move/insert: m interleaved (x, y), backend memory, validated */
   uint64_t first_id;         /* insert: id of row 0 */
+  int check_xy;              /* move/insert: xy is not validated yet; the update checks it */
+  int bad_xy;                /* out: the update found a non-finite point or one outside the box */
 } rdx_sp_batch;
-rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b);
+/* Whether rdx_sp_update checks the coordinates itself (batch.check_xy may be set): the GPU
+ * quadtree path does, in the kernel that reads them anyway. */
+int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts);
+rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);
 #define RDX_SP_GROW(c) ((c) + (c) / 2 + 8)  /* room given to a relocated, merged or new leaf */
 #define RDX_SP_SLACK(c) ((c) + (c) / 4 + 4) /* room per leaf at a relayout */
 
@@ -261,6 +267,7 @@ typedef struct rdx_sp_found {
   int64_t n_i_runs;
   int64_t bad_row;           /* -1, or the first ids row that is bad: */
   int bad_what;              /* 1 not an id of the index, 2 erased, 3 repeated in the batch */
+  int bad_xy;                /* a point is non-finite or outside the box (batch.check_xy) */
   uint64_t bad_id;
 } rdx_sp_found;
 

@@ -416,7 +416,9 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
   return rdx_is_gpu(ctx) && pts->kind == RDX_POINTS_QUADTREE && !(e && strcmp(e, "plan") == 0);
 }
 
-rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b) {
+int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts) { return direct_update(ctx, pts); }
+
+rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
   const char *fn = op_name(b->op);
   const rdx_sp_backend *be = backend_of(ctx);
   int direct = direct_update(ctx, pts);
@@ -430,6 +432,10 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *
     memset(&f, 0, sizeof f);
     int64_t live = 0;
     rdx_status st = rdx_sp_qt_update_cuda(ctx, pts, b, &f, &live);
+    if (st == RDX_OK && f.bad_xy) {
+      b->bad_xy = 1; /* the caller words it */
+      st = RDX_ERR_INVALID_ARGUMENT;
+    }
     if (st == RDX_OK && f.bad_row >= 0) st = bad_ids(ctx, b, &f);
     if (st != RDX_OK) {
       pts->stats = keep;

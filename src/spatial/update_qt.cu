@@ -56,7 +56,8 @@ struct qgroup {
 
 /* Totals the host reads after the plan (one copy). */
 struct qtot {
-  unsigned long long bad;   /* 1: a bad id (check_ids finds which); 2: a point without a leaf */
+  unsigned long long bad;   /* 1: a bad id (check_ids finds which); 4: a bad point (the caller's scan
+                               finds which); 2, 8, 16, 32: internal checks */
   unsigned long long ext;   /* pool slots of EXT extents */
   unsigned long long s;     /* split points */
   unsigned long long groups, nodes, gathers, tails, inplace, subnodes, subused;
@@ -95,7 +96,7 @@ __device__ __forceinline__ int bit_get(const uint32_t *b, int64_t s) { return (b
 
 __global__ void classify_kernel(rdx_sp_view v, dpool pool, const uint64_t *slot, int op, const void *ids, int ids64,
                                 const void *xy, int f64, int64_t m, uint64_t first_id, uint64_t id_end, uint32_t *touched,
-                                uint32_t *gone, qplan P, qrows R) {
+                                uint32_t *gone, int check_xy, qplan P, qrows R) {
   SP_FOR(i, m) {
     uint64_t id = op == RDX_SP_INSERT ? first_id + (uint64_t)i : id_at(ids, ids64, i);
     int64_t s = -1, old = -1;
@@ -123,6 +124,10 @@ __global__ void classify_kernel(rdx_sp_view v, dpool pool, const uint64_t *slot,
     double x = 0, y = 0;
     if (cls != R_ERASE) {
       x = rdx_sp_at(xy, 2 * i, f64), y = rdx_sp_at(xy, 2 * i + 1, f64);
+      if (check_xy && !(x >= v.g.x0 && x <= v.g.x1 && y >= v.g.y0 && y <= v.g.y1)) { /* NaN fails too */
+        atomicOr(&P.tot->bad, 4ull);
+        continue;
+      }
       code = rdx_sp_point_key(&v.g, x, y);
       int q;
       int64_t nd = rdx_sp_qt_find(&v, code, &q);
@@ -501,8 +506,8 @@ __global__ void node_levels_kernel(const qnode *nl, const int64_t *idx, int64_t 
   SP_FOR(i, n) k[i] = nl[idx[i]].level < 0 ? 63 : (uint64_t)nl[idx[i]].level;
 }
 
-__global__ void node_put_kernel(const qnode *nl, const int64_t *idx, int64_t n, rdx_sp_nodes out) {
-  SP_FOR(i, n) {
+__global__ void node_put_kernel(const qnode *nl, const int64_t *idx, int64_t n_base, const qtot *tot, rdx_sp_nodes out) {
+  SP_FOR(i, n_base + (int64_t)tot->subused) {
     qnode q = nl[idx[i]];
     out.key[i] = q.key, out.fpos[i] = q.fpos, out.len[i] = q.len, out.count[i] = q.count, out.room[i] = q.room;
     out.split[i] = 0.0, out.level[i] = (uint8_t)q.level, out.leaf[i] = (uint8_t)q.leaf;
@@ -514,7 +519,9 @@ __device__ __forceinline__ bool node_less(const rdx_sp_nodes &o, int64_t i, int 
 }
 
 /* Internal nodes: children are the next level's nodes with key >> 2 == key, contiguous in BFS. */
-__global__ void node_link_kernel(rdx_sp_nodes o, unsigned long long *bad) {
+__global__ void node_link_kernel(rdx_sp_nodes o, int64_t n_base, qtot *tot) {
+  o.n = n_base + (int64_t)tot->subused;
+  unsigned long long *bad = &tot->bad;
   SP_FOR(i, o.n) {
     if (o.leaf[i]) continue;
     int l = o.level[i] + 1;
@@ -597,7 +604,7 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   rdx_sp_view v = rdx_sp_view_of(pts);
   dpool pool = pool_of(pts, &pts->pool);
   classify_kernel<<<blocks_for(m, 256), 256, 0, s>>>(v, pool, pts->slot, b->op, b->ids, b->ids64, b->xy, pts->f64, m,
-                                                     b->first_id, pts->id_end, touched, gone, P, R);
+                                                     b->first_id, pts->id_end, touched, gone, b->check_xy, P, R);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: classify kernel");
   rdx_trace(ctx, "qt update: classify");
   const unsigned gn = blocks_for(nn, 256);
@@ -609,6 +616,10 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   rdx_trace(ctx, "qt update: plan");
   qtot T;
   RDX_CHECK(to_host(ctx, &T, P.tot, 1, fn));
+  if (T.bad & 4) {
+    f->bad_xy = 1;
+    return RDX_OK;
+  }
   if (T.bad & 1) return check_ids(ctx, pts, b, mm, f); /* sets f->bad_row */
   if (T.bad) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a point of the index lies in no leaf", fn);
   int64_t expect = pts->n + (b->op == RDX_SP_INSERT ? m : b->op == RDX_SP_ERASE ? -m : 0);
@@ -626,7 +637,7 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   RDX_CUDA(ctx, cudaMemcpyAsync(nl, P.tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
   double *sx = nullptr, *sy = nullptr;
   uint64_t *sid = nullptr, *scode = nullptr;
-  int64_t *perm = nullptr, n_new = n_base;
+  int64_t *perm = nullptr;
   if (ng > 0) {
     uint64_t *sorted;
     int64_t *p1;
@@ -654,10 +665,7 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
     RDX_CUDA(ctx, cudaMemsetAsync(nl + n_base, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
     split_tree_kernel<<<blocks_for(ng * 128, 128), 128, 0, s>>>(P.groups, ng, sorted, ns, D, cap, nl + n_base, sbase, P.tot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split tree kernel");
-    RDX_CHECK(to_host(ctx, &T, P.tot, 1, fn));
     rdx_trace(ctx, "qt update: split trees");
-    if (T.bad) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: split groups (check %llu)", fn, T.bad);
-    n_new = n_base + (int64_t)T.subused;
   }
   uint64_t *nk, *nk2;
   int64_t *ni, *ni2, *hstart, *holes;
@@ -698,7 +706,8 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   memset(&np, 0, sizeof np);
   uint64_t *nslot = nullptr;
   int64_t nslot_cap = pts->slot_cap;
-  rdx_status st = rdx_sp_nodes_alloc(ctx, n_new, RDX_DEVICE, &nodes);
+  /* the split subtrees' node count stays on the device: room for their bound, n set at the end */
+  rdx_status st = rdx_sp_nodes_alloc(ctx, n_sort, RDX_DEVICE, &nodes);
   int64_t need = sbase + ns;
   if (st == RDX_OK && need > pts->pool.cap)
     st = rdx_sp_pool_alloc(ctx, need + need / 2 + 1024, pts->f64, pts->key64 ? 8 : 4, &np);
@@ -755,15 +764,15 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   if (ns) split_place_kernel<<<blocks_for(ns, 256), 256, 0, s>>>(perm, ns, sx, sy, sid, scode, pool, sbase, pts->slot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: extent kernels");
   rdx_trace(ctx, "qt update: extents and split points");
-  node_put_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nl, order, n_new, nodes);
-  node_link_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nodes, &P.tot->bad);
+  node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, n_base, P.tot, nodes);
+  node_link_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nodes, n_base, P.tot);
   check_fill_kernel<<<blocks_for(5 * nn, 256), 256, 0, s>>>(P, 5 * nn, &P.tot->bad);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: node kernels");
   rdx_trace(ctx, "qt update: nodes");
-  unsigned long long bad3 = 0;
-  st = to_host(ctx, &bad3, &P.tot->bad, 1, fn);
-  if (st == RDX_OK && bad3)
-    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the new tree is inconsistent (check %llu)", fn, bad3);
+  st = to_host(ctx, &T, P.tot, 1, fn);
+  if (st == RDX_OK && T.bad)
+    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the new tree is inconsistent (check %llu)", fn, T.bad);
+  nodes.n = n_base + (int64_t)T.subused;
   if (st != RDX_OK) {
     rdx_sp_nodes_free(ctx, &nodes);
     return st;
