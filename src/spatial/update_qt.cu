@@ -27,6 +27,9 @@
  * The nodes come out equal to a fresh build's with the same box (update.c says why); where each
  * leaf keeps its points, and their order inside a leaf, depend on the atomics' order.
  */
+#include <cooperative_groups.h>
+#include <cooperative_groups/scan.h>
+
 #include "spatial/update.cuh"
 
 namespace {
@@ -90,13 +93,49 @@ struct qplan {
   qtot *tot;
 };
 
+namespace cg = cooperative_groups;
+
+/* atomicAdd(ctr, v) for the threads that call it together, with one atomic per warp: many
+ * threads append to the same few lists. Returns this thread's old value. */
+__device__ __forceinline__ unsigned long long agg_add(unsigned long long *ctr, unsigned long long v) {
+  cg::coalesced_group g = cg::coalesced_threads();
+  unsigned long long pre = cg::exclusive_scan(g, v, cg::plus<unsigned long long>());
+  unsigned long long base = 0;
+  if (g.thread_rank() == g.size() - 1) base = atomicAdd(ctr, pre + v);
+  return g.shfl(base, g.size() - 1) + pre;
+}
+
 __device__ __forceinline__ int bit_get(const uint32_t *b, int64_t s) { return (b[s >> 5] >> (s & 31)) & 1u; }
 
 /* ---- 1. classify ---- */
 
+/* Where descents start: for each cell of level L0, the deepest node that holds it (a node at L0,
+ * a leaf above it, or an internal node above it whose quadrant towards the cell is missing).
+ * Each cell is written once. Saves the L0 top levels of the two descents per batch row. */
+__global__ void start_table_kernel(rdx_sp_nodes N, int L0, int64_t *tab) {
+  SP_FOR(u, N.n) {
+    int l = N.level[u];
+    if (l > L0) continue;
+    uint64_t k = N.key[u];
+    if (l == L0) {
+      tab[k] = u;
+    } else if (N.leaf[u]) {
+      for (uint64_t c = k << (2 * (L0 - l)); c < (k + 1) << (2 * (L0 - l)); c++) tab[c] = u;
+    } else {
+      int have = 0;
+      for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) have |= 1 << (N.key[c] & 3);
+      for (int q = 0; q < 4; q++) {
+        if (have >> q & 1) continue;
+        uint64_t qk = 4 * k + (uint64_t)q;
+        for (uint64_t c = qk << (2 * (L0 - l - 1)); c < (qk + 1) << (2 * (L0 - l - 1)); c++) tab[c] = u;
+      }
+    }
+  }
+}
+
 __global__ void classify_kernel(rdx_sp_view v, dpool pool, const uint64_t *slot, int op, const void *ids, int ids64,
                                 const void *xy, int f64, int64_t m, uint64_t first_id, uint64_t id_end, uint32_t *touched,
-                                uint32_t *gone, int check_xy, qplan P, qrows R) {
+                                uint32_t *gone, int check_xy, const int64_t *tab, int tshift, qplan P, qrows R) {
   SP_FOR(i, m) {
     uint64_t id = op == RDX_SP_INSERT ? first_id + (uint64_t)i : id_at(ids, ids64, i);
     int64_t s = -1, old = -1;
@@ -112,7 +151,8 @@ __global__ void classify_kernel(rdx_sp_view v, dpool pool, const uint64_t *slot,
         continue;
       }
       int q;
-      old = rdx_sp_qt_find(&v, pkey(pool, s), &q);
+      uint64_t ok = pkey(pool, s);
+      old = rdx_sp_qt_find_from(&v, ok, tab[ok >> tshift], &q);
       if (q != -1) {
         atomicOr(&P.tot->bad, 2ull);
         continue;
@@ -130,7 +170,7 @@ __global__ void classify_kernel(rdx_sp_view v, dpool pool, const uint64_t *slot,
       }
       code = rdx_sp_point_key(&v.g, x, y);
       int q;
-      int64_t nd = rdx_sp_qt_find(&v, code, &q);
+      int64_t nd = rdx_sp_qt_find_from(&v, code, tab[code >> tshift], &q);
       t = 5 * nd + q + 1;
       if (cls == R_MOVE && t == 5 * old) cls = R_INPLACE;
     }
@@ -139,7 +179,7 @@ __global__ void classify_kernel(rdx_sp_view v, dpool pool, const uint64_t *slot,
       atomicAdd(&P.cout[old], 1ull);
       atomicOr(&gone[s >> 5], 1u << (s & 31));
     }
-    if (cls == R_INPLACE) atomicAdd(&P.tot->inplace, 1ull);
+    if (cls == R_INPLACE) agg_add(&P.tot->inplace, 1ull);
     R.slot[i] = s, R.leaf[i] = old, R.tgt[i] = t, R.rank[i] = rank;
     R.id[i] = id, R.code[i] = code, R.x[i] = x, R.y[i] = y, R.cls[i] = (uint8_t)cls;
   }
@@ -151,15 +191,15 @@ __device__ void push_node(const qplan &P, uint64_t key, int level, int leaf, int
   qnode n;
   n.key = key, n.level = level, n.leaf = leaf, n.count = count;
   n.len = leaf ? count : 0, n.fpos = fpos, n.room = room;
-  P.tn[atomicAdd(&P.tot->nodes, 1ull)] = n;
+  P.tn[agg_add(&P.tot->nodes, 1ull)] = n;
 }
 
 /* Home t becomes a fresh extent (a relocated or merged leaf, or a new quadrant). */
 __device__ void home_ext(const qplan &P, int64_t t, uint64_t key, int level, int64_t c, int64_t used) {
   int64_t room = RDX_SP_GROW(c);
-  int64_t off = (int64_t)atomicAdd(&P.tot->ext, (unsigned long long)room);
+  int64_t off = (int64_t)agg_add(&P.tot->ext, (unsigned long long)room);
   P.hkind[t] = H_EXT, P.hbase[t] = off, P.hcount[t] = c;
-  atomicAdd(&P.tot->live, (unsigned long long)room);
+  agg_add(&P.tot->live, (unsigned long long)room);
   push_node(P, key, level, 1, c, used + off, room);
 }
 
@@ -170,12 +210,12 @@ __device__ void home_split(const qplan &P, int64_t t, uint64_t key, int level, i
   qgroup g;
   g.t = t, g.count = c, g.key = key, g.level = level;
   g.n_nodes = 1 + 4 * (int64_t)(D - level) * (c / (cap + 1));
-  g.nbase = (int64_t)atomicAdd(&P.tot->subnodes, (unsigned long long)g.n_nodes);
-  g.sbase = (int64_t)atomicAdd(&P.tot->s, (unsigned long long)c);
+  g.nbase = (int64_t)agg_add(&P.tot->subnodes, (unsigned long long)g.n_nodes);
+  g.sbase = (int64_t)agg_add(&P.tot->s, (unsigned long long)c);
   P.hkind[t] = H_SPLIT, P.hbase[t] = g.sbase, P.hcount[t] = c;
-  P.groups[atomicAdd(&P.tot->groups, 1ull)] = g;
-  atomicAdd(&P.tot->splits, 1ull);
-  atomicAdd(&P.tot->live, (unsigned long long)c);
+  P.groups[agg_add(&P.tot->groups, 1ull)] = g;
+  agg_add(&P.tot->splits, 1ull);
+  agg_add(&P.tot->live, (unsigned long long)c);
 }
 
 /* Parents of the old nodes (the root's is -1). */
@@ -244,24 +284,24 @@ __global__ void decide_kernel(rdx_sp_nodes N, qplan P, const int64_t *parent, in
     if (c == 0 && u != 0) continue; /* no points here: no node */
     if (r >= 0) { /* inside a merged subtree: everything goes to the merge's extent */
       for (int q = 0; q < 5; q++) P.home[t + q] = 5 * r;
-      if (leaf && n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
+      if (leaf && n > 0) P.gath[agg_add(&P.tot->gathers, 1ull)] = u;
     } else if (leaf) {
       P.home[t] = t;
       if (c > cap && l < D) {
         home_split(P, t, key, l, c, D, cap);
-        if (n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
+        if (n > 0) P.gath[agg_add(&P.tot->gathers, 1ull)] = u;
       } else if (c <= N.room[u]) {
         P.hkind[t] = H_KEEP, P.hbase[t] = f, P.hcount[t] = c;
-        atomicAdd(&P.tot->live, (unsigned long long)N.room[u]);
+        agg_add(&P.tot->live, (unsigned long long)N.room[u]);
         push_node(P, key, l, 1, c, f, N.room[u]);
-        if ((int64_t)P.cin[t] < (int64_t)P.cout[u]) P.tails[atomicAdd(&P.tot->tails, 1ull)] = u;
+        if ((int64_t)P.cin[t] < (int64_t)P.cout[u]) P.tails[agg_add(&P.tot->tails, 1ull)] = u;
       } else {
-        atomicAdd(&P.tot->relocated, 1ull);
+        agg_add(&P.tot->relocated, 1ull);
         home_ext(P, t, key, l, c, used);
-        if (n > 0) P.gath[atomicAdd(&P.tot->gathers, 1ull)] = u;
+        if (n > 0) P.gath[agg_add(&P.tot->gathers, 1ull)] = u;
       }
     } else if (c <= cap || l >= D) { /* merge: the subtree and its incoming become one leaf */
-      atomicAdd(&P.tot->merges, 1ull);
+      agg_add(&P.tot->merges, 1ull);
       for (int q = 0; q < 5; q++) P.home[t + q] = t;
       home_ext(P, t, key, l, c, used);
     } else { /* stays internal; points arriving in missing quadrants materialise them */
@@ -270,7 +310,7 @@ __global__ void decide_kernel(rdx_sp_nodes N, qplan P, const int64_t *parent, in
         int64_t k = (int64_t)P.cin[t + 1 + q];
         if (k == 0) continue;
         P.home[t + 1 + q] = t + 1 + q;
-        atomicAdd(&P.tot->new_leaves, 1ull);
+        agg_add(&P.tot->new_leaves, 1ull);
         if (k <= cap || l + 1 >= D) home_ext(P, t + 1 + q, 4 * key + (uint64_t)q, l + 1, k, used);
         else home_split(P, t + 1 + q, 4 * key + (uint64_t)q, l + 1, k, D, cap);
       }
@@ -435,21 +475,26 @@ __global__ void commit_rows_kernel(rdx_sp_nodes N, qplan P, qrows R, int64_t m, 
   }
 }
 
-/* Incoming points of KEEP leaves: the j-th fills the j-th hole below the new length, the rest go
- * past the old length (there are more incoming than removals then, so every hole is below). */
-__global__ void keep_incoming_kernel(rdx_sp_nodes N, qplan P, qrows R, int64_t m, dpool pool, uint64_t *slot,
-                                     const int64_t *hstart, const unsigned long long *lowc, const int64_t *holes) {
+/* Rows to KEEP and EXT homes. In a KEEP leaf the j-th incoming point fills the j-th hole below
+ * the new length, the rest go past the old length (there are more incoming than removals then,
+ * so every hole is below); in place rows there are done (commit_rows_kernel). An EXT home
+ * takes its rows at the next places of its extent. */
+__global__ void place_rows_kernel(rdx_sp_nodes N, qplan P, qrows R, int64_t m, qdst d, const int64_t *hstart,
+                                  const unsigned long long *lowc, const int64_t *holes) {
   SP_FOR(i, m) {
-    int c = R.cls[i];
-    if (c != R_MOVE && c != R_INSERT) continue;
-    int64_t t = R.tgt[i], h = P.home[t];
-    if (h < 0 || P.hkind[h] != H_KEEP) continue;
-    int64_t v = t / 5, j = R.rank[i], a = (int64_t)lowc[v];
-    int64_t d = j < a ? holes[hstart[v] + j] : N.fpos[v] + N.len[v] + (j - a);
-    put_xy(pool, d, R.x[i], R.y[i]);
-    pool.id[d] = R.id[i];
-    put_key(pool, d, R.code[i]);
-    slot[R.id[i]] = (uint64_t)d;
+    int64_t h = row_home(P, R, i);
+    if (h < 0) continue;
+    int kind = P.hkind[h], c = R.cls[i];
+    int64_t p;
+    if (kind == H_KEEP && c != R_INPLACE) {
+      int64_t v = h / 5, j = R.rank[i], a = (int64_t)lowc[v];
+      p = j < a ? holes[hstart[v] + j] : N.fpos[v] + N.len[v] + (j - a);
+    } else if (kind == H_EXT) {
+      p = d.used + P.hbase[h] + (int64_t)atomicAdd(&P.hfill[h], 1ull);
+    } else {
+      continue;
+    }
+    put_point(d, p, R.x[i], R.y[i], R.id[i], R.code[i]);
   }
 }
 
@@ -603,8 +648,13 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   rdx_trace(ctx, "qt update: scratch");
   rdx_sp_view v = rdx_sp_view_of(pts);
   dpool pool = pool_of(pts, &pts->pool);
+  int L0 = 0; /* the table has at most max(nn, 4^8) cells: small trees start nearer the root */
+  while (L0 < 8 && L0 < D && ((int64_t)1 << (2 * (L0 + 1))) <= nn) L0++;
+  int64_t *tab;
+  RDX_CHECK(mm.get(&tab, (size_t)1 << (2 * L0), fn));
+  start_table_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, L0, tab);
   classify_kernel<<<blocks_for(m, 256), 256, 0, s>>>(v, pool, pts->slot, b->op, b->ids, b->ids64, b->xy, pts->f64, m,
-                                                     b->first_id, pts->id_end, touched, gone, b->check_xy, P, R);
+                                                     b->first_id, pts->id_end, touched, gone, b->check_xy, tab, 2 * (D - L0), P, R);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: classify kernel");
   rdx_trace(ctx, "qt update: classify");
   const unsigned gn = blocks_for(nn, 256);
@@ -749,7 +799,6 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   const unsigned gm = blocks_for(m, 256);
   commit_rows_kernel<<<gm, 256, 0, s>>>(N, P, R, m, pool, pts->slot, hstart, lowc, holes);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: commit rows kernel");
-  keep_incoming_kernel<<<gm, 256, 0, s>>>(N, P, R, m, pool, pts->slot, hstart, lowc, holes);
   if (T.tails)
     keep_tail_kernel<<<blocks_for((int64_t)T.tails * QB, QB), QB, 0, s>>>(N, P, (int64_t)T.tails, pool, pts->slot, gone,
                                                                           hstart, holes);
@@ -758,7 +807,7 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   qdst d;
   memset(&d, 0, sizeof d);
   d.kind = H_EXT, d.pool = pool, d.used = used, d.slot = pts->slot;
-  rows_to_homes_kernel<<<gm, 256, 0, s>>>(P, R, m, d);
+  place_rows_kernel<<<gm, 256, 0, s>>>(N, P, R, m, d, hstart, lowc, holes);
   if (T.gathers)
     stayers_kernel<<<blocks_for((int64_t)T.gathers * QB, QB), QB, 0, s>>>(N, P, (int64_t)T.gathers, pool, touched, d);
   if (ns) split_place_kernel<<<blocks_for(ns, 256), 256, 0, s>>>(perm, ns, sx, sy, sid, scode, pool, sbase, pts->slot);
