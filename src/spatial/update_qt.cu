@@ -63,7 +63,7 @@ struct qtot {
                                finds which); 2, 8, 16, 32: internal checks */
   unsigned long long ext;   /* pool slots of EXT extents */
   unsigned long long s;     /* split points */
-  unsigned long long groups, nodes, gathers, tails, inplace, subnodes, subused;
+  unsigned long long groups, nodes, gathers[2], tails, inplace, subnodes, subused;
   unsigned long long splits, merges, relocated, new_leaves, live, root;
 };
 
@@ -86,7 +86,7 @@ struct qplan {
   int64_t *hbase;           /* [5 nn] KEEP: leaf's first slot; EXT: offset past pool.used; SPLIT: scratch offset */
   int64_t *hcount;          /* [5 nn] points a home receives */
   unsigned long long *hfill;/* [5 nn] EXT and SPLIT fill counters */
-  int64_t *gath;            /* old leaves whose stayers go to an EXT or SPLIT home */
+  int64_t *gath[2];         /* old leaves whose stayers go to an EXT [0] or a SPLIT [1] home */
   int64_t *tails;           /* KEEP leaves that shrink (tail points fill holes) */
   qgroup *groups;
   qnode *tn;                /* nodes of the new tree, except split subtrees */
@@ -284,12 +284,12 @@ __global__ void decide_kernel(rdx_sp_nodes N, qplan P, const int64_t *parent, in
     if (c == 0 && u != 0) continue; /* no points here: no node */
     if (r >= 0) { /* inside a merged subtree: everything goes to the merge's extent */
       for (int q = 0; q < 5; q++) P.home[t + q] = 5 * r;
-      if (leaf && n > 0) P.gath[agg_add(&P.tot->gathers, 1ull)] = u;
+      if (leaf && n > 0) P.gath[0][agg_add(&P.tot->gathers[0], 1ull)] = u;
     } else if (leaf) {
       P.home[t] = t;
       if (c > cap && l < D) {
         home_split(P, t, key, l, c, D, cap);
-        if (n > 0) P.gath[agg_add(&P.tot->gathers, 1ull)] = u;
+        if (n > 0) P.gath[1][agg_add(&P.tot->gathers[1], 1ull)] = u;
       } else if (c <= N.room[u]) {
         P.hkind[t] = H_KEEP, P.hbase[t] = f, P.hcount[t] = c;
         agg_add(&P.tot->live, (unsigned long long)N.room[u]);
@@ -298,7 +298,7 @@ __global__ void decide_kernel(rdx_sp_nodes N, qplan P, const int64_t *parent, in
       } else {
         agg_add(&P.tot->relocated, 1ull);
         home_ext(P, t, key, l, c, used);
-        if (n > 0) P.gath[agg_add(&P.tot->gathers, 1ull)] = u;
+        if (n > 0) P.gath[0][agg_add(&P.tot->gathers[0], 1ull)] = u;
       }
     } else if (c <= cap || l >= D) { /* merge: the subtree and its incoming become one leaf */
       agg_add(&P.tot->merges, 1ull);
@@ -359,16 +359,15 @@ __global__ void rows_to_homes_kernel(qplan P, qrows R, int64_t m, qdst d) {
   }
 }
 
-/* One block per listed old leaf whose home has kind d.kind: its untouched points (stayers), in
+/* One block per old leaf of the list for d.kind's homes: its untouched points (stayers), in
  * tiles, each tile's places taken with one atomic. */
-__global__ void __launch_bounds__(QB) stayers_kernel(rdx_sp_nodes N, qplan P, int64_t n_gath, dpool pool,
+__global__ void __launch_bounds__(QB) stayers_kernel(rdx_sp_nodes N, qplan P, const int64_t *gath, int64_t n_gath, dpool pool,
                                                      const uint32_t *touched, qdst d) {
   typedef cub::BlockScan<int, QB> scan_t;
   __shared__ typename scan_t::TempStorage tmp;
   __shared__ int64_t base;
   for (int64_t g = blockIdx.x; g < n_gath; g += gridDim.x) {
-    int64_t u = P.gath[g], h = P.home[5 * u];
-    if (P.hkind[h] != d.kind) continue; /* uniform over the block */
+    int64_t u = gath[g], h = P.home[5 * u];
     int64_t f = N.fpos[u], n = N.len[u];
     for (int64_t t0 = 0; t0 < n; t0 += QB) {
       int64_t s = f + t0 + threadIdx.x;
@@ -498,22 +497,23 @@ __global__ void place_rows_kernel(rdx_sp_nodes N, qplan P, qrows R, int64_t m, q
   }
 }
 
-/* One block per shrinking KEEP leaf: the live points of its tail [new length, old length) move
- * into the holes below the new length that incoming points did not fill. */
-__global__ void __launch_bounds__(QB) keep_tail_kernel(rdx_sp_nodes N, qplan P, int64_t n_tails, dpool pool, uint64_t *slot,
-                                                       const uint32_t *gone, const int64_t *hstart, const int64_t *holes) {
-  typedef cub::BlockScan<int, QB> scan_t;
-  __shared__ typename scan_t::TempStorage tmp;
-  for (int64_t g = blockIdx.x; g < n_tails; g += gridDim.x) {
-    int64_t v = P.tails[g], f = N.fpos[v], end = f + N.len[v], b = (int64_t)P.cin[5 * v], done = 0;
-    for (int64_t s0 = f + P.cnt[v]; s0 < end; s0 += QB) {
-      int64_t s = s0 + threadIdx.x;
+/* One warp per shrinking KEEP leaf: the live points of its tail [new length, old length) move
+ * into the holes below the new length that incoming points did not fill. Tails are short (at
+ * most the leaf's removals), so a warp, not a block. */
+__global__ void keep_tail_kernel(rdx_sp_nodes N, qplan P, int64_t n_tails, dpool pool, uint64_t *slot, const uint32_t *gone,
+                                 const int64_t *hstart, const int64_t *holes) {
+  const unsigned FULL = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t g = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; g < n_tails; g += warps) {
+    int64_t v = P.tails[g], end = N.fpos[v] + N.len[v], done = 0;
+    const int64_t *h = holes + hstart[v] + (int64_t)P.cin[5 * v];
+    for (int64_t s0 = N.fpos[v] + P.cnt[v]; s0 < end; s0 += 32) {
+      int64_t s = s0 + lane;
       int live = s < end && !bit_get(gone, s);
-      int pre, total;
-      scan_t(tmp).ExclusiveSum(live, pre, total);
-      if (live) move_slot(pool, s, holes[hstart[v] + b + done + pre], slot);
-      done += total;
-      __syncthreads();
+      unsigned mask = __ballot_sync(FULL, live);
+      if (live) move_slot(pool, s, h[done + __popc(mask & ((1u << lane) - 1))], slot);
+      done += __popc(mask);
     }
   }
 }
@@ -626,7 +626,8 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   RDX_CHECK(mm.get(&P.hkind, (size_t)(5 * nn), fn));
   RDX_CHECK(mm.get(&P.hbase, (size_t)(5 * nn), fn));
   RDX_CHECK(mm.get(&P.hcount, (size_t)(5 * nn), fn));
-  RDX_CHECK(mm.get(&P.gath, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&P.gath[0], (size_t)(2 * nn), fn));
+  P.gath[1] = P.gath[0] + nn;
   RDX_CHECK(mm.get(&P.tails, (size_t)nn, fn));
   RDX_CHECK(mm.get(&P.groups, (size_t)(5 * nn), fn));
   RDX_CHECK(mm.get(&P.tn, (size_t)(5 * nn), fn));
@@ -702,9 +703,8 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
     memset(&d, 0, sizeof d);
     d.kind = H_SPLIT, d.sx = sx, d.sy = sy, d.sid = sid, d.scode = scode;
     rows_to_homes_kernel<<<blocks_for(m, 256), 256, 0, s>>>(P, R, m, d);
-    if (T.gathers)
-      stayers_kernel<<<blocks_for((int64_t)T.gathers * QB, QB), QB, 0, s>>>(pts->nodes, P, (int64_t)T.gathers, pool,
-                                                                             touched, d);
+    int64_t ng1 = (int64_t)T.gathers[1];
+    if (ng1) stayers_kernel<<<blocks_for(ng1 * QB, QB), QB, 0, s>>>(pts->nodes, P, P.gath[1], ng1, pool, touched, d);
     iota_kernel<<<blocks_for(ns, 256), 256, 0, s>>>(p1, ns);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split gather kernels");
     rdx_trace(ctx, "qt update: split gather");
@@ -800,16 +800,16 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   commit_rows_kernel<<<gm, 256, 0, s>>>(N, P, R, m, pool, pts->slot, hstart, lowc, holes);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: commit rows kernel");
   if (T.tails)
-    keep_tail_kernel<<<blocks_for((int64_t)T.tails * QB, QB), QB, 0, s>>>(N, P, (int64_t)T.tails, pool, pts->slot, gone,
-                                                                          hstart, holes);
+    keep_tail_kernel<<<blocks_for((int64_t)T.tails * 32, 256), 256, 0, s>>>(N, P, (int64_t)T.tails, pool, pts->slot, gone,
+                                                                           hstart, holes);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: keep kernels");
   rdx_trace(ctx, "qt update: keep leaves");
   qdst d;
   memset(&d, 0, sizeof d);
   d.kind = H_EXT, d.pool = pool, d.used = used, d.slot = pts->slot;
   place_rows_kernel<<<gm, 256, 0, s>>>(N, P, R, m, d, hstart, lowc, holes);
-  if (T.gathers)
-    stayers_kernel<<<blocks_for((int64_t)T.gathers * QB, QB), QB, 0, s>>>(N, P, (int64_t)T.gathers, pool, touched, d);
+  int64_t ng0 = (int64_t)T.gathers[0];
+  if (ng0) stayers_kernel<<<blocks_for(ng0 * QB, QB), QB, 0, s>>>(N, P, P.gath[0], ng0, pool, touched, d);
   if (ns) split_place_kernel<<<blocks_for(ns, 256), 256, 0, s>>>(perm, ns, sx, sy, sid, scode, pool, sbase, pts->slot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: extent kernels");
   rdx_trace(ctx, "qt update: extents and split points");
