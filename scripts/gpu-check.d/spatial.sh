@@ -7,7 +7,10 @@
 #   spatial_query   2^10 .. 2^22 concurrent queries of each type over 16.5M uniform points, leaf
 #                   capacity 1024 (G-PICS's setting): the index, a brute-force GPU scan (to 2^16
 #                   queries; it is linear in the batch) and the CPU backend on every core (to 2^20);
-#   spatial_update  1% .. 50% of 16.5M taxi-like points moved per batch, against a rebuild.
+#   spatial_update  1% .. 50% of 16.5M taxi-like points moved per batch, against a rebuild
+#                   (quadtrees update all on the GPU; spatial_update_plan.csv: the same with the
+#                   host-planned path, RAYDEX_SP_UPDATE=plan, for comparison).
+# SPATIAL_PARTS (default "build query update") picks the parts to run.
 # Rows carry a check column (bench/README.md); bench/plot_spatial.py draws the PNGs.
 
 sp_bench() { # like bench(), with a time limit so one stuck run cannot eat the GPU budget
@@ -18,11 +21,15 @@ sp_bench() { # like bench(), with a time limit so one stuck run cannot eat the G
   timeout "$limit" "$RDX" "$@" $hdr >> "$f" 2>> "$OUT/logs/bench-stderr.log" || log "spatial bench $name FAILED (rc $?): raydex $*"
 }
 
+parts=" ${SPATIAL_PARTS:-build query update} "
+if [[ $parts == *" build "* ]]; then
 t_sp=$(date +%s)
 sp_bench spatial_build 100 bench points --exp build --backend cuda --index quadtree --build bottomup,topdown \
   --n 2^24,2^25,2^26,2^27,170000000 --dist taxi --dtype f32 --leaf-capacity 200 --max-depth 16 --where device,host --reps 3
 log "spatial build: $(grep -c ',build,' "$OUT/csv/spatial_build.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"
+fi
 
+if [[ $parts == *" query "* ]]; then
 t_sp=$(date +%s)
 sp_bench spatial_query 110 bench points --exp query --backend cuda --index quadtree --n 16500000 --dist uniform --dtype f32 \
   --leaf-capacity 1024 --max-depth 16 --queries 2^10,2^12,2^14,2^16,2^18,2^20,2^22 --type window,within,match,knn --k 16 \
@@ -34,11 +41,16 @@ sp_bench spatial_query 80 bench points --exp query --backend cuda --index kdtree
 sp_bench spatial_query 60 bench points --exp query --backend cuda --index quadtree --n 16500000 --dist uniform --dtype f32 \
   --leaf-capacity 1024 --max-depth 16 --queries 2^20 --type window --engine brute --brute-max 2^20 --reps 1
 log "spatial query: $(grep -c ',query,' "$OUT/csv/spatial_query.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"
+fi
 
+if [[ $parts == *" update "* ]]; then
 t_sp=$(date +%s)
 for idx in quadtree kdtree; do
   sp_bench spatial_update 50 bench points --exp update --backend cuda --index $idx --n 16500000 --dist taxi --dtype f32 \
-    --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 3
+    --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 5
 done
+RAYDEX_SP_UPDATE=plan sp_bench spatial_update_plan 50 bench points --exp update --backend cuda --index quadtree --n 16500000 \
+  --dist taxi --dtype f32 --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 5
 log "spatial update: $(grep -c ',update,' "$OUT/csv/spatial_update.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"
+fi
 grep -h "WRONG" "$OUT"/csv/spatial_*.csv 2>/dev/null | head -5 | while read -r l; do log "spatial WRONG: $l"; done

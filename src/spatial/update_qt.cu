@@ -112,8 +112,11 @@ __device__ __forceinline__ int bit_get(const uint32_t *b, int64_t s) { return (b
 /* Where descents start: for each cell of level L0, the deepest node that holds it (a node at L0,
  * a leaf above it, or an internal node above it whose quadrant towards the cell is missing).
  * Each cell is written once. Saves the L0 top levels of the two descents per batch row. */
-__global__ void start_table_kernel(rdx_sp_nodes N, int L0, int64_t *tab) {
+__global__ void start_table_kernel(rdx_sp_nodes N, int L0, int64_t *tab, int64_t *parent) {
   SP_FOR(u, N.n) {
+    if (u == 0) parent[0] = -1; /* and the parents, for the plan */
+    if (!N.leaf[u])
+      for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) parent[c] = u;
     int l = N.level[u];
     if (l > L0) continue;
     uint64_t k = N.key[u];
@@ -216,15 +219,6 @@ __device__ void home_split(const qplan &P, int64_t t, uint64_t key, int level, i
   P.groups[agg_add(&P.tot->groups, 1ull)] = g;
   agg_add(&P.tot->splits, 1ull);
   agg_add(&P.tot->live, (unsigned long long)c);
-}
-
-/* Parents of the old nodes (the root's is -1). */
-__global__ void parent_kernel(rdx_sp_nodes N, int64_t *parent) {
-  SP_FOR(u, N.n) {
-    if (u == 0) parent[0] = -1;
-    if (!N.leaf[u])
-      for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) parent[c] = u;
-  }
 }
 
 /* New counts: every node's own change (a leaf's incoming minus removals; an internal node's
@@ -610,20 +604,24 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   qrows R;
   int64_t words = used / 32 + 1;
   uint32_t *touched, *gone;
-  RDX_CHECK(mm.get(&touched, (size_t)(2 * words), fn));
-  gone = touched + words;
   P.nn = nn;
-  RDX_CHECK(mm.get(&P.cin, (size_t)(6 * nn), fn));
-  P.cout = P.cin + 5 * nn;
-  RDX_CHECK(mm.get(&P.hfill, (size_t)(5 * nn), fn));
-  RDX_CHECK(mm.get(&P.tot, 1, fn));
+  /* everything that starts at zero, in one block and one memset: counters (u64) first */
+  unsigned long long *zero, *lowc;
+  size_t z_u64 = 13 * (size_t)nn + (sizeof(qtot) + 7) / 8, z_bytes = z_u64 * 8 + (size_t)words * 8 + (size_t)nn * 5;
+  RDX_CHECK(mm.raw((void **)&zero, z_bytes, fn));
+  P.cin = zero;                          /* 5 nn */
+  P.cout = P.cin + 5 * nn;               /* nn */
+  P.hfill = P.cout + nn;                 /* 5 nn */
+  unsigned long long *acc = P.hfill + 5 * nn; /* nn */
+  lowc = acc + nn;                       /* nn */
+  P.tot = (qtot *)(lowc + nn);
+  touched = (uint32_t *)(zero + z_u64);  /* 2 words (u32) */
+  gone = touched + words;
+  P.hkind = (uint8_t *)(touched + 2 * words); /* 5 nn bytes */
   RDX_CHECK(mm.get(&P.cnt, (size_t)nn, fn));
   int64_t *parent;
-  unsigned long long *acc;
   RDX_CHECK(mm.get(&parent, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&acc, (size_t)nn, fn));
   RDX_CHECK(mm.get(&P.home, (size_t)(5 * nn), fn));
-  RDX_CHECK(mm.get(&P.hkind, (size_t)(5 * nn), fn));
   RDX_CHECK(mm.get(&P.hbase, (size_t)(5 * nn), fn));
   RDX_CHECK(mm.get(&P.hcount, (size_t)(5 * nn), fn));
   RDX_CHECK(mm.get(&P.gath[0], (size_t)(2 * nn), fn));
@@ -640,12 +638,7 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   RDX_CHECK(mm.get(&R.x, (size_t)m, fn));
   RDX_CHECK(mm.get(&R.y, (size_t)m, fn));
   RDX_CHECK(mm.get(&R.cls, (size_t)m, fn));
-  RDX_CUDA(ctx, cudaMemsetAsync(touched, 0, (size_t)(2 * words) * 4, s), fn);
-  RDX_CUDA(ctx, cudaMemsetAsync(P.cin, 0, (size_t)(6 * nn) * 8, s), fn);
-  RDX_CUDA(ctx, cudaMemsetAsync(P.hfill, 0, (size_t)(5 * nn) * 8, s), fn);
-  RDX_CUDA(ctx, cudaMemsetAsync(P.hkind, 0, (size_t)(5 * nn), s), fn);
-  RDX_CUDA(ctx, cudaMemsetAsync(P.tot, 0, sizeof(qtot), s), fn);
-  RDX_CUDA(ctx, cudaMemsetAsync(acc, 0, (size_t)nn * 8, s), fn);
+  RDX_CUDA(ctx, cudaMemsetAsync(zero, 0, z_bytes, s), fn);
   rdx_trace(ctx, "qt update: scratch");
   rdx_sp_view v = rdx_sp_view_of(pts);
   dpool pool = pool_of(pts, &pts->pool);
@@ -653,13 +646,12 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   while (L0 < 8 && L0 < D && ((int64_t)1 << (2 * (L0 + 1))) <= nn) L0++;
   int64_t *tab;
   RDX_CHECK(mm.get(&tab, (size_t)1 << (2 * L0), fn));
-  start_table_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, L0, tab);
+  start_table_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, L0, tab, parent);
   classify_kernel<<<blocks_for(m, 256), 256, 0, s>>>(v, pool, pts->slot, b->op, b->ids, b->ids64, b->xy, pts->f64, m,
                                                      b->first_id, pts->id_end, touched, gone, b->check_xy, tab, 2 * (D - L0), P, R);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: classify kernel");
   rdx_trace(ctx, "qt update: classify");
   const unsigned gn = blocks_for(nn, 256);
-  parent_kernel<<<gn, 256, 0, s>>>(pts->nodes, parent);
   count_kernel<<<gn, 256, 0, s>>>(pts->nodes, P, parent, acc);
   new_count_kernel<<<gn, 256, 0, s>>>(pts->nodes, P, acc);
   decide_kernel<<<gn, 256, 0, s>>>(pts->nodes, P, parent, cap, D, used);
@@ -719,15 +711,12 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   }
   uint64_t *nk, *nk2;
   int64_t *ni, *ni2, *hstart, *holes;
-  unsigned long long *lowc;
   RDX_CHECK(mm.get(&nk, (size_t)n_sort, fn));
   RDX_CHECK(mm.get(&nk2, (size_t)n_sort, fn));
   RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
   RDX_CHECK(mm.get(&ni2, (size_t)n_sort, fn));
   RDX_CHECK(mm.get(&hstart, (size_t)nn + 1, fn));
   RDX_CHECK(mm.get(&holes, (size_t)m, fn));
-  RDX_CHECK(mm.get(&lowc, (size_t)nn, fn));
-  RDX_CUDA(ctx, cudaMemsetAsync(lowc, 0, (size_t)nn * 8, s), fn);
   RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, P.cout, hstart, nn, s); }));
   int packed = 2 * D + 6 <= 64;
   node_keys_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk, ni);
