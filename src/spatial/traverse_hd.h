@@ -167,10 +167,9 @@ RDX_HD int rdx_sp_iter_next(rdx_sp_iter *it, const rdx_sp_view *v, int64_t *leaf
 /* ---- leaf finding (updates) ---- */
 
 /* Quadtree: the leaf whose cell holds finest key k (returns it, *quadrant = -1), or the deepest
- * internal node whose child quadrant for k does not exist (returns it, *quadrant = 0..3); the
- * descent starts at node `start`, which must hold k's cell (0: the root). */
-RDX_HD int64_t rdx_sp_qt_find_from(const rdx_sp_view *v, uint64_t k, int64_t start, int *quadrant) {
-  int64_t nd = start;
+ * internal node whose child quadrant for k does not exist (returns it, *quadrant = 0..3). */
+RDX_HD int64_t rdx_sp_qt_find(const rdx_sp_view *v, uint64_t k, int *quadrant) {
+  int64_t nd = 0;
   int D = v->g.depth;
   for (;;) {
     if (v->leaf[nd]) {
@@ -189,7 +188,6 @@ RDX_HD int64_t rdx_sp_qt_find_from(const rdx_sp_view *v, uint64_t k, int64_t sta
     nd = next;
   }
 }
-RDX_HD int64_t rdx_sp_qt_find(const rdx_sp_view *v, uint64_t k, int *quadrant) { return rdx_sp_qt_find_from(v, k, 0, quadrant); }
 
 /* The quadtree's split rule, for subtrees built from sorted finest codes (update splits, on the
  * host and the GPU): the node at (level, key) holding keys[a, end) is a leaf iff it holds at most

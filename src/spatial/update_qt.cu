@@ -109,15 +109,46 @@ __device__ __forceinline__ int bit_get(const uint32_t *b, int64_t s) { return (b
 
 /* ---- 1. classify ---- */
 
-/* Where descents start: for each cell of level L0, the deepest node that holds it (a node at L0,
- * a leaf above it, or an internal node above it whose quadrant towards the cell is missing).
- * Each cell is written once. Saves the L0 top levels of the two descents per batch row. */
-__global__ void start_table_kernel(rdx_sp_nodes N, int L0, int64_t *tab, int64_t *parent) {
+/* The descent word of a node: first child (bits 0..39), the mask of quadrants that have a child
+ * (40..43), leaf (44), level (48..55). A descent step is one load instead of one per array. */
+#define DESC_FIRST ((1ull << 40) - 1)
+
+/* rdx_sp_qt_find's answer, with one load per level, starting from the node at table cell
+ * code >> tshift. */
+__device__ __forceinline__ int64_t qt_find_fast(const uint64_t *desc, const int64_t *tab, int tshift, int D, uint64_t code,
+                                                int *quadrant) {
+  int64_t nd = tab[code >> tshift];
+  for (;;) {
+    uint64_t e = desc[nd];
+    if (e >> 44 & 1) {
+      *quadrant = -1;
+      return nd;
+    }
+    int l = (int)(e >> 48 & 255), q = (int)(code >> (2 * (D - l - 1)) & 3);
+    unsigned mask = (unsigned)(e >> 40 & 15);
+    if (!(mask >> q & 1)) {
+      *quadrant = q;
+      return nd;
+    }
+    nd = (int64_t)(e & DESC_FIRST) + __popc(mask & ((1u << q) - 1));
+  }
+}
+
+/* Per node: its descent word and its children's parent. And where descents start: for each
+ * cell of level L0, the deepest node that holds it (a node at L0, a leaf above it, or an
+ * internal node above it whose quadrant towards the cell is missing); each cell is written
+ * once. Saves the L0 top levels of the two descents per batch row. */
+__global__ void start_table_kernel(rdx_sp_nodes N, int L0, int64_t *tab, int64_t *parent, uint64_t *desc) {
   SP_FOR(u, N.n) {
-    if (u == 0) parent[0] = -1; /* and the parents, for the plan */
+    if (u == 0) parent[0] = -1;
+    int have = 0;
     if (!N.leaf[u])
-      for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) parent[c] = u;
+      for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) {
+        parent[c] = u;
+        have |= 1 << (N.key[c] & 3);
+      }
     int l = N.level[u];
+    desc[u] = (N.leaf[u] ? 1ull << 44 : (uint64_t)N.fpos[u] | (uint64_t)have << 40) | (uint64_t)l << 48;
     if (l > L0) continue;
     uint64_t k = N.key[u];
     if (l == L0) {
@@ -125,8 +156,6 @@ __global__ void start_table_kernel(rdx_sp_nodes N, int L0, int64_t *tab, int64_t
     } else if (N.leaf[u]) {
       for (uint64_t c = k << (2 * (L0 - l)); c < (k + 1) << (2 * (L0 - l)); c++) tab[c] = u;
     } else {
-      int have = 0;
-      for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) have |= 1 << (N.key[c] & 3);
       for (int q = 0; q < 4; q++) {
         if (have >> q & 1) continue;
         uint64_t qk = 4 * k + (uint64_t)q;
@@ -138,7 +167,8 @@ __global__ void start_table_kernel(rdx_sp_nodes N, int L0, int64_t *tab, int64_t
 
 __global__ void classify_kernel(rdx_sp_view v, dpool pool, const uint64_t *slot, int op, const void *ids, int ids64,
                                 const void *xy, int f64, int64_t m, uint64_t first_id, uint64_t id_end, uint32_t *touched,
-                                uint32_t *gone, int check_xy, const int64_t *tab, int tshift, qplan P, qrows R) {
+                                uint32_t *gone, int check_xy, const uint64_t *desc, const int64_t *tab, int tshift, int D,
+                                qplan P, qrows R) {
   SP_FOR(i, m) {
     uint64_t id = op == RDX_SP_INSERT ? first_id + (uint64_t)i : id_at(ids, ids64, i);
     int64_t s = -1, old = -1;
@@ -154,8 +184,7 @@ __global__ void classify_kernel(rdx_sp_view v, dpool pool, const uint64_t *slot,
         continue;
       }
       int q;
-      uint64_t ok = pkey(pool, s);
-      old = rdx_sp_qt_find_from(&v, ok, tab[ok >> tshift], &q);
+      old = qt_find_fast(desc, tab, tshift, D, pkey(pool, s), &q);
       if (q != -1) {
         atomicOr(&P.tot->bad, 2ull);
         continue;
@@ -173,7 +202,7 @@ __global__ void classify_kernel(rdx_sp_view v, dpool pool, const uint64_t *slot,
       }
       code = rdx_sp_point_key(&v.g, x, y);
       int q;
-      int64_t nd = rdx_sp_qt_find_from(&v, code, tab[code >> tshift], &q);
+      int64_t nd = qt_find_fast(desc, tab, tshift, D, code, &q);
       t = 5 * nd + q + 1;
       if (cls == R_MOVE && t == 5 * old) cls = R_INPLACE;
     }
@@ -645,10 +674,13 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   int L0 = 0; /* the table has at most max(nn, 4^8) cells: small trees start nearer the root */
   while (L0 < 8 && L0 < D && ((int64_t)1 << (2 * (L0 + 1))) <= nn) L0++;
   int64_t *tab;
+  uint64_t *desc;
   RDX_CHECK(mm.get(&tab, (size_t)1 << (2 * L0), fn));
-  start_table_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, L0, tab, parent);
+  RDX_CHECK(mm.get(&desc, (size_t)nn, fn));
+  if (nn >= (int64_t)DESC_FIRST) return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: %lld nodes", fn, (long long)nn);
+  start_table_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, L0, tab, parent, desc);
   classify_kernel<<<blocks_for(m, 256), 256, 0, s>>>(v, pool, pts->slot, b->op, b->ids, b->ids64, b->xy, pts->f64, m,
-                                                     b->first_id, pts->id_end, touched, gone, b->check_xy, tab, 2 * (D - L0), P, R);
+                                                     b->first_id, pts->id_end, touched, gone, b->check_xy, desc, tab, 2 * (D - L0), D, P, R);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: classify kernel");
   rdx_trace(ctx, "qt update: classify");
   const unsigned gn = blocks_for(nn, 256);
