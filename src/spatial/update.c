@@ -1,6 +1,9 @@
 /*
  * update.c: bulk moves, inserts and erases, G-PICS Section 5 (Fig. 11), for both kinds and both
  * backends. This file plans on the host; the backend (update_cpu.c, update.cu) moves the points.
+ * Quadtrees on a GPU take update_qt.cu's path instead (the same steps as kernels, no host plan;
+ * see direct_update), after the first update's relayout; this path remains for the k-d tree,
+ * the CPU, and RAYDEX_SP_UPDATE=plan.
  *
  * Pipeline of one batch (all-or-nothing: nothing is written before step 5):
  *  1. Movement-Check and Leaf-Finding (backend `find`): each moved point's old leaf is found (by

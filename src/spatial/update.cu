@@ -1,6 +1,7 @@
 /*
- * update.cu: the CUDA backend of bulk updates. update.c plans on the host; this file moves the
- * points on the device, with the same lists as update_cpu.c:
+ * update.cu: the CUDA backend of update.c's planned updates (the k-d tree's; quadtrees update
+ * all on the GPU in update_qt.cu, which shares update.cuh). update.c plans on the host; this
+ * file moves the points on the device, with the same lists as update_cpu.c:
  *   R  removals (old leaf, slot, id), sorted by (leaf, slot)
  *   I  incoming (target, Morton code, id, x, y), sorted by (target, code)
  *   P  in-place moves (slot, code, x, y), sorted by slot
