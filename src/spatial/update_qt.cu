@@ -66,7 +66,10 @@ struct qgroup {
 /* Totals the host reads after the plan (one copy). */
 struct qtot {
   unsigned long long bad;   /* 1: a bad id (check_ids finds which); 4: a bad point (the caller's scan
-                               finds which); 2, 8, 16, 32: internal checks */
+                               finds which). Internal checks: 2 a point without a leaf, or a split
+                               group whose points do not match its count; 8 an internal node
+                               without children; 16 a subtree past its bound; 32 a home not
+                               filled to its count */
   unsigned long long ext;   /* pool slots of EXT extents */
   unsigned long long s;     /* split points */
   unsigned long long groups, nodes, gathers[2], tails, inplace, subnodes, subused;
@@ -566,7 +569,7 @@ __global__ void split_place_kernel(const int64_t *perm, int64_t ns, const double
 __global__ void check_fill_kernel(qplan P, int64_t nt, unsigned long long *bad) {
   SP_FOR(t, nt) {
     if (P.home[t] == t && (P.hkind[t] == H_EXT || P.hkind[t] == H_SPLIT) && (int64_t)P.hfill[t] != P.hcount[t])
-      atomicOr(bad, 4ull);
+      atomicOr(bad, 32ull);
   }
 }
 
