@@ -21,7 +21,7 @@
  *     first; the new nodes are sorted into BFS order (level, key); all memory the index keeps
  *     (nodes, pool growth, id map growth) is then allocated. Up to here nothing of the index
  *     changed, so any failure leaves it as it was.
- *  4. Commit (Leaf-Lists-Update with paging): in-place moves; in a KEEP leaf, incoming points fill
+ *  4. Commit (Leaf-Lists-Update with paging): in place moves; in a KEEP leaf, incoming points fill
  *     the holes below the new length, live tail points fill the rest, surplus is appended; EXT
  *     homes take their stayers and incoming by atomic ranks; the sorted split points go to one
  *     region; the new nodes are linked.
@@ -384,13 +384,22 @@ __device__ __forceinline__ int64_t row_home(const qplan &P, const qrows &R, int6
   return P.home[c == R_INPLACE ? 5 * R.leaf[i] : R.tgt[i]];
 }
 
-/* Rows whose home has kind d.kind (EXT or SPLIT): to the next place of that home. */
-__global__ void rows_to_homes_kernel(qplan P, qrows R, int64_t m, qdst d) {
+/* The first pass over the rows, before anything of the index is written: a removal from a leaf
+ * repaired in place below its new length is a hole there (holes[hstart[v] ..], counted in
+ * lowc[v]); a row whose home is split goes to the split scratch (d). */
+__global__ void prep_rows_kernel(rdx_sp_nodes N, qplan P, qrows R, int64_t m, qdst d, const int64_t *hstart,
+                                 unsigned long long *lowc, int64_t *holes) {
   SP_FOR(i, m) {
+    int c = R.cls[i];
+    if (c == R_MOVE || c == R_ERASE) {
+      int64_t v = R.leaf[i], s = R.slot[i];
+      if (P.home[5 * v] == 5 * v && P.hkind[5 * v] == H_KEEP && s < N.fpos[v] + P.cnt[v])
+        holes[hstart[v] + (int64_t)atomicAdd(&lowc[v], 1ull)] = s;
+    }
     int64_t h = row_home(P, R, i);
-    if (h < 0 || P.hkind[h] != d.kind) continue;
+    if (h < 0 || P.hkind[h] != H_SPLIT) continue;
     int64_t p = P.hbase[h] + (int64_t)atomicAdd(&P.hfill[h], 1ull);
-    put_point(d, d.kind == H_EXT ? d.used + p : p, R.x[i], R.y[i], R.id[i], R.code[i]);
+    put_point(d, p, R.x[i], R.y[i], R.id[i], R.code[i]);
   }
 }
 
@@ -488,39 +497,29 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, const uint64
 
 /* ---- 4. commit ---- */
 
-/* In-place moves of KEEP leaves, erased ids, and the holes of KEEP leaves below their new length
- * (holes[hstart[v] ..], counted in lowc[v]). */
-__global__ void commit_rows_kernel(rdx_sp_nodes N, qplan P, qrows R, int64_t m, dpool pool, uint64_t *slot,
-                                   const int64_t *hstart, unsigned long long *lowc, int64_t *holes) {
-  SP_FOR(i, m) {
-    int c = R.cls[i];
-    int64_t s = R.slot[i], v = R.leaf[i];
-    if (c == R_INPLACE) {
-      if (P.hkind[P.home[5 * v]] == H_KEEP) {
-        put_xy(pool, s, R.x[i], R.y[i]);
-        put_key(pool, s, R.code[i]);
-      }
-      continue;
-    }
-    if (c == R_ERASE) slot[R.id[i]] = RDX_SP_NONE;
-    if ((c == R_MOVE || c == R_ERASE) && P.home[5 * v] == 5 * v && P.hkind[5 * v] == H_KEEP &&
-        s < N.fpos[v] + P.cnt[v])
-      holes[hstart[v] + (int64_t)atomicAdd(&lowc[v], 1ull)] = s;
-  }
-}
-
-/* Rows to KEEP and EXT homes. In a KEEP leaf the j-th incoming point fills the j-th hole below
- * the new length, the rest go past the old length (there are more incoming than removals then,
- * so every hole is below); in place rows there are done (commit_rows_kernel). An EXT home
- * takes its rows at the next places of its extent. */
+/* The commit's pass over the rows: erased ids leave the id map; in a KEEP leaf, in place moves
+ * are written where they are and the j-th incoming point fills the j-th hole below the new length,
+ * the rest going past the old length (there are more incoming than removals then, so every hole
+ * is below); an EXT home takes its rows at the next places of its extent. Runs before
+ * keep_tail_kernel, which moves tail points (in place moves included) into the other holes. */
 __global__ void place_rows_kernel(rdx_sp_nodes N, qplan P, qrows R, int64_t m, qdst d, const int64_t *hstart,
                                   const unsigned long long *lowc, const int64_t *holes) {
   SP_FOR(i, m) {
+    int c = R.cls[i];
+    if (c == R_ERASE) {
+      d.slot[R.id[i]] = RDX_SP_NONE;
+      continue;
+    }
     int64_t h = row_home(P, R, i);
     if (h < 0) continue;
-    int kind = P.hkind[h], c = R.cls[i];
+    int kind = P.hkind[h];
     int64_t p;
-    if (kind == H_KEEP && c != R_INPLACE) {
+    if (kind == H_KEEP && c == R_INPLACE) {
+      put_xy(d.pool, R.slot[i], R.x[i], R.y[i]);
+      put_key(d.pool, R.slot[i], R.code[i]);
+      continue;
+    }
+    if (kind == H_KEEP) {
       int64_t v = h / 5, j = R.rank[i], a = (int64_t)lowc[v];
       p = j < a ? holes[hstart[v] + j] : N.fpos[v] + N.len[v] + (j - a);
     } else if (kind == H_EXT) {
@@ -726,25 +725,32 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   qnode *nl;
   RDX_CHECK(mm.get(&nl, (size_t)n_sort, fn));
   RDX_CUDA(ctx, cudaMemcpyAsync(nl, P.tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
+  int64_t *hstart, *holes;
+  RDX_CHECK(mm.get(&hstart, (size_t)nn + 1, fn));
+  RDX_CHECK(mm.get(&holes, (size_t)m, fn));
+  RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, P.cout, hstart, nn, s); }));
   double *sx = nullptr, *sy = nullptr;
   uint64_t *sid = nullptr, *scode = nullptr;
   int64_t *perm = nullptr;
-  if (ng > 0) {
-    uint64_t *sorted;
-    int64_t *p1;
+  if (ns > 0) {
     RDX_CHECK(mm.get(&sx, (size_t)ns, fn));
     RDX_CHECK(mm.get(&sy, (size_t)ns, fn));
     RDX_CHECK(mm.get(&sid, (size_t)ns, fn));
     RDX_CHECK(mm.get(&scode, (size_t)ns, fn));
+  }
+  qdst sd; /* the split scratch as a destination */
+  memset(&sd, 0, sizeof sd);
+  sd.kind = H_SPLIT, sd.sx = sx, sd.sy = sy, sd.sid = sid, sd.scode = scode;
+  prep_rows_kernel<<<blocks_for(m, 256), 256, 0, s>>>(pts->nodes, P, R, m, sd, hstart, lowc, holes);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
+  if (ng > 0) {
+    uint64_t *sorted;
+    int64_t *p1;
     RDX_CHECK(mm.get(&sorted, (size_t)ns, fn));
     RDX_CHECK(mm.get(&p1, (size_t)ns, fn));
     RDX_CHECK(mm.get(&perm, (size_t)ns, fn));
-    qdst d;
-    memset(&d, 0, sizeof d);
-    d.kind = H_SPLIT, d.sx = sx, d.sy = sy, d.sid = sid, d.scode = scode;
-    rows_to_homes_kernel<<<blocks_for(m, 256), 256, 0, s>>>(P, R, m, d);
     int64_t ng1 = (int64_t)T.gathers[1];
-    if (ng1) stayers_kernel<<<blocks_for(ng1 * QB, QB), QB, 0, s>>>(pts->nodes, P, P.gath[1], ng1, pool, touched, d);
+    if (ng1) stayers_kernel<<<blocks_for(ng1 * QB, QB), QB, 0, s>>>(pts->nodes, P, P.gath[1], ng1, pool, touched, sd);
     iota_kernel<<<blocks_for(ns, 256), 256, 0, s>>>(p1, ns);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split gather kernels");
     rdx_trace(ctx, "qt update: split gather");
@@ -758,14 +764,11 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
     rdx_trace(ctx, "qt update: split trees");
   }
   uint64_t *nk, *nk2;
-  int64_t *ni, *ni2, *hstart, *holes;
+  int64_t *ni, *ni2;
   RDX_CHECK(mm.get(&nk, (size_t)n_sort, fn));
   RDX_CHECK(mm.get(&nk2, (size_t)n_sort, fn));
   RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
   RDX_CHECK(mm.get(&ni2, (size_t)n_sort, fn));
-  RDX_CHECK(mm.get(&hstart, (size_t)nn + 1, fn));
-  RDX_CHECK(mm.get(&holes, (size_t)m, fn));
-  RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, P.cout, hstart, nn, s); }));
   int packed = 2 * D + 6 <= 64;
   node_keys_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk, ni);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: node keys kernel");
@@ -834,17 +837,15 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   }
   const rdx_sp_nodes &N = pts->nodes;
   const unsigned gm = blocks_for(m, 256);
-  commit_rows_kernel<<<gm, 256, 0, s>>>(N, P, R, m, pool, pts->slot, hstart, lowc, holes);
-  SP_LAUNCH_CHECK(ctx, "rdx_points update: commit rows kernel");
+  qdst d;
+  memset(&d, 0, sizeof d);
+  d.kind = H_EXT, d.pool = pool, d.used = used, d.slot = pts->slot;
+  place_rows_kernel<<<gm, 256, 0, s>>>(N, P, R, m, d, hstart, lowc, holes);
   if (T.tails)
     keep_tail_kernel<<<blocks_for((int64_t)T.tails * 32, 256), 256, 0, s>>>(N, P, (int64_t)T.tails, pool, pts->slot, gone,
                                                                            hstart, holes);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: keep kernels");
   rdx_trace(ctx, "qt update: keep leaves");
-  qdst d;
-  memset(&d, 0, sizeof d);
-  d.kind = H_EXT, d.pool = pool, d.used = used, d.slot = pts->slot;
-  place_rows_kernel<<<gm, 256, 0, s>>>(N, P, R, m, d, hstart, lowc, holes);
   int64_t ng0 = (int64_t)T.gathers[0];
   if (ng0) stayers_kernel<<<blocks_for(ng0 * QB, QB), QB, 0, s>>>(N, P, P.gath[0], ng0, pool, touched, d);
   if (ns) split_place_kernel<<<blocks_for(ns, 256), 256, 0, s>>>(perm, ns, sx, sy, sid, scode, pool, sbase, pts->slot);
