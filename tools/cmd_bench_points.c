@@ -9,6 +9,11 @@
  *     query:  [--queries 2^10,...] [--type window,within,match,knn] [--k 16] [--size S]
  *             [--engine index,brute,cpu] [--brute-max 2^16] [--cpu-max 2^20]
  *     update: [--moved 1,2,5,10,20,50]     percent of points moved to new places per batch
+ *             [--moves relocate|resample]  where they go: relocate (default) draws them from the
+ *                                          generator with another seed, whose hot spots lie
+ *                                          elsewhere (points leave their clusters for new ones);
+ *                                          resample draws fresh samples of the index's own
+ *                                          distribution (same hot spots; engine update-resample)
  *
  * Protocol (METHOD.md): inputs generated from the seed; one warm-up run, then the median of
  * --reps timed runs; calls are synchronous, so a host clock around them covers the device work.
@@ -50,6 +55,7 @@ typedef struct cfg {
   double size;
   int64_t brute_max, cpu_max;
   uint64_t seed;
+  int resample;                /* --moves resample */
   const char *device;
 } cfg;
 
@@ -415,9 +421,18 @@ static void exp_update(const cfg *c, int hdr) {
   double *t = (double *)malloc(sizeof(double) * (size_t)(c->reps + 1));
   for (int ni = 0; ni < c->n_ns; ni++) {
     int64_t n = c->ns[ni];
+    /* --moves resample: rows n .. n + extra of the same generator (its first n rows are the
+     * index's points, whatever the count) are the pool of fresh places */
+    int64_t extra = 0;
+    for (int mi = 0; c->resample && mi < c->n_moved; mi++) {
+      int64_t m = (int64_t)llround((double)n * c->moved[mi] / 100.0);
+      if (2 * m + 1 > extra) extra = 2 * m + 1;
+    }
     rdx_array ph;
-    cli_must(gen, rdx_gen_points(gen, n, c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
-    rdx_array pd = cli_place(ctx, ph);
+    cli_must(gen, rdx_gen_points(gen, n + extra, c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
+    rdx_array base = ph;
+    base.count = n;
+    rdx_array pd = cli_place(ctx, base);
     for (int k = 0; k < c->n_kinds; k++) {
       /* the rebuild baseline: a build from scratch of n points already in device memory */
       rdx_points *pts = NULL;
@@ -461,7 +476,15 @@ static void exp_update(const cfg *c, int hdr) {
             ids[i] = (uint64_t)perm[i];
           }
           rdx_array np;
-          cli_must(gen, rdx_gen_points(gen, m, c->dist, c->dtype, c->seed * 31 + (uint64_t)(mi * 1000 + r + 7), &np), "moves");
+          if (c->resample) { /* m consecutive rows of the pool, from a random start */
+            rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+            int64_t off = n + (int64_t)((rs >> 11) % (uint64_t)(extra - m + 1));
+            size_t row_bytes = 2 * (c->dtype == RDX_F64 ? 8 : 4);
+            np = rdx_host_matrix((const char *)ph.data + (size_t)off * row_bytes, m, 2, c->dtype);
+          } else {
+            cli_must(gen, rdx_gen_points(gen, m, c->dist, c->dtype, c->seed * 31 + (uint64_t)(mi * 1000 + r + 7), &np),
+                     "moves");
+          }
           rdx_array idd = cli_place(ctx, rdx_host_array(ids, m, RDX_U64)), npd = cli_place(ctx, np);
           double t0 = rdx_now_ms();
           cli_must(ctx, rdx_points_move(ctx, pts, idd, npd), "move");
@@ -473,11 +496,11 @@ static void exp_update(const cfg *c, int hdr) {
           }
           cli_unplace(ctx, idd);
           cli_unplace(ctx, npd);
-          rdx_npy_free(&np);
+          if (!c->resample) rdx_npy_free(&np);
         }
         row ru;
         memset(&ru, 0, sizeof ru);
-        ru.index = rb.index, ru.build = rb.build, ru.engine = "update", ru.where = cli_is_gpu(ctx) ? "device" : "host";
+        ru.index = rb.index, ru.build = rb.build, ru.engine = c->resample ? "update-resample" : "update", ru.where = cli_is_gpu(ctx) ? "device" : "host";
         ru.n = n, ru.moved = c->moved[mi], ru.queries = m;
         ru.ms = median(t, c->reps);
         memcpy(ru.p, p, sizeof p);
@@ -561,6 +584,10 @@ int cmd_bench_points(int argc, char **argv) {
   c.brute_max = cli_int(&a, "brute-max", (int64_t)1 << 16);
   c.cpu_max = cli_int(&a, "cpu-max", (int64_t)1 << 20);
   c.seed = (uint64_t)cli_int(&a, "seed", 1);
+  const char *moves = cli_opt(&a, "moves");
+  if (moves && strcmp(moves, "relocate") && strcmp(moves, "resample"))
+    cli_die(CLI_EXIT_BAD_INPUT, "--moves relocate|resample");
+  c.resample = moves && strcmp(moves, "resample") == 0;
   int hdr = cli_flag(&a, "header");
   cli_args_done(&a);
   if (!c.exp || (strcmp(c.exp, "build") && strcmp(c.exp, "query") && strcmp(c.exp, "update")))

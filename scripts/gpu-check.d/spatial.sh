@@ -9,7 +9,9 @@
 #                   queries; it is linear in the batch) and the CPU backend on every core (to 2^20);
 #   spatial_update  1% .. 50% of 16.5M taxi-like points moved per batch, against a rebuild
 #                   (quadtrees update all on the GPU; spatial_update_plan.csv: the same with the
-#                   host-planned path, RAYDEX_SP_UPDATE=plan, for comparison).
+#                   host-planned path, RAYDEX_SP_UPDATE=plan, for comparison). The moved points go
+#                   to places of another hot-spot layout (--moves relocate, the default);
+#                   spatial_update_resample.csv: to fresh samples of the index's own layout.
 # SPATIAL_PARTS (default "build query update") picks the parts to run.
 # Rows carry a check column (bench/README.md); bench/plot_spatial.py draws the PNGs.
 
@@ -49,6 +51,8 @@ for idx in quadtree kdtree; do
   sp_bench spatial_update 50 bench points --exp update --backend cuda --index $idx --n 16500000 --dist taxi --dtype f32 \
     --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 5
 done
+sp_bench spatial_update_resample 50 bench points --exp update --backend cuda --index quadtree --n 16500000 --dist taxi \
+  --dtype f32 --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 5 --moves resample
 RAYDEX_SP_UPDATE=plan sp_bench spatial_update_plan 50 bench points --exp update --backend cuda --index quadtree --n 16500000 \
   --dist taxi --dtype f32 --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 5
 log "spatial update: $(grep -c ',update,' "$OUT/csv/spatial_update.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"

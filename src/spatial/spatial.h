@@ -67,7 +67,8 @@ typedef struct rdx_sp_pool {
 /* What the last build or update did, for benchmarks and tests. */
 typedef struct rdx_sp_stats {
   double phase_ms[4];        /* build: keys+sort, phase 1, phase 2, point gather (quadtree);
-                                update: find, plan, reserve+commit, 0 */
+                                update: find, plan, reserve+commit, 0 (GPU quadtrees, update_qt.cu:
+                                classify+plan, split groups+node sort+allocations, commit, 0) */
   int64_t moved, in_place, left_leaf, erased, inserted; /* last update */
   int64_t splits, merges, relocated, new_leaves, relayouts;
 } rdx_sp_stats;
