@@ -466,7 +466,7 @@ static void exp_update(const cfg *c, int hdr) {
         int64_t left = 0, splits = 0, merges = 0;
         double p[3] = {0, 0, 0}; /* find, plan, reserve + commit (update.c) */
         for (int r = -1; r < c->reps; r++) {
-          /* m distinct random ids (partial Fisher-Yates) to fresh places from the same distribution */
+          /* m distinct random ids (partial Fisher-Yates) to fresh places (see --moves) */
           for (int64_t i = 0; i < m; i++) {
             rs = rs * 6364136223846793005ull + 1442695040888963407ull;
             int64_t j = i + (int64_t)((rs >> 11) % (uint64_t)(n - i));
