@@ -189,6 +189,16 @@ RDX_HD int64_t rdx_sp_qt_find(const rdx_sp_view *v, uint64_t k, int *quadrant) {
   }
 }
 
+/* The first of keys[lo, hi) (sorted) that is >= v, or hi. */
+RDX_HD int64_t rdx_sp_lower_bound_u64(const uint64_t *keys, int64_t lo, int64_t hi, uint64_t v) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /* The quadtree's split rule, for subtrees built from sorted finest codes (update splits, on the
  * host and the GPU): the node at (level, key) holding keys[a, end) is a leaf iff it holds at most
  * cap codes or is at depth (returns 1); else (returns 0) its quadrant q holds keys[b[q], b[q+1]). */
@@ -197,16 +207,7 @@ RDX_HD int rdx_sp_qt_quadrants(const uint64_t *keys, int64_t a, int64_t end, uin
   if (end - a <= cap || level >= depth) return 1;
   int sh = 2 * (depth - level - 1);
   b[0] = a, b[4] = end;
-  for (int q = 1; q < 4; q++) {
-    uint64_t v = (4 * key + (uint64_t)q) << sh;
-    int64_t lo = b[q - 1], hi = end;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (keys[mid] < v) lo = mid + 1;
-      else hi = mid;
-    }
-    b[q] = lo;
-  }
+  for (int q = 1; q < 4; q++) b[q] = rdx_sp_lower_bound_u64(keys, b[q - 1], end, (4 * key + (uint64_t)q) << sh);
   return 0;
 }
 

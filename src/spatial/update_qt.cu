@@ -433,15 +433,6 @@ __global__ void __launch_bounds__(QB) stayers_kernel(rdx_sp_nodes N, qplan P, co
   }
 }
 
-__device__ __forceinline__ int64_t lower_bound_code(const uint64_t *k, int64_t lo, int64_t hi, uint64_t v) {
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (k[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /* One block per split group: its range among the sorted split codes (its cell's code range),
  * then its subtree breadth first with the build's split rule (rdx_sp_qt_quadrants), its node
  * region serving as the queue (a node's fpos holds its first code while it waits). Leaf fpos:
@@ -454,8 +445,8 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, const uint64
     qnode *reg = out + G.nbase;
     if (threadIdx.x == 0) {
       int sh = 2 * (D - G.level);
-      int64_t a = lower_bound_code(keys, 0, ns, G.key << sh);
-      int64_t e = lower_bound_code(keys, a, ns, (G.key + 1) << sh);
+      int64_t a = rdx_sp_lower_bound_u64(keys, 0, ns, G.key << sh);
+      int64_t e = rdx_sp_lower_bound_u64(keys, a, ns, (G.key + 1) << sh);
       if (e - a != G.count) atomicOr(&tot->bad, 2ull);
       qnode r;
       r.key = G.key, r.level = G.level, r.leaf = 0, r.count = e - a, r.fpos = a, r.len = 0, r.room = 0;
