@@ -91,10 +91,14 @@ rdx_status rdx_check_context(rdx_context *ctx) {
   return RDX_OK;
 }
 
-void rdx_trace(rdx_context *ctx, const char *what) {
+int rdx_trace_on(void) {
   static int on = -1;
   if (on < 0) on = getenv("RAYDEX_TRACE") != NULL;
-  if (!on) return;
+  return on;
+}
+
+void rdx_trace(rdx_context *ctx, const char *what) {
+  if (!rdx_trace_on()) return;
   if (rdx_is_gpu(ctx)) (void)rdx_cuda_sync(ctx, what);
   double t = rdx_now_ms();
   fprintf(stderr, "[raydex trace] %9.3f ms  %s\n", ctx->trace_ms > 0 ? t - ctx->trace_ms : 0.0, what);

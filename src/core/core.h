@@ -186,6 +186,8 @@ double rdx_now_ms(void);
  * prints to stderr the milliseconds since the previous mark and `what`; otherwise nothing. For
  * finding where a call's time goes on machines without a profiler. */
 void rdx_trace(rdx_context *ctx, const char *what);
+/* Whether RAYDEX_TRACE is set (read once), for traces that print more than a mark. */
+int rdx_trace_on(void);
 
 #ifdef __cplusplus
 }

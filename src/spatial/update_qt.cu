@@ -704,7 +704,7 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
     return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the plan counts %lld points, expected %lld", fn, (long long)T.root,
                     (long long)expect);
   const int64_t n_ext = (int64_t)T.ext, ns = (int64_t)T.s, ng = (int64_t)T.groups, n_base = (int64_t)T.nodes;
-  if (getenv("RAYDEX_TRACE"))
+  if (rdx_trace_on())
     fprintf(stderr, "[raydex trace] qt update: %lld rows, %lld nodes, %llu in place, %llu tails (%llu slots), %llu+%llu "
             "gathers, %lld extent slots, %lld split points in %lld groups\n", (long long)m, (long long)nn, T.inplace, T.tails,
             T.tail_slots, T.gathers[0], T.gathers[1], (long long)n_ext, (long long)ns, (long long)ng);
