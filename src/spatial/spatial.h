@@ -268,7 +268,6 @@ typedef struct rdx_sp_found {
   int64_t n_i_runs;
   int64_t bad_row;           /* -1, or the first ids row that is bad: */
   int bad_what;              /* 1 not an id of the index, 2 erased, 3 repeated in the batch */
-  int bad_xy;                /* a point is non-finite or outside the box (batch.check_xy) */
   uint64_t bad_id;
 } rdx_sp_found;
 
@@ -299,10 +298,10 @@ typedef struct rdx_sp_backend {
 extern const rdx_sp_backend rdx_sp_cpu_backend;
 extern const rdx_sp_backend rdx_sp_cuda_backend;
 /* A quadtree update all on the GPU (update_qt.cu), after the first update's relayout. Same
- * contract as the planned path; bad ids come back in f (bad_row >= 0) with nothing changed;
- * f->n_inplace and pts->stats are set, and *live receives the slots the leaves now reserve. */
-rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, rdx_sp_found *f,
-                                 int64_t *live);
+ * contract as the planned path; bad ids come back in f (bad_row >= 0), bad points in b->bad_xy,
+ * with nothing changed; f->n_inplace and pts->stats are set, and *live receives the slots the
+ * leaves now reserve. */
+rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f, int64_t *live);
 
 /* ---- baselines for the benchmarks (CUDA; brute force over all points) ---- */
 rdx_status rdx_sp_brute_count_cuda(rdx_context *ctx, const void *xy, int f64, int64_t n, const rdx_sp_qin *in,

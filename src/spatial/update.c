@@ -435,10 +435,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
     memset(&f, 0, sizeof f);
     int64_t live = 0;
     rdx_status st = rdx_sp_qt_update_cuda(ctx, pts, b, &f, &live);
-    if (st == RDX_OK && f.bad_xy) {
-      b->bad_xy = 1; /* the caller words it */
-      st = RDX_ERR_INVALID_ARGUMENT;
-    }
+    if (st == RDX_OK && b->bad_xy) st = RDX_ERR_INVALID_ARGUMENT; /* the caller words it */
     if (st == RDX_OK && f.bad_row >= 0) st = bad_ids(ctx, b, &f);
     if (st != RDX_OK) {
       pts->stats = keep;

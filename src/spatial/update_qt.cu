@@ -619,7 +619,7 @@ __global__ void fill_none_kernel(uint64_t *p, int64_t from, int64_t to) {
 
 }  // namespace
 
-extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, rdx_sp_found *f,
+extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f,
                                              int64_t *live) {
   const char *fn = "rdx_points update";
   cudaStream_t s = rdx_stream(ctx);
@@ -694,7 +694,7 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, c
   qtot T;
   RDX_CHECK(to_host(ctx, &T, P.tot, 1, fn));
   if (T.bad & 4) {
-    f->bad_xy = 1;
+    b->bad_xy = 1;
     return RDX_OK;
   }
   if (T.bad & 1) return check_ids(ctx, pts, b, mm, f); /* sets f->bad_row */
