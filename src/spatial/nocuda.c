@@ -66,7 +66,7 @@ static void release(rdx_context *ctx, rdx_sp_work *w) { (void)ctx, (void)w; }
 
 const rdx_sp_backend rdx_sp_cuda_backend = {relayout, find, split_gather, reserve, commit, release};
 
-rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f, int64_t *live) {
-  (void)pts, (void)b, (void)f, (void)live;
+rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f) {
+  (void)pts, (void)b, (void)f;
   return none(ctx);
 }

@@ -216,6 +216,7 @@ rdx_status build_bottom_up(rdx_context *ctx, rdx_points *pts, const rdx_sp_build
   const I *idx = ibuf.Current();
   RDX_CHECK(rdx_sp_pool_alloc(ctx, n, pts->f64, (int)sizeof(K), &pts->pool));
   pts->pool.used = n;
+  pts->sorted = 1; /* by code: what update_qt.cu's merge needs */
   gather_kernel<T, K, I><<<blocks_for(n, 256), 256, 0, s>>>((const T *)in->xy, n, keys, idx, (T *)pts->pool.x,
                                                             (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key);
   SP_LAUNCH_CHECK(ctx, "rdx_points_build: gather kernel");

@@ -90,8 +90,14 @@ struct rdx_points {
   rdx_sp_nodes nodes;        /* backend memory */
   rdx_sp_nodes host;         /* host copy of the nodes (GPU contexts); aliases `nodes` on the CPU */
   int host_stale;            /* GPU: `host` lags `nodes` (a build leaves it so: see points.c) */
-  uint64_t *slot;            /* id -> pool slot or RDX_SP_NONE, slot_cap entries; NULL before the first update */
+  uint64_t *slot;            /* planned path: id -> pool slot or RDX_SP_NONE, slot_cap entries; NULL
+                                before its first update */
   int64_t slot_cap;
+  uint32_t *live;            /* GPU quadtree updates (update_qt.cu): a bit per id, set while the id
+                                is in the index; NULL until then. At most one of slot and live. */
+  int64_t live_bits;
+  int sorted;                /* the pool's slots [0, n) hold the live points in Morton order (a GPU
+                                bottom-up build, a GPU quadtree update); the merge needs it */
   int64_t peak;              /* most bytes the build held */
   void *arena;               /* GPU: device scratch kept between queries and updates, or NULL */
   size_t arena_bytes;        /* its size: at most 64 MiB + 48 bytes per pool slot */
@@ -297,11 +303,11 @@ typedef struct rdx_sp_backend {
 } rdx_sp_backend;
 extern const rdx_sp_backend rdx_sp_cpu_backend;
 extern const rdx_sp_backend rdx_sp_cuda_backend;
-/* A quadtree update all on the GPU (update_qt.cu), after the first update's relayout. Same
- * contract as the planned path; bad ids come back in f (bad_row >= 0), bad points in b->bad_xy,
- * with nothing changed; f->n_inplace and pts->stats are set, and *live receives the slots the
- * leaves now reserve. */
-rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f, int64_t *live);
+/* A quadtree update on the GPU by merging (update_qt.cu). Same contract as the planned path; bad
+ * ids come back in f (bad_row >= 0), bad points in b->bad_xy, with nothing changed; pts->stats
+ * are set and f->n_inplace is -1 (not tracked). Leaves the pool dense and in Morton order
+ * (pts->sorted), keeps pts->live and drops the planned path's id map. */
+rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);
 
 /* ---- baselines for the benchmarks (CUDA; brute force over all points) ---- */
 rdx_status rdx_sp_brute_count_cuda(rdx_context *ctx, const void *xy, int f64, int64_t n, const rdx_sp_qin *in,

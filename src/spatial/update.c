@@ -1,9 +1,9 @@
 /*
  * update.c: bulk moves, inserts and erases, G-PICS Section 5 (Fig. 11), for both kinds and both
  * backends. This file plans on the host; the backend (update_cpu.c, update.cu) moves the points.
- * Quadtrees on a GPU take update_qt.cu's path instead (the same steps as kernels, no host plan;
- * see direct_update), after the first update's relayout; this path remains for the k-d tree,
- * the CPU, and RAYDEX_SP_UPDATE=plan.
+ * Quadtrees on a GPU take update_qt.cu's path instead (a sort of the batch merged into a pool
+ * kept in Morton order; see direct_update); this path remains for the k-d tree, the CPU, and
+ * RAYDEX_SP_UPDATE=plan.
  *
  * Pipeline of one batch (all-or-nothing: nothing is written before step 5):
  *  1. Movement-Check and Leaf-Finding (backend `find`): each moved point's old leaf is found (by
@@ -375,6 +375,11 @@ static rdx_status relayout(rdx_context *ctx, rdx_points *pts) {
   }
   if (rdx_is_gpu(ctx)) RDX_CHECK_GOTO(rdx_sp_nodes_copy(ctx, &pts->nodes, H), st, done);
   pts->stats.relayouts++;
+  pts->sorted = 0; /* the merge path's pool order and id bitmap no longer hold */
+  if (pts->live) {
+    rdx_mem_free(ctx, pts->live);
+    pts->live = NULL, pts->live_bits = 0;
+  }
 done:
   rdx_mem_free(ctx, fpos);
   return st;
@@ -401,8 +406,8 @@ static void count_batch(rdx_points *pts, const rdx_sp_batch *b, int64_t in_place
     pts->stats.erased = b->m;
   } else {
     pts->stats.moved = b->m;
-    pts->stats.in_place = in_place;
-    pts->stats.left_leaf = b->m - in_place;
+    pts->stats.in_place = in_place; /* -1: not tracked (the GPU quadtree's merge) */
+    pts->stats.left_leaf = in_place < 0 ? -1 : b->m - in_place;
   }
 }
 
@@ -412,8 +417,8 @@ static void compact(rdx_context *ctx, rdx_points *pts, int64_t live) {
   if (rdx_sp_sync_host_nodes(ctx, pts) != RDX_OK || relayout(ctx, pts) != RDX_OK) rdx_clear_message(ctx); /* optional */
 }
 
-/* Quadtrees on a GPU update without a host plan (update_qt.cu), unless RAYDEX_SP_UPDATE=plan
- * asks for this file's path (for comparisons). */
+/* Quadtrees on a GPU update by merging (update_qt.cu), unless RAYDEX_SP_UPDATE=plan asks for
+ * this file's path (for comparisons). */
 static int direct_update(rdx_context *ctx, const rdx_points *pts) {
   const char *e = getenv("RAYDEX_SP_UPDATE");
   return rdx_is_gpu(ctx) && pts->kind == RDX_POINTS_QUADTREE && !(e && strcmp(e, "plan") == 0);
@@ -424,17 +429,13 @@ int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts) { return di
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
   const char *fn = op_name(b->op);
   const rdx_sp_backend *be = backend_of(ctx);
-  int direct = direct_update(ctx, pts);
-  if (!direct || pts->slot == NULL) RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts)); /* the plan reads the host copy */
-  if (pts->slot == NULL) RDX_CHECK(relayout(ctx, pts)); /* first update: slot map, spare room */
-  if (direct) {
+  if (direct_update(ctx, pts)) {
     rdx_sp_stats keep = pts->stats;
     memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));
     pts->stats.relayouts = keep.relayouts;
     rdx_sp_found f;
     memset(&f, 0, sizeof f);
-    int64_t live = 0;
-    rdx_status st = rdx_sp_qt_update_cuda(ctx, pts, b, &f, &live);
+    rdx_status st = rdx_sp_qt_update_cuda(ctx, pts, b, &f);
     if (st == RDX_OK && b->bad_xy) st = RDX_ERR_INVALID_ARGUMENT; /* the caller words it */
     if (st == RDX_OK && f.bad_row >= 0) st = bad_ids(ctx, b, &f);
     if (st != RDX_OK) {
@@ -442,9 +443,10 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
       return st;
     }
     count_batch(pts, b, f.n_inplace);
-    compact(ctx, pts, live);
     return RDX_OK;
   }
+  RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts)); /* the plan reads the host copy */
+  if (pts->slot == NULL) RDX_CHECK(relayout(ctx, pts)); /* first update: slot map, spare room */
   double t0 = rdx_now_ms(), t1 = t0, t2 = t0;
   rdx_sp_stats keep_stats = pts->stats;
   memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));

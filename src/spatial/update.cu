@@ -130,11 +130,12 @@ rdx_status cu_relayout(rdx_context *ctx, rdx_points *pts, const int64_t *new_fpo
 
 /* ---- find: validation, movement check, leaf finding ---- */
 
+/* An id is in the index by the planned path's id map, or by the merge path's bitmap. */
 __global__ void validate_kernel(const void *ids, int ids64, int64_t m, uint64_t id_end, const uint64_t *slot,
-                                unsigned long long *bad, uint64_t *keys, int64_t *rows) {
+                                const uint32_t *live, unsigned long long *bad, uint64_t *keys, int64_t *rows) {
   SP_FOR(i, m) {
     uint64_t id = id_at(ids, ids64, i);
-    int what = id >= id_end ? 1 : slot[id] == RDX_SP_NONE ? 2 : 0;
+    int what = id >= id_end ? 1 : (slot ? slot[id] == RDX_SP_NONE : !((live[id >> 5] >> (id & 31)) & 1u)) ? 2 : 0;
     if (what) atomicMin(bad, (unsigned long long)i * 4 + (unsigned long long)what);
     keys[i] = id;
     rows[i] = i;
@@ -312,7 +313,7 @@ rdx_status rdx_sp::check_ids(rdx_context *ctx, rdx_points *pts, const rdx_sp_bat
   RDX_CHECK(mm.get(&keys, (size_t)m, fn));
   RDX_CHECK(mm.get(&rows, (size_t)m, fn));
   RDX_CHECK(to_device(ctx, bad, &hb, 1, fn));
-  validate_kernel<<<grid, 256, 0, s>>>(b->ids, b->ids64, m, pts->id_end, pts->slot, bad, keys, rows);
+  validate_kernel<<<grid, 256, 0, s>>>(b->ids, b->ids64, m, pts->id_end, pts->slot, pts->live, bad, keys, rows);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: validate kernel");
   RDX_CHECK(to_host(ctx, &hb, bad, 1, fn));
   if (hb == ~0ull) {
