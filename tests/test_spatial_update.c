@@ -307,6 +307,42 @@ int main(int argc, char **argv) {
       if (seen[f][i] == 0) CHECK_FAIL_("%s sequences had no %s", f ? "k-d" : "quadtree", what[i]);
     }
 
+  /* batches far larger than the index, landing in a small area: on the GPU one merge tile (2048
+   * slots) receives thousands of points, past what it caches in shared memory */
+  CASE(points_update_big_batches);
+  for (int kind = 0; kind < 3; kind++) {
+    model m;
+    rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 200, RDX_F64, kind, 16, kind == 2 ? 40 : 16, box);
+    if (!pts) continue;
+    for (int round = 0; round < 3 && !check_failures_; round++) {
+      snprintf(pc_label, sizeof pc_label, "big batches, kind %d, round %d", kind, round);
+      const int64_t c = 6000;
+      double cx = box[0] + (box[2] - box[0]) * pc_unit(), cy = box[1] + (box[3] - box[1]) * pc_unit();
+      double *xy = (double *)malloc((size_t)c * 16);
+      for (int64_t i = 0; i < c; i++) {
+        xy[2 * i] = fmin(box[2], cx + 0.5 * pc_unit()), xy[2 * i + 1] = fmin(box[3], cy + 0.5 * pc_unit());
+        if (i % 7 == 0) xy[2 * i] = cx, xy[2 * i + 1] = cy; /* duplicates */
+      }
+      uint64_t first = 0;
+      model_grow(&m, m.id_end + (uint64_t)c);
+      CHECK_OK(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(xy, c, 2, RDX_F64), &first));
+      CHECK_EQ(first, m.id_end);
+      for (int64_t i = 0; i < c; i++)
+        m.x[first + (uint64_t)i] = xy[2 * i], m.y[first + (uint64_t)i] = xy[2 * i + 1], m.alive[first + (uint64_t)i] = 1;
+      m.id_end += (uint64_t)c;
+      check_against_model(ctx, pts, &m, 25);
+      /* move the inserted points back to one corner of the first area */
+      uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
+      for (int64_t i = 0; i < c; i++) ids[i] = first + (uint64_t)i, xy[2 * i] = cx, xy[2 * i + 1] = fmin(box[3], cy + 1e-3 * (double)(i % 5));
+      CHECK_OK(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F64)));
+      for (int64_t i = 0; i < c; i++) m.x[first + (uint64_t)i] = xy[2 * i], m.y[first + (uint64_t)i] = xy[2 * i + 1];
+      check_against_model(ctx, pts, &m, 25);
+      free(ids), free(xy);
+    }
+    rdx_points_destroy(pts);
+    model_free(&m);
+  }
+
   CASE(points_update_bad_input);
   for (int kind = 0; kind < 3; kind++) {
     model m;

@@ -417,7 +417,7 @@ rdx_status rdx_sp_qt_subtree(rdx_context *ctx, const uint64_t *keys, int64_t n, 
   for (int64_t i = head; i < out->n; i++) {
     rdx_sp_hnode nd = out->v[i];
     int64_t b[5];
-    if (rdx_sp_qt_quadrants(keys, 1, nd.fpos, nd.fpos + nd.count, nd.key, nd.level, depth, cap, b)) {
+    if (rdx_sp_qt_quadrants(keys, nd.fpos, nd.fpos + nd.count, nd.key, nd.level, depth, cap, b)) {
       out->v[i].leaf = 1;
       out->v[i].len = nd.count;
       out->v[i].room = nd.count;

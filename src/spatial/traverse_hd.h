@@ -189,16 +189,11 @@ RDX_HD int64_t rdx_sp_qt_find(const rdx_sp_view *v, uint64_t k, int *quadrant) {
   }
 }
 
-/* Sorted quadtree codes as the pool keeps them: u32 (depth <= 16) or u64. */
-RDX_HD uint64_t rdx_sp_code_at(const void *keys, int key64, int64_t i) {
-  return key64 ? ((const uint64_t *)keys)[i] : ((const uint32_t *)keys)[i];
-}
-
 /* The first of keys[lo, hi) (sorted) that is >= v, or hi. */
-RDX_HD int64_t rdx_sp_lower_bound(const void *keys, int key64, int64_t lo, int64_t hi, uint64_t v) {
+RDX_HD int64_t rdx_sp_lower_bound_u64(const uint64_t *keys, int64_t lo, int64_t hi, uint64_t v) {
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
-    if (rdx_sp_code_at(keys, key64, mid) < v) lo = mid + 1;
+    if (keys[mid] < v) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -207,12 +202,16 @@ RDX_HD int64_t rdx_sp_lower_bound(const void *keys, int key64, int64_t lo, int64
 /* The quadtree's split rule, for subtrees built from sorted finest codes (update splits, on the
  * host and the GPU): the node at (level, key) holding keys[a, end) is a leaf iff it holds at most
  * cap codes or is at depth (returns 1); else (returns 0) its quadrant q holds keys[b[q], b[q+1]). */
-RDX_HD int rdx_sp_qt_quadrants(const void *keys, int key64, int64_t a, int64_t end, uint64_t key, int level, int depth,
+/* The rule itself, which a build follows too: a node is a leaf iff it holds at most cap points or
+ * is at depth. */
+RDX_HD int rdx_sp_qt_leaf(int64_t count, int level, int depth, int64_t cap) { return count <= cap || level >= depth; }
+
+RDX_HD int rdx_sp_qt_quadrants(const uint64_t *keys, int64_t a, int64_t end, uint64_t key, int level, int depth,
                                int64_t cap, int64_t b[5]) {
-  if (end - a <= cap || level >= depth) return 1;
+  if (rdx_sp_qt_leaf(end - a, level, depth, cap)) return 1;
   int sh = 2 * (depth - level - 1);
   b[0] = a, b[4] = end;
-  for (int q = 1; q < 4; q++) b[q] = rdx_sp_lower_bound(keys, key64, b[q - 1], end, (4 * key + (uint64_t)q) << sh);
+  for (int q = 1; q < 4; q++) b[q] = rdx_sp_lower_bound_u64(keys, b[q - 1], end, (4 * key + (uint64_t)q) << sh);
   return 0;
 }
 

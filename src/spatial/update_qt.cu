@@ -41,7 +41,9 @@ namespace {
 
 using namespace rdx_sp;
 
-constexpr int TILE = 512; /* old pool slots per tile: one block, one slot per thread */
+constexpr int TB = 512;        /* threads per block of the merge */
+constexpr int TILE = 4 * TB;   /* old pool slots per tile: one block, four slots per thread */
+constexpr int SNK = 2048;      /* batch codes a tile caches in shared memory */
 
 /* One node of the new tree before sorting. */
 struct qnode {
@@ -104,6 +106,28 @@ __device__ __forceinline__ int64_t upper(const K *k, int64_t lo, int64_t hi, uin
   return lo;
 }
 
+/* lower() by a whole warp (every lane calls it with the same arguments): 32 probes a round, so
+ * a search of 2^24 codes takes 5 dependent loads instead of 24. Returns hi when no k >= v. */
+template <typename K>
+__device__ int64_t warp_lower(const K *k, int64_t lo, int64_t hi, uint64_t v) {
+  const unsigned FULL = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
+  while (hi - lo > 32) {
+    int64_t step = (hi - lo + 31) / 32, p = lo + (int64_t)(lane + 1) * step - 1;
+    if (p > hi - 1) p = hi - 1;
+    unsigned m = __ballot_sync(FULL, (uint64_t)k[p] >= v);
+    if (m == 0) return hi; /* even k[hi - 1] < v */
+    int f = __ffs(m) - 1;  /* the first probe >= v: the answer is in (probe f-1, probe f] */
+    int64_t pf = __shfl_sync(FULL, p, f);
+    lo = f == 0 ? lo : lo + (int64_t)f * step;
+    hi = pf;
+    if (lo >= hi) return pf;
+  }
+  int64_t p = lo + lane;
+  unsigned m = __ballot_sync(FULL, p < hi && (uint64_t)k[p] >= v);
+  return m ? lo + __ffs(m) - 1 : hi;
+}
+
 /* ---- 1. the batch ---- */
 
 /* Every move or insert row gets a sort entry (code, row), bad rows too (the batch is then
@@ -144,81 +168,120 @@ __global__ void jlo_kernel(const K *okey, const K *nk, int64_t m_new, int64_t nt
   SP_FOR(t, ntiles + 1) jlo[t] = t == 0 ? 0 : t == ntiles ? m_new : lower(nk, 0, m_new, (uint64_t)okey[t * TILE - 1]);
 }
 
-/* Per tile: survivors, and the local positions of the others (ascending). */
-__global__ void __launch_bounds__(TILE) tile_kernel(const uint64_t *oid, int64_t n_old, int drop, const uint32_t *claim,
-                                                    int64_t ntiles, int64_t *surv, uint16_t *dpos) {
-  typedef cub::BlockScan<int, TILE> scan_t;
+/* Per slot of the old pool: the survivors before it in its tile, with SP_GONE when its id is
+ * claimed by the batch (a move or an erase); per tile: its survivors. Slots striped as in
+ * scatter_old_kernel; one block scan per stripe. */
+#define SP_GONE 0x8000u
+__global__ void __launch_bounds__(TB) tile_kernel(const uint64_t *oid, int64_t n_old, int drop, const uint32_t *claim,
+                                                  int64_t ntiles, int64_t *surv, uint16_t *sp) {
+  typedef cub::BlockScan<int, TB> scan_t;
   __shared__ typename scan_t::TempStorage tmp;
   for (int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {
-    int64_t i = t * TILE + threadIdx.x;
-    int gone = drop && i < n_old && bit_get(claim, oid[i]);
-    int pre, total;
-    scan_t(tmp).ExclusiveSum(gone, pre, total);
-    if (gone) dpos[t * TILE + pre] = (uint16_t)threadIdx.x;
-    if (threadIdx.x == 0) {
-      int64_t size = n_old - t * TILE < TILE ? n_old - t * TILE : TILE;
-      surv[t] = (size > 0 ? size : 0) - total;
+    uint64_t d[4];
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      const int64_t i = t * TILE + q * TB + threadIdx.x;
+      d[q] = i < n_old ? oid[i] : 0;
     }
-    __syncthreads();
+    int run = 0;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      const int64_t i = t * TILE + q * TB + threadIdx.x;
+      int stays = i < n_old && !(drop && bit_get(claim, d[q])), pre, total;
+      scan_t(tmp).ExclusiveSum(stays, pre, total);
+      sp[i] = (uint16_t)((unsigned)(run + pre) | (stays ? 0u : SP_GONE));
+      run += total;
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) surv[t] = run;
   }
 }
 
-/* Survivor i of tile t goes to (survivors before it) + (batch codes below its code), and the
- * batch codes below it are those of [0, jlo[t]) and the ones below it in [jlo[t], jlo[t+1]),
- * searched in shared memory when they fit (most tiles receive a few). */
+/* One block per tile writes the tile's survivors and, when they fit in shared memory (most
+ * tiles receive a few), the batch entries that fall in it. Survivor i goes to sbase[t] +
+ * (survivors before it in the tile) + (batch codes below its code), which are the entries of
+ * [0, jlo[t]) and those below it in [jlo[t], jlo[t+1]). Batch entry j goes to j + sbase[t] +
+ * (survivors before the upper bound of its code in the tile). Slots are striped over the
+ * threads (q TB + thread), so a warp's loads and stores are runs of consecutive slots. */
 template <typename T, typename K>
-__global__ void __launch_bounds__(TILE) scatter_old_kernel(const T *ox, const T *oy, const uint64_t *oid, const K *okey,
-                                                           int64_t n_old, int drop, const uint32_t *claim, const K *nk,
-                                                           const int64_t *jlo, const int64_t *sbase, int64_t ntiles, T *x,
-                                                           T *y, uint64_t *id, K *key, int64_t cap, qtot *tot) {
-  typedef cub::BlockScan<int, TILE> scan_t;
-  __shared__ typename scan_t::TempStorage tmp;
-  __shared__ K snk[2 * TILE];
+__global__ void __launch_bounds__(TB) scatter_old_kernel(const T *ox, const T *oy, const uint64_t *oid, const K *okey,
+                                                         int64_t n_old, const uint16_t *sp, const K *nk, const uint32_t *nrow,
+                                                         const T *bxy, const void *ids, int ids64, uint64_t first_id,
+                                                         const int64_t *jlo, const int64_t *surv, const int64_t *sbase,
+                                                         int64_t ntiles, T *x, T *y, uint64_t *id, K *key, int64_t cap,
+                                                         qtot *tot) {
+  __shared__ K snk[SNK], sok[TILE];
+  __shared__ uint16_t ssp[TILE];
   for (int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {
-    int64_t i = t * TILE + threadIdx.x, j0 = jlo[t], kn = jlo[t + 1] - j0;
-    const int shared = kn <= 2 * TILE;
+    const int64_t j0 = jlo[t], kn = jlo[t + 1] - j0, base = sbase[t], a = t * TILE;
+    const int64_t size = n_old - a < TILE ? (n_old > a ? n_old - a : 0) : TILE;
+    const int shared = kn <= SNK;
     if (shared)
-      for (int64_t q = threadIdx.x; q < kn; q += TILE) snk[q] = nk[j0 + q];
-    uint64_t d = i < n_old ? oid[i] : 0;
-    int stays = i < n_old && !(drop && bit_get(claim, d));
-    int pre;
-    scan_t(tmp).ExclusiveSum(stays, pre);
-    __syncthreads(); /* snk is filled */
-    if (stays) {
-      K k = okey[i];
-      int64_t below = shared ? j0 + lower(snk, 0, kn, (uint64_t)k) : lower(nk, j0, j0 + kn, (uint64_t)k);
-      int64_t o = sbase[t] + pre + below;
+      for (int64_t q = threadIdx.x; q < kn; q += TB) snk[q] = nk[j0 + q];
+    unsigned v[4];
+    K k[4];
+    T vx[4], vy[4];
+    uint64_t d[4];
+#pragma unroll
+    for (int q = 0; q < 4; q++) { /* all loads first: four slots in flight per thread */
+      const int64_t i = a + q * TB + threadIdx.x;
+      const int in = i < n_old;
+      v[q] = in ? sp[i] : SP_GONE;
+      k[q] = in ? okey[i] : K();
+      vx[q] = in ? ox[i] : T();
+      vy[q] = in ? oy[i] : T();
+      d[q] = in ? oid[i] : 0;
+      sok[q * TB + threadIdx.x] = k[q];
+      ssp[q * TB + threadIdx.x] = (uint16_t)v[q];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      if (v[q] & SP_GONE) continue;
+      int64_t below = shared ? j0 + lower(snk, 0, kn, (uint64_t)k[q]) : lower(nk, j0, j0 + kn, (uint64_t)k[q]);
+      int64_t o = base + v[q] + below;
       if (o < cap) {
-        x[o] = ox[i], y[o] = oy[i], id[o] = d, key[o] = k;
+        x[o] = vx[q], y[o] = vy[q], id[o] = d[q], key[o] = k[q];
       } else {
         atomicOr(&tot->bad, 2ull);
+      }
+    }
+    if (shared) {
+      const int64_t st = surv[t];
+      for (int64_t q = threadIdx.x; q < kn; q += TB) {
+        K kk = snk[q];
+        int64_t p = upper(sok, 0, size, (uint64_t)kk);
+        int64_t o = j0 + q + base + (p < size ? (int64_t)(ssp[p] & ~SP_GONE) : st);
+        uint32_t r = nrow[j0 + q];
+        if (o < cap) {
+          x[o] = bxy[2 * (int64_t)r], y[o] = bxy[2 * (int64_t)r + 1];
+          id[o] = ids ? id_at(ids, ids64, r) : first_id + r;
+          key[o] = kk;
+        } else {
+          atomicOr(&tot->bad, 2ull);
+        }
       }
     }
     __syncthreads();
   }
 }
 
-/* Batch entry j (sorted) goes to j + (survivors at or below its code). Its tile t has
- * jlo[t] <= j < jlo[t + 1]; inside the tile, the upper bound of its code less the tile's
- * non-survivors before that. */
+/* The batch entries of tiles that receive more than SNK (scatter_old_kernel places the others),
+ * one thread each: its tile t has jlo[t] <= j < jlo[t + 1]. */
 template <typename T, typename K>
 __global__ void scatter_new_kernel(const K *nk, const uint32_t *nrow, int64_t m_new, const T *bxy, const void *ids, int ids64,
                                    uint64_t first_id, const K *okey, int64_t n_old, const int64_t *jlo, const int64_t *surv,
-                                   const int64_t *sbase, const uint16_t *dpos, int64_t ntiles, T *x, T *y, uint64_t *id,
+                                   const int64_t *sbase, const uint16_t *sp, int64_t ntiles, T *x, T *y, uint64_t *id,
                                    K *key, int64_t cap, qtot *tot) {
   SP_FOR(j, m_new) {
     int64_t t = upper(jlo, 0, ntiles + 1, (uint64_t)j) - 1;
+    if (jlo[t + 1] - jlo[t] <= SNK) continue;
     K k = nk[j];
     int64_t a = t * TILE, e = a + TILE < n_old ? a + TILE : n_old;
     if (e < a) e = a;
-    int64_t p = upper(okey, a, e, (uint64_t)k) - a;
-    int64_t gone = (e - a) - surv[t], g0 = t * TILE, lo = 0;
-    while (lo < gone) { /* the tile's non-survivors before p */
-      int64_t mid = lo + (gone - lo) / 2;
-      if ((int64_t)dpos[g0 + mid] < p) lo = mid + 1;
-      else gone = mid;
-    }
-    int64_t o = j + sbase[t] + p - lo;
+    int64_t p = upper(okey, a, e, (uint64_t)k);
+    int64_t before = p < e ? (int64_t)(sp[p] & ~SP_GONE) : surv[t];
+    int64_t o = j + sbase[t] + before;
     uint32_t r = nrow[j];
     if (o < cap) {
       x[o] = bxy[2 * (int64_t)r], y[o] = bxy[2 * (int64_t)r + 1];
@@ -233,7 +296,8 @@ __global__ void scatter_new_kernel(const K *nk, const uint32_t *nrow, int64_t m_
 /* ---- 3. the nodes ---- */
 
 /* Per old node: its parent, the quadrants that have a child, and its new count and first
- * position among the merged codes. */
+ * position among the merged codes. (One thread per node: a warp per node with 32-way searches
+ * took twice as long on an H200.) */
 template <typename K>
 __global__ void count_kernel(rdx_sp_nodes N, const K *keys, int64_t n, int D, int64_t *parent, uint8_t *have, int64_t *A,
                              int64_t *C) {
@@ -281,11 +345,11 @@ __global__ void decide_kernel(rdx_sp_nodes N, const K *keys, const int64_t *pare
     const int64_t c = C[u];
     if (c == 0 && u != 0) continue;
     int inside = 0;
-    for (int64_t a = parent[u]; a >= 0 && !inside; a = parent[a]) inside = C[a] <= cap || (int)N.level[a] >= D;
+    for (int64_t a = parent[u]; a >= 0 && !inside; a = parent[a]) inside = rdx_sp_qt_leaf(C[a], N.level[a], D, cap);
     if (inside) continue;
     const int l = N.level[u];
     const uint64_t key = N.key[u];
-    if (c <= cap || l >= D) {
+    if (rdx_sp_qt_leaf(c, l, D, cap)) {
       push_node(tn, tot, key, l, 1, c, A[u]);
       if (!N.leaf[u]) agg_add(&tot->merges, 1ull);
     } else if (N.leaf[u]) {
@@ -308,47 +372,55 @@ __global__ void decide_kernel(rdx_sp_nodes N, const K *keys, const int64_t *pare
 }
 
 /* One block per group: its cell's range among the merged codes, then its subtree breadth first
- * with the build's split rule (rdx_sp_qt_quadrants), its node region serving as the queue (a
- * node's fpos holds its first code while it waits). Leaf fpos: the leaf's first pool slot. */
-__global__ void split_tree_kernel(const qgroup *groups, int64_t ng, const void *keys, int key64, int64_t n, int D,
-                                  int64_t cap, qnode *out, qtot *tot) {
+ * with the build's split rule (rdx_sp_qt_leaf; the quadrant bounds as rdx_sp_qt_quadrants finds
+ * them, here one warp per node), its node region serving as the queue (a node's fpos holds its
+ * first code while it waits). Leaf fpos: the leaf's first pool slot. */
+template <typename K>
+__global__ void split_tree_kernel(const qgroup *groups, int64_t ng, const K *keys, int64_t n, int D, int64_t cap,
+                                  qnode *out, qtot *tot) {
   __shared__ int64_t head, tail, next;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
   for (int64_t g = blockIdx.x; g < ng; g += gridDim.x) {
     const qgroup G = groups[g];
     qnode *reg = out + G.nbase;
-    if (threadIdx.x == 0) {
+    if (warp == 0) {
       int sh = 2 * (D - G.level);
-      int64_t a = rdx_sp_lower_bound(keys, key64, 0, n, G.key << sh);
-      int64_t e = rdx_sp_lower_bound(keys, key64, a, n, (G.key + 1) << sh);
-      if (e - a != G.count) atomicOr(&tot->bad, 2ull);
-      qnode r;
-      r.key = G.key, r.level = G.level, r.leaf = 0, r.count = e - a, r.fpos = a, r.len = 0, r.room = 0;
-      reg[0] = r;
-      head = 0, tail = 1, next = 1;
+      int64_t a = warp_lower(keys, 0, n, G.key << sh);
+      int64_t e = warp_lower(keys, a, n, (G.key + 1) << sh);
+      if (lane == 0) {
+        if (e - a != G.count) atomicOr(&tot->bad, 2ull);
+        qnode r;
+        r.key = G.key, r.level = G.level, r.leaf = 0, r.count = e - a, r.fpos = a, r.len = 0, r.room = 0;
+        reg[0] = r;
+        head = 0, tail = 1, next = 1;
+      }
     }
     __syncthreads();
     while (head < tail) {
-      for (int64_t i = head + threadIdx.x; i < tail; i += blockDim.x) {
+      for (int64_t i = head + warp; i < tail; i += nwarps) {
         qnode nd = reg[i];
-        int64_t b[5], a = nd.fpos;
-        if (rdx_sp_qt_quadrants(keys, key64, a, a + nd.count, nd.key, nd.level, D, cap, b)) {
+        const int64_t a = nd.fpos, end = a + nd.count;
+        if (rdx_sp_qt_leaf(nd.count, nd.level, D, cap)) {
           nd.leaf = 1, nd.len = nd.count, nd.room = nd.count;
         } else {
+          int64_t b[5];
+          b[0] = a, b[4] = end;
+          int sh = 2 * (D - nd.level - 1);
+          for (int q = 1; q < 4; q++) b[q] = warp_lower(keys, b[q - 1], end, (4 * nd.key + (uint64_t)q) << sh);
           nd.leaf = 0, nd.len = 0, nd.room = 0, nd.fpos = 0;
-          for (int q = 0; q < 4; q++) {
-            if (b[q + 1] == b[q]) continue;
+          if (lane < 4 && b[lane + 1] > b[lane]) {
             int64_t j = (int64_t)atomicAdd((unsigned long long *)&next, 1ull);
             if (j >= G.n_nodes) { /* the bound is a theorem; say so if it ever fails */
               atomicOr(&tot->bad, 16ull);
-              continue;
+            } else {
+              qnode c;
+              c.key = 4 * nd.key + (uint64_t)lane, c.level = nd.level + 1, c.leaf = 0, c.count = b[lane + 1] - b[lane];
+              c.fpos = b[lane], c.len = 0, c.room = 0;
+              reg[j] = c;
             }
-            qnode c;
-            c.key = 4 * nd.key + (uint64_t)q, c.level = nd.level + 1, c.leaf = 0, c.count = b[q + 1] - b[q];
-            c.fpos = b[q], c.len = 0, c.room = 0;
-            reg[j] = c;
           }
         }
-        reg[i] = nd;
+        if (lane == 0) reg[i] = nd;
       }
       __syncthreads();
       if (threadIdx.x == 0) head = tail, tail = next < G.n_nodes ? next : G.n_nodes;
@@ -453,7 +525,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   cudaStream_t s = rdx_stream(ctx);
   scratch mm(ctx, &pts->arena, &pts->arena_bytes, arena_limit(pts));
   const int64_t m = b->m, nn = pts->nodes.n, cap = pts->cap;
-  const int D = pts->depth, op = b->op, key64 = sizeof(K) == 8;
+  const int D = pts->depth, op = b->op;
   const int64_t m_new = op == RDX_SP_ERASE ? 0 : m;
   f->bad_row = -1;
   if (m >= ((int64_t)1 << 32)) return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: a batch of %lld rows", fn, (long long)m);
@@ -561,25 +633,26 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   struct pool_guard np_guard{ctx, &np}; /* freed on failure; emptied (kept) on success */
   const int64_t ntiles = n_old > 0 ? (n_old + TILE - 1) / TILE : 1;
   int64_t *surv, *sbase, *jlo;
-  uint16_t *dpos;
+  uint16_t *sp;
   RDX_CHECK(mm.get(&surv, (size_t)ntiles, fn));
   RDX_CHECK(mm.get(&sbase, (size_t)ntiles, fn));
   RDX_CHECK(mm.get(&jlo, (size_t)ntiles + 1, fn));
-  RDX_CHECK(mm.get(&dpos, (size_t)(ntiles * TILE), fn));
+  RDX_CHECK(mm.get(&sp, (size_t)(ntiles * TILE), fn));
   const int drop = op != RDX_SP_INSERT;
   const unsigned tg = (unsigned)(ntiles < (1 << 30) ? ntiles : 1 << 30);
   jlo_kernel<K><<<blocks_for(ntiles + 1, 256), 256, 0, s>>>((const K *)src.key, nk, m_new, ntiles, jlo);
-  tile_kernel<<<tg, TILE, 0, s>>>(src.id, n_old, drop, claim, ntiles, surv, dpos);
+  tile_kernel<<<tg, TB, 0, s>>>(src.id, n_old, drop, claim, ntiles, surv, sp);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: tile kernels");
   RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, surv, sbase, ntiles, s); }));
   const int64_t pcap = n_new > 0 ? n_new : 1;
-  scatter_old_kernel<T, K><<<tg, TILE, 0, s>>>((const T *)src.x, (const T *)src.y, src.id, (const K *)src.key, n_old, drop,
-                                               claim, nk, jlo, sbase, ntiles, (T *)np.x, (T *)np.y, np.id, (K *)np.key,
-                                               pcap, tot);
+  const void *bids = op == RDX_SP_INSERT ? NULL : b->ids;
+  scatter_old_kernel<T, K><<<tg, TB, 0, s>>>((const T *)src.x, (const T *)src.y, src.id, (const K *)src.key, n_old, sp, nk,
+                                             nrow, (const T *)b->xy, bids, b->ids64, b->first_id, jlo, surv, sbase, ntiles,
+                                             (T *)np.x, (T *)np.y, np.id, (K *)np.key, pcap, tot);
   if (m_new > 0)
     scatter_new_kernel<T, K><<<blocks_for(m_new, 256), 256, 0, s>>>(
-        nk, nrow, m_new, (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, (const K *)src.key,
-        n_old, jlo, surv, sbase, dpos, ntiles, (T *)np.x, (T *)np.y, np.id, (K *)np.key, pcap, tot);
+        nk, nrow, m_new, (const T *)b->xy, bids, b->ids64, b->first_id, (const K *)src.key, n_old, jlo, surv, sbase, sp,
+        ntiles, (T *)np.x, (T *)np.y, np.id, (K *)np.key, pcap, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: merge kernels");
   rdx_trace(ctx, "qt update: merge");
 
@@ -619,7 +692,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   RDX_CUDA(ctx, cudaMemcpyAsync(nl, tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
   if (ng > 0) {
     RDX_CUDA(ctx, cudaMemsetAsync(nl + n_base, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
-    split_tree_kernel<<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, keys, key64, n_new, D, cap, nl + n_base, tot);
+    split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, keys, n_new, D, cap, nl + n_base, tot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split tree kernel");
   }
   uint64_t *nk_, *nk2_;
