@@ -8,8 +8,9 @@
 #                   capacity 1024 (G-PICS's setting): the index, a brute-force GPU scan (to 2^16
 #                   queries; it is linear in the batch) and the CPU backend on every core (to 2^20);
 #   spatial_update  1% .. 50% of 16.5M taxi-like points moved per batch, against a rebuild
-#                   (quadtrees update all on the GPU; spatial_update_plan.csv: the same with the
-#                   host-planned path, RAYDEX_SP_UPDATE=plan, for comparison). The moved points go
+#                   (quadtrees merge each batch into their Morton-ordered pool on the GPU;
+#                   spatial_update_plan.csv: the same with the host-planned path,
+#                   RAYDEX_SP_UPDATE=plan, for comparison). The moved points go
 #                   to places of another hot-spot layout (--moves relocate, the default);
 #                   spatial_update_resample.csv: to fresh samples of the index's own layout.
 # SPATIAL_PARTS (default "build query update") picks the parts to run.

@@ -22,9 +22,10 @@
  *         level  u8    root = 0
  *         leaf   u8    1 = leaf
  *
- * After a build the pool is dense (room == len) and, for a bottom-up quadtree, in Morton order;
- * the first update spreads the leaves out with spare room so later updates touch only the leaves
- * that change (G-PICS's paging, with one variable-size page per leaf).
+ * After a build the pool is dense (room == len) and, for a bottom-up quadtree, in Morton order.
+ * GPU quadtree updates keep it so (update_qt.cu: the batch is merged in). The planned path (the
+ * k-d tree, the CPU) spreads the leaves out with spare room at its first update, so later updates
+ * touch only the leaves that change (G-PICS's paging, with one variable-size page per leaf).
  */
 #ifndef RDX_SPATIAL_H
 #define RDX_SPATIAL_H

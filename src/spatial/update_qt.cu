@@ -8,19 +8,21 @@
  *  1. rows_kernel, one thread per batch row: the ids are checked (known, live, not repeated: a
  *     claim bit per id) and, for moves and inserts, the points (inside the box, finite) and
  *     their codes. The batch's codes are sorted (CUB).
- *  2. The old pool in tiles of TILE slots, one block each: tile_kernel counts the tile's
- *     survivors (slots whose id is not claimed) and finds where the batch's sorted codes meet
- *     the tile; scatter_old_kernel writes each survivor to (survivors before it) + (batch codes
- *     below its code) of a new pool, scatter_new_kernel each batch point to (its rank) +
- *     (survivors at or below its code). Equal codes keep old points first. Reads and writes
- *     stream: about 40 bytes per point of a pool of f32 points, whatever the batch size.
+ *  2. The old pool in tiles of TILE slots, one block each: tile_kernel marks the slots whose
+ *     id the batch claims and counts each tile's survivors; jlo_kernel finds where the batch's
+ *     sorted codes meet each tile. scatter_old_kernel writes each survivor to (survivors before
+ *     it) + (batch codes below its code) of a new pool, and each batch point that falls in its
+ *     tile to (its rank) + (survivors at or below its code); scatter_new_kernel places those of
+ *     tiles that receive more than a block caches. Equal codes keep old points first. Reads and
+ *     writes stream: about 45 bytes per point of a pool of f32 points, whatever the batch size,
+ *     plus one random read of the claim bitmap per point (an L2 hit).
  *  3. The nodes, one thread per old node: its new count is the number of merged codes in its
- *     cell (two binary searches). With the rule of a fresh build (leaf iff count <= capacity or
- *     at max depth; no node for an empty quadrant), each node decides from its ancestors' counts
- *     whether it stays, stays a leaf, becomes a leaf (a merge) or is split. Split leaves, and
- *     points in quadrants that had no node, become groups whose subtrees one block each builds
- *     breadth first (rdx_sp_qt_quadrants, the split rule the host shares). The new nodes are
- *     sorted into BFS order (level, key) and linked. Leaves point into the merged pool.
+ *     cell (two binary searches). With the rule of a fresh build (rdx_sp_qt_leaf: leaf iff count
+ *     <= capacity or at max depth; no node for an empty quadrant), each node decides from its
+ *     ancestors' counts whether it stays, stays a leaf, becomes a leaf (a merge) or is split.
+ *     Split leaves, and points in quadrants that had no node, become groups whose subtrees one
+ *     block each builds breadth first, a warp per node. The new nodes are sorted into BFS order
+ *     (level, key) and linked. Leaves point into the merged pool.
  *  4. Up to here only scratch and the new pool were written. The host reads the totals (its one
  *     wait): bad ids or points leave the index as it was and the caller words the error
  *     (check_ids; points.c's scan). Then the new pool and nodes are swapped in, and the id
@@ -30,7 +32,13 @@
  * order of points with equal codes. The ids are checked against a bitmap of live ids, kept
  * instead of the planned path's id -> slot map (which every merge would move).
  *
- * H200, 16.5M taxi-like points, leaf capacity 1024: see bench/results/NVIDIA-H200 (spatial_update).
+ * Against update.c's planned path and session 4's in-place kernels (G-PICS's paging, which this
+ * replaced): the pool needs no spare room and no id map (about 20 instead of 53 bytes per
+ * point), and the time grows with the batch only through its sort. H200, 16.5M taxi-like f32
+ * points, leaf capacity 1024 (bench/results/NVIDIA-H200, spatial_update.csv): a rebuild takes
+ * about 3 ms; an update of 1% of the points 0.8 ms (in place: 0.58), of 10% 1.1 ms (1.9), of
+ * 50% about 2 ms (6.5). The fixed part is the two streaming passes over the pool, the claim
+ * bitmap's random reads and some 35 launches and waits.
  */
 #include <cooperative_groups.h>
 #include <cooperative_groups/scan.h>
