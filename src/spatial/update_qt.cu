@@ -546,21 +546,22 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   memset(&sorted_src, 0, sizeof sorted_src);
   const int64_t n_old = pts->n;
   if (!pts->sorted && n_old > 0) {
+    scratch rs(ctx); /* once per index: outside the arena, which would keep it */
     int64_t *len, *off, *slot, *slot2;
     K *k1, *k2;
-    RDX_CHECK(mm.get(&len, (size_t)nn, fn));
-    RDX_CHECK(mm.get(&off, (size_t)nn, fn));
-    RDX_CHECK(mm.get(&slot, (size_t)n_old, fn));
-    RDX_CHECK(mm.get(&slot2, (size_t)n_old, fn));
-    RDX_CHECK(mm.get(&k1, (size_t)n_old, fn));
-    RDX_CHECK(mm.get(&k2, (size_t)n_old, fn));
+    RDX_CHECK(rs.get(&len, (size_t)nn, fn));
+    RDX_CHECK(rs.get(&off, (size_t)nn, fn));
+    RDX_CHECK(rs.get(&slot, (size_t)n_old, fn));
+    RDX_CHECK(rs.get(&slot2, (size_t)n_old, fn));
+    RDX_CHECK(rs.get(&k1, (size_t)n_old, fn));
+    RDX_CHECK(rs.get(&k2, (size_t)n_old, fn));
     leaf_len_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, len);
-    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, len, off, nn, s); }));
+    RDX_CHECK(rs.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, len, off, nn, s); }));
     live_slots_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, off, (const K *)pts->pool.key, k1, slot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: live slots kernel");
     cub::DoubleBuffer<K> kb(k1, k2);
     cub::DoubleBuffer<int64_t> sb(slot, slot2);
-    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+    RDX_CHECK(rs.cub(fn, [&](void *tmp, size_t &bytes) {
       return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, sb, n_old, 0, 2 * D, s);
     }));
     RDX_CHECK(rdx_sp_pool_alloc(ctx, n_old, pts->f64, (int)sizeof(K), &sorted_src));
