@@ -467,9 +467,9 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_build(rdx_context *ctx, rdx_array po
 RDX_API void rdx_points_destroy(rdx_points *pts);
 /* Number of points in the index now; 0 for NULL or a dead handle. Since 0.1. */
 RDX_API int64_t rdx_points_count(const rdx_points *pts);
-/* Bytes the index holds now (resident: points with ids and codes, nodes, the id map after updates,
- * and on GPUs a scratch cache kept between queries and updates, at most 64 MiB + 48 bytes per
- * point slot) and the most its build held at once (peak). Since 0.1. */
+/* Bytes the index holds now (resident: points with ids and codes, nodes, the id map or id bitmap
+ * after updates, and on GPUs a scratch cache kept between queries and updates, at most 64 MiB +
+ * 48 bytes per point slot) and the most its build held at once (peak). Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_bytes(rdx_context *ctx, const rdx_points *pts,
                                                   int64_t *resident, int64_t *peak);
 
@@ -529,13 +529,15 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_query_alloc(rdx_context *ctx, const 
  * NaN/inf, a point outside the box, out of memory) the index is exactly as before. After any
  * sequence of updates every query answers exactly as an index freshly built from the points then
  * present (with the same ids); a quadtree then has the nodes of a fresh build with the same box
- * (only where each leaf keeps its points differs). The first update after a build spreads the
- * leaves out with spare room and adds an id -> slot map (8 bytes per id, in rdx_points_bytes);
- * that stays even if the batch then fails, which changes no answer.
- * ids: u32 or u64, 1-D; points: (m, 2) of the index's dtype; host or device memory. Updates follow
- * G-PICS: a movement check keeps points that stay in their leaf in place, the others find their
- * new leaf, overfull leaves split and underfull siblings merge, and only the leaves touched are
- * rewritten. Since 0.1.
+ * (only where each leaf keeps its points differs).
+ * ids: u32 or u64, 1-D; points: (m, 2) of the index's dtype; host or device memory.
+ * Quadtrees on a GPU merge each batch, sorted by Morton code, into their points, which stay in
+ * Morton order as a bottom-up build leaves them; they keep a bit per id (in rdx_points_bytes).
+ * The k-d tree, and the CPU backend, follow G-PICS: a movement check keeps points that stay in
+ * their leaf in place, the others find their new leaf, overfull leaves split and underfull
+ * siblings merge, and only the leaves touched are rewritten; the first such update spreads the
+ * leaves out with spare room and adds an id -> slot map (8 bytes per id). What an update adds
+ * stays even if the batch then fails, which changes no answer. Since 0.1.
  */
 /* Move the points with these ids to new coordinates (points[i] is the new place of ids[i]).
  * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (unknown, erased or repeated id; coordinates),
