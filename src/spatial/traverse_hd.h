@@ -199,13 +199,14 @@ RDX_HD int64_t rdx_sp_lower_bound_u64(const uint64_t *keys, int64_t lo, int64_t 
   return lo;
 }
 
-/* The quadtree's split rule, for subtrees built from sorted finest codes (update splits, on the
- * host and the GPU): the node at (level, key) holding keys[a, end) is a leaf iff it holds at most
- * cap codes or is at depth (returns 1); else (returns 0) its quadrant q holds keys[b[q], b[q+1]). */
-/* The rule itself, which a build follows too: a node is a leaf iff it holds at most cap points or
- * is at depth. */
+/* The quadtree's leaf rule, which builds and updates follow: a node is a leaf iff it holds at
+ * most cap points or is at depth. */
 RDX_HD int rdx_sp_qt_leaf(int64_t count, int level, int depth, int64_t cap) { return count <= cap || level >= depth; }
 
+/* The quadtree's split rule, for subtrees built from sorted finest codes (the planned update's
+ * splits, on the host): the node at (level, key) holding keys[a, end) is a leaf by the rule above
+ * (returns 1); else (returns 0) its quadrant q holds keys[b[q], b[q+1]). GPU updates find the same
+ * bounds a warp at a time (update_qt.cu). */
 RDX_HD int rdx_sp_qt_quadrants(const uint64_t *keys, int64_t a, int64_t end, uint64_t key, int level, int depth,
                                int64_t cap, int64_t b[5]) {
   if (rdx_sp_qt_leaf(end - a, level, depth, cap)) return 1;
