@@ -23,8 +23,8 @@
  *     Split leaves, and points in quadrants that had no node, become groups whose subtrees one
  *     block each builds breadth first, a warp per node. The new nodes are sorted into BFS order
  *     (level, key) and linked. Leaves point into the merged pool.
- *  4. Up to here only scratch and the new pool were written. The host reads the totals (its one
- *     wait): bad ids or points leave the index as it was and the caller words the error
+ *  4. Up to here only scratch and the new pool were written. The host reads the totals (its
+ *     mid-way wait): bad ids or points leave the index as it was and the caller words the error
  *     (check_ids; points.c's scan). Then the new pool and nodes are swapped in, and the id
  *     bitmap follows the batch.
  *
@@ -34,7 +34,7 @@
  *
  * Against update.c's planned path and session 4's in-place kernels (G-PICS's paging, which this
  * replaced): the pool needs no spare room and no id map (about 20 instead of 53 bytes per
- * point), and the time grows with the batch only through its sort. H200, 16.5M taxi-like f32
+ * point), and the time grows with the batch mostly through its sort. H200, 16.5M taxi-like f32
  * points, leaf capacity 1024 (bench/results/NVIDIA-H200, spatial_update.csv): a rebuild takes
  * about 3 ms; an update of 1% of the points 0.8 ms (in place: 0.58), of 10% 1.1 ms (1.9), of
  * 50% about 2 ms (6.5). The fixed part is the two streaming passes over the pool, the claim
