@@ -1,6 +1,6 @@
 /*
- * update.cu: the CUDA backend of update.c's planned updates (the k-d tree's; quadtrees update
- * all on the GPU in update_qt.cu, which shares update.cuh). update.c plans on the host; this
+ * update.cu: the CUDA backend of update.c's planned updates (the k-d tree's; quadtrees on the
+ * GPU merge in update_qt.cu, which shares update.cuh). update.c plans on the host; this
  * file moves the points on the device, with the same lists as update_cpu.c:
  *   R  removals (old leaf, slot, id), sorted by (leaf, slot)
  *   I  incoming (target, Morton code, id, x, y), sorted by (target, code)
@@ -25,6 +25,59 @@ namespace {
 using namespace rdx_sp;
 
 #define UB 128
+
+/* The pool as kernels see it: coordinates f32/f64, codes u32/u64 (k-d: leaf codes, u64). */
+struct dpool {
+  void *x, *y;
+  uint64_t *id;
+  void *key;
+  int f64, key64;
+};
+
+static __device__ __forceinline__ double px(const dpool &p, int64_t s) {
+  return p.f64 ? ((const double *)p.x)[s] : (double)((const float *)p.x)[s];
+}
+static __device__ __forceinline__ double py(const dpool &p, int64_t s) {
+  return p.f64 ? ((const double *)p.y)[s] : (double)((const float *)p.y)[s];
+}
+static __device__ __forceinline__ uint64_t pkey(const dpool &p, int64_t s) {
+  return p.key64 ? ((const uint64_t *)p.key)[s] : ((const uint32_t *)p.key)[s];
+}
+static __device__ __forceinline__ void put_xy(const dpool &p, int64_t s, double x, double y) {
+  if (p.f64) {
+    ((double *)p.x)[s] = x;
+    ((double *)p.y)[s] = y;
+  } else {
+    ((float *)p.x)[s] = (float)x;
+    ((float *)p.y)[s] = (float)y;
+  }
+}
+static __device__ __forceinline__ void put_key(const dpool &p, int64_t s, uint64_t k) {
+  if (p.key64) ((uint64_t *)p.key)[s] = k;
+  else ((uint32_t *)p.key)[s] = (uint32_t)k;
+}
+/* Copy slot s to slot d (same pool) and point the id there. */
+static __device__ __forceinline__ void move_slot(const dpool &p, int64_t s, int64_t d, uint64_t *slot) {
+  if (p.f64) {
+    ((double *)p.x)[d] = ((const double *)p.x)[s];
+    ((double *)p.y)[d] = ((const double *)p.y)[s];
+  } else {
+    ((float *)p.x)[d] = ((const float *)p.x)[s];
+    ((float *)p.y)[d] = ((const float *)p.y)[s];
+  }
+  uint64_t id = p.id[s];
+  p.id[d] = id;
+  put_key(p, d, pkey(p, s));
+  slot[id] = (uint64_t)d;
+}
+
+static inline dpool pool_of(const rdx_points *pts, const rdx_sp_pool *pool) {
+  dpool p;
+  p.x = pool->x, p.y = pool->y, p.id = pool->id, p.key = pool->key;
+  p.f64 = pts->f64;
+  p.key64 = pts->kind == RDX_POINTS_KDTREE || pts->key64;
+  return p;
+}
 
 }  // namespace
 
@@ -135,7 +188,7 @@ __global__ void validate_kernel(const void *ids, int ids64, int64_t m, uint64_t 
                                 const uint32_t *live, unsigned long long *bad, uint64_t *keys, int64_t *rows) {
   SP_FOR(i, m) {
     uint64_t id = id_at(ids, ids64, i);
-    int what = id >= id_end ? 1 : (slot ? slot[id] == RDX_SP_NONE : !((live[id >> 5] >> (id & 31)) & 1u)) ? 2 : 0;
+    int what = id >= id_end ? 1 : (slot ? slot[id] == RDX_SP_NONE : !bit_get(live, id)) ? 2 : 0;
     if (what) atomicMin(bad, (unsigned long long)i * 4 + (unsigned long long)what);
     keys[i] = id;
     rows[i] = i;

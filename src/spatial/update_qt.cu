@@ -10,9 +10,9 @@
  *     their codes. The batch's codes are sorted (CUB).
  *  2. The old pool in tiles of TILE slots, one block each: tile_kernel marks the slots whose
  *     id the batch claims and counts each tile's survivors; jlo_kernel finds where the batch's
- *     sorted codes meet each tile. scatter_old_kernel writes each survivor to (survivors before
+ *     sorted codes meet each tile. merge_tile_kernel writes each survivor to (survivors before
  *     it) + (batch codes below its code) of a new pool, and each batch point that falls in its
- *     tile to (its rank) + (survivors at or below its code); scatter_new_kernel places those of
+ *     tile to (its rank) + (survivors at or below its code); merge_crowded_kernel places those of
  *     tiles that receive more than a block caches. Equal codes keep old points first. Reads and
  *     writes stream: about 45 bytes per point of a pool of f32 points, whatever the batch size,
  *     plus one random read of the claim bitmap per point (an L2 hit).
@@ -91,8 +91,6 @@ __device__ __forceinline__ unsigned long long agg_add(unsigned long long *ctr, u
 
 /* A CUDA call's status: RDX_OK, or its error worded. */
 rdx_status cuda_ok(rdx_context *ctx, cudaError_t e, const char *what) { return e == cudaSuccess ? RDX_OK : rdx_cuda_fail(ctx, e, what); }
-
-__device__ __forceinline__ int bit_get(const uint32_t *b, uint64_t s) { return (b[s >> 5] >> (s & 31)) & 1u; }
 
 /* First of k[lo, hi) >= v (lower) or > v (upper). */
 template <typename K>
@@ -178,7 +176,7 @@ __global__ void jlo_kernel(const K *okey, const K *nk, int64_t m_new, int64_t nt
 
 /* Per slot of the old pool: the survivors before it in its tile, with SP_GONE when its id is
  * claimed by the batch (a move or an erase); per tile: its survivors. Slots striped as in
- * scatter_old_kernel; one block scan per stripe. */
+ * merge_tile_kernel; one block scan per stripe. */
 #define SP_GONE 0x8000u
 __global__ void __launch_bounds__(TB) tile_kernel(const uint64_t *oid, int64_t n_old, int drop, const uint32_t *claim,
                                                   int64_t ntiles, int64_t *surv, uint16_t *sp) {
@@ -205,6 +203,36 @@ __global__ void __launch_bounds__(TB) tile_kernel(const uint64_t *oid, int64_t n
   }
 }
 
+/* The new pool as the merge writes it; a place past its end (only a batch with bad ids can
+ * compute one, and that batch is dropped) is flagged instead of written. */
+template <typename T, typename K>
+struct npool {
+  T *x, *y;
+  uint64_t *id;
+  K *key;
+  int64_t cap;
+  qtot *tot;
+  __device__ void put(int64_t o, T vx, T vy, uint64_t d, K k) const {
+    if (o < cap) x[o] = vx, y[o] = vy, id[o] = d, key[o] = k;
+    else atomicOr(&tot->bad, 2ull);
+  }
+};
+
+/* The batch's points, sorted by code: entry j is row nrow[j] of the batch. */
+template <typename T, typename K>
+struct nbatch {
+  const K *nk;
+  const uint32_t *nrow;
+  const T *xy;
+  const void *ids; /* NULL for inserts: ids first_id + row */
+  int ids64;
+  uint64_t first_id;
+  __device__ void put(const npool<T, K> &P, int64_t o, int64_t j) const {
+    uint32_t r = nrow[j];
+    P.put(o, xy[2 * (int64_t)r], xy[2 * (int64_t)r + 1], ids ? id_at(ids, ids64, r) : first_id + r, nk[j]);
+  }
+};
+
 /* One block per tile writes the tile's survivors and, when they fit in shared memory (most
  * tiles receive a few), the batch entries that fall in it. Survivor i goes to sbase[t] +
  * (survivors before it in the tile) + (batch codes below its code), which are the entries of
@@ -212,12 +240,10 @@ __global__ void __launch_bounds__(TB) tile_kernel(const uint64_t *oid, int64_t n
  * (survivors before the upper bound of its code in the tile). Slots are striped over the
  * threads (q TB + thread), so a warp's loads and stores are runs of consecutive slots. */
 template <typename T, typename K>
-__global__ void __launch_bounds__(TB) scatter_old_kernel(const T *ox, const T *oy, const uint64_t *oid, const K *okey,
-                                                         int64_t n_old, const uint16_t *sp, const K *nk, const uint32_t *nrow,
-                                                         const T *bxy, const void *ids, int ids64, uint64_t first_id,
+__global__ void __launch_bounds__(TB) merge_tile_kernel(const T *ox, const T *oy, const uint64_t *oid, const K *okey,
+                                                         int64_t n_old, const uint16_t *sp, nbatch<T, K> B,
                                                          const int64_t *jlo, const int64_t *surv, const int64_t *sbase,
-                                                         int64_t ntiles, T *x, T *y, uint64_t *id, K *key, int64_t cap,
-                                                         qtot *tot) {
+                                                         int64_t ntiles, npool<T, K> P) {
   __shared__ K snk[SNK], sok[TILE];
   __shared__ uint16_t ssp[TILE];
   for (int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {
@@ -225,7 +251,7 @@ __global__ void __launch_bounds__(TB) scatter_old_kernel(const T *ox, const T *o
     const int64_t size = n_old - a < TILE ? (n_old > a ? n_old - a : 0) : TILE;
     const int shared = kn <= SNK;
     if (shared)
-      for (int64_t q = threadIdx.x; q < kn; q += TB) snk[q] = nk[j0 + q];
+      for (int64_t q = threadIdx.x; q < kn; q += TB) snk[q] = B.nk[j0 + q];
     unsigned v[4];
     K k[4];
     T vx[4], vy[4];
@@ -246,58 +272,33 @@ __global__ void __launch_bounds__(TB) scatter_old_kernel(const T *ox, const T *o
 #pragma unroll
     for (int q = 0; q < 4; q++) {
       if (v[q] & SP_GONE) continue;
-      int64_t below = shared ? j0 + lower(snk, 0, kn, (uint64_t)k[q]) : lower(nk, j0, j0 + kn, (uint64_t)k[q]);
-      int64_t o = base + v[q] + below;
-      if (o < cap) {
-        x[o] = vx[q], y[o] = vy[q], id[o] = d[q], key[o] = k[q];
-      } else {
-        atomicOr(&tot->bad, 2ull);
-      }
+      int64_t below = shared ? j0 + lower(snk, 0, kn, (uint64_t)k[q]) : lower(B.nk, j0, j0 + kn, (uint64_t)k[q]);
+      P.put(base + v[q] + below, vx[q], vy[q], d[q], k[q]);
     }
     if (shared) {
       const int64_t st = surv[t];
       for (int64_t q = threadIdx.x; q < kn; q += TB) {
-        K kk = snk[q];
-        int64_t p = upper(sok, 0, size, (uint64_t)kk);
-        int64_t o = j0 + q + base + (p < size ? (int64_t)(ssp[p] & ~SP_GONE) : st);
-        uint32_t r = nrow[j0 + q];
-        if (o < cap) {
-          x[o] = bxy[2 * (int64_t)r], y[o] = bxy[2 * (int64_t)r + 1];
-          id[o] = ids ? id_at(ids, ids64, r) : first_id + r;
-          key[o] = kk;
-        } else {
-          atomicOr(&tot->bad, 2ull);
-        }
+        int64_t p = upper(sok, 0, size, (uint64_t)snk[q]);
+        B.put(P, j0 + q + base + (p < size ? (int64_t)(ssp[p] & ~SP_GONE) : st), j0 + q);
       }
     }
     __syncthreads();
   }
 }
 
-/* The batch entries of tiles that receive more than SNK (scatter_old_kernel places the others),
+/* The batch entries of tiles that receive more than SNK (merge_tile_kernel places the others),
  * one thread each: its tile t has jlo[t] <= j < jlo[t + 1]. */
 template <typename T, typename K>
-__global__ void scatter_new_kernel(const K *nk, const uint32_t *nrow, int64_t m_new, const T *bxy, const void *ids, int ids64,
-                                   uint64_t first_id, const K *okey, int64_t n_old, const int64_t *jlo, const int64_t *surv,
-                                   const int64_t *sbase, const uint16_t *sp, int64_t ntiles, T *x, T *y, uint64_t *id,
-                                   K *key, int64_t cap, qtot *tot) {
+__global__ void merge_crowded_kernel(nbatch<T, K> B, int64_t m_new, const K *okey, int64_t n_old, const int64_t *jlo,
+                                   const int64_t *surv, const int64_t *sbase, const uint16_t *sp, int64_t ntiles,
+                                   npool<T, K> P) {
   SP_FOR(j, m_new) {
     int64_t t = upper(jlo, 0, ntiles + 1, (uint64_t)j) - 1;
     if (jlo[t + 1] - jlo[t] <= SNK) continue;
-    K k = nk[j];
     int64_t a = t * TILE, e = a + TILE < n_old ? a + TILE : n_old;
     if (e < a) e = a;
-    int64_t p = upper(okey, a, e, (uint64_t)k);
-    int64_t before = p < e ? (int64_t)(sp[p] & ~SP_GONE) : surv[t];
-    int64_t o = j + sbase[t] + before;
-    uint32_t r = nrow[j];
-    if (o < cap) {
-      x[o] = bxy[2 * (int64_t)r], y[o] = bxy[2 * (int64_t)r + 1];
-      id[o] = ids ? id_at(ids, ids64, r) : first_id + r;
-      key[o] = k;
-    } else {
-      atomicOr(&tot->bad, 2ull);
-    }
+    int64_t p = upper(okey, a, e, (uint64_t)B.nk[j]);
+    B.put(P, j + sbase[t] + (p < e ? (int64_t)(sp[p] & ~SP_GONE) : surv[t]), j);
   }
 }
 
@@ -654,14 +655,13 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   SP_LAUNCH_CHECK(ctx, "rdx_points update: tile kernels");
   RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, surv, sbase, ntiles, s); }));
   const int64_t pcap = n_new > 0 ? n_new : 1;
-  const void *bids = op == RDX_SP_INSERT ? NULL : b->ids;
-  scatter_old_kernel<T, K><<<tg, TB, 0, s>>>((const T *)src.x, (const T *)src.y, src.id, (const K *)src.key, n_old, sp, nk,
-                                             nrow, (const T *)b->xy, bids, b->ids64, b->first_id, jlo, surv, sbase, ntiles,
-                                             (T *)np.x, (T *)np.y, np.id, (K *)np.key, pcap, tot);
+  const npool<T, K> P = {(T *)np.x, (T *)np.y, np.id, (K *)np.key, pcap, tot};
+  const nbatch<T, K> B = {nk, nrow, (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id};
+  merge_tile_kernel<T, K><<<tg, TB, 0, s>>>((const T *)src.x, (const T *)src.y, src.id, (const K *)src.key, n_old, sp, B,
+                                             jlo, surv, sbase, ntiles, P);
   if (m_new > 0)
-    scatter_new_kernel<T, K><<<blocks_for(m_new, 256), 256, 0, s>>>(
-        nk, nrow, m_new, (const T *)b->xy, bids, b->ids64, b->first_id, (const K *)src.key, n_old, jlo, surv, sbase, sp,
-        ntiles, (T *)np.x, (T *)np.y, np.id, (K *)np.key, pcap, tot);
+    merge_crowded_kernel<T, K><<<blocks_for(m_new, 256), 256, 0, s>>>(B, m_new, (const K *)src.key, n_old, jlo, surv, sbase,
+                                                                    sp, ntiles, P);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: merge kernels");
   rdx_trace(ctx, "qt update: merge");
 
