@@ -424,6 +424,41 @@ static void check_ray_counts(void) {
   }
 }
 
+/* rdx_cgrx_upper_from against a linear scan, on dense runs (where its guess is right), runs
+ * with duplicates and gaps (where the guess is wrong by one or lands inside a run), and bounds
+ * beyond the last key (where the guess index would pass n). */
+static void check_upper_from(void) {
+  enum { N = 700 };
+  rdx_pair64 *p = (rdx_pair64 *)malloc(N * sizeof *p);
+  for (int shape = 0; shape < 4; shape++) {
+    uint64_t k = shape == 3 ? UINT64_MAX - N - 5 : 10;
+    for (int64_t i = 0; i < N; i++) {
+      p[i].key = k, p[i].row = (uint64_t)i;
+      uint64_t r = check_rand_();
+      /* 0: dense; 1: dense with rare duplicates; 2: dense with rare gaps; 3: dense, near 2^64 */
+      k += shape == 1 && r % 17 == 0 ? 0 : shape == 2 && r % 23 == 0 ? 1 + r % 3 : 1;
+    }
+    rdx_cgrx_params P;
+    memset(&P, 0, sizeof P);
+    P.pairs = p, P.width = 64, P.bucket = 32, P.n = N;
+    for (int t = 0; t < 4000; t++) {
+      int64_t start = (int64_t)(check_rand_() % (N + 1));
+      uint64_t base = start < N ? p[start].key : p[N - 1].key;
+      uint64_t u = base + check_rand_() % (t % 2 ? 8 : 2 * N);
+      if (u < base) u = UINT64_MAX; /* near 2^64 */
+      int64_t want = start;
+      while (want < N && p[want].key <= u) want++;
+      int64_t got = rdx_cgrx_upper_from(&P, start, u);
+      if (got != want) {
+        CHECK_FAIL_("shape %d start %lld u %llu: %lld, want %lld", shape, (long long)start, (unsigned long long)u,
+                    (long long)got, (long long)want);
+        break;
+      }
+    }
+  }
+  free(p);
+}
+
 int main(int argc, char **argv) {
   rdx_context *ctx = check_begin(argc, argv);
   CASE(cgrx_api);
@@ -437,6 +472,8 @@ int main(int argc, char **argv) {
     check_paper_bugs();
     CASE(cgrx_ray_counts);
     check_ray_counts();
+    CASE(cgrx_upper_from);
+    check_upper_from();
   }
   return check_end(ctx);
 }

@@ -298,10 +298,19 @@ RDX_HD int64_t rdx_cgrx_lower(const rdx_cgrx_params *P, int64_t lo, int64_t hi, 
   return lo;
 }
 
-/* First index >= start with key > u (n if none), by galloping from start: O(log count). */
+/* First index >= start with key > u (n if none), by galloping from start: O(log count).
+ * Where the keys from start on are consecutive integers (a dense column: row numbers, serials),
+ * the answer is start + (u - key[start]) + 1; two loads check that guess before the gallop,
+ * which for a range of 256 keys saves about eight dependent cache-line misses. A wrong guess
+ * costs one load more. */
 RDX_HD int64_t rdx_cgrx_upper_from(const rdx_cgrx_params *P, int64_t start, uint64_t u) {
   int64_t n = P->n;
-  if (start >= n || rdx_cgrx_key(P, start) > u) return start;
+  uint64_t k0;
+  if (start >= n || (k0 = rdx_cgrx_key(P, start)) > u) return start;
+  if (u - k0 < (uint64_t)(n - start)) {
+    int64_t g = start + (int64_t)(u - k0); /* the last key <= u, if dense */
+    if (g > start && rdx_cgrx_key(P, g) <= u && (g + 1 == n || rdx_cgrx_key(P, g + 1) > u)) return g + 1;
+  }
   int64_t good = start, step = 1; /* key[good] <= u */
   for (;;) {
     int64_t probe = good + step;
