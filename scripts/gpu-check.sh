@@ -50,7 +50,10 @@ fi
 
 if has tests; then
   t0=$(date +%s)
-  (cd build-gpu && ctest -R '\.(cuda|optix)(\.bvh2)?$' --output-on-failure -j 4 --timeout 600) > "$OUT/logs/ctest-gpu.log" 2>&1
+  # TESTS_RE narrows the entries (a regex over test names, e.g. 'spatial|keys_cgrx') for a short run
+  re='\.(cuda|optix)(\.bvh2)?$'
+  [ -n "${TESTS_RE:-}" ] && re="^(${TESTS_RE}).*$re"
+  (cd build-gpu && ctest -R "$re" --output-on-failure -j 4 --timeout 600) > "$OUT/logs/ctest-gpu.log" 2>&1
   rc=$?
   log "GPU tests rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -E 'tests passed|tests failed' "$OUT/logs/ctest-gpu.log" | tail -1)"
   grep -E "Failed|\*\*\*|FAILED" "$OUT/logs/ctest-gpu.log" | head -20 | tee -a "$OUT/logs/summary.txt"

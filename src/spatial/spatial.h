@@ -94,7 +94,7 @@ struct rdx_points {
   uint64_t *slot;            /* planned path: id -> pool slot or RDX_SP_NONE, slot_cap entries; NULL
                                 before its first update */
   int64_t slot_cap;
-  uint32_t *live;            /* GPU quadtree updates (update_qt.cu): a bit per id, set while the id
+  uint32_t *live;            /* GPU updates (update_qt.cu, update_kd.cu): a bit per id, set while the id
                                 is in the index; NULL until then. At most one of slot and live. */
   int64_t live_bits;
   int sorted;                /* the pool's slots [0, n) hold the live points in Morton order (a GPU
@@ -309,6 +309,9 @@ extern const rdx_sp_backend rdx_sp_cuda_backend;
  * are set and f->n_inplace is -1 (not tracked). Leaves the pool dense and in Morton order
  * (pts->sorted), keeps pts->live and drops the planned path's id map. */
 rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);
+/* A k-d tree update on the GPU by rebuilding (update_kd.cu), same contract; leaves the pool
+ * dense as a build does, keeps pts->live and drops the planned path's id map. */
+rdx_status rdx_sp_kd_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);
 
 /* ---- baselines for the benchmarks (CUDA; brute force over all points) ---- */
 rdx_status rdx_sp_brute_count_cuda(rdx_context *ctx, const void *xy, int f64, int64_t n, const rdx_sp_qin *in,

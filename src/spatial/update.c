@@ -1,9 +1,9 @@
 /*
  * update.c: bulk moves, inserts and erases, G-PICS Section 5 (Fig. 11), for both kinds and both
  * backends. This file plans on the host; the backend (update_cpu.c, update.cu) moves the points.
- * Quadtrees on a GPU take update_qt.cu's path instead (a sort of the batch merged into a pool
- * kept in Morton order; see direct_update); this path remains for the k-d tree, the CPU, and
- * RAYDEX_SP_UPDATE=plan.
+ * On a GPU, quadtrees take update_qt.cu's path instead (a sort of the batch merged into a pool
+ * kept in Morton order) and k-d trees update_kd.cu's (a rebuild; see direct_update); this path
+ * remains for the CPU and RAYDEX_SP_UPDATE=plan.
  *
  * Pipeline of one batch (all-or-nothing: nothing is written before step 5):
  *  1. Movement-Check and Leaf-Finding (backend `find`): each moved point's old leaf is found (by
@@ -417,14 +417,16 @@ static void compact(rdx_context *ctx, rdx_points *pts, int64_t live) {
   if (rdx_sp_sync_host_nodes(ctx, pts) != RDX_OK || relayout(ctx, pts) != RDX_OK) rdx_clear_message(ctx); /* optional */
 }
 
-/* Quadtrees on a GPU update by merging (update_qt.cu), unless RAYDEX_SP_UPDATE=plan asks for
- * this file's path (for comparisons). */
+/* On a GPU, quadtrees update by merging (update_qt.cu) and k-d trees by rebuilding
+ * (update_kd.cu), unless RAYDEX_SP_UPDATE=plan asks for this file's path (for comparisons). */
 static int direct_update(rdx_context *ctx, const rdx_points *pts) {
   const char *e = getenv("RAYDEX_SP_UPDATE");
-  return rdx_is_gpu(ctx) && pts->kind == RDX_POINTS_QUADTREE && !(e && strcmp(e, "plan") == 0);
+  return rdx_is_gpu(ctx) && !(e && strcmp(e, "plan") == 0);
 }
 
-int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts) { return direct_update(ctx, pts); }
+int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts) {
+  return direct_update(ctx, pts) && pts->kind == RDX_POINTS_QUADTREE;
+}
 
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
   const char *fn = op_name(b->op);
@@ -435,7 +437,8 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
     pts->stats.relayouts = keep.relayouts;
     rdx_sp_found f;
     memset(&f, 0, sizeof f);
-    rdx_status st = rdx_sp_qt_update_cuda(ctx, pts, b, &f);
+    rdx_status st = pts->kind == RDX_POINTS_QUADTREE ? rdx_sp_qt_update_cuda(ctx, pts, b, &f)
+                                                     : rdx_sp_kd_update_cuda(ctx, pts, b, &f);
     if (st == RDX_OK && b->bad_xy) st = RDX_ERR_INVALID_ARGUMENT; /* the caller words it */
     if (st == RDX_OK && f.bad_row >= 0) st = bad_ids(ctx, b, &f);
     if (st != RDX_OK) {
