@@ -8,14 +8,15 @@
  *  1. rows_kernel, one thread per batch row: the ids are checked (known, live, not repeated: a
  *     claim bit per id) and, for moves and inserts, the points (inside the box, finite) and
  *     their codes. The batch's codes are sorted (CUB).
- *  2. The old pool in tiles of TILE slots, one block each: tile_kernel marks the slots whose
- *     id the batch claims and counts each tile's survivors; jlo_kernel finds where the batch's
- *     sorted codes meet each tile. merge_tile_kernel writes each survivor to (survivors before
- *     it) + (batch codes below its code) of a new pool, and each batch point that falls in its
- *     tile to (its rank) + (survivors at or below its code); merge_crowded_kernel places those of
- *     tiles that receive more than a block caches. Equal codes keep old points first. Reads and
- *     writes stream: about 45 bytes per point of a pool of f32 points, whatever the batch size,
- *     plus one random read of the claim bitmap per point (an L2 hit).
+ *  2. The old pool in tiles of TILE slots, one block each: jlo_kernel finds where the batch's
+ *     sorted codes meet each tile. merge_tile_kernel drops the slots whose id the batch claims,
+ *     ranks the survivors (a decoupled look-back adds up the tiles before), and writes each
+ *     survivor to (survivors before it) + (batch codes below its code) of a new pool, and each
+ *     batch point that falls in its tile to (its rank) + (survivors at or below its code);
+ *     merge_crowded_kernel places those of tiles that receive more than a block caches. Equal
+ *     codes keep old points first. One streaming pass: about 40 bytes read and written per
+ *     point of a pool of f32 points, whatever the batch size, plus one random read of the claim
+ *     bitmap per point (an L2 hit).
  *  3. The nodes, one thread per old node: its new count is the number of merged codes in its
  *     cell (two binary searches). With the rule of a fresh build (rdx_sp_qt_leaf: leaf iff count
  *     <= capacity or at max depth; no node for an empty quadrant), each node decides from its
@@ -37,8 +38,11 @@
  * point), and the time grows with the batch mostly through its sort. H200, 16.5M taxi-like f32
  * points, leaf capacity 1024 (bench/results/NVIDIA-H200, spatial_update.csv): a rebuild takes
  * about 3 ms; an update of 1% of the points 0.8 ms (in place: 0.58), of 10% 1.1 ms (1.9), of
- * 50% about 2 ms (6.5). The fixed part is the two streaming passes over the pool, the claim
- * bitmap's random reads and some 35 launches and waits.
+ * 50% about 2 ms (6.5). The fixed part is the streaming pass over the pool (about 0.4 ms at 16.5M
+ * points, at half the copy bandwidth: 60 registers a thread hold four slots each, which caps
+ * the merge at half occupancy; capping it at 40 spilled and took longer), the claim bitmap's
+ * random reads, and some 30 launches and waits, whose host side (CUB's sort dispatch above
+ * all) leaves the GPU idle at small batches.
  */
 #include <cooperative_groups.h>
 #include <cooperative_groups/scan.h>
@@ -174,34 +178,13 @@ __global__ void jlo_kernel(const K *okey, const K *nk, int64_t m_new, int64_t nt
   SP_FOR(t, ntiles + 1) jlo[t] = t == 0 ? 0 : t == ntiles ? m_new : lower(nk, 0, m_new, (uint64_t)okey[t * TILE - 1]);
 }
 
-/* Per slot of the old pool: the survivors before it in its tile, with SP_GONE when its id is
- * claimed by the batch (a move or an erase); per tile: its survivors. Slots striped as in
- * merge_tile_kernel; one block scan per stripe. */
+/* Local ranks of a tile's survivors carry SP_GONE on the slots the batch claims. */
 #define SP_GONE 0x8000u
-__global__ void __launch_bounds__(TB) tile_kernel(const uint64_t *oid, int64_t n_old, int drop, const uint32_t *claim,
-                                                  int64_t ntiles, int64_t *surv, uint16_t *sp) {
-  typedef cub::BlockScan<int, TB> scan_t;
-  __shared__ typename scan_t::TempStorage tmp;
-  for (int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {
-    uint64_t d[4];
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-      const int64_t i = t * TILE + q * TB + threadIdx.x;
-      d[q] = i < n_old ? oid[i] : 0;
-    }
-    int run = 0;
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-      const int64_t i = t * TILE + q * TB + threadIdx.x;
-      int stays = i < n_old && !(drop && bit_get(claim, d[q])), pre, total;
-      scan_t(tmp).ExclusiveSum(stays, pre, total);
-      sp[i] = (uint16_t)((unsigned)(run + pre) | (stays ? 0u : SP_GONE));
-      run += total;
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) surv[t] = run;
-  }
-}
+
+/* The tiles' survivor counts, scanned in the merge itself (a decoupled look-back: each block
+ * adds up its predecessors' published counts), so the old pool is read once. */
+typedef cub::ScanTileState<long long> tile_state;
+__global__ void tile_init_kernel(tile_state ts, int ntiles) { ts.InitializeStatus(ntiles); }
 
 /* The new pool as the merge writes it; a place past its end (only a batch with bad ids can
  * compute one, and that batch is dropped) is flagged instead of written. */
@@ -233,57 +216,83 @@ struct nbatch {
   }
 };
 
-/* One block per tile writes the tile's survivors and, when they fit in shared memory (most
- * tiles receive a few), the batch entries that fall in it. Survivor i goes to sbase[t] +
- * (survivors before it in the tile) + (batch codes below its code), which are the entries of
- * [0, jlo[t]) and those below it in [jlo[t], jlo[t+1]). Batch entry j goes to j + sbase[t] +
- * (survivors before the upper bound of its code in the tile). Slots are striped over the
- * threads (q TB + thread), so a warp's loads and stores are runs of consecutive slots. */
+/* One block per tile t (blockIdx.x; the look-back needs tiles started in order) reads its
+ * slots, drops those whose id the batch claims (a move or an erase) and ranks the survivors
+ * (one block scan per stripe); sbase[t], the survivors of the tiles before it, comes from the
+ * look-back. It writes the survivors and, when they fit in shared memory (most tiles receive a
+ * few), the batch entries that fall in it. Survivor i goes to sbase[t] + (survivors before it
+ * in the tile) + (batch codes below its code), which are the entries of [0, jlo[t]) and those
+ * below it in [jlo[t], jlo[t+1]). Batch entry j goes to j + sbase[t] + (survivors before the
+ * upper bound of its code in the tile). Slots are striped over the threads (q TB + thread), so
+ * a warp's loads and stores are runs of consecutive slots. Crowded tiles leave their ranks in
+ * sp for merge_crowded_kernel. */
 template <typename T, typename K>
 __global__ void __launch_bounds__(TB) merge_tile_kernel(const T *ox, const T *oy, const uint64_t *oid, const K *okey,
-                                                         int64_t n_old, const uint16_t *sp, nbatch<T, K> B,
-                                                         const int64_t *jlo, const int64_t *surv, const int64_t *sbase,
-                                                         int64_t ntiles, npool<T, K> P) {
+                                                         int64_t n_old, int drop, const uint32_t *claim, nbatch<T, K> B,
+                                                         const int64_t *jlo, tile_state ts, int64_t *surv,
+                                                         int64_t *sbase, uint16_t *sp, npool<T, K> P) {
+  typedef cub::BlockScan<int, TB> scan_t;
+  typedef cub::TilePrefixCallbackOp<long long, ::cuda::std::plus<long long>, tile_state> prefix_t;
+  __shared__ union {
+    typename scan_t::TempStorage scan;
+    typename prefix_t::TempStorage prefix;
+  } tmp;
   __shared__ K snk[SNK], sok[TILE];
   __shared__ uint16_t ssp[TILE];
-  for (int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {
-    const int64_t j0 = jlo[t], kn = jlo[t + 1] - j0, base = sbase[t], a = t * TILE;
-    const int64_t size = n_old - a < TILE ? (n_old > a ? n_old - a : 0) : TILE;
-    const int shared = kn <= SNK;
-    if (shared)
-      for (int64_t q = threadIdx.x; q < kn; q += TB) snk[q] = B.nk[j0 + q];
-    unsigned v[4];
-    K k[4];
-    T vx[4], vy[4];
-    uint64_t d[4];
+  __shared__ long long s_base;
+  const int t = (int)blockIdx.x;
+  const int64_t j0 = jlo[t], kn = jlo[t + 1] - j0, a = (int64_t)t * TILE;
+  const int64_t size = n_old - a < TILE ? (n_old > a ? n_old - a : 0) : TILE;
+  const int shared = kn <= SNK;
+  if (shared)
+    for (int64_t q = threadIdx.x; q < kn; q += TB) snk[q] = B.nk[j0 + q];
+  unsigned v[4];
+  K k[4];
+  T vx[4], vy[4];
+  uint64_t d[4];
 #pragma unroll
-    for (int q = 0; q < 4; q++) { /* all loads first: four slots in flight per thread */
-      const int64_t i = a + q * TB + threadIdx.x;
-      const int in = i < n_old;
-      v[q] = in ? sp[i] : SP_GONE;
-      k[q] = in ? okey[i] : K();
-      vx[q] = in ? ox[i] : T();
-      vy[q] = in ? oy[i] : T();
-      d[q] = in ? oid[i] : 0;
-      sok[q * TB + threadIdx.x] = k[q];
-      ssp[q * TB + threadIdx.x] = (uint16_t)v[q];
-    }
-    __syncthreads();
+  for (int q = 0; q < 4; q++) { /* all loads first: four slots in flight per thread */
+    const int64_t i = a + q * TB + threadIdx.x;
+    const int in = i < n_old;
+    k[q] = in ? okey[i] : K();
+    vx[q] = in ? ox[i] : T();
+    vy[q] = in ? oy[i] : T();
+    d[q] = in ? oid[i] : 0;
+  }
+  int run = 0;
 #pragma unroll
-    for (int q = 0; q < 4; q++) {
-      if (v[q] & SP_GONE) continue;
-      int64_t below = shared ? j0 + lower(snk, 0, kn, (uint64_t)k[q]) : lower(B.nk, j0, j0 + kn, (uint64_t)k[q]);
-      P.put(base + v[q] + below, vx[q], vy[q], d[q], k[q]);
-    }
-    if (shared) {
-      const int64_t st = surv[t];
-      for (int64_t q = threadIdx.x; q < kn; q += TB) {
-        int64_t p = upper(sok, 0, size, (uint64_t)snk[q]);
-        B.put(P, j0 + q + base + (p < size ? (int64_t)(ssp[p] & ~SP_GONE) : st), j0 + q);
-      }
-    }
+  for (int q = 0; q < 4; q++) {
+    const int64_t i = a + q * TB + threadIdx.x;
+    int stays = i < n_old && !(drop && bit_get(claim, d[q])), pre, total;
+    scan_t(tmp.scan).ExclusiveSum(stays, pre, total);
+    v[q] = (unsigned)(run + pre) | (stays ? 0u : SP_GONE);
+    sok[q * TB + threadIdx.x] = k[q];
+    ssp[q * TB + threadIdx.x] = (uint16_t)v[q];
+    if (!shared && i < n_old) sp[i] = (uint16_t)v[q];
+    run += total;
     __syncthreads();
   }
+  if (t == 0) {
+    if (threadIdx.x == 0) ts.SetInclusive(0, run), s_base = 0;
+  } else if (threadIdx.x < 32) {
+    prefix_t op(ts, tmp.prefix, ::cuda::std::plus<long long>(), t);
+    long long e = op(run);
+    if (threadIdx.x == 0) s_base = e;
+  }
+  __syncthreads();
+  const int64_t base = s_base;
+  if (threadIdx.x == 0) surv[t] = run, sbase[t] = base;
+#pragma unroll
+  for (int q = 0; q < 4; q++) {
+    if (v[q] & SP_GONE) continue;
+    int64_t below = shared ? j0 + lower(snk, 0, kn, (uint64_t)k[q]) : lower(B.nk, j0, j0 + kn, (uint64_t)k[q]);
+    P.put(base + v[q] + below, vx[q], vy[q], d[q], k[q]);
+  }
+  if (shared)
+    for (int64_t q = threadIdx.x; q < kn; q += TB) {
+      int64_t p = upper(sok, 0, size, (uint64_t)snk[q]);
+      B.put(P, j0 + q + base + (p < size ? (int64_t)(ssp[p] & ~SP_GONE) : run), j0 + q);
+    }
 }
 
 /* The batch entries of tiles that receive more than SNK (merge_tile_kernel places the others),
@@ -642,23 +651,28 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   RDX_CHECK(rdx_sp_pool_alloc(ctx, n_new > 0 ? n_new : 1, pts->f64, (int)sizeof(K), &np));
   struct pool_guard np_guard{ctx, &np}; /* freed on failure; emptied (kept) on success */
   const int64_t ntiles = n_old > 0 ? (n_old + TILE - 1) / TILE : 1;
+  if (ntiles >= INT32_MAX) return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: a pool of %lld points", fn, (long long)n_old);
   int64_t *surv, *sbase, *jlo;
   uint16_t *sp;
+  void *ts_mem;
+  size_t ts_bytes = 0;
+  tile_state ts;
   RDX_CHECK(mm.get(&surv, (size_t)ntiles, fn));
   RDX_CHECK(mm.get(&sbase, (size_t)ntiles, fn));
   RDX_CHECK(mm.get(&jlo, (size_t)ntiles + 1, fn));
   RDX_CHECK(mm.get(&sp, (size_t)(ntiles * TILE), fn));
+  RDX_CUDA(ctx, tile_state::AllocationSize((int)ntiles, ts_bytes), fn);
+  RDX_CHECK(mm.raw(&ts_mem, ts_bytes, fn));
+  RDX_CUDA(ctx, ts.Init((int)ntiles, ts_mem, ts_bytes), fn);
   const int drop = op != RDX_SP_INSERT;
-  const unsigned tg = (unsigned)(ntiles < (1 << 30) ? ntiles : 1 << 30);
+  tile_init_kernel<<<(unsigned)((ntiles + 255) / 256), 256, 0, s>>>(ts, (int)ntiles);
   jlo_kernel<K><<<blocks_for(ntiles + 1, 256), 256, 0, s>>>((const K *)src.key, nk, m_new, ntiles, jlo);
-  tile_kernel<<<tg, TB, 0, s>>>(src.id, n_old, drop, claim, ntiles, surv, sp);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: tile kernels");
-  RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, surv, sbase, ntiles, s); }));
   const int64_t pcap = n_new > 0 ? n_new : 1;
   const npool<T, K> P = {(T *)np.x, (T *)np.y, np.id, (K *)np.key, pcap, tot};
   const nbatch<T, K> B = {nk, nrow, (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id};
-  merge_tile_kernel<T, K><<<tg, TB, 0, s>>>((const T *)src.x, (const T *)src.y, src.id, (const K *)src.key, n_old, sp, B,
-                                             jlo, surv, sbase, ntiles, P);
+  merge_tile_kernel<T, K><<<(unsigned)ntiles, TB, 0, s>>>((const T *)src.x, (const T *)src.y, src.id, (const K *)src.key,
+                                                          n_old, drop, claim, B, jlo, ts, surv, sbase, sp, P);
   if (m_new > 0)
     merge_crowded_kernel<T, K><<<blocks_for(m_new, 256), 256, 0, s>>>(B, m_new, (const K *)src.key, n_old, jlo, surv, sbase,
                                                                     sp, ntiles, P);
