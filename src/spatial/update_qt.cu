@@ -218,7 +218,7 @@ struct nbatch {
 
 /* One block per tile t (blockIdx.x; the look-back needs tiles started in order) reads its
  * slots, drops those whose id the batch claims (a move or an erase) and ranks the survivors
- * (one block scan per stripe); sbase[t], the survivors of the tiles before it, comes from the
+ * (one block scan); sbase[t], the survivors of the tiles before it, comes from the
  * look-back. It writes the survivors and, when they fit in shared memory (most tiles receive a
  * few), the batch entries that fall in it. Survivor i goes to sbase[t] + (survivors before it
  * in the tile) + (batch codes below its code), which are the entries of [0, jlo[t]) and those
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(TB) merge_tile_kernel(const T *ox, const T *oy
                                                          int64_t n_old, int drop, const uint32_t *claim, nbatch<T, K> B,
                                                          const int64_t *jlo, tile_state ts, int64_t *surv,
                                                          int64_t *sbase, uint16_t *sp, npool<T, K> P) {
-  typedef cub::BlockScan<int, TB> scan_t;
+  typedef cub::BlockScan<unsigned long long, TB> scan_t;
   typedef cub::TilePrefixCallbackOp<long long, ::cuda::std::plus<long long>, tile_state> prefix_t;
   __shared__ union {
     typename scan_t::TempStorage scan;
@@ -259,18 +259,24 @@ __global__ void __launch_bounds__(TB) merge_tile_kernel(const T *ox, const T *oy
     vy[q] = in ? oy[i] : T();
     d[q] = in ? oid[i] : 0;
   }
+  /* one block scan for the four stripes: a 16-bit field each (a stripe has TB <= 2^15 slots) */
+  unsigned long long flags = 0, pre, all;
+#pragma unroll
+  for (int q = 0; q < 4; q++) {
+    const int64_t i = a + q * TB + threadIdx.x;
+    flags |= (unsigned long long)(i < n_old && !(drop && bit_get(claim, d[q]))) << (16 * q);
+  }
+  scan_t(tmp.scan).ExclusiveSum(flags, pre, all);
+  __syncthreads(); /* tmp is the look-back's next */
   int run = 0;
 #pragma unroll
   for (int q = 0; q < 4; q++) {
     const int64_t i = a + q * TB + threadIdx.x;
-    int stays = i < n_old && !(drop && bit_get(claim, d[q])), pre, total;
-    scan_t(tmp.scan).ExclusiveSum(stays, pre, total);
-    v[q] = (unsigned)(run + pre) | (stays ? 0u : SP_GONE);
+    v[q] = (unsigned)(run + (int)((pre >> (16 * q)) & 0xFFFF)) | ((flags >> (16 * q)) & 1 ? 0u : SP_GONE);
     sok[q * TB + threadIdx.x] = k[q];
     ssp[q * TB + threadIdx.x] = (uint16_t)v[q];
     if (!shared && i < n_old) sp[i] = (uint16_t)v[q];
-    run += total;
-    __syncthreads();
+    run += (int)((all >> (16 * q)) & 0xFFFF);
   }
   if (t == 0) {
     if (threadIdx.x == 0) ts.SetInclusive(0, run), s_base = 0;
