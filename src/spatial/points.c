@@ -55,6 +55,13 @@ void rdx_sp_nodes_free(rdx_context *ctx, rdx_sp_nodes *nodes) {
   memset(nodes, 0, sizeof *nodes);
 }
 
+rdx_status rdx_sp_nodes_empty(rdx_context *ctx, rdx_sp_nodes *out) {
+  RDX_CHECK(rdx_sp_nodes_alloc(ctx, 1, RDX_HOST, out));
+  out->key[0] = 0, out->fpos[0] = 0, out->len[0] = 0, out->count[0] = 0, out->room[0] = 0, out->split[0] = 0;
+  out->level[0] = 0, out->leaf[0] = 1;
+  return RDX_OK;
+}
+
 rdx_status rdx_sp_nodes_copy(rdx_context *ctx, rdx_sp_nodes *dst, const rdx_sp_nodes *src) {
   if (dst->n != src->n)
     return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_points: node copy of %lld into %lld nodes", (long long)src->n,
@@ -321,9 +328,7 @@ rdx_status rdx_points_build_ex(rdx_context *ctx, rdx_array points, const rdx_poi
     /* the empty index: a root leaf holding nothing */
     RDX_CHECK_GOTO(rdx_sp_pool_alloc(ctx, 0, pts->f64, kd ? 0 : (pts->key64 ? 8 : 4), &pts->pool), st, fail);
     rdx_sp_nodes h;
-    RDX_CHECK_GOTO(rdx_sp_nodes_alloc(ctx, 1, RDX_HOST, &h), st, fail);
-    h.key[0] = 0, h.fpos[0] = 0, h.len[0] = 0, h.count[0] = 0, h.room[0] = 0, h.split[0] = 0, h.level[0] = 0,
-    h.leaf[0] = 1;
+    RDX_CHECK_GOTO(rdx_sp_nodes_empty(ctx, &h), st, fail);
     if (rdx_is_gpu(ctx)) {
       st = rdx_sp_nodes_alloc(ctx, 1, RDX_DEVICE, &pts->nodes);
       if (st == RDX_OK) st = rdx_sp_nodes_copy(ctx, &pts->nodes, &h);

@@ -109,6 +109,8 @@ struct rdx_points {
 /* Nodes: n entries in `where`, one allocation. */
 rdx_status rdx_sp_nodes_alloc(rdx_context *ctx, int64_t n, rdx_location where, rdx_sp_nodes *out);
 void rdx_sp_nodes_free(rdx_context *ctx, rdx_sp_nodes *nodes);
+/* The empty index's nodes: one root leaf holding nothing, on the host. */
+rdx_status rdx_sp_nodes_empty(rdx_context *ctx, rdx_sp_nodes *out);
 /* Copy all arrays between equally sized node sets (any locations). */
 rdx_status rdx_sp_nodes_copy(rdx_context *ctx, rdx_sp_nodes *dst, const rdx_sp_nodes *src);
 /* Pool of cap slots in backend memory (x, y, id; key when with_key, of key_bytes per slot). */

@@ -152,16 +152,12 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   uint32_t *nlive = nullptr;
   const int64_t bits = (int64_t)ids + (int64_t)ids / 4 + 64;
   rdx_status st = RDX_OK;
-  if (n_new == 0) { /* the empty index: a root leaf holding nothing, as points.c builds it */
+  if (n_new == 0) { /* the empty index, as points.c builds it */
     rdx_sp_nodes h;
     memset(&h, 0, sizeof h);
     st = rdx_sp_pool_alloc(ctx, 0, pts->f64, 0, &nx.pool);
-    if (st == RDX_OK) st = rdx_sp_nodes_alloc(ctx, 1, RDX_HOST, &h);
-    if (st == RDX_OK) {
-      h.key[0] = 0, h.fpos[0] = 0, h.len[0] = 0, h.count[0] = 0, h.room[0] = 0, h.split[0] = 0, h.level[0] = 0;
-      h.leaf[0] = 1;
-      st = rdx_sp_nodes_alloc(ctx, 1, RDX_DEVICE, &nx.nodes);
-    }
+    if (st == RDX_OK) st = rdx_sp_nodes_empty(ctx, &h);
+    if (st == RDX_OK) st = rdx_sp_nodes_alloc(ctx, 1, RDX_DEVICE, &nx.nodes);
     if (st == RDX_OK) st = rdx_sp_nodes_copy(ctx, &nx.nodes, &h);
     rdx_sp_nodes_free(ctx, &h);
   } else {
