@@ -37,8 +37,8 @@
  * replaced): the pool needs no spare room and no id map (about 20 instead of 53 bytes per
  * point), and the time grows with the batch mostly through its sort. H200, 16.5M taxi-like f32
  * points, leaf capacity 1024 (bench/results/NVIDIA-H200, spatial_update.csv): a rebuild takes
- * about 3 ms; an update of 1% of the points 0.8 ms (in place: 0.58), of 10% 1.1 ms (1.9), of
- * 50% about 2 ms (6.5). The fixed part is the streaming pass over the pool (about 0.4 ms at 16.5M
+ * about 3.3 ms; an update of 1% of the points 0.74 ms (in place: 0.58), of 10% 1.0 ms (1.9), of
+ * 50% 1.9 ms (6.5). The fixed part is the streaming pass over the pool (about 0.4 ms at 16.5M
  * points, at half the copy bandwidth: 60 registers a thread hold four slots each, which caps
  * the merge at half occupancy; capping it at 40 spilled and took longer), the claim bitmap's
  * random reads, and some 30 launches and waits, whose host side (CUB's sort dispatch above
