@@ -13,7 +13,7 @@
  * order, as the sort-per-level build before this one did. The host keeps the segment list (about
  * 2n / capacity entries) and reads back one split value per split node.
  *
- * Cost (H200, 16.5M taxi-like f32 points, capacity 1024, 14 levels): 15.4 ms, two sorts and then
+ * Cost (H200, 16.5M taxi-like f32 points, capacity 1024, 14 levels): 15.4-16.5 ms, two sorts, then
  * per level one random read of a rank and about 20 bytes streamed per point; the sort-per-level
  * build it replaced took 26-28 ms (a 48-bit sort of every point each level).
  *
