@@ -17,6 +17,12 @@ static inline rdx_status rdx_cuda_fail(rdx_context *ctx, cudaError_t e, const ch
   return rdx_fail(ctx, RDX_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
+/* The status of a CUDA call, for code that must clean up before it returns: RDX_OK or the
+ * error worded as rdx_cuda_fail does. */
+static inline rdx_status rdx_cuda_ok(rdx_context *ctx, cudaError_t e, const char *what) {
+  return e == cudaSuccess ? RDX_OK : rdx_cuda_fail(ctx, e, what);
+}
+
 #define RDX_CUDA(ctx, call, what)                                    \
   do {                                                               \
     cudaError_t rdx_cuda_e_ = (call);                                \

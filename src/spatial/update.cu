@@ -352,6 +352,31 @@ rdx_status sort_rows(rdx_context *ctx, scratch &mm, uint64_t *keys, int64_t *row
 
 }  // namespace
 
+namespace {
+__global__ void set_bits_kernel(const uint64_t *ids, int64_t n, uint32_t *bits) {
+  SP_FOR(i, n) atomicOr(&bits[ids[i] >> 5], 1u << (ids[i] & 31));
+}
+}  // namespace
+
+rdx_status rdx_sp::live_bitmap(rdx_context *ctx, const uint64_t *pid, int64_t n, int64_t bits, uint32_t **out) {
+  const char *fn = "rdx_points update: live ids";
+  cudaStream_t s = rdx_stream(ctx);
+  const size_t bytes = (size_t)(bits / 32 + 1) * 4;
+  uint32_t *live = nullptr;
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_points: live ids", (void **)&live, bytes, RDX_DEVICE));
+  rdx_status st = rdx_cuda_ok(ctx, cudaMemsetAsync(live, 0, bytes, s), fn);
+  if (st == RDX_OK && n > 0) {
+    set_bits_kernel<<<blocks_for(n, 256), 256, 0, s>>>(pid, n, live);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
+  }
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, live);
+    return st;
+  }
+  *out = live;
+  return RDX_OK;
+}
+
 /* Unknown or erased ids first (the lowest such row), then repeated ones (by a sort of the ids). */
 rdx_status rdx_sp::check_ids(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, scratch &mm, rdx_sp_found *f) {
   const char *fn = "rdx_points update: ids";

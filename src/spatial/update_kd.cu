@@ -28,20 +28,14 @@ namespace {
 
 using namespace rdx_sp;
 
-/* One warp per leaf: each live point to its id's place. */
+/* Each live point to its id's place. */
 template <typename T>
 __global__ void scatter_kernel(rdx_sp_nodes N, const T *px, const T *py, const uint64_t *pid, T *x, T *y,
                                uint8_t *flag) {
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-  for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
-    if (!N.leaf[u]) continue;
-    for (int64_t j = lane; j < N.len[u]; j += 32) {
-      int64_t s = N.fpos[u] + j;
-      uint64_t d = pid[s];
-      x[d] = px[s], y[d] = py[s], flag[d] = 1;
-    }
-  }
+  for_leaf_slots(N, [&](int64_t, int64_t, int64_t s) {
+    uint64_t d = pid[s];
+    x[d] = px[s], y[d] = py[s], flag[d] = 1;
+  });
 }
 
 /* The batch over the id-indexed points (its ids are checked already). */
@@ -68,34 +62,6 @@ __global__ void remap_kernel(uint64_t *pid, int64_t n, const uint64_t *idl) {
   SP_FOR(j, n) pid[j] = idl[pid[j]];
 }
 
-__global__ void live_kernel(const uint64_t *pid, int64_t n, uint32_t *bits) {
-  SP_FOR(j, n) atomicOr(&bits[pid[j] >> 5], 1u << (pid[j] & 31));
-}
-
-rdx_status cuda_ok(rdx_context *ctx, cudaError_t e, const char *what) {
-  return e == cudaSuccess ? RDX_OK : rdx_cuda_fail(ctx, e, what);
-}
-
-/* A live-id bitmap of `bits` bits for the n ids of a dense pool. */
-rdx_status live_bitmap(rdx_context *ctx, const uint64_t *pid, int64_t n, int64_t bits, uint32_t **out) {
-  const char *fn = "rdx_points update: live ids";
-  cudaStream_t s = rdx_stream(ctx);
-  uint32_t *live = nullptr;
-  const size_t bytes = (size_t)(bits / 32 + 1) * 4;
-  RDX_CHECK(rdx_mem_alloc(ctx, fn, (void **)&live, bytes, RDX_DEVICE));
-  rdx_status st = cuda_ok(ctx, cudaMemsetAsync(live, 0, bytes, s), fn);
-  if (st == RDX_OK && n > 0) {
-    live_kernel<<<blocks_for(n, 256), 256, 0, s>>>(pid, n, live);
-    st = cuda_ok(ctx, cudaGetLastError(), fn);
-  }
-  if (st != RDX_OK) {
-    rdx_mem_free(ctx, live);
-    return st;
-  }
-  *out = live;
-  return RDX_OK;
-}
-
 template <typename T>
 rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f) {
   const char *fn = "rdx_points update";
@@ -109,7 +75,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
 
   /* 1: the ids */
   if (pts->slot == NULL && pts->live == NULL) { /* no update yet: the pool is a build's, dense */
-    int64_t bits = (int64_t)pts->id_end + (int64_t)pts->id_end / 4 + 64;
+    int64_t bits = live_room(pts->id_end);
     RDX_CHECK(live_bitmap(ctx, pts->pool.id, pts->n, bits, &pts->live));
     pts->live_bits = bits;
   }
@@ -151,7 +117,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   memset(&nx.nodes, 0, sizeof nx.nodes);
   nx.n = n_new;
   uint32_t *nlive = nullptr;
-  const int64_t bits = (int64_t)ids + (int64_t)ids / 4 + 64;
+  const int64_t bits = live_room(ids);
   rdx_status st = RDX_OK;
   if (n_new == 0) { /* the empty index, as points.c builds it */
     rdx_sp_nodes h;
@@ -165,18 +131,18 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     st = mm.get(&xy, (size_t)(2 * n_new), fn);
     if (st == RDX_OK) {
       gather_kernel<T><<<blocks_for(n_new, 256), 256, 0, s>>>(idl, n_new, x, y, xy);
-      st = cuda_ok(ctx, cudaGetLastError(), "rdx_points update: gather kernel");
+      st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: gather kernel");
     }
     rdx_sp_build_in in;
     in.xy = xy, in.n = n_new, in.debug = 0;
     if (st == RDX_OK) st = rdx_sp_kd_build_cuda(ctx, &nx, &in);
     if (st == RDX_OK) {
       remap_kernel<<<blocks_for(n_new, 256), 256, 0, s>>>(nx.pool.id, n_new, idl);
-      st = cuda_ok(ctx, cudaGetLastError(), "rdx_points update: remap kernel");
+      st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: remap kernel");
     }
   }
   if (st == RDX_OK) st = live_bitmap(ctx, nx.pool.id, n_new, bits, &nlive);
-  if (st == RDX_OK) st = cuda_ok(ctx, cudaStreamSynchronize(s), fn);
+  if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(s), fn);
   if (st != RDX_OK) {
     rdx_sp_pool_free(ctx, &nx.pool);
     rdx_sp_nodes_free(ctx, &nx.nodes);

@@ -93,8 +93,6 @@ __device__ __forceinline__ unsigned long long agg_add(unsigned long long *ctr, u
   return g.shfl(base, g.size() - 1) + pre;
 }
 
-/* A CUDA call's status: RDX_OK, or its error worded. */
-rdx_status cuda_ok(rdx_context *ctx, cudaError_t e, const char *what) { return e == cudaSuccess ? RDX_OK : rdx_cuda_fail(ctx, e, what); }
 
 /* First of k[lo, hi) >= v (lower) or > v (upper). */
 template <typename K>
@@ -503,9 +501,6 @@ __global__ void node_link_kernel(rdx_sp_nodes o, int64_t n_base, qtot *tot) {
 
 /* ---- the live-id bitmap and a pool not in Morton order ---- */
 
-__global__ void set_bits_kernel(const uint64_t *ids, int64_t n, uint32_t *bits) {
-  SP_FOR(i, n) atomicOr(&bits[ids[i] >> 5], 1u << (ids[i] & 31));
-}
 __global__ void set_range_kernel(uint64_t from, int64_t n, uint32_t *bits) {
   SP_FOR(i, n) atomicOr(&bits[(from + (uint64_t)i) >> 5], 1u << ((from + (uint64_t)i) & 31));
 }
@@ -519,19 +514,13 @@ __global__ void clear_bits_kernel(const void *ids, int ids64, int64_t n, uint32_
 __global__ void leaf_len_kernel(rdx_sp_nodes N, int64_t *len) {
   SP_FOR(u, N.n) len[u] = N.leaf[u] ? N.len[u] : 0;
 }
-/* One warp per leaf: its slots, as (code, slot) sort entries at the leaf's offset. */
+/* The live slots, as (code, slot) sort entries at their leaf's offset. */
 template <typename K>
 __global__ void live_slots_kernel(rdx_sp_nodes N, const int64_t *off, const K *pkey, K *k, int64_t *slot) {
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-  for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
-    if (!N.leaf[u]) continue;
-    for (int64_t j = lane; j < N.len[u]; j += 32) {
-      int64_t s = N.fpos[u] + j;
-      k[off[u] + j] = pkey[s];
-      slot[off[u] + j] = s;
-    }
-  }
+  for_leaf_slots(N, [&](int64_t u, int64_t j, int64_t s) {
+    k[off[u] + j] = pkey[s];
+    slot[off[u] + j] = s;
+  });
 }
 template <typename T, typename K>
 __global__ void gather_kernel(const int64_t *slot, const K *k, int64_t n, const T *ox, const T *oy, const uint64_t *oid, T *x,
@@ -584,7 +573,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     gather_kernel<T, K><<<blocks_for(n_old, 256), 256, 0, s>>>(sb.Current(), kb.Current(), n_old, (const T *)src.x,
                                                                (const T *)src.y, src.id, (T *)sorted_src.x,
                                                                (T *)sorted_src.y, sorted_src.id, (K *)sorted_src.key);
-    rdx_status st = cuda_ok(ctx, cudaGetLastError(), "rdx_points update: gather kernel");
+    rdx_status st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: gather kernel");
     if (st != RDX_OK) {
       rdx_sp_pool_free(ctx, &sorted_src);
       return st;
@@ -602,19 +591,8 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   /* the live-id bitmap, from the pool on the first update of this kind (it is derived state:
    * keeping it when the batch fails changes nothing) */
   if (pts->live == NULL) {
-    int64_t bits = (int64_t)pts->id_end + (int64_t)pts->id_end / 4 + 64;
-    uint32_t *live = NULL;
-    RDX_CHECK(rdx_mem_alloc(ctx, "rdx_points: live ids", (void **)&live, (size_t)(bits / 32 + 1) * 4, RDX_DEVICE));
-    rdx_status st = cuda_ok(ctx, cudaMemsetAsync(live, 0, (size_t)(bits / 32 + 1) * 4, s), fn);
-    if (st == RDX_OK && n_old > 0) {
-      set_bits_kernel<<<blocks_for(n_old, 256), 256, 0, s>>>(src.id, n_old, live);
-      st = cuda_ok(ctx, cudaGetLastError(), "rdx_points update: live ids kernel");
-    }
-    if (st != RDX_OK) {
-      rdx_mem_free(ctx, live);
-      return st;
-    }
-    pts->live = live;
+    int64_t bits = live_room(pts->id_end);
+    RDX_CHECK(live_bitmap(ctx, src.id, n_old, bits, &pts->live));
     pts->live_bits = bits;
   }
 
@@ -762,8 +740,8 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     nlive_bits += nlive_bits / 2 + 64;
     size_t old_b = (size_t)(pts->live_bits / 32 + 1) * 4, new_b = (size_t)(nlive_bits / 32 + 1) * 4;
     st = rdx_mem_alloc(ctx, "rdx_points: live ids", (void **)&nlive, new_b, RDX_DEVICE);
-    if (st == RDX_OK) st = cuda_ok(ctx, cudaMemsetAsync(nlive, 0, new_b, s), fn);
-    if (st == RDX_OK) st = cuda_ok(ctx, cudaMemcpyAsync(nlive, pts->live, old_b, cudaMemcpyDeviceToDevice, s), fn);
+    if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemsetAsync(nlive, 0, new_b, s), fn);
+    if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(nlive, pts->live, old_b, cudaMemcpyDeviceToDevice, s), fn);
   }
   double t2 = rdx_now_ms();
   rdx_trace(ctx, "qt update: split trees, node sort, allocations");
@@ -772,7 +750,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   if (st == RDX_OK) {
     node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, n_base, tot, nodes);
     node_link_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nodes, n_base, tot);
-    st = cuda_ok(ctx, cudaGetLastError(), "rdx_points update: node kernels");
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: node kernels");
   }
   if (st == RDX_OK) st = to_host(ctx, &H, tot, 1, fn);
   if (st == RDX_OK && H.bad)
