@@ -4,7 +4,7 @@
 # and CSV under $OUT (default ./gpu-out) and packs them into $OUT/results.tar.gz, since the device
 # tool returns at most 8 files.
 #
-#   scripts/gpu-check.sh [tests] [ceiling] [segsort] [keys-point] [keys-range] [keys-cpu] [peers] [rt] [spatial]
+#   scripts/gpu-check.sh [tests] [ceiling] [segsort] [merge] [keys-point] [keys-range] [keys-cpu] [peers] [rt] [spatial]
 #                        [knn] [sort] [profile]   (rt, spatial, knn, sort, profile: scripts/gpu-check.d/<step>.sh)
 #   (no argument = tests only)
 #
@@ -46,6 +46,13 @@ if has segsort; then
   # how fast each query's rows can be sorted (the last step of a range fill): bench/segsort_probe.cu
   nvcc -O3 -arch=sm_90 bench/segsort_probe.cu -o build-gpu/segsort_probe && build-gpu/segsort_probe > "$OUT/csv/segsort.csv"
   log "segsort: $(tr '\n' ' ' < "$OUT/csv/segsort.csv" | cut -c1-600)"
+fi
+
+if has merge; then
+  # the quadtree update's merge against the copy of its bytes (bench/merge_probe.cu)
+  nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Isrc -Iinclude bench/merge_probe.cu build-gpu/libraydex.a \
+    -o build-gpu/merge_probe && build-gpu/merge_probe > "$OUT/csv/merge.csv"
+  log "merge: $(grep -v '^#' "$OUT/csv/merge.csv" | cut -d, -f4-8 | tr '\n' ' ' | cut -c1-600)"
 fi
 
 if has tests; then
