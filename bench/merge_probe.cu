@@ -75,9 +75,6 @@ __global__ void copy_kernel(const float *ox, const float *oy, const uint64_t *oi
   SP_FOR(i, n) x[i] = ox[i], y[i] = oy[i], id[i] = oid[i], k[i] = ok[i];
 }
 
-
-
-
 int main(int argc, char **argv) {
   const int64_t n = argc > 1 ? atoll(argv[1]) : 16500000;
   const int reps = getenv("PROBE_REPS") ? atoi(getenv("PROBE_REPS")) : 9;
@@ -106,17 +103,18 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&oid, n * 8));
   void *tmp = nullptr;
   size_t tb = 0, tb2 = 0;
-  cub::DeviceRadixSort::SortPairs(nullptr, tb, okey, k2, v1, v2, n);
+  CK(cub::DeviceRadixSort::SortPairs(nullptr, tb, okey, k2, v1, v2, n));
   CK(cudaMalloc(&tmp, tb));
   gen_codes<<<4096, 256>>>(k2, nullptr, n, 1, 0.8, 64, 22);
-  cub::DeviceRadixSort::SortKeys(nullptr, tb2, k2, okey, n);
+  CK(cub::DeviceRadixSort::SortKeys(nullptr, tb2, k2, okey, n));
   CK(tb2 <= tb ? cudaSuccess : cudaErrorMemoryAllocation);
   CK(cub::DeviceRadixSort::SortKeys(tmp, tb2, k2, okey, n));
   gen_rand<<<4096, 256>>>(k2, v1, n, 2);
-  CK(cub::DeviceRadixSort::SortPairs(tmp, tb, k2, (K *)v2, v1, perm, n)); /* perm: ids */
+  CK(cub::DeviceRadixSort::SortPairs(tmp, tb, k2, v2, v1, perm, n)); /* perm: ids */
   fill_pool<<<4096, 256>>>(ox, oy, oid, perm, n);
   gen_rand<<<4096, 256>>>(k2, v1, n, 3);
-  CK(cub::DeviceRadixSort::SortPairs(tmp, tb, k2, (K *)v2, v1, bperm, n)); /* bperm: moved ids */
+  CK(cub::DeviceRadixSort::SortPairs(tmp, tb, k2, v2, v1, bperm, n)); /* bperm: moved ids */
+  CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
 
   const double pcts[] = {1, 10};
@@ -139,6 +137,7 @@ int main(int argc, char **argv) {
     gen_codes<<<4096, 256>>>(nk2, nrow2, m, 11 + (uint64_t)pct, 0.8, 8, 20);
     CK(cub::DeviceRadixSort::SortPairs(tmp, tb, nk2, nk, nrow2, nrow, m));
     fill_batch<<<4096, 256>>>(bxy, bids, bperm, m, claim);
+    CK(cudaGetLastError());
     /* outputs: one per variant (the merge without claim check keeps every old point) */
     const int NV = 4;
     T *x[NV], *y[NV];
