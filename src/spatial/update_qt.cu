@@ -57,11 +57,17 @@ constexpr int TB = 512;        /* threads per block of the merge */
 constexpr int TILE = 4 * TB;   /* old pool slots per tile: one block, four slots per thread */
 constexpr int SNK = 2048;      /* batch codes a tile caches in shared memory */
 
-/* One node of the new tree before sorting. */
+/* One node of the new tree before sorting. The paged path (PG_*) also says how its leaves get
+ * their points: a fresh leaf copies entries [a0, a0 + an) of the gathered survivors and
+ * [b0, b0 + count - an) of the sorted batch into its new page; a kept leaf fills the holes of
+ * its page (a0: its old length, an: its removals, h0: its hole list) from batch entries
+ * [b0, ...) and its own tail. */
+enum { PG_NODE = 0, PG_KEPT = 1, PG_FRESH = 2 };
 struct qnode {
   uint64_t key;
   int64_t fpos, len, count, room;
-  int32_t level, leaf;
+  int64_t a0, an, b0, h0;
+  int32_t level, leaf, kind;
 };
 
 /* A group: a cell at (level, key) holding `count` merged points whose subtree split_tree_kernel
@@ -79,6 +85,7 @@ struct qtot {
                                a group whose points do not match its count; 8 an internal node
                                without children; 16 a subtree past its bound */
   unsigned long long nodes, groups, subnodes, subused, splits, merges, new_leaves;
+  unsigned long long surv, pages, pgused, holes, relocs; /* paged path */
 };
 
 namespace cg = cooperative_groups;
@@ -339,12 +346,14 @@ __global__ void count_kernel(rdx_sp_nodes N, const K *keys, int64_t n, int D, in
   }
 }
 
-__device__ void push_node(qnode *tn, qtot *tot, uint64_t key, int level, int leaf, int64_t count, int64_t fpos) {
+__device__ qnode make_node(uint64_t key, int level, int leaf, int64_t count, int64_t fpos) {
   qnode n;
   n.key = key, n.level = level, n.leaf = leaf, n.count = count;
   n.len = leaf ? count : 0, n.fpos = leaf ? fpos : 0, n.room = n.len;
-  tn[agg_add(&tot->nodes, 1ull)] = n;
+  n.a0 = 0, n.an = 0, n.b0 = 0, n.h0 = 0, n.kind = PG_NODE;
+  return n;
 }
+__device__ void push_node(qnode *tn, qtot *tot, const qnode &n) { tn[agg_add(&tot->nodes, 1ull)] = n; }
 
 /* A subtree to build at (level, key) for c points. Its node bound: each level below holds at
  * most c / (cap + 1) internal nodes, each with at most 4 children. */
@@ -353,6 +362,7 @@ __device__ void push_group(qgroup *groups, qtot *tot, uint64_t key, int level, i
   g.count = c, g.key = key, g.level = level;
   g.n_nodes = 1 + 4 * (int64_t)(D - level) * (c / (cap + 1));
   g.nbase = (int64_t)agg_add(&tot->subnodes, (unsigned long long)g.n_nodes);
+  agg_add(&tot->pages, (unsigned long long)(c + c / 4 + 4 * g.n_nodes)); /* paged: its leaves' rooms */
   groups[agg_add(&tot->groups, 1ull)] = g;
 }
 
@@ -372,13 +382,13 @@ __global__ void decide_kernel(rdx_sp_nodes N, const K *keys, const int64_t *pare
     const int l = N.level[u];
     const uint64_t key = N.key[u];
     if (rdx_sp_qt_leaf(c, l, D, cap)) {
-      push_node(tn, tot, key, l, 1, c, A[u]);
+      push_node(tn, tot, make_node(key, l, 1, c, A[u]));
       if (!N.leaf[u]) agg_add(&tot->merges, 1ull);
     } else if (N.leaf[u]) {
       push_group(groups, tot, key, l, c, D, cap);
       agg_add(&tot->splits, 1ull);
     } else {
-      push_node(tn, tot, key, l, 0, c, 0);
+      push_node(tn, tot, make_node(key, l, 0, c, 0));
       int sh = 2 * (D - l - 1);
       for (int q = 0; q < 4; q++) {
         if (have[u] >> q & 1) continue;
@@ -393,13 +403,26 @@ __global__ void decide_kernel(rdx_sp_nodes N, const K *keys, const int64_t *pare
   }
 }
 
-/* One block per group: its cell's range among the merged codes, then its subtree breadth first
- * with the build's split rule (rdx_sp_qt_leaf; the quadrant bounds as rdx_sp_qt_quadrants finds
- * them, here one warp per node), its node region serving as the queue (a node's fpos holds its
- * first code while it waits). Leaf fpos: the leaf's first pool slot. */
+/* The sorted codes subtrees are built over: the merged pool (a; b empty), or on the paged path
+ * the gathered survivors (a) and the sorted batch (b), whose leaves then get new pages of
+ * room RDX_SP_SLACK(points) from page_base up. */
 template <typename K>
-__global__ void split_tree_kernel(const qgroup *groups, int64_t ng, const K *keys, int64_t n, int D, int64_t cap,
-                                  qnode *out, qtot *tot) {
+struct sublists {
+  const K *a;
+  int64_t na;
+  const K *b;
+  int64_t nb;
+  int64_t page_base;
+  int paged;
+};
+
+/* One block per group: its cell's ranges in both lists, then its subtree breadth first with the
+ * build's split rule (rdx_sp_qt_leaf; the quadrant bounds as rdx_sp_qt_quadrants finds them,
+ * here one warp per node), its node region serving as the queue (a waiting node's a0, an, b0
+ * hold its ranges). Merge path leaf fpos: the leaf's first pool slot. */
+template <typename K>
+__global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> L, int D, int64_t cap, qnode *out,
+                                  qtot *tot) {
   __shared__ int64_t head, tail, next;
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
   for (int64_t g = blockIdx.x; g < ng; g += gridDim.x) {
@@ -407,12 +430,18 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, const K *key
     qnode *reg = out + G.nbase;
     if (warp == 0) {
       int sh = 2 * (D - G.level);
-      int64_t a = warp_lower(keys, 0, n, G.key << sh);
-      int64_t e = warp_lower(keys, a, n, (G.key + 1) << sh);
+      int64_t a = warp_lower(L.a, 0, L.na, G.key << sh);
+      int64_t e = warp_lower(L.a, a, L.na, (G.key + 1) << sh);
+      int64_t b = 0, f = 0;
+      if (L.nb > 0) {
+        b = warp_lower(L.b, 0, L.nb, G.key << sh);
+        f = warp_lower(L.b, b, L.nb, (G.key + 1) << sh);
+      }
       if (lane == 0) {
-        if (e - a != G.count) atomicOr(&tot->bad, 2ull);
+        if ((e - a) + (f - b) != G.count) atomicOr(&tot->bad, 2ull);
         qnode r;
-        r.key = G.key, r.level = G.level, r.leaf = 0, r.count = e - a, r.fpos = a, r.len = 0, r.room = 0;
+        r.key = G.key, r.level = G.level, r.leaf = 0, r.count = (e - a) + (f - b), r.fpos = 0, r.len = 0, r.room = 0;
+        r.a0 = a, r.an = e - a, r.b0 = b, r.h0 = 0, r.kind = PG_NODE;
         reg[0] = r;
         head = 0, tail = 1, next = 1;
       }
@@ -421,23 +450,33 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, const K *key
     while (head < tail) {
       for (int64_t i = head + warp; i < tail; i += nwarps) {
         qnode nd = reg[i];
-        const int64_t a = nd.fpos, end = a + nd.count;
         if (rdx_sp_qt_leaf(nd.count, nd.level, D, cap)) {
-          nd.leaf = 1, nd.len = nd.count, nd.room = nd.count;
+          nd.leaf = 1, nd.len = nd.count;
+          if (L.paged) {
+            nd.room = RDX_SP_SLACK(nd.count), nd.kind = PG_FRESH;
+            if (lane == 0) nd.fpos = L.page_base + (int64_t)atomicAdd(&tot->pgused, (unsigned long long)nd.room);
+          } else {
+            nd.room = nd.count, nd.fpos = nd.a0;
+          }
         } else {
-          int64_t b[5];
-          b[0] = a, b[4] = end;
+          int64_t ba[5], bb[5];
+          ba[0] = nd.a0, ba[4] = nd.a0 + nd.an, bb[0] = nd.b0, bb[4] = nd.b0 + nd.count - nd.an;
           int sh = 2 * (D - nd.level - 1);
-          for (int q = 1; q < 4; q++) b[q] = warp_lower(keys, b[q - 1], end, (4 * nd.key + (uint64_t)q) << sh);
+          for (int q = 1; q < 4; q++) {
+            uint64_t lo = (4 * nd.key + (uint64_t)q) << sh;
+            ba[q] = warp_lower(L.a, ba[q - 1], ba[4], lo);
+            bb[q] = bb[4] > bb[0] ? warp_lower(L.b, bb[q - 1], bb[4], lo) : bb[0];
+          }
           nd.leaf = 0, nd.len = 0, nd.room = 0, nd.fpos = 0;
-          if (lane < 4 && b[lane + 1] > b[lane]) {
+          const int64_t na = lane < 4 ? ba[lane + 1] - ba[lane] : 0, nb = lane < 4 ? bb[lane + 1] - bb[lane] : 0;
+          if (lane < 4 && na + nb > 0) {
             int64_t j = (int64_t)atomicAdd((unsigned long long *)&next, 1ull);
             if (j >= G.n_nodes) { /* the bound is a theorem; say so if it ever fails */
               atomicOr(&tot->bad, 16ull);
             } else {
               qnode c;
-              c.key = 4 * nd.key + (uint64_t)lane, c.level = nd.level + 1, c.leaf = 0, c.count = b[lane + 1] - b[lane];
-              c.fpos = b[lane], c.len = 0, c.room = 0;
+              c.key = 4 * nd.key + (uint64_t)lane, c.level = nd.level + 1, c.leaf = 0, c.count = na + nb;
+              c.fpos = 0, c.len = 0, c.room = 0, c.a0 = ba[lane], c.an = na, c.b0 = bb[lane], c.h0 = 0, c.kind = PG_NODE;
               reg[j] = c;
             }
           }
@@ -699,7 +738,8 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   RDX_CUDA(ctx, cudaMemcpyAsync(nl, tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
   if (ng > 0) {
     RDX_CUDA(ctx, cudaMemsetAsync(nl + n_base, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
-    split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, keys, n_new, D, cap, nl + n_base, tot);
+    const sublists<K> L = {keys, n_new, nullptr, 0, 0, 0};
+    split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, nl + n_base, tot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split tree kernel");
   }
   uint64_t *nk_, *nk2_;
@@ -790,9 +830,506 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   return RDX_OK;
 }
 
+/* ==== the paged path: G-PICS's leaf lists, repaired where they change ==== */
+
+/* 1. One thread per batch row: the ids checked against the id map and claimed, the removals'
+ * old codes, and the incoming (code, row) sort entries. Bad rows get entries too (the batch is
+ * then dropped before anything of the index changes). */
+template <typename K>
+__global__ void pg_rows_kernel(int op, const void *ids, int ids64, const void *xy, int f64, int64_t m, uint64_t id_end,
+                               const uint64_t *slot, uint32_t *claim, int check_xy, rdx_sp_grid g, const K *pkey, K *rkey,
+                               K *ikey, uint32_t *irow, qtot *tot) {
+  SP_FOR(i, m) {
+    if (op != RDX_SP_INSERT) {
+      K k = 0;
+      uint64_t id = id_at(ids, ids64, i);
+      uint64_t sl = id < id_end ? slot[id] : RDX_SP_NONE;
+      if (sl == RDX_SP_NONE) {
+        atomicOr(&tot->bad, 1ull);
+      } else {
+        uint32_t bit = 1u << (id & 31);
+        if (atomicOr(&claim[id >> 5], bit) & bit) atomicOr(&tot->bad, 1ull); /* the id's second row */
+        else k = pkey[sl];
+      }
+      rkey[i] = k;
+    }
+    if (op == RDX_SP_ERASE) continue;
+    ikey[i] = 0, irow[i] = (uint32_t)i;
+    double x = rdx_sp_at(xy, 2 * i, f64), y = rdx_sp_at(xy, 2 * i + 1, f64);
+    if (check_xy && !(x >= g.x0 && x <= g.x1 && y >= g.y0 && y <= g.y1)) { /* NaN fails too */
+      atomicOr(&tot->bad, 4ull);
+      continue;
+    }
+    ikey[i] = (K)rdx_sp_point_key(&g, x, y);
+  }
+}
+
+/* 2. Per old node: parent and quadrants with a child (as count_kernel), its removals R and
+ * incoming (from ik[A]) in its cell, and its new count C. */
+template <typename K>
+__global__ void pg_count_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, const K *rk, int64_t nr, int D, int64_t *parent,
+                                uint8_t *have, int64_t *A, int64_t *C, int64_t *R) {
+  SP_FOR(u, N.n) {
+    if (u == 0) parent[0] = -1;
+    int h = 0;
+    if (!N.leaf[u])
+      for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) {
+        parent[c] = u;
+        h |= 1 << (N.key[c] & 3);
+      }
+    have[u] = (uint8_t)h;
+    const int sh = 2 * (D - (int)N.level[u]);
+    const uint64_t lo = N.key[u] << sh, hi = (N.key[u] + 1) << sh;
+    int64_t a = lower(ik, 0, ni, lo), ci = lower(ik, a, ni, hi) - a;
+    int64_t r = lower(rk, 0, nr, lo), cr = lower(rk, r, nr, hi) - r;
+    A[u] = a, R[u] = cr, C[u] = N.count[u] - cr + ci;
+  }
+}
+
+/* 3. One thread per old node, by the rule of a fresh build (decide_kernel): a leaf that stays
+ * one keeps its page when its points fit in its room (PG_KEPT), else it moves to a new page; a
+ * leaf that splits, a merge and points in quadrants that had no node become groups. The
+ * survivors of every old leaf whose points move (relocated, split, or inside a merge) get a
+ * place soff[u] in the gather list. */
+template <typename K>
+__global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *parent, const uint8_t *have, const int64_t *A,
+                                 const int64_t *C, const int64_t *R, int D, int64_t cap, qnode *tn, qgroup *groups,
+                                 int64_t *soff, qtot *tot) {
+  SP_FOR(u, N.n) {
+    soff[u] = -1;
+    const int64_t c = C[u], surv = N.leaf[u] ? N.count[u] - R[u] : 0;
+    int inside = 0;
+    for (int64_t a = parent[u]; a >= 0 && !inside; a = parent[a]) inside = rdx_sp_qt_leaf(C[a], N.level[a], D, cap);
+    if (inside) {
+      if (surv > 0) soff[u] = (int64_t)agg_add(&tot->surv, (unsigned long long)surv);
+      continue;
+    }
+    if (c == 0 && u != 0) continue;
+    const int l = N.level[u];
+    const uint64_t key = N.key[u];
+    if (rdx_sp_qt_leaf(c, l, D, cap)) {
+      if (N.leaf[u] && c <= N.room[u]) {
+        qnode n = make_node(key, l, 1, c, N.fpos[u]);
+        n.room = N.room[u], n.kind = PG_KEPT, n.a0 = N.len[u], n.an = R[u], n.b0 = A[u];
+        n.h0 = R[u] > 0 ? (int64_t)agg_add(&tot->holes, (unsigned long long)R[u]) : 0;
+        push_node(tn, tot, n);
+        continue;
+      }
+      if (surv > 0) soff[u] = (int64_t)agg_add(&tot->surv, (unsigned long long)surv);
+      push_group(groups, tot, key, l, c, D, cap);
+      agg_add(N.leaf[u] ? &tot->relocs : &tot->merges, 1ull);
+    } else if (N.leaf[u]) {
+      if (surv > 0) soff[u] = (int64_t)agg_add(&tot->surv, (unsigned long long)surv);
+      push_group(groups, tot, key, l, c, D, cap);
+      agg_add(&tot->splits, 1ull);
+    } else {
+      push_node(tn, tot, make_node(key, l, 0, c, 0));
+      const int sh = 2 * (D - l - 1);
+      const int64_t a0 = A[u], e0 = a0 + (c - N.count[u] + R[u]); /* its incoming */
+      for (int q = 0; q < 4; q++) {
+        if (have[u] >> q & 1) continue;
+        uint64_t qk = 4 * key + (uint64_t)q;
+        int64_t a = lower(ik, a0, e0, qk << sh), cq = lower(ik, a, e0, (qk + 1) << sh) - a;
+        if (cq == 0) continue;
+        push_group(groups, tot, qk, l + 1, cq, D, cap);
+        agg_add(&tot->new_leaves, 1ull);
+      }
+    }
+  }
+}
+
+/* The slots the batch vacates: a dead bit each; erased ids leave the id map. */
+__global__ void pg_dead_kernel(int op, const void *ids, int ids64, int64_t m, uint64_t *slot, uint32_t *dead) {
+  SP_FOR(i, m) {
+    uint64_t id = id_at(ids, ids64, i), sl = slot[id];
+    atomicOr(&dead[sl >> 5], 1u << (sl & 31));
+    if (op == RDX_SP_ERASE) slot[id] = RDX_SP_NONE;
+  }
+}
+
+/* One warp per old leaf whose points move: its surviving slots as (code, slot) entries at soff. */
+template <typename K>
+__global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int64_t *R, const uint32_t *dead,
+                                 const K *pkey, K *sk, uint32_t *ss, qtot *tot) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
+    const int64_t o = soff[u];
+    if (o < 0) continue;
+    const int64_t f = N.fpos[u], len = N.len[u];
+    int64_t w = 0;
+    for (int64_t j0 = 0; j0 < len; j0 += 32) {
+      const int64_t sl = f + j0 + lane;
+      const bool live = j0 + lane < len && !bit_get(dead, (uint64_t)sl);
+      const unsigned mk = __ballot_sync(0xffffffffu, live);
+      if (live) {
+        const int64_t d = o + w + __popc(mk & ((1u << lane) - 1));
+        sk[d] = pkey[sl], ss[d] = (uint32_t)sl;
+      }
+      w += __popc(mk);
+    }
+    if (lane == 0 && w != N.count[u] - R[u]) atomicOr(&tot->bad, 2ull);
+  }
+}
+
+/* The pool and the batch as the placement reads and writes them. */
+template <typename T, typename K>
+struct pgio {
+  T *x, *y;
+  uint64_t *id;
+  K *key;
+  uint64_t *slot;
+  const T *bxy;       /* the batch's points */
+  const void *ids;    /* NULL for inserts: ids first_id + row */
+  int ids64;
+  uint64_t first_id;
+  const K *ik;        /* sorted batch codes and their rows */
+  const uint32_t *irow;
+  const K *sk;        /* sorted survivors and their slots */
+  const uint32_t *ss;
+  __device__ void from_slot(int64_t d, int64_t sl) const {
+    uint64_t v = id[sl];
+    x[d] = x[sl], y[d] = y[sl], id[d] = v, key[d] = key[sl];
+    slot[v] = (uint64_t)d;
+  }
+  __device__ void from_batch(int64_t d, int64_t j) const {
+    const uint32_t r = irow[j];
+    const uint64_t v = ids ? id_at(ids, ids64, r) : first_id + r;
+    x[d] = bxy[2 * (int64_t)r], y[d] = bxy[2 * (int64_t)r + 1], id[d] = v, key[d] = ik[j];
+    slot[v] = (uint64_t)d;
+  }
+};
+
+/* One warp per new node. A fresh leaf copies its survivors and incoming into its page. A kept
+ * leaf with removals or incoming repairs its page in place: holes below its new length take
+ * the incoming first, then the points of its tail (listed in hole[h0..]), and incoming left
+ * over are appended (G-PICS's Leaf-Lists-Update with paging: the moved-in points fill the holes
+ * the moved-out ones left). */
+template <typename T, typename K>
+__global__ void pg_place_kernel(const qnode *nl, int64_t n, pgio<T, K> P, const uint32_t *dead, int64_t *hole, qtot *tot) {
+  const int lane = threadIdx.x & 31;
+  const unsigned FULL = 0xffffffffu;
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; e < n; e += warps) {
+    const qnode q = nl[e];
+    if (q.level < 0 || !q.leaf) continue;
+    if (q.kind == PG_FRESH) {
+      for (int64_t j = lane; j < q.an; j += 32) P.from_slot(q.fpos + j, P.ss[q.a0 + j]);
+      for (int64_t j = lane; j < q.count - q.an; j += 32) P.from_batch(q.fpos + q.an + j, q.b0 + j);
+      continue;
+    }
+    const int64_t len0 = q.a0, r = q.an, c = q.count, inc = c - (len0 - r);
+    if (r == 0 && inc == 0) continue;
+    const int64_t f = q.fpos, head = c < len0 ? c : len0;
+    int64_t k = 0; /* holes seen below head */
+    for (int64_t j0 = 0; j0 < head; j0 += 32) {
+      const int64_t j = j0 + lane;
+      const bool h = j < head && bit_get(dead, (uint64_t)(f + j));
+      const unsigned mk = __ballot_sync(FULL, h);
+      if (h) {
+        const int64_t kk = k + __popc(mk & ((1u << lane) - 1));
+        if (kk < inc) P.from_batch(f + j, q.b0 + kk);
+        else hole[q.h0 + kk - inc] = f + j;
+      }
+      k += __popc(mk);
+    }
+    for (int64_t t = k + lane; t < inc; t += 32) P.from_batch(f + len0 + (t - k), q.b0 + t); /* appended */
+    if (c >= len0) {
+      if (lane == 0 && k != r) atomicOr(&tot->bad, 2ull);
+      continue;
+    }
+    __syncwarp(); /* the hole list is written */
+    int64_t w = 0; /* live tail points seen */
+    for (int64_t j0 = c; j0 < len0; j0 += 32) {
+      const int64_t j = j0 + lane;
+      const bool live = j < len0 && !bit_get(dead, (uint64_t)(f + j));
+      const unsigned mk = __ballot_sync(FULL, live);
+      if (live) {
+        const int64_t ww = w + __popc(mk & ((1u << lane) - 1));
+        if (ww < k - inc) P.from_slot(hole[q.h0 + ww], f + j);
+        else atomicOr(&tot->bad, 2ull);
+      }
+      w += __popc(mk);
+    }
+    if (lane == 0 && w != k - inc) atomicOr(&tot->bad, 2ull);
+  }
+}
+
+/* A copy of the pool with room for cap slots (the used part copied). */
+rdx_status pg_grow_pool(rdx_context *ctx, rdx_points *pts, int64_t cap, int key_bytes) {
+  const char *fn = "rdx_points update: pool growth";
+  rdx_sp_pool np;
+  RDX_CHECK(rdx_sp_pool_alloc(ctx, cap, pts->f64, key_bytes, &np));
+  const size_t u = (size_t)pts->pool.used, es = pts->f64 ? 8 : 4;
+  cudaStream_t s = rdx_stream(ctx);
+  cudaError_t e = cudaMemcpyAsync(np.x, pts->pool.x, u * es, cudaMemcpyDeviceToDevice, s);
+  if (e == cudaSuccess) e = cudaMemcpyAsync(np.y, pts->pool.y, u * es, cudaMemcpyDeviceToDevice, s);
+  if (e == cudaSuccess) e = cudaMemcpyAsync(np.id, pts->pool.id, u * 8, cudaMemcpyDeviceToDevice, s);
+  if (e == cudaSuccess) e = cudaMemcpyAsync(np.key, pts->pool.key, u * (size_t)key_bytes, cudaMemcpyDeviceToDevice, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  if (e != cudaSuccess) {
+    rdx_sp_pool_free(ctx, &np);
+    return rdx_cuda_fail(ctx, e, fn);
+  }
+  np.used = pts->pool.used;
+  rdx_sp_pool_free(ctx, &pts->pool);
+  pts->pool = np;
+  return RDX_OK;
+}
+
+/* An id map with room for ids below cap (the old entries kept, the rest none). */
+rdx_status pg_grow_slots(rdx_context *ctx, rdx_points *pts, int64_t cap) {
+  const char *fn = "rdx_points update: id map growth";
+  uint64_t *ns = nullptr;
+  cudaStream_t s = rdx_stream(ctx);
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_points: id map", (void **)&ns, (size_t)cap * 8, RDX_DEVICE));
+  cudaError_t e = cudaMemsetAsync(ns, 0xFF, (size_t)cap * 8, s);
+  if (e == cudaSuccess) e = cudaMemcpyAsync(ns, pts->slot, (size_t)pts->slot_cap * 8, cudaMemcpyDeviceToDevice, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  if (e != cudaSuccess) {
+    rdx_mem_free(ctx, ns);
+    return rdx_cuda_fail(ctx, e, fn);
+  }
+  rdx_mem_free(ctx, pts->slot);
+  pts->slot = ns, pts->slot_cap = cap;
+  return RDX_OK;
+}
+
+/* The paged update, for pool coordinates T and codes K. The pool has room per leaf and an id
+ * map (rdx_sp_relayout gave them). */
+template <typename T, typename K>
+rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f) {
+  const char *fn = "rdx_points update";
+  cudaStream_t s = rdx_stream(ctx);
+  scratch mm(ctx, &pts->arena, &pts->arena_bytes, arena_limit(pts));
+  const int64_t m = b->m, nn = pts->nodes.n, cap = pts->cap;
+  const int D = pts->depth, op = b->op;
+  const int64_t m_new = op == RDX_SP_ERASE ? 0 : m, m_rem = op == RDX_SP_INSERT ? 0 : m;
+  f->bad_row = -1;
+  double t0 = rdx_now_ms();
+  rdx_trace(ctx, "qt paged update: start");
+
+  /* 1: the batch */
+  qtot *tot;
+  uint32_t *claim = NULL;
+  const int64_t claim_words = (int64_t)(pts->id_end / 32) + 1;
+  RDX_CHECK(mm.get(&tot, 1, fn));
+  RDX_CUDA(ctx, cudaMemsetAsync(tot, 0, sizeof *tot, s), fn);
+  if (m_rem > 0) {
+    RDX_CHECK(mm.get(&claim, (size_t)claim_words, fn));
+    RDX_CUDA(ctx, cudaMemsetAsync(claim, 0, (size_t)claim_words * 4, s), fn);
+  }
+  K *ik = NULL, *ik2 = NULL, *rk = NULL, *rk2 = NULL;
+  uint32_t *irow = NULL, *irow2 = NULL;
+  if (m_new > 0) {
+    RDX_CHECK(mm.get(&ik, (size_t)m, fn));
+    RDX_CHECK(mm.get(&ik2, (size_t)m, fn));
+    RDX_CHECK(mm.get(&irow, (size_t)m, fn));
+    RDX_CHECK(mm.get(&irow2, (size_t)m, fn));
+  }
+  if (m_rem > 0) {
+    RDX_CHECK(mm.get(&rk, (size_t)m, fn));
+    RDX_CHECK(mm.get(&rk2, (size_t)m, fn));
+  }
+  pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
+                                                       claim, b->check_xy, pts->grid, (const K *)pts->pool.key, rk, ik,
+                                                       irow, tot);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
+  if (m_new > 0) {
+    cub::DoubleBuffer<K> kb(ik, ik2);
+    cub::DoubleBuffer<uint32_t> rb(irow, irow2);
+    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+      return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m_new, 0, 2 * D, s);
+    }));
+    ik = kb.Current(), irow = rb.Current();
+  }
+  if (m_rem > 0) {
+    cub::DoubleBuffer<K> kb(rk, rk2);
+    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+      return cub::DeviceRadixSort::SortKeys(tmp, bytes, kb, m_rem, 0, 2 * D, s);
+    }));
+    rk = kb.Current();
+  }
+  rdx_trace(ctx, "qt paged update: rows");
+
+  /* 2: the plan over the old nodes */
+  int64_t *parent, *A, *C, *R, *soff;
+  uint8_t *have;
+  qnode *tn;
+  qgroup *groups;
+  RDX_CHECK(mm.get(&parent, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&A, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&C, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&R, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&soff, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&have, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
+  const unsigned gn = blocks_for(nn, 256);
+  pg_count_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, rk, m_rem, D, parent, have, A, C, R);
+  pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, A, C, R, D, cap, tn, groups, soff, tot);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
+  qtot H;
+  RDX_CHECK(to_host(ctx, &H, tot, 1, fn)); /* the host's wait */
+  rdx_trace(ctx, "qt paged update: plan");
+  if (H.bad & 4) {
+    b->bad_xy = 1;
+    return RDX_OK;
+  }
+  if (H.bad & 1) return check_ids(ctx, pts, b, mm, f); /* sets f->bad_row */
+  if (H.bad) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the plan is inconsistent (check %llu)", fn, H.bad);
+  const int64_t n_base = (int64_t)H.nodes, ng = (int64_t)H.groups, n_sort = n_base + (int64_t)H.subnodes;
+  const int64_t n_surv = (int64_t)H.surv;
+  if (rdx_trace_on())
+    fprintf(stderr, "[raydex trace] qt paged update: %lld rows, %lld nodes, %lld kept, %lld groups (%llu splits, %llu new, "
+            "%llu relocated), %llu merges, %lld survivors moved, %llu holes, %llu page slots\n", (long long)m,
+            (long long)nn, (long long)n_base, (long long)ng, H.splits, H.new_leaves, H.relocs, H.merges,
+            (long long)n_surv, H.holes, H.pages);
+  double t1 = rdx_now_ms();
+
+  /* 3: room. A larger pool or id map changes nothing visible, so either may be swapped in now;
+   * everything else this update needs is allocated before its first write. */
+  const int kb = (int)sizeof(K);
+  if (pts->pool.used + (int64_t)H.pages > pts->pool.cap) {
+    int64_t want = pts->pool.used + (int64_t)H.pages;
+    RDX_CHECK(pg_grow_pool(ctx, pts, want + want / 4 + 65536, kb));
+  }
+  if (op == RDX_SP_INSERT && (int64_t)(b->first_id + (uint64_t)m) > pts->slot_cap) {
+    int64_t want = (int64_t)(b->first_id + (uint64_t)m);
+    RDX_CHECK(pg_grow_slots(ctx, pts, want + want / 2 + 64));
+  }
+  const int64_t cap_slots = pts->pool.cap;
+  if (cap_slots >= ((int64_t)1 << 32)) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: paged pool past 2^32 slots", fn);
+  K *sk = NULL, *sk2 = NULL;
+  uint32_t *ss = NULL, *ss2 = NULL, *dead = NULL;
+  int64_t *hole = NULL;
+  const int64_t dead_words = cap_slots / 32 + 1;
+  RDX_CHECK(mm.get(&dead, (size_t)dead_words, fn));
+  if (n_surv > 0) {
+    RDX_CHECK(mm.get(&sk, (size_t)n_surv, fn));
+    RDX_CHECK(mm.get(&sk2, (size_t)n_surv, fn));
+    RDX_CHECK(mm.get(&ss, (size_t)n_surv, fn));
+    RDX_CHECK(mm.get(&ss2, (size_t)n_surv, fn));
+  }
+  RDX_CHECK(mm.get(&hole, (size_t)H.holes + 1, fn));
+  qnode *nl;
+  uint64_t *nk_, *nk2_;
+  int64_t *ni, *ni2;
+  RDX_CHECK(mm.get(&nl, (size_t)n_sort, fn));
+  RDX_CHECK(mm.get(&nk_, (size_t)n_sort, fn));
+  RDX_CHECK(mm.get(&nk2_, (size_t)n_sort, fn));
+  RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
+  RDX_CHECK(mm.get(&ni2, (size_t)n_sort, fn));
+  rdx_sp_nodes nodes;
+  memset(&nodes, 0, sizeof nodes);
+  RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_sort, RDX_DEVICE, &nodes));
+  struct nodes_guard {
+    rdx_context *c;
+    rdx_sp_nodes *n;
+    ~nodes_guard() { rdx_sp_nodes_free(c, n); }
+  } ng_guard{ctx, &nodes};
+  /* the CUB sorts' temporary storage, at its largest, before the first write */
+  {
+    cub::DoubleBuffer<K> kb2(sk, sk2);
+    cub::DoubleBuffer<uint32_t> sb(ss, ss2);
+    cub::DoubleBuffer<uint64_t> nkb(nk_, nk2_);
+    cub::DoubleBuffer<int64_t> nib(ni, ni2);
+    size_t b1 = 0, b2 = 0;
+    RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b1, kb2, sb, n_surv, 0, 2 * D, s), fn);
+    RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b2, nkb, nib, n_sort, 0, 64, s), fn);
+    const size_t need = b1 > b2 ? b1 : b2;
+    if (need > mm.temp_bytes || mm.temp == nullptr) {
+      const size_t grow = need + need / 4 + 256;
+      RDX_CHECK(mm.raw(&mm.temp, grow, fn));
+      mm.temp_bytes = grow;
+    }
+  }
+  double t2 = rdx_now_ms();
+  rdx_trace(ctx, "qt paged update: allocations");
+
+  /* 4: the writes. Only device errors can fail from here on. */
+  rdx_status st = RDX_OK;
+  const int64_t page_base = pts->pool.used;
+  st = rdx_cuda_ok(ctx, cudaMemsetAsync(dead, 0, (size_t)dead_words * 4, s), fn);
+  if (st == RDX_OK && m_rem > 0) pg_dead_kernel<<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, m, pts->slot, dead);
+  if (st == RDX_OK && n_surv > 0) {
+    pg_gather_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, soff, R, dead, (const K *)pts->pool.key, sk, ss,
+                                                                 tot);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: gather kernel");
+    cub::DoubleBuffer<K> kb2(sk, sk2);
+    cub::DoubleBuffer<uint32_t> sb(ss, ss2);
+    if (st == RDX_OK)
+      st = mm.cub(fn, [&](void *tmp, size_t &bytes) {
+        return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb2, sb, n_surv, 0, 2 * D, s);
+      });
+    sk = kb2.Current(), ss = sb.Current();
+  }
+  if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(nl, tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
+  if (st == RDX_OK && ng > 0) {
+    st = rdx_cuda_ok(ctx, cudaMemsetAsync(nl + n_base, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
+    const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1};
+    if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, nl + n_base, tot);
+  }
+  if (st == RDX_OK) {
+    const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
+                          (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, sk, ss};
+    pg_place_kernel<T, K><<<blocks_for(n_sort * 32, 256), 256, 0, s>>>(nl, n_sort, P, dead, hole, tot);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
+  }
+  int packed = 2 * D + 6 <= 64;
+  int64_t *order = ni;
+  if (st == RDX_OK) {
+    node_keys_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: node keys kernel");
+  }
+  if (st == RDX_OK) {
+    cub::DoubleBuffer<uint64_t> nkb(nk_, nk2_);
+    cub::DoubleBuffer<int64_t> nib(ni, ni2);
+    st = mm.cub(fn, [&](void *tmp, size_t &bytes) {
+      return cub::DeviceRadixSort::SortPairs(tmp, bytes, nkb, nib, n_sort, 0, packed ? 2 * D + 6 : 2 * D, s);
+    });
+    if (st == RDX_OK && !packed) {
+      node_levels_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, nib.Current(), n_sort, nkb.Current());
+      st = mm.cub(fn, [&](void *tmp, size_t &bytes) {
+        return cub::DeviceRadixSort::SortPairs(tmp, bytes, nkb, nib, n_sort, 0, 6, s);
+      });
+    }
+    order = nib.Current();
+  }
+  if (st == RDX_OK) {
+    node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, n_base, tot, nodes);
+    node_link_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nodes, n_base, tot);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: node kernels");
+  }
+  if (st == RDX_OK) st = to_host(ctx, &H, tot, 1, fn);
+  if (st == RDX_OK && H.bad)
+    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the new tree is inconsistent (check %llu)", fn, H.bad);
+  if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
+  nodes.n = n_base + (int64_t)H.subused;
+  rdx_sp_nodes_free(ctx, &pts->nodes);
+  pts->nodes = nodes;
+  memset(&nodes, 0, sizeof nodes);
+  pts->host_stale = 1;
+  pts->pool.used = page_base + (int64_t)H.pgused;
+  pts->sorted = 0;
+  rdx_sp_stats *S = &pts->stats;
+  S->splits = (int64_t)H.splits, S->merges = (int64_t)H.merges, S->relocated = (int64_t)H.relocs;
+  S->new_leaves = (int64_t)H.new_leaves;
+  f->n_inplace = -1; /* not tracked: moves within a leaf fill holes like any incoming point */
+  double t3 = rdx_now_ms();
+  S->phase_ms[0] = t1 - t0, S->phase_ms[1] = t2 - t1, S->phase_ms[2] = t3 - t2, S->phase_ms[3] = 0;
+  mm.settle();
+  return RDX_OK;
+}
+
 }  // namespace
 
 extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f) {
+  if (pts->slot) {
+    if (pts->f64)
+      return pts->key64 ? update_paged<double, uint64_t>(ctx, pts, b, f) : update_paged<double, uint32_t>(ctx, pts, b, f);
+    return pts->key64 ? update_paged<float, uint64_t>(ctx, pts, b, f) : update_paged<float, uint32_t>(ctx, pts, b, f);
+  }
   if (pts->f64) return pts->key64 ? update<double, uint64_t>(ctx, pts, b, f) : update<double, uint32_t>(ctx, pts, b, f);
   return pts->key64 ? update<float, uint64_t>(ctx, pts, b, f) : update<float, uint32_t>(ctx, pts, b, f);
 }
