@@ -45,6 +45,7 @@
  * all) leaves the GPU idle at small batches.
  */
 #include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
 #include <cooperative_groups/scan.h>
 
 #include "spatial/update.cuh"
@@ -832,26 +833,27 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
 
 /* ==== the paged path: G-PICS's leaf lists, repaired where they change ==== */
 
-/* 1. One thread per batch row: the ids checked against the id map and claimed, the removals'
- * old codes, and the incoming (code, row) sort entries. Bad rows get entries too (the batch is
+/* 1. One thread per batch row: the ids checked against the id map and claimed, the slots they
+ * vacate (a dead bit each), and the incoming (code, row) sort entries. Bad rows get entries too (the batch is
  * then dropped before anything of the index changes). */
 template <typename K>
 __global__ void pg_rows_kernel(int op, const void *ids, int ids64, const void *xy, int f64, int64_t m, uint64_t id_end,
-                               const uint64_t *slot, uint32_t *claim, int check_xy, rdx_sp_grid g, const K *pkey, K *rkey,
-                               K *ikey, uint32_t *irow, qtot *tot) {
+                               const uint64_t *slot, uint32_t *claim, int check_xy, rdx_sp_grid g, K *ikey, uint32_t *irow,
+                               uint32_t *dead, qtot *tot) {
   SP_FOR(i, m) {
     if (op != RDX_SP_INSERT) {
-      K k = 0;
       uint64_t id = id_at(ids, ids64, i);
       uint64_t sl = id < id_end ? slot[id] : RDX_SP_NONE;
       if (sl == RDX_SP_NONE) {
         atomicOr(&tot->bad, 1ull);
       } else {
         uint32_t bit = 1u << (id & 31);
-        if (atomicOr(&claim[id >> 5], bit) & bit) atomicOr(&tot->bad, 1ull); /* the id's second row */
-        else k = pkey[sl];
+        if (atomicOr(&claim[id >> 5], bit) & bit) {
+          atomicOr(&tot->bad, 1ull); /* the id's second row */
+        } else {
+          atomicOr(&dead[sl >> 5], 1u << (sl & 31)); /* scratch: the index changes only after the wait */
+        }
       }
-      rkey[i] = k;
     }
     if (op == RDX_SP_ERASE) continue;
     ikey[i] = 0, irow[i] = (uint32_t)i;
@@ -864,24 +866,86 @@ __global__ void pg_rows_kernel(int op, const void *ids, int ids64, const void *x
   }
 }
 
-/* 2. Per old node: parent and quadrants with a child (as count_kernel), its removals R and
- * incoming (from ik[A]) in its cell, and its new count C. */
-template <typename K>
-__global__ void pg_count_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, const K *rk, int64_t nr, int D, int64_t *parent,
-                                uint8_t *have, int64_t *A, int64_t *C, int64_t *R) {
+/* For each slot of [lo, hi) whose dead bit is `want`, in slot order, f(rank, slot); returns how
+ * many. One warp, every lane with the same arguments; 32 bitmap words (1024 slots) a step. */
+template <class F>
+__device__ int64_t warp_slots(const uint32_t *dead, int64_t lo, int64_t hi, bool want, F f) {
+  const unsigned FULL = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
+  int64_t k = 0;
+  if (hi <= lo) return 0;
+  const int64_t w0 = lo >> 5, w1 = (hi - 1) >> 5;
+  for (int64_t wb = w0; wb <= w1; wb += 32) {
+    const int64_t w = wb + lane;
+    uint32_t bits = 0;
+    if (w <= w1) {
+      bits = want ? dead[w] : ~dead[w];
+      if (w == w0) bits &= ~0u << (lo & 31);
+      if (w == w1 && (hi & 31) != 0) bits &= (1u << (hi & 31)) - 1;
+    }
+    const int c = __popc(bits);
+    int pre = c;
+    for (int d = 1; d < 32; d <<= 1) {
+      int t = __shfl_up_sync(FULL, pre, d);
+      if (lane >= d) pre += t;
+    }
+    int64_t kk = k + pre - c;
+    while (bits) {
+      const int bit = __ffs(bits) - 1;
+      bits &= bits - 1;
+      f(kk++, w * 32 + bit);
+    }
+    k += __shfl_sync(FULL, pre, 31);
+  }
+  return k;
+}
+
+/* 2a. One warp per old node: a leaf's removals (the dead bits of its page) in rl, 0 for internal
+ * nodes; the node's children's parent, the quadrants that have a child; rs (removals below an
+ * internal node, which pg_up_kernel adds up) zeroed. */
+__global__ void pg_links_kernel(rdx_sp_nodes N, const uint32_t *dead, int64_t *rl, int64_t *rs, int64_t *parent,
+                                uint8_t *have) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
+    int64_t c = N.leaf[u] ? warp_slots(dead, N.fpos[u], N.fpos[u] + N.len[u], true, [](int64_t, int64_t) {}) : 0;
+    if (lane == 0) {
+      if (u == 0) parent[0] = -1;
+      int h = 0;
+      if (!N.leaf[u])
+        for (int64_t ch = N.fpos[u]; ch < N.fpos[u] + N.len[u]; ch++) {
+          parent[ch] = u;
+          h |= 1 << (N.key[ch] & 3);
+        }
+      have[u] = (uint8_t)h, rl[u] = c, rs[u] = 0;
+    }
+  }
+}
+
+/* 2b. One thread per leaf with removals: they count for every ancestor (one atomic per ancestor
+ * and warp: BFS neighbours share most of theirs). */
+__global__ void pg_up_kernel(rdx_sp_nodes N, const int64_t *rl, const int64_t *parent, int64_t *rs) {
   SP_FOR(u, N.n) {
-    if (u == 0) parent[0] = -1;
-    int h = 0;
-    if (!N.leaf[u])
-      for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) {
-        parent[c] = u;
-        h |= 1 << (N.key[c] & 3);
-      }
-    have[u] = (uint8_t)h;
+    const int64_t v = rl[u];
+    if (v == 0) continue;
+    for (int64_t a = parent[u]; a >= 0; a = parent[a]) {
+      cg::coalesced_group g = cg::coalesced_threads();
+      cg::coalesced_group same = cg::labeled_partition(g, (unsigned long long)a);
+      const unsigned long long sum = cg::reduce(same, (unsigned long long)v, cg::plus<unsigned long long>());
+      if (same.thread_rank() == 0) atomicAdd((unsigned long long *)&rs[a], sum);
+    }
+  }
+}
+
+/* 2c. Per old node: its incoming (from ik[A]) and removals R in its cell, and its new count C. */
+template <typename K>
+__global__ void pg_count_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, const int64_t *rl, const int64_t *rs, int D,
+                                int64_t *A, int64_t *C, int64_t *R) {
+  SP_FOR(u, N.n) {
     const int sh = 2 * (D - (int)N.level[u]);
-    const uint64_t lo = N.key[u] << sh, hi = (N.key[u] + 1) << sh;
-    int64_t a = lower(ik, 0, ni, lo), ci = lower(ik, a, ni, hi) - a;
-    int64_t r = lower(rk, 0, nr, lo), cr = lower(rk, r, nr, hi) - r;
+    const uint64_t key = N.key[u];
+    const int64_t a = lower(ik, 0, ni, key << sh), ci = lower(ik, a, ni, (key + 1) << sh) - a;
+    const int64_t cr = N.leaf[u] ? rl[u] : rs[u];
     A[u] = a, R[u] = cr, C[u] = N.count[u] - cr + ci;
   }
 }
@@ -938,13 +1002,9 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
   }
 }
 
-/* The slots the batch vacates: a dead bit each; erased ids leave the id map. */
-__global__ void pg_dead_kernel(int op, const void *ids, int ids64, int64_t m, uint64_t *slot, uint32_t *dead) {
-  SP_FOR(i, m) {
-    uint64_t id = id_at(ids, ids64, i), sl = slot[id];
-    atomicOr(&dead[sl >> 5], 1u << (sl & 31));
-    if (op == RDX_SP_ERASE) slot[id] = RDX_SP_NONE;
-  }
+/* Erased ids leave the id map. */
+__global__ void pg_erase_kernel(const void *ids, int ids64, int64_t m, uint64_t *slot) {
+  SP_FOR(i, m) slot[id_at(ids, ids64, i)] = RDX_SP_NONE;
 }
 
 /* One warp per old leaf whose points move: its surviving slots as (code, slot) entries at soff. */
@@ -957,7 +1017,7 @@ __global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int6
     const int64_t o = soff[u];
     if (o < 0) continue;
     const int64_t f = N.fpos[u], len = N.len[u];
-    int64_t w = 0;
+    int64_t w = 0; /* one slot a lane: most are live, and their codes load coalesced */
     for (int64_t j0 = 0; j0 < len; j0 += 32) {
       const int64_t sl = f + j0 + lane;
       const bool live = j0 + lane < len && !bit_get(dead, (uint64_t)sl);
@@ -972,7 +1032,49 @@ __global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int6
   }
 }
 
-/* The pool and the batch as the placement reads and writes them. */
+/* Where the points go, planned by pg_plan_kernel and carried out by pg_move_kernel: survivor j
+ * to dsurv[j], batch entry j to dinc[j], and the tail moves of kept leaves, entry x from slot
+ * msrc[x] (or none: ~0u) to mdst[x]. */
+struct pgdst {
+  uint32_t *dsurv, *dinc, *msrc, *mdst;
+};
+
+/* One warp per new node. A fresh leaf sends its survivors and incoming to its page. A kept leaf
+ * with removals or incoming is repaired in place: holes below its new length take the incoming
+ * first, then the points of its tail, and incoming left over are appended (G-PICS's
+ * Leaf-Lists-Update with paging: moved-in points fill the holes moved-out points left). */
+__global__ void pg_plan_kernel(const qnode *nl, int64_t n, const uint32_t *dead, pgdst P, qtot *tot) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; e < n; e += warps) {
+    const qnode q = nl[e];
+    if (q.level < 0 || !q.leaf) continue;
+    if (q.kind == PG_FRESH) {
+      for (int64_t j = lane; j < q.an; j += 32) P.dsurv[q.a0 + j] = (uint32_t)(q.fpos + j);
+      for (int64_t j = lane; j < q.count - q.an; j += 32) P.dinc[q.b0 + j] = (uint32_t)(q.fpos + q.an + j);
+      continue;
+    }
+    const int64_t len0 = q.a0, r = q.an, c = q.count, inc = c - (len0 - r);
+    if (r == 0 && inc == 0) continue;
+    const int64_t f = q.fpos, head = c < len0 ? c : len0;
+    const int64_t k = warp_slots(dead, f, f + head, true, [&](int64_t kk, int64_t sl) { /* holes below head */
+      if (kk < inc) P.dinc[q.b0 + kk] = (uint32_t)sl;
+      else P.mdst[q.h0 + kk - inc] = (uint32_t)sl;
+    });
+    for (int64_t t = k + lane; t < inc; t += 32) P.dinc[q.b0 + t] = (uint32_t)(f + len0 + (t - k)); /* appended */
+    if (c >= len0) {
+      if (lane == 0 && k != r) atomicOr(&tot->bad, 2ull);
+      continue;
+    }
+    const int64_t w = warp_slots(dead, f + c, f + len0, false, [&](int64_t ww, int64_t sl) { /* live tail points */
+      if (ww < k - inc) P.msrc[q.h0 + ww] = (uint32_t)sl;
+      else atomicOr(&tot->bad, 2ull);
+    });
+    if (lane == 0 && w != k - inc) atomicOr(&tot->bad, 2ull);
+  }
+}
+
+/* The pool and the batch as pg_move_kernel reads and writes them. */
 template <typename T, typename K>
 struct pgio {
   T *x, *y;
@@ -985,8 +1087,7 @@ struct pgio {
   uint64_t first_id;
   const K *ik;        /* sorted batch codes and their rows */
   const uint32_t *irow;
-  const K *sk;        /* sorted survivors and their slots */
-  const uint32_t *ss;
+  const uint32_t *ss; /* sorted survivors' slots */
   __device__ void from_slot(int64_t d, int64_t sl) const {
     uint64_t v = id[sl];
     x[d] = x[sl], y[d] = y[sl], id[d] = v, key[d] = key[sl];
@@ -1000,58 +1101,19 @@ struct pgio {
   }
 };
 
-/* One warp per new node. A fresh leaf copies its survivors and incoming into its page. A kept
- * leaf with removals or incoming repairs its page in place: holes below its new length take
- * the incoming first, then the points of its tail (listed in hole[h0..]), and incoming left
- * over are appended (G-PICS's Leaf-Lists-Update with paging: the moved-in points fill the holes
- * the moved-out ones left). */
+/* One thread per point that moves: survivors, batch entries, tail moves. Every destination is
+ * a hole, an appended slot or a new page, written once; no source is a destination. */
 template <typename T, typename K>
-__global__ void pg_place_kernel(const qnode *nl, int64_t n, pgio<T, K> P, const uint32_t *dead, int64_t *hole, qtot *tot) {
-  const int lane = threadIdx.x & 31;
-  const unsigned FULL = 0xffffffffu;
-  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-  for (int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; e < n; e += warps) {
-    const qnode q = nl[e];
-    if (q.level < 0 || !q.leaf) continue;
-    if (q.kind == PG_FRESH) {
-      for (int64_t j = lane; j < q.an; j += 32) P.from_slot(q.fpos + j, P.ss[q.a0 + j]);
-      for (int64_t j = lane; j < q.count - q.an; j += 32) P.from_batch(q.fpos + q.an + j, q.b0 + j);
-      continue;
+__global__ void pg_move_kernel(pgio<T, K> P, pgdst D, int64_t n_surv, int64_t m_new, int64_t n_moves) {
+  SP_FOR(i, n_surv + m_new + n_moves) {
+    if (i < n_surv) {
+      P.from_slot(D.dsurv[i], P.ss[i]);
+    } else if (i < n_surv + m_new) {
+      P.from_batch(D.dinc[i - n_surv], i - n_surv);
+    } else {
+      const int64_t x = i - n_surv - m_new;
+      if (D.msrc[x] != ~0u) P.from_slot(D.mdst[x], D.msrc[x]);
     }
-    const int64_t len0 = q.a0, r = q.an, c = q.count, inc = c - (len0 - r);
-    if (r == 0 && inc == 0) continue;
-    const int64_t f = q.fpos, head = c < len0 ? c : len0;
-    int64_t k = 0; /* holes seen below head */
-    for (int64_t j0 = 0; j0 < head; j0 += 32) {
-      const int64_t j = j0 + lane;
-      const bool h = j < head && bit_get(dead, (uint64_t)(f + j));
-      const unsigned mk = __ballot_sync(FULL, h);
-      if (h) {
-        const int64_t kk = k + __popc(mk & ((1u << lane) - 1));
-        if (kk < inc) P.from_batch(f + j, q.b0 + kk);
-        else hole[q.h0 + kk - inc] = f + j;
-      }
-      k += __popc(mk);
-    }
-    for (int64_t t = k + lane; t < inc; t += 32) P.from_batch(f + len0 + (t - k), q.b0 + t); /* appended */
-    if (c >= len0) {
-      if (lane == 0 && k != r) atomicOr(&tot->bad, 2ull);
-      continue;
-    }
-    __syncwarp(); /* the hole list is written */
-    int64_t w = 0; /* live tail points seen */
-    for (int64_t j0 = c; j0 < len0; j0 += 32) {
-      const int64_t j = j0 + lane;
-      const bool live = j < len0 && !bit_get(dead, (uint64_t)(f + j));
-      const unsigned mk = __ballot_sync(FULL, live);
-      if (live) {
-        const int64_t ww = w + __popc(mk & ((1u << lane) - 1));
-        if (ww < k - inc) P.from_slot(hole[q.h0 + ww], f + j);
-        else atomicOr(&tot->bad, 2ull);
-      }
-      w += __popc(mk);
-    }
-    if (lane == 0 && w != k - inc) atomicOr(&tot->bad, 2ull);
   }
 }
 
@@ -1119,7 +1181,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     RDX_CHECK(mm.get(&claim, (size_t)claim_words, fn));
     RDX_CUDA(ctx, cudaMemsetAsync(claim, 0, (size_t)claim_words * 4, s), fn);
   }
-  K *ik = NULL, *ik2 = NULL, *rk = NULL, *rk2 = NULL;
+  K *ik = NULL, *ik2 = NULL;
   uint32_t *irow = NULL, *irow2 = NULL;
   if (m_new > 0) {
     RDX_CHECK(mm.get(&ik, (size_t)m, fn));
@@ -1127,13 +1189,13 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     RDX_CHECK(mm.get(&irow, (size_t)m, fn));
     RDX_CHECK(mm.get(&irow2, (size_t)m, fn));
   }
-  if (m_rem > 0) {
-    RDX_CHECK(mm.get(&rk, (size_t)m, fn));
-    RDX_CHECK(mm.get(&rk2, (size_t)m, fn));
-  }
+  /* dead bits for the slots below the pool's used end (a growth after the wait copies only those) */
+  uint32_t *dead = NULL;
+  const int64_t dead_words = pts->pool.used / 32 + 1;
+  RDX_CHECK(mm.get(&dead, (size_t)dead_words, fn));
+  RDX_CUDA(ctx, cudaMemsetAsync(dead, 0, (size_t)dead_words * 4, s), fn);
   pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
-                                                       claim, b->check_xy, pts->grid, (const K *)pts->pool.key, rk, ik,
-                                                       irow, tot);
+                                                       claim, b->check_xy, pts->grid, ik, irow, dead, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
   if (m_new > 0) {
     cub::DoubleBuffer<K> kb(ik, ik2);
@@ -1142,13 +1204,6 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
       return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m_new, 0, 2 * D, s);
     }));
     ik = kb.Current(), irow = rb.Current();
-  }
-  if (m_rem > 0) {
-    cub::DoubleBuffer<K> kb(rk, rk2);
-    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-      return cub::DeviceRadixSort::SortKeys(tmp, bytes, kb, m_rem, 0, 2 * D, s);
-    }));
-    rk = kb.Current();
   }
   rdx_trace(ctx, "qt paged update: rows");
 
@@ -1166,7 +1221,12 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
   const unsigned gn = blocks_for(nn, 256);
-  pg_count_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, rk, m_rem, D, parent, have, A, C, R);
+  int64_t *rl, *rs;
+  RDX_CHECK(mm.get(&rl, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&rs, (size_t)nn, fn));
+  pg_links_kernel<<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, dead, rl, rs, parent, have);
+  pg_up_kernel<<<gn, 256, 0, s>>>(pts->nodes, rl, parent, rs);
+  pg_count_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, rl, rs, D, A, C, R);
   pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, A, C, R, D, cap, tn, groups, soff, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   qtot H;
@@ -1201,17 +1261,19 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   const int64_t cap_slots = pts->pool.cap;
   if (cap_slots >= ((int64_t)1 << 32)) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: paged pool past 2^32 slots", fn);
   K *sk = NULL, *sk2 = NULL;
-  uint32_t *ss = NULL, *ss2 = NULL, *dead = NULL;
-  int64_t *hole = NULL;
-  const int64_t dead_words = cap_slots / 32 + 1;
-  RDX_CHECK(mm.get(&dead, (size_t)dead_words, fn));
+  uint32_t *ss = NULL, *ss2 = NULL;
+  pgdst dst;
+  const int64_t n_moves = (int64_t)H.holes;
   if (n_surv > 0) {
     RDX_CHECK(mm.get(&sk, (size_t)n_surv, fn));
     RDX_CHECK(mm.get(&sk2, (size_t)n_surv, fn));
     RDX_CHECK(mm.get(&ss, (size_t)n_surv, fn));
     RDX_CHECK(mm.get(&ss2, (size_t)n_surv, fn));
   }
-  RDX_CHECK(mm.get(&hole, (size_t)H.holes + 1, fn));
+  RDX_CHECK(mm.get(&dst.dsurv, (size_t)n_surv + 1, fn));
+  RDX_CHECK(mm.get(&dst.dinc, (size_t)m_new + 1, fn));
+  RDX_CHECK(mm.get(&dst.msrc, (size_t)n_moves + 1, fn));
+  RDX_CHECK(mm.get(&dst.mdst, (size_t)n_moves + 1, fn));
   qnode *nl;
   uint64_t *nk_, *nk2_;
   int64_t *ni, *ni2;
@@ -1250,8 +1312,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   /* 4: the writes. Only device errors can fail from here on. */
   rdx_status st = RDX_OK;
   const int64_t page_base = pts->pool.used;
-  st = rdx_cuda_ok(ctx, cudaMemsetAsync(dead, 0, (size_t)dead_words * 4, s), fn);
-  if (st == RDX_OK && m_rem > 0) pg_dead_kernel<<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, m, pts->slot, dead);
+  if (n_moves > 0) st = rdx_cuda_ok(ctx, cudaMemsetAsync(dst.msrc, 0xFF, (size_t)n_moves * 4, s), fn);
   if (st == RDX_OK && n_surv > 0) {
     pg_gather_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, soff, R, dead, (const K *)pts->pool.key, sk, ss,
                                                                  tot);
@@ -1272,8 +1333,10 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   }
   if (st == RDX_OK) {
     const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
-                          (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, sk, ss};
-    pg_place_kernel<T, K><<<blocks_for(n_sort * 32, 256), 256, 0, s>>>(nl, n_sort, P, dead, hole, tot);
+                          (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, ss};
+    pg_plan_kernel<<<blocks_for(n_sort * 32, 256), 256, 0, s>>>(nl, n_sort, dead, dst, tot);
+    if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
+    pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, s>>>(P, dst, n_surv, m_new, n_moves);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
   }
   int packed = 2 * D + 6 <= 64;
