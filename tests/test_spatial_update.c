@@ -277,8 +277,12 @@ int main(int argc, char **argv) {
       for (int round = 0; round < 16; round++) {
         snprintf(pc_label, sizeof pc_label, "%s %s cap %d, round %d, %lld points", kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu",
                  gen_names[gens[g]], shapes[sh].cap, round, (long long)model_live(&m));
-        /* GPUs: two rounds on the planned path, so the merge (quadtrees) and the rebuild (k-d)
-         * meet its paged pool and id map after them */
+        /* GPUs: quadtrees take the paged path for small batches and the merge for large ones;
+         * every fourth round forces each, so both see batches of every size and each other's
+         * pools. Two rounds on the planned path, so the merge (quadtrees) and the rebuild (k-d)
+         * meet its paged pool and id map after them. */
+        if (round % 4 == 1) setenv("RAYDEX_SP_UPDATE", "paged", 1);
+        if (round % 4 == 3) setenv("RAYDEX_SP_UPDATE", "merge", 1);
         if (round == 6 || round == 7) setenv("RAYDEX_SP_UPDATE", "plan", 1);
         random_batch(ctx, pts, &m, box);
         unsetenv("RAYDEX_SP_UPDATE");
@@ -401,6 +405,7 @@ int main(int argc, char **argv) {
       uint64_t before = fingerprint(ctx, pts);
       int64_t count = rdx_points_count(pts);
       int done = 0;
+      if (round > 0) setenv("RAYDEX_SP_UPDATE", "paged", 1); /* GPU quadtrees: the merge, then paging */
       /* every fault point up to 64, then a sparser walk (k-d splits allocate per split leaf) */
       for (int64_t k = 1; k < 100000 && !done; k += 1 + (k > 64 ? k / 16 : 0)) {
         rdx_mem_fail_after(ctx, k);
@@ -421,6 +426,7 @@ int main(int argc, char **argv) {
           break;
         }
       }
+      unsetenv("RAYDEX_SP_UPDATE");
       if (!done) CHECK_FAIL_("[kind %d round %d] the move never went through; last: %s", kind, round, rdx_context_message(ctx));
       for (int64_t i = 0; i < c; i++) m.x[ids[i]] = nx[i], m.y[ids[i]] = ny[i];
       snprintf(pc_label, sizeof pc_label, "faults kind %d round %d", kind, round);

@@ -236,9 +236,10 @@ typedef struct rdx_sp_batch {
  * quadtree path does, in the kernel that reads them anyway. */
 int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts);
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);
-/* Spread every leaf to room RDX_SP_SLACK(len) in a new pool with `headroom` free slots past
- * them, and build the id -> slot map if there is none (update.c; host nodes must be current). */
-rdx_status rdx_sp_relayout(rdx_context *ctx, rdx_points *pts, int64_t headroom);
+/* Spread every leaf to room RDX_SP_SLACK(len) (RDX_SP_GROW(len) when wide: the GPU's paged
+ * quadtree updates) in a new pool with `headroom` free slots past them, and build the id -> slot
+ * map if there is none (update.c; host nodes must be current). */
+rdx_status rdx_sp_relayout(rdx_context *ctx, rdx_points *pts, int wide, int64_t headroom);
 #define RDX_SP_GROW(c) ((c) + (c) / 2 + 8)  /* room given to a relocated, merged or new leaf */
 #define RDX_SP_SLACK(c) ((c) + (c) / 4 + 4) /* room per leaf at a relayout */
 

@@ -351,9 +351,9 @@ static const rdx_sp_backend *backend_of(rdx_context *ctx) {
   return rdx_is_gpu(ctx) ? &rdx_sp_cuda_backend : &rdx_sp_cpu_backend;
 }
 
-/* Spread every leaf to room = SLACK(len) in a new pool with `headroom` free slots past them
- * (builds the slot map on first use). */
-rdx_status rdx_sp_relayout(rdx_context *ctx, rdx_points *pts, int64_t headroom) {
+/* Spread every leaf to room = SLACK(len) (GROW(len) when wide) in a new pool with `headroom`
+ * free slots past them (builds the slot map on first use). */
+rdx_status rdx_sp_relayout(rdx_context *ctx, rdx_points *pts, int wide, int64_t headroom) {
   const rdx_sp_backend *be = backend_of(ctx);
   rdx_sp_nodes *H = &pts->host;
   int64_t *fpos = NULL, *room = NULL;
@@ -366,7 +366,7 @@ rdx_status rdx_sp_relayout(rdx_context *ctx, rdx_points *pts, int64_t headroom) 
     room[i] = 0;
     if (!H->leaf[i]) continue;
     fpos[i] = total;
-    room[i] = SLACK(H->len[i]);
+    room[i] = wide ? RDX_SP_GROW(H->len[i]) : SLACK(H->len[i]);
     total += room[i];
   }
   RDX_CHECK_GOTO(be->relayout(ctx, pts, fpos, total + headroom), st, done);
@@ -416,7 +416,7 @@ static void count_batch(rdx_points *pts, const rdx_sp_batch *b, int64_t in_place
 /* Step 6: a relayout when dead pool space passes the live extents (best effort). */
 static void compact(rdx_context *ctx, rdx_points *pts, int64_t live) {
   if (pts->pool.used <= 2 * live + 65536) return;
-  if (rdx_sp_sync_host_nodes(ctx, pts) != RDX_OK || rdx_sp_relayout(ctx, pts, 0) != RDX_OK) rdx_clear_message(ctx); /* optional */
+  if (rdx_sp_sync_host_nodes(ctx, pts) != RDX_OK || rdx_sp_relayout(ctx, pts, 0, 0) != RDX_OK) rdx_clear_message(ctx); /* optional */
 }
 
 /* On a GPU, quadtrees update on the device (update_qt.cu) and k-d trees by rebuilding
@@ -426,16 +426,20 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
   return rdx_is_gpu(ctx) && !(e && strcmp(e, "plan") == 0);
 }
 
-/* GPU quadtrees update paged (leaves with room, an id map; update_qt.cu) unless
- * RAYDEX_SP_UPDATE=merge asks for the merge into a dense pool kept in Morton order. A paged
- * update first spreads the leaves out (rdx_sp_relayout) when the index has no id map yet or too
- * little free pool for the batch; the free room it leaves is half the points plus twice the
- * batch, so a run of batches of one size relayouts every few batches. */
+/* GPU quadtrees update paged (leaves with room, an id map; update_qt.cu) when the batch is at
+ * most 1/PAGED_SHARE of the points, and otherwise by the merge into a dense pool in Morton order,
+ * which costs one pass over the pool whatever the batch (RAYDEX_SP_UPDATE=paged or merge forces
+ * one). The two cross near 4% of 16.5M points on an H200 (bench/results/NVIDIA-H200/PROBES.md
+ * §21). A paged update first spreads the leaves out (rdx_sp_relayout) when the index has no id
+ * map yet or too little free pool for the batch; the free room it leaves is half the points
+ * plus twice the batch, so a run of batches relayouts every few batches. */
+#define PAGED_SHARE 25
 static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b) {
   if (pts->kind != RDX_POINTS_QUADTREE) return RDX_OK;
   const char *e = getenv("RAYDEX_SP_UPDATE");
   const int64_t big = (int64_t)1 << 31; /* paged slots are u32 */
-  if ((e && strcmp(e, "merge") == 0) || 4 * (pts->n + b->m) + 65536 >= big || pts->pool.cap >= big) {
+  int paged = e && strcmp(e, "paged") == 0 ? 1 : e && strcmp(e, "merge") == 0 ? 0 : b->m * PAGED_SHARE <= pts->n;
+  if (!paged || 4 * (pts->n + b->m) + 65536 >= big || pts->pool.cap >= big) {
     if (pts->slot) { /* the merge keeps a live-id bitmap instead */
       rdx_mem_free(ctx, pts->slot);
       pts->slot = NULL, pts->slot_cap = 0;
@@ -445,7 +449,7 @@ static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_
   const int64_t need = 2 * b->m + pts->n / 16 + 65536;
   if (pts->slot != NULL && pts->pool.cap - pts->pool.used >= need) return RDX_OK;
   RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts));
-  return rdx_sp_relayout(ctx, pts, pts->n / 2 + 2 * b->m + 65536);
+  return rdx_sp_relayout(ctx, pts, 1, pts->n / 2 + 2 * b->m + 65536);
 }
 
 int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts) {
@@ -474,7 +478,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
     return RDX_OK;
   }
   RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts)); /* the plan reads the host copy */
-  if (pts->slot == NULL) RDX_CHECK(rdx_sp_relayout(ctx, pts, 0)); /* first update: slot map, spare room */
+  if (pts->slot == NULL) RDX_CHECK(rdx_sp_relayout(ctx, pts, 0, 0)); /* first update: slot map, spare room */
   double t0 = rdx_now_ms(), t1 = t0, t2 = t0;
   rdx_sp_stats keep_stats = pts->stats;
   memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));

@@ -59,11 +59,12 @@ constexpr int TILE = 4 * TB;   /* old pool slots per tile: one block, four slots
 constexpr int SNK = 2048;      /* batch codes a tile caches in shared memory */
 
 /* One node of the new tree before sorting. The paged path (PG_*) also says how its leaves get
- * their points: a fresh leaf copies entries [a0, a0 + an) of the gathered survivors and
- * [b0, b0 + count - an) of the sorted batch into its new page; a kept leaf fills the holes of
- * its page (a0: its old length, an: its removals, h0: its hole list) from batch entries
- * [b0, ...) and its own tail. */
-enum { PG_NODE = 0, PG_KEPT = 1, PG_FRESH = 2 };
+ * their points: a fresh leaf (of a split subtree) copies entries [a0, a0 + an) of the gathered
+ * survivors and [b0, b0 + count - an) of the sorted batch into its new page; a moved leaf
+ * receives a0 survivors from old leaves (pg_plan_old_kernel) and then batch entries [b0, ...);
+ * a kept leaf fills the holes of its page (a0: its old length, an: its removals, h0: its entries
+ * of the move list) from batch entries [b0, ...) and its own tail. */
+enum { PG_NODE = 0, PG_KEPT = 1, PG_FRESH = 2, PG_MOVED = 3 };
 struct qnode {
   uint64_t key;
   int64_t fpos, len, count, room;
@@ -363,7 +364,7 @@ __device__ void push_group(qgroup *groups, qtot *tot, uint64_t key, int level, i
   g.count = c, g.key = key, g.level = level;
   g.n_nodes = 1 + 4 * (int64_t)(D - level) * (c / (cap + 1));
   g.nbase = (int64_t)agg_add(&tot->subnodes, (unsigned long long)g.n_nodes);
-  agg_add(&tot->pages, (unsigned long long)(c + c / 4 + 4 * g.n_nodes)); /* paged: its leaves' rooms */
+  agg_add(&tot->pages, (unsigned long long)(c + c / 2 + 8 * g.n_nodes)); /* paged: its leaves' rooms */
   groups[agg_add(&tot->groups, 1ull)] = g;
 }
 
@@ -406,7 +407,7 @@ __global__ void decide_kernel(rdx_sp_nodes N, const K *keys, const int64_t *pare
 
 /* The sorted codes subtrees are built over: the merged pool (a; b empty), or on the paged path
  * the gathered survivors (a) and the sorted batch (b), whose leaves then get new pages of
- * room RDX_SP_SLACK(points) from page_base up. */
+ * room RDX_SP_GROW(points) from page_base up. */
 template <typename K>
 struct sublists {
   const K *a;
@@ -454,7 +455,7 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
         if (rdx_sp_qt_leaf(nd.count, nd.level, D, cap)) {
           nd.leaf = 1, nd.len = nd.count;
           if (L.paged) {
-            nd.room = RDX_SP_SLACK(nd.count), nd.kind = PG_FRESH;
+            nd.room = RDX_SP_GROW(nd.count), nd.kind = PG_FRESH;
             if (lane == 0) nd.fpos = L.page_base + (int64_t)atomicAdd(&tot->pgused, (unsigned long long)nd.room);
           } else {
             nd.room = nd.count, nd.fpos = nd.a0;
@@ -950,22 +951,35 @@ __global__ void pg_count_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, const i
   }
 }
 
+/* Per old node, what happens to its points (the paged plan). A split leaf's survivors go to
+ * the gather list at soff (its subtree is built over their codes); those of a relocated leaf or
+ * of a leaf inside a merge move to the new page mpage[mto] of the new leaf, from position
+ * mpos, through entries moff.. of the move list (mfill: the merge's running fill). */
+struct pgold {
+  int64_t *soff, *mto, *mpos, *moff, *mpage;
+  unsigned long long *mfill;
+};
+
 /* 3. One thread per old node, by the rule of a fresh build (decide_kernel): a leaf that stays
- * one keeps its page when its points fit in its room (PG_KEPT), else it moves to a new page; a
- * leaf that splits, a merge and points in quadrants that had no node become groups. The
- * survivors of every old leaf whose points move (relocated, split, or inside a merge) get a
- * place soff[u] in the gather list. */
+ * one keeps its page when its points fit in its room (PG_KEPT); a leaf that outgrew its room
+ * and a merge (an internal node that becomes a leaf) get a new page (PG_MOVED); a leaf that
+ * splits and points in quadrants that had no node become groups, whose subtrees
+ * split_tree_kernel builds. */
 template <typename K>
 __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *parent, const uint8_t *have, const int64_t *A,
-                                 const int64_t *C, const int64_t *R, int D, int64_t cap, qnode *tn, qgroup *groups,
-                                 int64_t *soff, qtot *tot) {
+                                 const int64_t *C, const int64_t *R, int D, int64_t cap, int64_t page_base, qnode *tn,
+                                 qgroup *groups, pgold O, qtot *tot) {
   SP_FOR(u, N.n) {
-    soff[u] = -1;
+    O.soff[u] = -1, O.mto[u] = -1;
     const int64_t c = C[u], surv = N.leaf[u] ? N.count[u] - R[u] : 0;
-    int inside = 0;
-    for (int64_t a = parent[u]; a >= 0 && !inside; a = parent[a]) inside = rdx_sp_qt_leaf(C[a], N.level[a], D, cap);
-    if (inside) {
-      if (surv > 0) soff[u] = (int64_t)agg_add(&tot->surv, (unsigned long long)surv);
+    int64_t top = -1; /* the new leaf above u: its highest ancestor that the rule makes a leaf */
+    for (int64_t a = parent[u]; a >= 0; a = parent[a])
+      if (rdx_sp_qt_leaf(C[a], N.level[a], D, cap)) top = a;
+    if (top >= 0) {
+      if (surv > 0) {
+        O.mto[u] = top, O.mpos[u] = (int64_t)atomicAdd(&O.mfill[top], (unsigned long long)surv);
+        O.moff[u] = (int64_t)agg_add(&tot->holes, (unsigned long long)surv);
+      }
       continue;
     }
     if (c == 0 && u != 0) continue;
@@ -979,11 +993,16 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
         push_node(tn, tot, n);
         continue;
       }
-      if (surv > 0) soff[u] = (int64_t)agg_add(&tot->surv, (unsigned long long)surv);
-      push_group(groups, tot, key, l, c, D, cap);
+      const int64_t room = RDX_SP_GROW(c), page = page_base + (int64_t)agg_add(&tot->pgused, (unsigned long long)room);
+      qnode n = make_node(key, l, 1, c, page);
+      n.room = room, n.kind = PG_MOVED, n.a0 = N.count[u] - R[u], n.b0 = A[u]; /* survivors, then incoming */
+      push_node(tn, tot, n);
+      O.mpage[u] = page;
+      agg_add(&tot->pages, (unsigned long long)room);
       agg_add(N.leaf[u] ? &tot->relocs : &tot->merges, 1ull);
+      if (surv > 0) O.mto[u] = u, O.mpos[u] = 0, O.moff[u] = (int64_t)agg_add(&tot->holes, (unsigned long long)surv);
     } else if (N.leaf[u]) {
-      if (surv > 0) soff[u] = (int64_t)agg_add(&tot->surv, (unsigned long long)surv);
+      if (surv > 0) O.soff[u] = (int64_t)agg_add(&tot->surv, (unsigned long long)surv);
       push_group(groups, tot, key, l, c, D, cap);
       agg_add(&tot->splits, 1ull);
     } else {
@@ -1054,6 +1073,10 @@ __global__ void pg_plan_kernel(const qnode *nl, int64_t n, const uint32_t *dead,
       for (int64_t j = lane; j < q.count - q.an; j += 32) P.dinc[q.b0 + j] = (uint32_t)(q.fpos + q.an + j);
       continue;
     }
+    if (q.kind == PG_MOVED) {
+      for (int64_t j = lane; j < q.count - q.a0; j += 32) P.dinc[q.b0 + j] = (uint32_t)(q.fpos + q.a0 + j);
+      continue;
+    }
     const int64_t len0 = q.a0, r = q.an, c = q.count, inc = c - (len0 - r);
     if (r == 0 && inc == 0) continue;
     const int64_t f = q.fpos, head = c < len0 ? c : len0;
@@ -1071,6 +1094,30 @@ __global__ void pg_plan_kernel(const qnode *nl, int64_t n, const uint32_t *dead,
       else atomicOr(&tot->bad, 2ull);
     });
     if (lane == 0 && w != k - inc) atomicOr(&tot->bad, 2ull);
+  }
+}
+
+/* One warp per old leaf whose survivors move to a new page (relocated, or inside a merge): each
+ * live slot becomes an entry of the move list. */
+__global__ void pg_plan_old_kernel(rdx_sp_nodes N, const int64_t *R, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
+    const int64_t to = O.mto[u];
+    if (to < 0) continue;
+    const int64_t f = N.fpos[u], len = N.len[u], d0 = O.mpage[to] + O.mpos[u], x0 = O.moff[u];
+    int64_t w = 0;
+    for (int64_t j0 = 0; j0 < len; j0 += 32) { /* one slot a lane: most are live */
+      const int64_t sl = f + j0 + lane;
+      const bool live = j0 + lane < len && !bit_get(dead, (uint64_t)sl);
+      const unsigned mk = __ballot_sync(0xffffffffu, live);
+      if (live) {
+        const int64_t r = w + __popc(mk & ((1u << lane) - 1));
+        P.msrc[x0 + r] = (uint32_t)sl, P.mdst[x0 + r] = (uint32_t)(d0 + r);
+      }
+      w += __popc(mk);
+    }
+    if (lane == 0 && w != N.count[u] - R[u]) atomicOr(&tot->bad, 2ull);
   }
 }
 
@@ -1208,7 +1255,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   rdx_trace(ctx, "qt paged update: rows");
 
   /* 2: the plan over the old nodes */
-  int64_t *parent, *A, *C, *R, *soff;
+  int64_t *parent, *A, *C, *R;
+  pgold O;
   uint8_t *have;
   qnode *tn;
   qgroup *groups;
@@ -1216,7 +1264,13 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&A, (size_t)nn, fn));
   RDX_CHECK(mm.get(&C, (size_t)nn, fn));
   RDX_CHECK(mm.get(&R, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&soff, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&O.soff, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&O.mto, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&O.mpos, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&O.moff, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&O.mpage, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&O.mfill, (size_t)nn, fn));
+  RDX_CUDA(ctx, cudaMemsetAsync(O.mfill, 0, (size_t)nn * 8, s), fn);
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
@@ -1227,7 +1281,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   pg_links_kernel<<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, dead, rl, rs, parent, have);
   pg_up_kernel<<<gn, 256, 0, s>>>(pts->nodes, rl, parent, rs);
   pg_count_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, rl, rs, D, A, C, R);
-  pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, A, C, R, D, cap, tn, groups, soff, tot);
+  const int64_t page_base = pts->pool.used; /* new pages from here (a growth after the wait keeps used) */
+  pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, A, C, R, D, cap, page_base, tn, groups, O, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   qtot H;
   RDX_CHECK(to_host(ctx, &H, tot, 1, fn)); /* the host's wait */
@@ -1311,10 +1366,9 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
 
   /* 4: the writes. Only device errors can fail from here on. */
   rdx_status st = RDX_OK;
-  const int64_t page_base = pts->pool.used;
   if (n_moves > 0) st = rdx_cuda_ok(ctx, cudaMemsetAsync(dst.msrc, 0xFF, (size_t)n_moves * 4, s), fn);
   if (st == RDX_OK && n_surv > 0) {
-    pg_gather_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, soff, R, dead, (const K *)pts->pool.key, sk, ss,
+    pg_gather_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, O.soff, R, dead, (const K *)pts->pool.key, sk, ss,
                                                                  tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: gather kernel");
     cub::DoubleBuffer<K> kb2(sk, sk2);
@@ -1335,6 +1389,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
                           (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, ss};
     pg_plan_kernel<<<blocks_for(n_sort * 32, 256), 256, 0, s>>>(nl, n_sort, dead, dst, tot);
+    pg_plan_old_kernel<<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, R, O, dead, dst, tot);
     if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
     pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, s>>>(P, dst, n_surv, m_new, n_moves);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
