@@ -387,6 +387,27 @@ int main(int argc, char **argv) {
     model_free(&m);
   }
 
+  /* leaves of large capacity: on the GPU the paged path sorts a split leaf's survivors in one
+   * block up to capacity 4096 (two block shapes), and with a device sort past it */
+  CASE(points_update_big_leaves);
+  static const int big_caps[] = {1500, 5000};
+  for (int ci = 0; ci < 2; ci++) {
+    for (int kind = 0; kind < 2; kind++) {
+      model m;
+      rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 4 * big_caps[ci] + 500, RDX_F32, kind, big_caps[ci], 16, box);
+      if (!pts) continue;
+      setenv("RAYDEX_SP_UPDATE", "paged", 1);
+      for (int round = 0; round < 6 && !check_failures_; round++) {
+        snprintf(pc_label, sizeof pc_label, "big leaves cap %d, kind %d, round %d", big_caps[ci], kind, round);
+        random_batch(ctx, pts, &m, box);
+        check_against_model(ctx, pts, &m, 20);
+      }
+      unsetenv("RAYDEX_SP_UPDATE");
+      rdx_points_destroy(pts);
+      model_free(&m);
+    }
+  }
+
   CASE(points_update_faults);
   for (int kind = 0; kind < 3; kind++) {
     model m;

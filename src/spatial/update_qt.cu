@@ -76,6 +76,7 @@ struct qnode {
  * builds into [nbase, nbase + n_nodes) of the node list (a bound; unused entries: level -1). */
 struct qgroup {
   int64_t count, n_nodes, nbase;
+  int64_t s0, sn; /* paged: its survivors' entries in the gather list (sorted), or s0 = -1 */
   uint64_t key;
   int32_t level;
 };
@@ -87,7 +88,7 @@ struct qtot {
                                a group whose points do not match its count; 8 an internal node
                                without children; 16 a subtree past its bound */
   unsigned long long nodes, groups, subnodes, subused, splits, merges, new_leaves;
-  unsigned long long surv, pages, pgused, holes, relocs; /* paged path */
+  unsigned long long surv, pages, pgused, holes, relocs, maxsurv; /* paged path */
 };
 
 namespace cg = cooperative_groups;
@@ -359,9 +360,10 @@ __device__ void push_node(qnode *tn, qtot *tot, const qnode &n) { tn[agg_add(&to
 
 /* A subtree to build at (level, key) for c points. Its node bound: each level below holds at
  * most c / (cap + 1) internal nodes, each with at most 4 children. */
-__device__ void push_group(qgroup *groups, qtot *tot, uint64_t key, int level, int64_t c, int D, int64_t cap) {
+__device__ void push_group(qgroup *groups, qtot *tot, uint64_t key, int level, int64_t c, int D, int64_t cap,
+                           int64_t s0 = -1, int64_t sn = 0) {
   qgroup g;
-  g.count = c, g.key = key, g.level = level;
+  g.count = c, g.key = key, g.level = level, g.s0 = s0, g.sn = sn;
   g.n_nodes = 1 + 4 * (int64_t)(D - level) * (c / (cap + 1));
   g.nbase = (int64_t)agg_add(&tot->subnodes, (unsigned long long)g.n_nodes);
   agg_add(&tot->pages, (unsigned long long)(c + c / 2 + 8 * g.n_nodes)); /* paged: its leaves' rooms */
@@ -416,6 +418,7 @@ struct sublists {
   int64_t nb;
   int64_t page_base;
   int paged;
+  int ranges; /* a group's a-range is its s0, sn (else searched) */
 };
 
 /* One block per group: its cell's ranges in both lists, then its subtree breadth first with the
@@ -432,8 +435,11 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
     qnode *reg = out + G.nbase;
     if (warp == 0) {
       int sh = 2 * (D - G.level);
-      int64_t a = warp_lower(L.a, 0, L.na, G.key << sh);
-      int64_t e = warp_lower(L.a, a, L.na, (G.key + 1) << sh);
+      int64_t a = G.s0, e = G.s0 + G.sn;
+      if (!L.ranges || G.s0 < 0) {
+        a = warp_lower(L.a, 0, L.na, G.key << sh);
+        e = warp_lower(L.a, a, L.na, (G.key + 1) << sh);
+      }
       int64_t b = 0, f = 0;
       if (L.nb > 0) {
         b = warp_lower(L.b, 0, L.nb, G.key << sh);
@@ -740,7 +746,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   RDX_CUDA(ctx, cudaMemcpyAsync(nl, tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
   if (ng > 0) {
     RDX_CUDA(ctx, cudaMemsetAsync(nl + n_base, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
-    const sublists<K> L = {keys, n_new, nullptr, 0, 0, 0};
+    const sublists<K> L = {keys, n_new, nullptr, 0, 0, 0, 0};
     split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, nl + n_base, tot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split tree kernel");
   }
@@ -952,12 +958,13 @@ __global__ void pg_count_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, const i
 }
 
 /* Per old node, what happens to its points (the paged plan). A split leaf's survivors go to
- * the gather list at soff (its subtree is built over their codes); those of a relocated leaf or
+ * the gather list at soff, sorted by code (its subtree is built over them); those of a relocated leaf or
  * of a leaf inside a merge move to the new page mpage[mto] of the new leaf, from position
  * mpos, through entries moff.. of the move list (mfill: the merge's running fill). */
 struct pgold {
   int64_t *soff, *mto, *mpos, *moff, *mpage;
   unsigned long long *mfill;
+  int64_t *split; /* the split leaves, in tot->splits entries */
 };
 
 /* 3. One thread per old node, by the rule of a fresh build (decide_kernel): a leaf that stays
@@ -1002,9 +1009,11 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
       agg_add(N.leaf[u] ? &tot->relocs : &tot->merges, 1ull);
       if (surv > 0) O.mto[u] = u, O.mpos[u] = 0, O.moff[u] = (int64_t)agg_add(&tot->holes, (unsigned long long)surv);
     } else if (N.leaf[u]) {
-      if (surv > 0) O.soff[u] = (int64_t)agg_add(&tot->surv, (unsigned long long)surv);
-      push_group(groups, tot, key, l, c, D, cap);
-      agg_add(&tot->splits, 1ull);
+      const int64_t o = (int64_t)agg_add(&tot->surv, (unsigned long long)surv);
+      O.soff[u] = o;
+      push_group(groups, tot, key, l, c, D, cap, o, surv);
+      O.split[agg_add(&tot->splits, 1ull)] = u;
+      if (surv > 0) atomicMax(&tot->maxsurv, (unsigned long long)surv);
     } else {
       push_node(tn, tot, make_node(key, l, 0, c, 0));
       const int sh = 2 * (D - l - 1);
@@ -1014,7 +1023,7 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
         uint64_t qk = 4 * key + (uint64_t)q;
         int64_t a = lower(ik, a0, e0, qk << sh), cq = lower(ik, a, e0, (qk + 1) << sh) - a;
         if (cq == 0) continue;
-        push_group(groups, tot, qk, l + 1, cq, D, cap);
+        push_group(groups, tot, qk, l + 1, cq, D, cap, 0, 0);
         agg_add(&tot->new_leaves, 1ull);
       }
     }
@@ -1048,6 +1057,56 @@ __global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int6
       w += __popc(mk);
     }
     if (lane == 0 && w != N.count[u] - R[u]) atomicOr(&tot->bad, 2ull);
+  }
+}
+
+/* One block per split leaf (list[0..n)): its surviving slots as (code, slot) entries at soff,
+ * sorted by code in shared memory. A leaf above the maximum depth holds at most the capacity,
+ * so TB * IPT >= capacity covers every one (else pg_gather_kernel and a device sort serve). */
+template <typename K, int TB, int IPT>
+__global__ void __launch_bounds__(TB) pg_sort_split_kernel(rdx_sp_nodes N, const int64_t *list, int64_t n, const int64_t *soff,
+                                                           const int64_t *R, const uint32_t *dead, const K *pkey, int D,
+                                                           K *sk, uint32_t *ss, qtot *tot) {
+  typedef cub::BlockRadixSort<K, TB, IPT, uint32_t> sort_t;
+  typedef cub::BlockScan<int, TB> scan_t;
+  __shared__ union {
+    typename sort_t::TempStorage sort;
+    typename scan_t::TempStorage scan;
+    struct {
+      K k[TB * IPT];
+      uint32_t v[TB * IPT];
+    } stage;
+  } sm;
+  for (int64_t g = blockIdx.x; g < n; g += gridDim.x) {
+    const int64_t u = list[g], f = N.fpos[u], len = N.len[u], o = soff[u];
+    K k[IPT];
+    uint32_t v[IPT];
+    int live = 0;
+    for (int i = 0; i < IPT; i++) {
+      const int64_t j = (int64_t)threadIdx.x * IPT + i;
+      const bool in = j < len && !bit_get(dead, (uint64_t)(f + j));
+      k[i] = in ? pkey[f + j] : K(0);
+      v[i] = in ? (uint32_t)(f + j) : ~0u;
+      live += in;
+    }
+    int pre, total;
+    scan_t(sm.scan).ExclusiveSum(live, pre, total);
+    __syncthreads(); /* the stage reuses the scan's storage */
+    for (int i = 0; i < IPT; i++)
+      if (v[i] != ~0u) sm.stage.k[pre] = k[i], sm.stage.v[pre++] = v[i];
+    __syncthreads();
+    for (int i = 0; i < IPT; i++) { /* the survivors first; past them keys that sort last */
+      const int j = threadIdx.x * IPT + i;
+      k[i] = j < total ? sm.stage.k[j] : (K)~(K)0, v[i] = j < total ? sm.stage.v[j] : ~0u;
+    }
+    __syncthreads(); /* the sort reuses the stage (stable: the survivors stay ahead of the fill) */
+    sort_t(sm.sort).Sort(k, v, 0, 2 * D);
+    for (int i = 0; i < IPT; i++) {
+      const int j = threadIdx.x * IPT + i;
+      if (j < total) sk[o + j] = k[i], ss[o + j] = v[i];
+    }
+    if (threadIdx.x == 0 && total != N.count[u] - R[u]) atomicOr(&tot->bad, 2ull);
+    __syncthreads();
   }
 }
 
@@ -1270,6 +1329,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&O.moff, (size_t)nn, fn));
   RDX_CHECK(mm.get(&O.mpage, (size_t)nn, fn));
   RDX_CHECK(mm.get(&O.mfill, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&O.split, (size_t)nn, fn));
   RDX_CUDA(ctx, cudaMemsetAsync(O.mfill, 0, (size_t)nn * 8, s), fn);
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
@@ -1319,11 +1379,14 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   uint32_t *ss = NULL, *ss2 = NULL;
   pgdst dst;
   const int64_t n_moves = (int64_t)H.holes;
+  const int block_sort = cap <= 4096; /* split leaves sorted one block each (pg_sort_split_kernel) */
   if (n_surv > 0) {
     RDX_CHECK(mm.get(&sk, (size_t)n_surv, fn));
-    RDX_CHECK(mm.get(&sk2, (size_t)n_surv, fn));
     RDX_CHECK(mm.get(&ss, (size_t)n_surv, fn));
-    RDX_CHECK(mm.get(&ss2, (size_t)n_surv, fn));
+    if (!block_sort) {
+      RDX_CHECK(mm.get(&sk2, (size_t)n_surv, fn));
+      RDX_CHECK(mm.get(&ss2, (size_t)n_surv, fn));
+    }
   }
   RDX_CHECK(mm.get(&dst.dsurv, (size_t)n_surv + 1, fn));
   RDX_CHECK(mm.get(&dst.dinc, (size_t)m_new + 1, fn));
@@ -1352,7 +1415,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     cub::DoubleBuffer<uint64_t> nkb(nk_, nk2_);
     cub::DoubleBuffer<int64_t> nib(ni, ni2);
     size_t b1 = 0, b2 = 0;
-    RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b1, kb2, sb, n_surv, 0, 2 * D, s), fn);
+    if (!block_sort) RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b1, kb2, sb, n_surv, 0, 2 * D, s), fn);
     RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b2, nkb, nib, n_sort, 0, 64, s), fn);
     const size_t need = b1 > b2 ? b1 : b2;
     if (need > mm.temp_bytes || mm.temp == nullptr) {
@@ -1367,7 +1430,16 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   /* 4: the writes. Only device errors can fail from here on. */
   rdx_status st = RDX_OK;
   if (n_moves > 0) st = rdx_cuda_ok(ctx, cudaMemsetAsync(dst.msrc, 0xFF, (size_t)n_moves * 4, s), fn);
-  if (st == RDX_OK && n_surv > 0) {
+  const int64_t n_split = (int64_t)H.splits;
+  const unsigned sgrid = (unsigned)(n_split < 65535 ? (n_split > 0 ? n_split : 1) : 65535);
+  if (st == RDX_OK && n_surv > 0 && block_sort) {
+    const K *pk = (const K *)pts->pool.key;
+    if (cap <= 1024)
+      pg_sort_split_kernel<K, 256, 4><<<sgrid, 256, 0, s>>>(pts->nodes, O.split, n_split, O.soff, R, dead, pk, D, sk, ss, tot);
+    else
+      pg_sort_split_kernel<K, 512, 8><<<sgrid, 512, 0, s>>>(pts->nodes, O.split, n_split, O.soff, R, dead, pk, D, sk, ss, tot);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: split sort kernel");
+  } else if (st == RDX_OK && n_surv > 0) {
     pg_gather_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, O.soff, R, dead, (const K *)pts->pool.key, sk, ss,
                                                                  tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: gather kernel");
@@ -1382,7 +1454,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(nl, tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
   if (st == RDX_OK && ng > 0) {
     st = rdx_cuda_ok(ctx, cudaMemsetAsync(nl + n_base, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
-    const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1};
+    const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1, block_sort};
     if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, nl + n_base, tot);
   }
   if (st == RDX_OK) {
