@@ -502,20 +502,28 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
 
 /* BFS sort keys of the new nodes: (level, key) packed when 2 D + 6 bits fit, else key alone
  * (a second, stable sort by level follows). */
-__global__ void node_keys_kernel(const qnode *nl, int64_t n, int packed, int D, uint64_t *k, int64_t *idx) {
-  SP_FOR(i, n) {
-    qnode q = nl[i];
-    k[i] = q.level < 0 ? ~0ull : packed ? ((uint64_t)q.level << (2 * D)) | q.key : q.key;
-    idx[i] = i;
-  }
+/* The new nodes: the kept ones (from the decisions) and the split subtrees' (a bound of
+ * entries, unused ones at level -1), read as one list. */
+struct qlist {
+  const qnode *kept, *sub;
+  int64_t n_base;
+  __device__ qnode at(int64_t i) const { return i < n_base ? kept[i] : sub[i - n_base]; }
+};
+
+__device__ __forceinline__ void node_key(const qnode &q, int64_t i, int packed, int D, uint64_t *k, int64_t *idx) {
+  k[i] = q.level < 0 ? ~0ull : packed ? ((uint64_t)q.level << (2 * D)) | q.key : q.key;
+  idx[i] = i;
 }
-__global__ void node_levels_kernel(const qnode *nl, const int64_t *idx, int64_t n, uint64_t *k) {
-  SP_FOR(i, n) k[i] = nl[idx[i]].level < 0 ? 63 : (uint64_t)nl[idx[i]].level;
+__global__ void node_keys_kernel(qlist L, int64_t n, int packed, int D, uint64_t *k, int64_t *idx) {
+  SP_FOR(i, n) node_key(L.at(i), i, packed, D, k, idx);
+}
+__global__ void node_levels_kernel(qlist L, const int64_t *idx, int64_t n, uint64_t *k) {
+  SP_FOR(i, n) k[i] = L.at(idx[i]).level < 0 ? 63 : (uint64_t)L.at(idx[i]).level;
 }
 
-__global__ void node_put_kernel(const qnode *nl, const int64_t *idx, int64_t n_base, const qtot *tot, rdx_sp_nodes out) {
-  SP_FOR(i, n_base + (int64_t)tot->subused) {
-    qnode q = nl[idx[i]];
+__global__ void node_put_kernel(qlist L, const int64_t *idx, const qtot *tot, rdx_sp_nodes out) {
+  SP_FOR(i, L.n_base + (int64_t)tot->subused) {
+    qnode q = L.at(idx[i]);
     out.key[i] = q.key, out.fpos[i] = q.fpos, out.len[i] = q.len, out.count[i] = q.count, out.room[i] = q.room;
     out.split[i] = 0.0, out.level[i] = (uint8_t)q.level, out.leaf[i] = (uint8_t)q.leaf;
   }
@@ -741,13 +749,13 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
             "%llu merges\n", (long long)m, (long long)nn, (long long)n_base, (long long)ng, H.splits, H.new_leaves, H.merges);
   double t1 = rdx_now_ms();
 
-  qnode *nl;
-  RDX_CHECK(mm.get(&nl, (size_t)n_sort, fn));
-  RDX_CUDA(ctx, cudaMemcpyAsync(nl, tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
+  qnode *sub;
+  RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
+  const qlist nl = {tn, sub, n_base};
   if (ng > 0) {
-    RDX_CUDA(ctx, cudaMemsetAsync(nl + n_base, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
+    RDX_CUDA(ctx, cudaMemsetAsync(sub, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
     const sublists<K> L = {keys, n_new, nullptr, 0, 0, 0, 0};
-    split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, nl + n_base, tot);
+    split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, sub, tot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split tree kernel");
   }
   uint64_t *nk_, *nk2_;
@@ -796,7 +804,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
 
   /* 4: the new nodes, checked; then the swap. Only device errors can fail from here on. */
   if (st == RDX_OK) {
-    node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, n_base, tot, nodes);
+    node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, tot, nodes);
     node_link_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nodes, n_base, tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: node kernels");
   }
@@ -1111,72 +1119,83 @@ __global__ void __launch_bounds__(TB) pg_sort_split_kernel(rdx_sp_nodes N, const
 }
 
 /* Where the points go, planned by pg_plan_kernel and carried out by pg_move_kernel: survivor j
- * to dsurv[j], batch entry j to dinc[j], and the tail moves of kept leaves, entry x from slot
- * msrc[x] (or none: ~0u) to mdst[x]. */
+ * to dsurv[j], batch row r to drow[r], and the tail moves of kept leaves and the survivors of
+ * moved leaves, entry x from slot msrc[x] (or none: ~0u) to mdst[x]. */
 struct pgdst {
-  uint32_t *dsurv, *dinc, *msrc, *mdst;
+  uint32_t *dsurv, *drow, *msrc, *mdst;
+  const uint32_t *irow; /* the sorted batch's rows */
 };
 
-/* One warp per new node. A fresh leaf sends its survivors and incoming to its page. A kept leaf
- * with removals or incoming is repaired in place: holes below its new length take the incoming
- * first, then the points of its tail, and incoming left over are appended (G-PICS's
- * Leaf-Lists-Update with paging: moved-in points fill the holes moved-out points left). */
-__global__ void pg_plan_kernel(const qnode *nl, int64_t n, const uint32_t *dead, pgdst P, qtot *tot) {
+/* The new node q's plan (one warp). A fresh leaf sends its survivors and incoming to its page; a
+ * moved leaf its incoming after the survivors pg_plan_old sends. A kept leaf with removals or
+ * incoming is repaired in place: holes below its new length take the incoming first, then the
+ * points of its tail, and incoming left over are appended (G-PICS's Leaf-Lists-Update with
+ * paging: moved-in points fill the holes moved-out points left). */
+__device__ void pg_plan_new(const qnode &q, const uint32_t *dead, const pgdst &P, qtot *tot) {
   const int lane = threadIdx.x & 31;
-  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-  for (int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; e < n; e += warps) {
-    const qnode q = nl[e];
-    if (q.level < 0 || !q.leaf) continue;
-    if (q.kind == PG_FRESH) {
-      for (int64_t j = lane; j < q.an; j += 32) P.dsurv[q.a0 + j] = (uint32_t)(q.fpos + j);
-      for (int64_t j = lane; j < q.count - q.an; j += 32) P.dinc[q.b0 + j] = (uint32_t)(q.fpos + q.an + j);
-      continue;
-    }
-    if (q.kind == PG_MOVED) {
-      for (int64_t j = lane; j < q.count - q.a0; j += 32) P.dinc[q.b0 + j] = (uint32_t)(q.fpos + q.a0 + j);
-      continue;
-    }
-    const int64_t len0 = q.a0, r = q.an, c = q.count, inc = c - (len0 - r);
-    if (r == 0 && inc == 0) continue;
-    const int64_t f = q.fpos, head = c < len0 ? c : len0;
-    const int64_t k = warp_slots(dead, f, f + head, true, [&](int64_t kk, int64_t sl) { /* holes below head */
-      if (kk < inc) P.dinc[q.b0 + kk] = (uint32_t)sl;
-      else P.mdst[q.h0 + kk - inc] = (uint32_t)sl;
-    });
-    for (int64_t t = k + lane; t < inc; t += 32) P.dinc[q.b0 + t] = (uint32_t)(f + len0 + (t - k)); /* appended */
-    if (c >= len0) {
-      if (lane == 0 && k != r) atomicOr(&tot->bad, 2ull);
-      continue;
-    }
-    const int64_t w = warp_slots(dead, f + c, f + len0, false, [&](int64_t ww, int64_t sl) { /* live tail points */
-      if (ww < k - inc) P.msrc[q.h0 + ww] = (uint32_t)sl;
-      else atomicOr(&tot->bad, 2ull);
-    });
-    if (lane == 0 && w != k - inc) atomicOr(&tot->bad, 2ull);
+  if (q.level < 0 || !q.leaf) return;
+  if (q.kind == PG_FRESH) {
+    for (int64_t j = lane; j < q.an; j += 32) P.dsurv[q.a0 + j] = (uint32_t)(q.fpos + j);
+    for (int64_t j = lane; j < q.count - q.an; j += 32) P.drow[P.irow[q.b0 + j]] = (uint32_t)(q.fpos + q.an + j);
+    return;
   }
+  if (q.kind == PG_MOVED) {
+    for (int64_t j = lane; j < q.count - q.a0; j += 32) P.drow[P.irow[q.b0 + j]] = (uint32_t)(q.fpos + q.a0 + j);
+    return;
+  }
+  const int64_t len0 = q.a0, r = q.an, c = q.count, inc = c - (len0 - r);
+  if (r == 0 && inc == 0) return;
+  const int64_t f = q.fpos, head = c < len0 ? c : len0;
+  const int64_t k = warp_slots(dead, f, f + head, true, [&](int64_t kk, int64_t sl) { /* holes below head */
+    if (kk < inc) P.drow[P.irow[q.b0 + kk]] = (uint32_t)sl;
+    else P.mdst[q.h0 + kk - inc] = (uint32_t)sl;
+  });
+  for (int64_t t = k + lane; t < inc; t += 32) P.drow[P.irow[q.b0 + t]] = (uint32_t)(f + len0 + (t - k)); /* appended */
+  if (c >= len0) {
+    if (lane == 0 && k != r) atomicOr(&tot->bad, 2ull);
+    return;
+  }
+  const int64_t w = warp_slots(dead, f + c, f + len0, false, [&](int64_t ww, int64_t sl) { /* live tail points */
+    if (ww < k - inc) P.msrc[q.h0 + ww] = (uint32_t)sl;
+    else atomicOr(&tot->bad, 2ull);
+  });
+  if (lane == 0 && w != k - inc) atomicOr(&tot->bad, 2ull);
 }
 
-/* One warp per old leaf whose survivors move to a new page (relocated, or inside a merge): each
- * live slot becomes an entry of the move list. */
-__global__ void pg_plan_old_kernel(rdx_sp_nodes N, const int64_t *R, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
+/* Old leaf u's plan (one warp) when its survivors move to a new page (relocated, or inside a
+ * merge): each live slot becomes an entry of the move list. */
+__device__ void pg_plan_old(const rdx_sp_nodes &N, int64_t u, const int64_t *R, const pgold &O, const uint32_t *dead,
+                            const pgdst &P, qtot *tot) {
   const int lane = threadIdx.x & 31;
-  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-  for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
-    const int64_t to = O.mto[u];
-    if (to < 0) continue;
-    const int64_t f = N.fpos[u], len = N.len[u], d0 = O.mpage[to] + O.mpos[u], x0 = O.moff[u];
-    int64_t w = 0;
-    for (int64_t j0 = 0; j0 < len; j0 += 32) { /* one slot a lane: most are live */
-      const int64_t sl = f + j0 + lane;
-      const bool live = j0 + lane < len && !bit_get(dead, (uint64_t)sl);
-      const unsigned mk = __ballot_sync(0xffffffffu, live);
-      if (live) {
-        const int64_t r = w + __popc(mk & ((1u << lane) - 1));
-        P.msrc[x0 + r] = (uint32_t)sl, P.mdst[x0 + r] = (uint32_t)(d0 + r);
-      }
-      w += __popc(mk);
+  const int64_t to = O.mto[u];
+  if (to < 0) return;
+  const int64_t f = N.fpos[u], len = N.len[u], d0 = O.mpage[to] + O.mpos[u], x0 = O.moff[u];
+  int64_t w = 0;
+  for (int64_t j0 = 0; j0 < len; j0 += 32) { /* one slot a lane: most are live */
+    const int64_t sl = f + j0 + lane;
+    const bool live = j0 + lane < len && !bit_get(dead, (uint64_t)sl);
+    const unsigned mk = __ballot_sync(0xffffffffu, live);
+    if (live) {
+      const int64_t x = w + __popc(mk & ((1u << lane) - 1));
+      P.msrc[x0 + x] = (uint32_t)sl, P.mdst[x0 + x] = (uint32_t)(d0 + x);
     }
-    if (lane == 0 && w != N.count[u] - R[u]) atomicOr(&tot->bad, 2ull);
+    w += __popc(mk);
+  }
+  if (lane == 0 && w != N.count[u] - R[u]) atomicOr(&tot->bad, 2ull);
+}
+
+/* One warp per new node (its plan and its BFS sort key), then one per old node. */
+__global__ void pg_plan_kernel(qlist L, int64_t n, int packed, int D, uint64_t *nkey, int64_t *nidx, rdx_sp_nodes N,
+                               const int64_t *R, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; e < n + N.n; e += warps) {
+    if (e < n) {
+      const qnode q = L.at(e);
+      if ((threadIdx.x & 31) == 0) node_key(q, e, packed, D, nkey, nidx);
+      pg_plan_new(q, dead, P, tot);
+    } else {
+      pg_plan_old(N, e - n, R, O, dead, P, tot);
+    }
   }
 }
 
@@ -1191,31 +1210,31 @@ struct pgio {
   const void *ids;    /* NULL for inserts: ids first_id + row */
   int ids64;
   uint64_t first_id;
-  const K *ik;        /* sorted batch codes and their rows */
-  const uint32_t *irow;
+  rdx_sp_grid g;      /* codes of the batch's points, as pg_rows_kernel computed them */
   const uint32_t *ss; /* sorted survivors' slots */
   __device__ void from_slot(int64_t d, int64_t sl) const {
     uint64_t v = id[sl];
     x[d] = x[sl], y[d] = y[sl], id[d] = v, key[d] = key[sl];
     slot[v] = (uint64_t)d;
   }
-  __device__ void from_batch(int64_t d, int64_t j) const {
-    const uint32_t r = irow[j];
+  __device__ void from_row(int64_t d, int64_t r) const {
     const uint64_t v = ids ? id_at(ids, ids64, r) : first_id + r;
-    x[d] = bxy[2 * (int64_t)r], y[d] = bxy[2 * (int64_t)r + 1], id[d] = v, key[d] = ik[j];
+    const T px = bxy[2 * r], py = bxy[2 * r + 1];
+    x[d] = px, y[d] = py, id[d] = v, key[d] = (K)rdx_sp_point_key(&g, (double)px, (double)py);
     slot[v] = (uint64_t)d;
   }
 };
 
-/* One thread per point that moves: survivors, batch entries, tail moves. Every destination is
- * a hole, an appended slot or a new page, written once; no source is a destination. */
+/* One thread per point that moves: survivors, batch rows (read in row order), entries of the
+ * move list. Every destination is a hole, an appended slot or a new page, written once; no
+ * source is a destination. */
 template <typename T, typename K>
 __global__ void pg_move_kernel(pgio<T, K> P, pgdst D, int64_t n_surv, int64_t m_new, int64_t n_moves) {
   SP_FOR(i, n_surv + m_new + n_moves) {
     if (i < n_surv) {
       P.from_slot(D.dsurv[i], P.ss[i]);
     } else if (i < n_surv + m_new) {
-      P.from_batch(D.dinc[i - n_surv], i - n_surv);
+      P.from_row(D.drow[i - n_surv], i - n_surv);
     } else {
       const int64_t x = i - n_surv - m_new;
       if (D.msrc[x] != ~0u) P.from_slot(D.mdst[x], D.msrc[x]);
@@ -1272,21 +1291,23 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   scratch mm(ctx, &pts->arena, &pts->arena_bytes, arena_limit(pts));
   const int64_t m = b->m, nn = pts->nodes.n, cap = pts->cap;
   const int D = pts->depth, op = b->op;
-  const int64_t m_new = op == RDX_SP_ERASE ? 0 : m, m_rem = op == RDX_SP_INSERT ? 0 : m;
+  const int64_t m_new = op == RDX_SP_ERASE ? 0 : m;
   f->bad_row = -1;
   double t0 = rdx_now_ms();
   rdx_trace(ctx, "qt paged update: start");
 
-  /* 1: the batch */
-  qtot *tot;
-  uint32_t *claim = NULL;
-  const int64_t claim_words = (int64_t)(pts->id_end / 32) + 1;
-  RDX_CHECK(mm.get(&tot, 1, fn));
-  RDX_CUDA(ctx, cudaMemsetAsync(tot, 0, sizeof *tot, s), fn);
-  if (m_rem > 0) {
-    RDX_CHECK(mm.get(&claim, (size_t)claim_words, fn));
-    RDX_CUDA(ctx, cudaMemsetAsync(claim, 0, (size_t)claim_words * 4, s), fn);
-  }
+  /* 1: the batch. Zeroed scratch in one block (one memset): the totals, the merges' fill
+   * counters, the claim bits of ids and the dead bits of slots below the pool's used end (a
+   * growth after the wait copies only those). */
+  const int64_t claim_words = (int64_t)(pts->id_end / 32) + 1, dead_words = pts->pool.used / 32 + 1;
+  const size_t tot_bytes = (sizeof(qtot) + 15) & ~(size_t)15;
+  const size_t zero_bytes = tot_bytes + (size_t)nn * 8 + (size_t)(claim_words + dead_words) * 4;
+  char *zero;
+  RDX_CHECK(mm.get(&zero, zero_bytes, fn));
+  RDX_CUDA(ctx, cudaMemsetAsync(zero, 0, zero_bytes, s), fn);
+  qtot *tot = (qtot *)zero;
+  unsigned long long *mfill = (unsigned long long *)(zero + tot_bytes);
+  uint32_t *claim = (uint32_t *)(mfill + nn), *dead = claim + claim_words;
   K *ik = NULL, *ik2 = NULL;
   uint32_t *irow = NULL, *irow2 = NULL;
   if (m_new > 0) {
@@ -1295,11 +1316,6 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     RDX_CHECK(mm.get(&irow, (size_t)m, fn));
     RDX_CHECK(mm.get(&irow2, (size_t)m, fn));
   }
-  /* dead bits for the slots below the pool's used end (a growth after the wait copies only those) */
-  uint32_t *dead = NULL;
-  const int64_t dead_words = pts->pool.used / 32 + 1;
-  RDX_CHECK(mm.get(&dead, (size_t)dead_words, fn));
-  RDX_CUDA(ctx, cudaMemsetAsync(dead, 0, (size_t)dead_words * 4, s), fn);
   pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
                                                        claim, b->check_xy, pts->grid, ik, irow, dead, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
@@ -1328,9 +1344,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&O.mpos, (size_t)nn, fn));
   RDX_CHECK(mm.get(&O.moff, (size_t)nn, fn));
   RDX_CHECK(mm.get(&O.mpage, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&O.mfill, (size_t)nn, fn));
+  O.mfill = mfill;
   RDX_CHECK(mm.get(&O.split, (size_t)nn, fn));
-  RDX_CUDA(ctx, cudaMemsetAsync(O.mfill, 0, (size_t)nn * 8, s), fn);
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
@@ -1389,13 +1404,15 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     }
   }
   RDX_CHECK(mm.get(&dst.dsurv, (size_t)n_surv + 1, fn));
-  RDX_CHECK(mm.get(&dst.dinc, (size_t)m_new + 1, fn));
+  RDX_CHECK(mm.get(&dst.drow, (size_t)m_new + 1, fn));
+  dst.irow = irow;
   RDX_CHECK(mm.get(&dst.msrc, (size_t)n_moves + 1, fn));
   RDX_CHECK(mm.get(&dst.mdst, (size_t)n_moves + 1, fn));
-  qnode *nl;
+  qnode *sub;
   uint64_t *nk_, *nk2_;
   int64_t *ni, *ni2;
-  RDX_CHECK(mm.get(&nl, (size_t)n_sort, fn));
+  RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
+  const qlist nl = {tn, sub, n_base};
   RDX_CHECK(mm.get(&nk_, (size_t)n_sort, fn));
   RDX_CHECK(mm.get(&nk2_, (size_t)n_sort, fn));
   RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
@@ -1451,27 +1468,22 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
       });
     sk = kb2.Current(), ss = sb.Current();
   }
-  if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(nl, tn, (size_t)n_base * sizeof(qnode), cudaMemcpyDeviceToDevice, s), fn);
   if (st == RDX_OK && ng > 0) {
-    st = rdx_cuda_ok(ctx, cudaMemsetAsync(nl + n_base, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
+    st = rdx_cuda_ok(ctx, cudaMemsetAsync(sub, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
     const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1, block_sort};
-    if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, nl + n_base, tot);
+    if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, sub, tot);
   }
+  const int packed = 2 * D + 6 <= 64;
   if (st == RDX_OK) {
     const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
-                          (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, ss};
-    pg_plan_kernel<<<blocks_for(n_sort * 32, 256), 256, 0, s>>>(nl, n_sort, dead, dst, tot);
-    pg_plan_old_kernel<<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, R, O, dead, dst, tot);
+                          (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, pts->grid, ss};
+    pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni, pts->nodes, R, O,
+                                                                        dead, dst, tot);
     if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
     pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, s>>>(P, dst, n_surv, m_new, n_moves);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
   }
-  int packed = 2 * D + 6 <= 64;
   int64_t *order = ni;
-  if (st == RDX_OK) {
-    node_keys_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni);
-    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: node keys kernel");
-  }
   if (st == RDX_OK) {
     cub::DoubleBuffer<uint64_t> nkb(nk_, nk2_);
     cub::DoubleBuffer<int64_t> nib(ni, ni2);
@@ -1487,7 +1499,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     order = nib.Current();
   }
   if (st == RDX_OK) {
-    node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, n_base, tot, nodes);
+    node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, tot, nodes);
     node_link_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nodes, n_base, tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: node kernels");
   }
