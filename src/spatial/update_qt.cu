@@ -916,14 +916,18 @@ __device__ int64_t warp_slots(const uint32_t *dead, int64_t lo, int64_t hi, bool
 }
 
 /* 2a. One warp per old node: a leaf's removals (the dead bits of its page) in rl, 0 for internal
- * nodes; the node's children's parent, the quadrants that have a child; rs (removals below an
- * internal node, which pg_up_kernel adds up) zeroed. */
-__global__ void pg_links_kernel(rdx_sp_nodes N, const uint32_t *dead, int64_t *rl, int64_t *rs, int64_t *parent,
-                                uint8_t *have) {
+ * nodes; the batch entries in its cell, ik[A[u]] .. ik[A[u] + ci[u] - 1]; its children's
+ * parent and the quadrants that have a child; rs (removals below an internal node, which
+ * pg_up_kernel adds up) zeroed. */
+template <typename K>
+__global__ void pg_links_kernel(rdx_sp_nodes N, const uint32_t *dead, const K *ik, int64_t ni, int D, int64_t *rl,
+                                int64_t *rs, int64_t *A, int64_t *ci, int64_t *parent, uint8_t *have) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
   for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
-    int64_t c = N.leaf[u] ? warp_slots(dead, N.fpos[u], N.fpos[u] + N.len[u], true, [](int64_t, int64_t) {}) : 0;
+    const int64_t c = N.leaf[u] ? warp_slots(dead, N.fpos[u], N.fpos[u] + N.len[u], true, [](int64_t, int64_t) {}) : 0;
+    const int sh = 2 * (D - (int)N.level[u]);
+    const int64_t a = warp_lower(ik, 0, ni, N.key[u] << sh), e = warp_lower(ik, a, ni, (N.key[u] + 1) << sh);
     if (lane == 0) {
       if (u == 0) parent[0] = -1;
       int h = 0;
@@ -932,7 +936,7 @@ __global__ void pg_links_kernel(rdx_sp_nodes N, const uint32_t *dead, int64_t *r
           parent[ch] = u;
           h |= 1 << (N.key[ch] & 3);
         }
-      have[u] = (uint8_t)h, rl[u] = c, rs[u] = 0;
+      have[u] = (uint8_t)h, rl[u] = c, rs[u] = 0, A[u] = a, ci[u] = e - a;
     }
   }
 }
@@ -952,18 +956,12 @@ __global__ void pg_up_kernel(rdx_sp_nodes N, const int64_t *rl, const int64_t *p
   }
 }
 
-/* 2c. Per old node: its incoming (from ik[A]) and removals R in its cell, and its new count C. */
-template <typename K>
-__global__ void pg_count_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, const int64_t *rl, const int64_t *rs, int D,
-                                int64_t *A, int64_t *C, int64_t *R) {
-  SP_FOR(u, N.n) {
-    const int sh = 2 * (D - (int)N.level[u]);
-    const uint64_t key = N.key[u];
-    const int64_t a = lower(ik, 0, ni, key << sh), ci = lower(ik, a, ni, (key + 1) << sh) - a;
-    const int64_t cr = N.leaf[u] ? rl[u] : rs[u];
-    A[u] = a, R[u] = cr, C[u] = N.count[u] - cr + ci;
-  }
-}
+/* An old node's removals, incoming and new count, from pg_links_kernel and pg_up_kernel. */
+struct pgcount {
+  const int64_t *rl, *rs, *A, *ci;
+  __device__ int64_t removed(const rdx_sp_nodes &N, int64_t u) const { return N.leaf[u] ? rl[u] : rs[u]; }
+  __device__ int64_t after(const rdx_sp_nodes &N, int64_t u) const { return N.count[u] - removed(N, u) + ci[u]; }
+};
 
 /* Per old node, what happens to its points (the paged plan). A split leaf's survivors go to
  * the gather list at soff, sorted by code (its subtree is built over them); those of a relocated leaf or
@@ -981,15 +979,14 @@ struct pgold {
  * splits and points in quadrants that had no node become groups, whose subtrees
  * split_tree_kernel builds. */
 template <typename K>
-__global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *parent, const uint8_t *have, const int64_t *A,
-                                 const int64_t *C, const int64_t *R, int D, int64_t cap, int64_t page_base, qnode *tn,
-                                 qgroup *groups, pgold O, qtot *tot) {
+__global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *parent, const uint8_t *have, pgcount Q, int D,
+                                 int64_t cap, int64_t page_base, qnode *tn, qgroup *groups, pgold O, qtot *tot) {
   SP_FOR(u, N.n) {
     O.soff[u] = -1, O.mto[u] = -1;
-    const int64_t c = C[u], surv = N.leaf[u] ? N.count[u] - R[u] : 0;
+    const int64_t c = Q.after(N, u), r = Q.removed(N, u), surv = N.leaf[u] ? N.count[u] - r : 0;
     int64_t top = -1; /* the new leaf above u: its highest ancestor that the rule makes a leaf */
     for (int64_t a = parent[u]; a >= 0; a = parent[a])
-      if (rdx_sp_qt_leaf(C[a], N.level[a], D, cap)) top = a;
+      if (rdx_sp_qt_leaf(Q.after(N, a), N.level[a], D, cap)) top = a;
     if (top >= 0) {
       if (surv > 0) {
         O.mto[u] = top, O.mpos[u] = (int64_t)atomicAdd(&O.mfill[top], (unsigned long long)surv);
@@ -1003,14 +1000,14 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
     if (rdx_sp_qt_leaf(c, l, D, cap)) {
       if (N.leaf[u] && c <= N.room[u]) {
         qnode n = make_node(key, l, 1, c, N.fpos[u]);
-        n.room = N.room[u], n.kind = PG_KEPT, n.a0 = N.len[u], n.an = R[u], n.b0 = A[u];
-        n.h0 = R[u] > 0 ? (int64_t)agg_add(&tot->holes, (unsigned long long)R[u]) : 0;
+        n.room = N.room[u], n.kind = PG_KEPT, n.a0 = N.len[u], n.an = r, n.b0 = Q.A[u];
+        n.h0 = r > 0 ? (int64_t)agg_add(&tot->holes, (unsigned long long)r) : 0;
         push_node(tn, tot, n);
         continue;
       }
       const int64_t room = RDX_SP_GROW(c), page = page_base + (int64_t)agg_add(&tot->pgused, (unsigned long long)room);
       qnode n = make_node(key, l, 1, c, page);
-      n.room = room, n.kind = PG_MOVED, n.a0 = N.count[u] - R[u], n.b0 = A[u]; /* survivors, then incoming */
+      n.room = room, n.kind = PG_MOVED, n.a0 = N.count[u] - r, n.b0 = Q.A[u]; /* survivors, then incoming */
       push_node(tn, tot, n);
       O.mpage[u] = page;
       agg_add(&tot->pages, (unsigned long long)room);
@@ -1025,7 +1022,7 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
     } else {
       push_node(tn, tot, make_node(key, l, 0, c, 0));
       const int sh = 2 * (D - l - 1);
-      const int64_t a0 = A[u], e0 = a0 + (c - N.count[u] + R[u]); /* its incoming */
+      const int64_t a0 = Q.A[u], e0 = a0 + Q.ci[u]; /* its incoming */
       for (int q = 0; q < 4; q++) {
         if (have[u] >> q & 1) continue;
         uint64_t qk = 4 * key + (uint64_t)q;
@@ -1119,11 +1116,11 @@ __global__ void __launch_bounds__(TB) pg_sort_split_kernel(rdx_sp_nodes N, const
 }
 
 /* Where the points go, planned by pg_plan_kernel and carried out by pg_move_kernel: survivor j
- * to dsurv[j], batch row r to drow[r], and the tail moves of kept leaves and the survivors of
+ * to dsurv[j], sorted batch entry j to dinc[j] (in that order fresh pages fill in runs), and
+ * the tail moves of kept leaves and the survivors of
  * moved leaves, entry x from slot msrc[x] (or none: ~0u) to mdst[x]. */
 struct pgdst {
-  uint32_t *dsurv, *drow, *msrc, *mdst;
-  const uint32_t *irow; /* the sorted batch's rows */
+  uint32_t *dsurv, *dinc, *msrc, *mdst;
 };
 
 /* The new node q's plan (one warp). A fresh leaf sends its survivors and incoming to its page; a
@@ -1136,21 +1133,21 @@ __device__ void pg_plan_new(const qnode &q, const uint32_t *dead, const pgdst &P
   if (q.level < 0 || !q.leaf) return;
   if (q.kind == PG_FRESH) {
     for (int64_t j = lane; j < q.an; j += 32) P.dsurv[q.a0 + j] = (uint32_t)(q.fpos + j);
-    for (int64_t j = lane; j < q.count - q.an; j += 32) P.drow[P.irow[q.b0 + j]] = (uint32_t)(q.fpos + q.an + j);
+    for (int64_t j = lane; j < q.count - q.an; j += 32) P.dinc[q.b0 + j] = (uint32_t)(q.fpos + q.an + j);
     return;
   }
   if (q.kind == PG_MOVED) {
-    for (int64_t j = lane; j < q.count - q.a0; j += 32) P.drow[P.irow[q.b0 + j]] = (uint32_t)(q.fpos + q.a0 + j);
+    for (int64_t j = lane; j < q.count - q.a0; j += 32) P.dinc[q.b0 + j] = (uint32_t)(q.fpos + q.a0 + j);
     return;
   }
   const int64_t len0 = q.a0, r = q.an, c = q.count, inc = c - (len0 - r);
   if (r == 0 && inc == 0) return;
   const int64_t f = q.fpos, head = c < len0 ? c : len0;
   const int64_t k = warp_slots(dead, f, f + head, true, [&](int64_t kk, int64_t sl) { /* holes below head */
-    if (kk < inc) P.drow[P.irow[q.b0 + kk]] = (uint32_t)sl;
+    if (kk < inc) P.dinc[q.b0 + kk] = (uint32_t)sl;
     else P.mdst[q.h0 + kk - inc] = (uint32_t)sl;
   });
-  for (int64_t t = k + lane; t < inc; t += 32) P.drow[P.irow[q.b0 + t]] = (uint32_t)(f + len0 + (t - k)); /* appended */
+  for (int64_t t = k + lane; t < inc; t += 32) P.dinc[q.b0 + t] = (uint32_t)(f + len0 + (t - k)); /* appended */
   if (c >= len0) {
     if (lane == 0 && k != r) atomicOr(&tot->bad, 2ull);
     return;
@@ -1210,23 +1207,23 @@ struct pgio {
   const void *ids;    /* NULL for inserts: ids first_id + row */
   int ids64;
   uint64_t first_id;
-  rdx_sp_grid g;      /* codes of the batch's points, as pg_rows_kernel computed them */
+  const K *ik;        /* sorted batch codes and their rows */
+  const uint32_t *irow;
   const uint32_t *ss; /* sorted survivors' slots */
   __device__ void from_slot(int64_t d, int64_t sl) const {
     uint64_t v = id[sl];
     x[d] = x[sl], y[d] = y[sl], id[d] = v, key[d] = key[sl];
     slot[v] = (uint64_t)d;
   }
-  __device__ void from_row(int64_t d, int64_t r) const {
+  __device__ void from_batch(int64_t d, int64_t j) const {
+    const uint32_t r = irow[j];
     const uint64_t v = ids ? id_at(ids, ids64, r) : first_id + r;
-    const T px = bxy[2 * r], py = bxy[2 * r + 1];
-    x[d] = px, y[d] = py, id[d] = v, key[d] = (K)rdx_sp_point_key(&g, (double)px, (double)py);
+    x[d] = bxy[2 * (int64_t)r], y[d] = bxy[2 * (int64_t)r + 1], id[d] = v, key[d] = ik[j];
     slot[v] = (uint64_t)d;
   }
 };
 
-/* One thread per point that moves: survivors, batch rows (read in row order), entries of the
- * move list. Every destination is a hole, an appended slot or a new page, written once; no
+/* One thread per point that moves: survivors, batch entries, entries of the move list. Every destination is a hole, an appended slot or a new page, written once; no
  * source is a destination. */
 template <typename T, typename K>
 __global__ void pg_move_kernel(pgio<T, K> P, pgdst D, int64_t n_surv, int64_t m_new, int64_t n_moves) {
@@ -1234,7 +1231,7 @@ __global__ void pg_move_kernel(pgio<T, K> P, pgdst D, int64_t n_surv, int64_t m_
     if (i < n_surv) {
       P.from_slot(D.dsurv[i], P.ss[i]);
     } else if (i < n_surv + m_new) {
-      P.from_row(D.drow[i - n_surv], i - n_surv);
+      P.from_batch(D.dinc[i - n_surv], i - n_surv);
     } else {
       const int64_t x = i - n_surv - m_new;
       if (D.msrc[x] != ~0u) P.from_slot(D.mdst[x], D.msrc[x]);
@@ -1330,34 +1327,23 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   rdx_trace(ctx, "qt paged update: rows");
 
   /* 2: the plan over the old nodes */
-  int64_t *parent, *A, *C, *R;
+  int64_t *parent, *A, *ci, *rl, *rs;
   pgold O;
   uint8_t *have;
   qnode *tn;
   qgroup *groups;
-  RDX_CHECK(mm.get(&parent, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&A, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&C, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&R, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&O.soff, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&O.mto, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&O.mpos, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&O.moff, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&O.mpage, (size_t)nn, fn));
+  int64_t **arrays[] = {&parent, &A, &ci, &rl, &rs, &O.soff, &O.mto, &O.mpos, &O.moff, &O.mpage, &O.split};
+  for (int64_t **a : arrays) RDX_CHECK(mm.get(a, (size_t)nn, fn));
   O.mfill = mfill;
-  RDX_CHECK(mm.get(&O.split, (size_t)nn, fn));
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
   const unsigned gn = blocks_for(nn, 256);
-  int64_t *rl, *rs;
-  RDX_CHECK(mm.get(&rl, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&rs, (size_t)nn, fn));
-  pg_links_kernel<<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, dead, rl, rs, parent, have);
+  pg_links_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, dead, ik, m_new, D, rl, rs, A, ci, parent, have);
   pg_up_kernel<<<gn, 256, 0, s>>>(pts->nodes, rl, parent, rs);
-  pg_count_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, rl, rs, D, A, C, R);
+  const pgcount Q = {rl, rs, A, ci};
   const int64_t page_base = pts->pool.used; /* new pages from here (a growth after the wait keeps used) */
-  pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, A, C, R, D, cap, page_base, tn, groups, O, tot);
+  pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, tn, groups, O, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   qtot H;
   RDX_CHECK(to_host(ctx, &H, tot, 1, fn)); /* the host's wait */
@@ -1404,8 +1390,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     }
   }
   RDX_CHECK(mm.get(&dst.dsurv, (size_t)n_surv + 1, fn));
-  RDX_CHECK(mm.get(&dst.drow, (size_t)m_new + 1, fn));
-  dst.irow = irow;
+  RDX_CHECK(mm.get(&dst.dinc, (size_t)m_new + 1, fn));
   RDX_CHECK(mm.get(&dst.msrc, (size_t)n_moves + 1, fn));
   RDX_CHECK(mm.get(&dst.mdst, (size_t)n_moves + 1, fn));
   qnode *sub;
@@ -1452,12 +1437,12 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (st == RDX_OK && n_surv > 0 && block_sort) {
     const K *pk = (const K *)pts->pool.key;
     if (cap <= 1024)
-      pg_sort_split_kernel<K, 256, 4><<<sgrid, 256, 0, s>>>(pts->nodes, O.split, n_split, O.soff, R, dead, pk, D, sk, ss, tot);
+      pg_sort_split_kernel<K, 256, 4><<<sgrid, 256, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
     else
-      pg_sort_split_kernel<K, 512, 8><<<sgrid, 512, 0, s>>>(pts->nodes, O.split, n_split, O.soff, R, dead, pk, D, sk, ss, tot);
+      pg_sort_split_kernel<K, 512, 8><<<sgrid, 512, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: split sort kernel");
   } else if (st == RDX_OK && n_surv > 0) {
-    pg_gather_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, O.soff, R, dead, (const K *)pts->pool.key, sk, ss,
+    pg_gather_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, O.soff, rl, dead, (const K *)pts->pool.key, sk, ss,
                                                                  tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: gather kernel");
     cub::DoubleBuffer<K> kb2(sk, sk2);
@@ -1476,8 +1461,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   const int packed = 2 * D + 6 <= 64;
   if (st == RDX_OK) {
     const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
-                          (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, pts->grid, ss};
-    pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni, pts->nodes, R, O,
+                          (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, ss};
+    pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni, pts->nodes, rl, O,
                                                                         dead, dst, tot);
     if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
     pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, s>>>(P, dst, n_surv, m_new, n_moves);
