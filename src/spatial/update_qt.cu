@@ -916,18 +916,14 @@ __device__ int64_t warp_slots(const uint32_t *dead, int64_t lo, int64_t hi, bool
 }
 
 /* 2a. One warp per old node: a leaf's removals (the dead bits of its page) in rl, 0 for internal
- * nodes; the batch entries in its cell, ik[A[u]] .. ik[A[u] + ci[u] - 1]; its children's
- * parent and the quadrants that have a child; rs (removals below an internal node, which
- * pg_up_kernel adds up) zeroed. */
-template <typename K>
-__global__ void pg_links_kernel(rdx_sp_nodes N, const uint32_t *dead, const K *ik, int64_t ni, int D, int64_t *rl,
-                                int64_t *rs, int64_t *A, int64_t *ci, int64_t *parent, uint8_t *have) {
+ * nodes; its children's parent and the quadrants that have a child; rs (removals below an
+ * internal node, which pg_up_kernel adds up) zeroed. */
+__global__ void pg_links_kernel(rdx_sp_nodes N, const uint32_t *dead, int64_t *rl, int64_t *rs, int64_t *parent,
+                                uint8_t *have) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
   for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
     const int64_t c = N.leaf[u] ? warp_slots(dead, N.fpos[u], N.fpos[u] + N.len[u], true, [](int64_t, int64_t) {}) : 0;
-    const int sh = 2 * (D - (int)N.level[u]);
-    const int64_t a = warp_lower(ik, 0, ni, N.key[u] << sh), e = warp_lower(ik, a, ni, (N.key[u] + 1) << sh);
     if (lane == 0) {
       if (u == 0) parent[0] = -1;
       int h = 0;
@@ -936,15 +932,21 @@ __global__ void pg_links_kernel(rdx_sp_nodes N, const uint32_t *dead, const K *i
           parent[ch] = u;
           h |= 1 << (N.key[ch] & 3);
         }
-      have[u] = (uint8_t)h, rl[u] = c, rs[u] = 0, A[u] = a, ci[u] = e - a;
+      have[u] = (uint8_t)h, rl[u] = c, rs[u] = 0;
     }
   }
 }
 
-/* 2b. One thread per leaf with removals: they count for every ancestor (one atomic per ancestor
- * and warp: BFS neighbours share most of theirs). */
-__global__ void pg_up_kernel(rdx_sp_nodes N, const int64_t *rl, const int64_t *parent, int64_t *rs) {
+/* 2b. One thread per old node: the batch entries in its cell, ik[A[u]] .. ik[A[u] + ci[u] - 1];
+ * a leaf's removals count for every ancestor (one atomic per ancestor and warp: BFS neighbours
+ * share most of theirs). */
+template <typename K>
+__global__ void pg_up_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, int D, const int64_t *rl, const int64_t *parent,
+                             int64_t *rs, int64_t *A, int64_t *ci) {
   SP_FOR(u, N.n) {
+    const int sh = 2 * (D - (int)N.level[u]);
+    const int64_t a = lower(ik, 0, ni, N.key[u] << sh);
+    A[u] = a, ci[u] = lower(ik, a, ni, (N.key[u] + 1) << sh) - a;
     const int64_t v = rl[u];
     if (v == 0) continue;
     for (int64_t a = parent[u]; a >= 0; a = parent[a]) {
@@ -1339,8 +1341,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
   const unsigned gn = blocks_for(nn, 256);
-  pg_links_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, dead, ik, m_new, D, rl, rs, A, ci, parent, have);
-  pg_up_kernel<<<gn, 256, 0, s>>>(pts->nodes, rl, parent, rs);
+  pg_links_kernel<<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, dead, rl, rs, parent, have);
+  pg_up_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, D, rl, parent, rs, A, ci);
   const pgcount Q = {rl, rs, A, ci};
   const int64_t page_base = pts->pool.used; /* new pages from here (a growth after the wait keeps used) */
   pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, tn, groups, O, tot);
