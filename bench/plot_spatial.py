@@ -77,14 +77,19 @@ def spatial_update(rs, out):
     """Update time and speedup over a rebuild against the share of points moved."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.5))
     for idx in sorted({r["index"] for r in rs}):
-        reb = [float(r["ms"]) for r in rs if r["index"] == idx and r["engine"] == "rebuild"]
-        ups = sorted((float(r["moved_pct"]), float(r["ms"])) for r in rs if r["index"] == idx and r["engine"] == "update")
-        if not ups:
-            continue
-        ax.plot([u[0] for u in ups], [u[1] for u in ups], marker="o", label=f"{idx} update")
+        reb = sorted(float(r["ms"]) for r in rs if r["index"] == idx and r["engine"] == "rebuild")
         if reb:
-            ax.axhline(reb[-1], ls="--", lw=1, label=f"{idx} rebuild")
-            bx.plot([u[0] for u in ups], [reb[-1] / u[1] for u in ups], marker="o", label=idx)
+            ax.axhline(reb[len(reb) // 2], ls="--", lw=1, label=f"{idx} rebuild (median of {len(reb)} runs)")
+        # update: the path the library picks; update-paged / update-merge: one path forced
+        for eng in ("update", "update-paged", "update-merge"):
+            ups = sorted((float(r["moved_pct"]), float(r["ms"])) for r in rs if r["index"] == idx and r["engine"] == eng)
+            if not ups:
+                continue
+            style = {"marker": "o"} if eng == "update" else {"marker": ".", "ls": ":"}
+            name = f"{idx} {eng}" if eng != "update" else f"{idx} update"
+            ax.plot([u[0] for u in ups], [u[1] for u in ups], label=name, **style)
+            if reb:
+                bx.plot([u[0] for u in ups], [reb[len(reb) // 2] / u[1] for u in ups], label=name, **style)
     bx.axhline(5, color="gray", ls=":", lw=1)
     bx.annotate("target >= 5x at <= 10% moved", (1, 5.3), fontsize=7, color="gray")
     for a in (ax, bx):

@@ -415,6 +415,16 @@ static void exp_query(const cfg *c, int hdr) {
 
 /* ---- update ---- */
 
+/* The engine column of update rows: the moves' kind, or the path RAYDEX_SP_UPDATE forces. */
+static const char *update_engine(const cfg *c) {
+  const char *e = getenv("RAYDEX_SP_UPDATE");
+  if (c->resample) return "update-resample";
+  if (e && strcmp(e, "paged") == 0) return "update-paged";
+  if (e && strcmp(e, "merge") == 0) return "update-merge";
+  if (e && strcmp(e, "plan") == 0) return "update-plan";
+  return "update";
+}
+
 static void exp_update(const cfg *c, int hdr) {
   rdx_context *gen = cli_context(RDX_BACKEND_CPU);
   rdx_context *ctx = cli_context(c->backend);
@@ -500,7 +510,7 @@ static void exp_update(const cfg *c, int hdr) {
         }
         row ru;
         memset(&ru, 0, sizeof ru);
-        ru.index = rb.index, ru.build = rb.build, ru.engine = c->resample ? "update-resample" : "update", ru.where = cli_is_gpu(ctx) ? "device" : "host";
+        ru.index = rb.index, ru.build = rb.build, ru.engine = update_engine(c), ru.where = cli_is_gpu(ctx) ? "device" : "host";
         ru.n = n, ru.moved = c->moved[mi], ru.queries = m;
         ru.ms = median(t, c->reps);
         memcpy(ru.p, p, sizeof p);

@@ -8,11 +8,13 @@
 #                   capacity 1024 (G-PICS's setting): the index, a brute-force GPU scan (to 2^16
 #                   queries; it is linear in the batch) and the CPU backend on every core (to 2^20);
 #   spatial_update  1% .. 50% of 16.5M taxi-like points moved per batch, against a rebuild
-#                   (quadtrees merge each batch into their Morton-ordered pool on the GPU, k-d
-#                   trees rebuild; spatial_update_plan.csv: the same with the host-planned path,
-#                   RAYDEX_SP_UPDATE=plan, for comparison). The moved points go
-#                   to places of another hot-spot layout (--moves relocate, the default);
-#                   spatial_update_resample.csv: to fresh samples of the index's own layout.
+#                   (quadtrees page batches of up to 4% of the points on the GPU and merge larger
+#                   ones into a Morton-ordered pool, engine "update"; each path forced on its own,
+#                   engines "update-paged" and "update-merge"; k-d trees rebuild). The moved
+#                   points go to places of another hot-spot layout (--moves relocate, the
+#                   default); spatial_update_resample.csv: to fresh samples of the index's own
+#                   layout. Part "plan" (not run by default): spatial_update_plan.csv, the
+#                   host-planned path (RAYDEX_SP_UPDATE=plan), for comparison.
 # SPATIAL_PARTS (default "build query update") picks the parts to run.
 # Rows carry a check column (bench/README.md); bench/plot_spatial.py draws the PNGs.
 
@@ -48,17 +50,21 @@ fi
 
 if [[ $parts == *" update "* ]]; then
 t_sp=$(date +%s)
+up=(bench points --exp update --backend cuda --n 16500000 --dist taxi --dtype f32 --leaf-capacity 1024 --max-depth 16)
 for idx in quadtree kdtree; do
-  sp_bench spatial_update 50 bench points --exp update --backend cuda --index $idx --n 16500000 --dist taxi --dtype f32 \
-    --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 5
+  sp_bench spatial_update 50 "${up[@]}" --index $idx --moved 1,2,3,4,5,10,20,50 --reps 5
 done
-sp_bench spatial_update_resample 50 bench points --exp update --backend cuda --index quadtree --n 16500000 --dist taxi \
-  --dtype f32 --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 5 --moves resample
+RAYDEX_SP_UPDATE=paged sp_bench spatial_update 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20 --reps 5
+RAYDEX_SP_UPDATE=merge sp_bench spatial_update 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 5
+sp_bench spatial_update_resample 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 5 --moves resample
+log "spatial update: $(grep -c ',update' "$OUT/csv/spatial_update.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"
+fi
+
+if [[ $parts == *" plan "* ]]; then
 RAYDEX_SP_UPDATE=plan sp_bench spatial_update_plan 50 bench points --exp update --backend cuda --index quadtree --n 16500000 \
   --dist taxi --dtype f32 --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 5
 # the k-d tree's planned path (G-PICS's repair; the GPU now rebuilds instead), at 1% and 10%
 RAYDEX_SP_UPDATE=plan sp_bench spatial_update_plan 50 bench points --exp update --backend cuda --index kdtree --n 16500000 \
   --dist taxi --dtype f32 --leaf-capacity 1024 --moved 1,10 --reps 3
-log "spatial update: $(grep -c ',update,' "$OUT/csv/spatial_update.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"
 fi
 grep -h "WRONG" "$OUT"/csv/spatial_*.csv 2>/dev/null | head -5 | while read -r l; do log "spatial WRONG: $l"; done

@@ -23,9 +23,12 @@
  *         leaf   u8    1 = leaf
  *
  * After a build the pool is dense (room == len) and, for a bottom-up quadtree, in Morton order.
- * GPU quadtree updates keep it so (update_qt.cu: the batch is merged in). The planned path (the
- * k-d tree, the CPU) spreads the leaves out with spare room at its first update, so later updates
- * touch only the leaves that change (G-PICS's paging, with one variable-size page per leaf).
+ * Updates that page (the planned path of the CPU and the k-d tree; GPU quadtree batches of up
+ * to 4% of the points, update_qt.cu) spread the leaves out with spare room at their first
+ * update and keep an id -> slot map, so later updates touch only the leaves that change
+ * (G-PICS's paging, with one variable-size page per leaf). Larger GPU quadtree batches are
+ * merged into a dense pool in Morton order. Either way a leaf's points are slots
+ * [fpos, fpos + len) with no holes.
  */
 #ifndef RDX_SPATIAL_H
 #define RDX_SPATIAL_H
@@ -310,10 +313,11 @@ typedef struct rdx_sp_backend {
 } rdx_sp_backend;
 extern const rdx_sp_backend rdx_sp_cpu_backend;
 extern const rdx_sp_backend rdx_sp_cuda_backend;
-/* A quadtree update on the GPU by merging (update_qt.cu). Same contract as the planned path; bad
- * ids come back in f (bad_row >= 0), bad points in b->bad_xy, with nothing changed; pts->stats
- * are set and f->n_inplace is -1 (not tracked). Leaves the pool dense and in Morton order
- * (pts->sorted), keeps pts->live and drops the planned path's id map. */
+/* A quadtree update on the GPU (update_qt.cu). Same contract as the planned path; bad ids come
+ * back in f (bad_row >= 0), bad points in b->bad_xy, with nothing changed; pts->stats are set
+ * and f->n_inplace is -1 (not tracked). With an id map (pts->slot, which rdx_sp_relayout gives)
+ * it pages: leaves keep their pages and the map. Without one it merges: the pool comes out
+ * dense and in Morton order (pts->sorted) and pts->live replaces the map. */
 rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);
 /* A k-d tree update on the GPU by rebuilding (update_kd.cu), same contract; leaves the pool
  * dense as a build does, keeps pts->live and drops the planned path's id map. */

@@ -1,9 +1,10 @@
 /*
  * update.c: bulk moves, inserts and erases, G-PICS Section 5 (Fig. 11), for both kinds and both
  * backends. This file plans on the host; the backend (update_cpu.c, update.cu) moves the points.
- * On a GPU, quadtrees take update_qt.cu's path instead (a sort of the batch merged into a pool
- * kept in Morton order) and k-d trees update_kd.cu's (a rebuild; see direct_update); this path
- * remains for the CPU and RAYDEX_SP_UPDATE=plan.
+ * On a GPU, quadtrees take update_qt.cu's paths instead (the same paging planned on the device,
+ * or for large batches a merge into a pool kept in Morton order; see prepare_paged) and k-d
+ * trees update_kd.cu's (a rebuild; see direct_update); this path remains for the CPU and
+ * RAYDEX_SP_UPDATE=plan.
  *
  * Pipeline of one batch (all-or-nothing: nothing is written before step 5):
  *  1. Movement-Check and Leaf-Finding (backend `find`): each moved point's old leaf is found (by

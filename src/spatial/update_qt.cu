@@ -1,48 +1,48 @@
 /*
- * update_qt.cu: bulk moves, inserts and erases of a quadtree on the GPU, by merging sorted runs.
- * update.c's planned path (the k-d tree, the CPU, RAYDEX_SP_UPDATE=plan) repairs leaves in
- * place (G-PICS's paging); here the pool stays what a bottom-up build leaves: slots [0, n) hold
- * the live points in Morton order. An update is then one sort of the batch and one streaming
- * merge, and the nodes follow from binary searches over the merged codes:
+ * update_qt.cu: bulk moves, inserts and erases of a quadtree on the GPU, two ways that share the
+ * node machinery (decisions by the rule of a fresh build, split subtrees, BFS sort and links).
+ * update.c picks one per batch (prepare_paged): paging for batches of up to 4% of the points,
+ * the merge for larger ones.
  *
- *  1. rows_kernel, one thread per batch row: the ids are checked (known, live, not repeated: a
- *     claim bit per id) and, for moves and inserts, the points (inside the box, finite) and
- *     their codes. The batch's codes are sorted (CUB).
- *  2. The old pool in tiles of TILE slots, one block each: jlo_kernel finds where the batch's
- *     sorted codes meet each tile. merge_tile_kernel drops the slots whose id the batch claims,
- *     ranks the survivors (a decoupled look-back adds up the tiles before), and writes each
- *     survivor to (survivors before it) + (batch codes below its code) of a new pool, and each
- *     batch point that falls in its tile to (its rank) + (survivors at or below its code);
- *     merge_crowded_kernel places those of tiles that receive more than a block caches. Equal
- *     codes keep old points first. One streaming pass: about 40 bytes read and written per
- *     point of a pool of f32 points, whatever the batch size, plus one random read of the claim
- *     bitmap per point (an L2 hit).
- *  3. The nodes, one thread per old node: its new count is the number of merged codes in its
- *     cell (two binary searches). With the rule of a fresh build (rdx_sp_qt_leaf: leaf iff count
- *     <= capacity or at max depth; no node for an empty quadrant), each node decides from its
- *     ancestors' counts whether it stays, stays a leaf, becomes a leaf (a merge) or is split.
- *     Split leaves, and points in quadrants that had no node, become groups whose subtrees one
- *     block each builds breadth first, a warp per node. The new nodes are sorted into BFS order
- *     (level, key) and linked. Leaves point into the merged pool.
- *  4. Up to here only scratch and the new pool were written. The host reads the totals (its
- *     mid-way wait): bad ids or points leave the index as it was and the caller words the error
- *     (check_ids; points.c's scan). Then the new pool and nodes are swapped in, and the id
- *     bitmap follows the batch.
+ * PAGING (update_paged; G-PICS Section 5 with paging). Each leaf owns a page of pool slots
+ * [fpos, fpos + room) whose first len hold its points, and an id -> slot map (pts->slot) finds
+ * a point's slot; rdx_sp_relayout spreads a dense pool out so at the first paged update. Work
+ * grows with the batch, not with the pool:
+ *  1. pg_rows_kernel, one thread per row: ids checked against the map and claimed (a repeated
+ *     id is an error), each vacated slot marked in a dead bitmap, new points checked and coded.
+ *     The batch's codes are sorted (CUB).
+ *  2. Per old node: a leaf's removals are the dead bits of its page, added up the tree by
+ *     warp-aggregated atomics; its incoming are a run of the sorted codes (two binary searches).
+ *     That gives every node's new count, and pg_decide_kernel applies the build's rule: a leaf
+ *     that stays one keeps its page if its points fit its room; one that outgrew it, and an
+ *     internal node that falls to a leaf (a merge), get a new page; a leaf that splits, and
+ *     points in quadrants that had no node, become groups. The host reads the totals here (its
+ *     mid-way wait): bad ids or points leave the index as it was; otherwise all memory the
+ *     update needs is taken before the first write.
+ *  3. Each split leaf's survivors are sorted in one block (pg_sort_split_kernel) and its subtree
+ *     is built over them and its incoming (split_tree_kernel); new leaves take new pages.
+ *  4. pg_plan_kernel, a warp per node: a kept leaf repairs its page in place (incoming fill the
+ *     holes, then tail points fill the rest, the leftover incoming are appended); moved and new
+ *     leaves list where their points go. pg_move_kernel then moves every point that moves,
+ *     one thread each, and updates the id map. The nodes are sorted into BFS order and linked.
+ * New pages come from the pool's free end; the holes left by pages that were given up are
+ * reclaimed by the next relayout (update.c runs one when the free end runs short).
  *
- * The nodes come out equal to a fresh build's with the same box; so does the pool, up to the
- * order of points with equal codes. The ids are checked against a bitmap of live ids, kept
- * instead of the planned path's id -> slot map (which every merge would move).
+ * MERGING (update). The pool stays what a bottom-up build leaves: slots [0, n) hold the live
+ * points in Morton order, with no spare room and no id map (a live-id bitmap instead). The
+ * batch's codes are sorted and merged with the surviving points in one streaming pass over the
+ * pool: tiles of TILE slots, one block each (merge_tile_kernel drops the claimed slots, ranks
+ * the survivors with a decoupled look-back, and places them and the batch points of its tile;
+ * merge_crowded_kernel places those of tiles that receive more than a block caches). Node
+ * counts are binary searches over the merged codes.
  *
- * Against update.c's planned path and session 4's in-place kernels (G-PICS's paging, which this
- * replaced): the pool needs no spare room and no id map (about 20 instead of 53 bytes per
- * point), and the time grows with the batch mostly through its sort. H200, 16.5M taxi-like f32
- * points, leaf capacity 1024 (bench/results/NVIDIA-H200, spatial_update.csv): a rebuild takes
- * about 3.3 ms; an update of 1% of the points 0.74 ms (in place: 0.58), of 10% 1.0 ms (1.9), of
- * 50% 1.9 ms (6.5). The fixed part is the streaming pass over the pool (about 0.4 ms at 16.5M
- * points, at half the copy bandwidth: 60 registers a thread hold four slots each, which caps
- * the merge at half occupancy; capping it at 40 spilled and took longer), the claim bitmap's
- * random reads, and some 30 launches and waits, whose host side (CUB's sort dispatch above
- * all) leaves the GPU idle at small batches.
+ * Both leave the nodes equal to a fresh build's with the same box. Costs on an H200, 16.5M
+ * taxi-like f32 points, leaf capacity 1024, rebuild about 3.0 ms (bench/results/NVIDIA-H200,
+ * spatial_update.csv, PROBES.md §21): paging takes about 0.5 ms at 1% of the points moved and
+ * 0.6 ms at 2%, its cost mostly random accesses (the moved points' four pool columns and id map
+ * entries, about 135 us at 2%) and some 25 launches; the merge costs about 0.4 ms of streaming
+ * over the pool whatever the batch (0.67 ms at 1%, 0.92 ms at 10%, 1.9 ms at 50%). Paging needs
+ * about 53 bytes per point (spare room, free end, id map) against the merge's 25.
  */
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
