@@ -24,7 +24,7 @@
  *
  * After a build the pool is dense (room == len) and, for a bottom-up quadtree, in Morton order.
  * Updates that page (the planned path of the CPU and the k-d tree; GPU quadtree batches of up
- * to 4% of the points, update_qt.cu) spread the leaves out with spare room at their first
+ * to 1/16 of the points, update_qt.cu) spread the leaves out with spare room at their first
  * update and keep an id -> slot map, so later updates touch only the leaves that change
  * (G-PICS's paging, with one variable-size page per leaf). Larger GPU quadtree batches are
  * merged into a dense pool in Morton order. Either way a leaf's points are slots

@@ -428,13 +428,15 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
 }
 
 /* GPU quadtrees update paged (leaves with room, an id map; update_qt.cu) when the batch is at
- * most 1/PAGED_SHARE of the points, and otherwise by the merge into a dense pool in Morton order,
- * which costs one pass over the pool whatever the batch (RAYDEX_SP_UPDATE=paged or merge forces
- * one). The two cross near 4% of 16.5M points on an H200 (bench/results/NVIDIA-H200/PROBES.md
- * §21). A paged update first spreads the leaves out (rdx_sp_relayout) when the index has no id
- * map yet or too little free pool for the batch; the free room it leaves is half the points
- * plus twice the batch, so a run of batches relayouts every few batches. */
-#define PAGED_SHARE 25
+ * most 1/PAGED_SHARE of the points, and otherwise by the merge into a dense pool in Morton
+ * order, which costs one pass over the pool whatever the batch (RAYDEX_SP_UPDATE=paged or merge
+ * forces one). On 16.5M taxi-like points on an H200 paging is ahead up to 5% moved, and further
+ * when the points move within their own hot spots; the merge from 10% (bench/results/NVIDIA-H200,
+ * spatial_update.csv, PROBES.md §21). A paged update first spreads the leaves out
+ * (rdx_sp_relayout) when the index has no id map yet or too little free pool for the batch; the
+ * free room it leaves is half the points plus twice the batch, so a run of batches relayouts
+ * every few batches. */
+#define PAGED_SHARE 16
 static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b) {
   if (pts->kind != RDX_POINTS_QUADTREE) return RDX_OK;
   const char *e = getenv("RAYDEX_SP_UPDATE");
