@@ -61,7 +61,7 @@ constexpr int SNK = 2048;      /* batch codes a tile caches in shared memory */
 /* One node of the new tree before sorting. The paged path (PG_*) also says how its leaves get
  * their points: a fresh leaf (of a split subtree) copies entries [a0, a0 + an) of the gathered
  * survivors and [b0, b0 + count - an) of the sorted batch into its new page; a moved leaf
- * receives a0 survivors from old leaves (pg_plan_old_kernel) and then batch entries [b0, ...);
+ * receives a0 survivors from old leaves (pg_plan_old) and then batch entries [b0, ...);
  * a kept leaf fills the holes of its page (a0: its old length, an: its removals, h0: its entries
  * of the move list) from batch entries [b0, ...) and its own tail. */
 enum { PG_NODE = 0, PG_KEPT = 1, PG_FRESH = 2, PG_MOVED = 3 };
@@ -88,7 +88,7 @@ struct qtot {
                                a group whose points do not match its count; 8 an internal node
                                without children; 16 a subtree past its bound */
   unsigned long long nodes, groups, subnodes, subused, splits, merges, new_leaves;
-  unsigned long long surv, pages, pgused, holes, relocs, maxsurv; /* paged path */
+  unsigned long long surv, pages, pgused, holes, relocs; /* paged path */
 };
 
 namespace cg = cooperative_groups;
@@ -500,8 +500,6 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
   }
 }
 
-/* BFS sort keys of the new nodes: (level, key) packed when 2 D + 6 bits fit, else key alone
- * (a second, stable sort by level follows). */
 /* The new nodes: the kept ones (from the decisions) and the split subtrees' (a bound of
  * entries, unused ones at level -1), read as one list. */
 struct qlist {
@@ -510,6 +508,8 @@ struct qlist {
   __device__ qnode at(int64_t i) const { return i < n_base ? kept[i] : sub[i - n_base]; }
 };
 
+/* BFS sort keys of the new nodes: (level, key) packed when 2 D + 6 bits fit, else key alone
+ * (a second, stable sort by level follows). */
 __device__ __forceinline__ void node_key(const qnode &q, int64_t i, int packed, int D, uint64_t *k, int64_t *idx) {
   k[i] = q.level < 0 ? ~0ull : packed ? ((uint64_t)q.level << (2 * D)) | q.key : q.key;
   idx[i] = i;
@@ -849,8 +849,8 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
 /* ==== the paged path: G-PICS's leaf lists, repaired where they change ==== */
 
 /* 1. One thread per batch row: the ids checked against the id map and claimed, the slots they
- * vacate (a dead bit each), and the incoming (code, row) sort entries. Bad rows get entries too (the batch is
- * then dropped before anything of the index changes). */
+ * vacate (a dead bit each), and the incoming (code, row) sort entries. Bad rows get entries
+ * too (the batch is then dropped before anything of the index changes). */
 template <typename K>
 __global__ void pg_rows_kernel(int op, const void *ids, int ids64, const void *xy, int f64, int64_t m, uint64_t id_end,
                                const uint64_t *slot, uint32_t *claim, int check_xy, rdx_sp_grid g, K *ikey, uint32_t *irow,
@@ -1020,7 +1020,6 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
       O.soff[u] = o;
       push_group(groups, tot, key, l, c, D, cap, o, surv);
       O.split[agg_add(&tot->splits, 1ull)] = u;
-      if (surv > 0) atomicMax(&tot->maxsurv, (unsigned long long)surv);
     } else {
       push_node(tn, tot, make_node(key, l, 0, c, 0));
       const int sh = 2 * (D - l - 1);
@@ -1044,7 +1043,7 @@ __global__ void pg_erase_kernel(const void *ids, int ids64, int64_t m, uint64_t 
 
 /* One warp per old leaf whose points move: its surviving slots as (code, slot) entries at soff. */
 template <typename K>
-__global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int64_t *R, const uint32_t *dead,
+__global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int64_t *rl, const uint32_t *dead,
                                  const K *pkey, K *sk, uint32_t *ss, qtot *tot) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
@@ -1063,7 +1062,7 @@ __global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int6
       }
       w += __popc(mk);
     }
-    if (lane == 0 && w != N.count[u] - R[u]) atomicOr(&tot->bad, 2ull);
+    if (lane == 0 && w != N.count[u] - rl[u]) atomicOr(&tot->bad, 2ull);
   }
 }
 
@@ -1072,7 +1071,7 @@ __global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int6
  * so TB * IPT >= capacity covers every one (else pg_gather_kernel and a device sort serve). */
 template <typename K, int TB, int IPT>
 __global__ void __launch_bounds__(TB) pg_sort_split_kernel(rdx_sp_nodes N, const int64_t *list, int64_t n, const int64_t *soff,
-                                                           const int64_t *R, const uint32_t *dead, const K *pkey, int D,
+                                                           const int64_t *rl, const uint32_t *dead, const K *pkey, int D,
                                                            K *sk, uint32_t *ss, qtot *tot) {
   typedef cub::BlockRadixSort<K, TB, IPT, uint32_t> sort_t;
   typedef cub::BlockScan<int, TB> scan_t;
@@ -1112,7 +1111,7 @@ __global__ void __launch_bounds__(TB) pg_sort_split_kernel(rdx_sp_nodes N, const
       const int j = threadIdx.x * IPT + i;
       if (j < total) sk[o + j] = k[i], ss[o + j] = v[i];
     }
-    if (threadIdx.x == 0 && total != N.count[u] - R[u]) atomicOr(&tot->bad, 2ull);
+    if (threadIdx.x == 0 && total != N.count[u] - rl[u]) atomicOr(&tot->bad, 2ull);
     __syncthreads();
   }
 }
@@ -1163,7 +1162,7 @@ __device__ void pg_plan_new(const qnode &q, const uint32_t *dead, const pgdst &P
 
 /* Old leaf u's plan (one warp) when its survivors move to a new page (relocated, or inside a
  * merge): each live slot becomes an entry of the move list. */
-__device__ void pg_plan_old(const rdx_sp_nodes &N, int64_t u, const int64_t *R, const pgold &O, const uint32_t *dead,
+__device__ void pg_plan_old(const rdx_sp_nodes &N, int64_t u, const int64_t *rl, const pgold &O, const uint32_t *dead,
                             const pgdst &P, qtot *tot) {
   const int lane = threadIdx.x & 31;
   const int64_t to = O.mto[u];
@@ -1180,12 +1179,12 @@ __device__ void pg_plan_old(const rdx_sp_nodes &N, int64_t u, const int64_t *R, 
     }
     w += __popc(mk);
   }
-  if (lane == 0 && w != N.count[u] - R[u]) atomicOr(&tot->bad, 2ull);
+  if (lane == 0 && w != N.count[u] - rl[u]) atomicOr(&tot->bad, 2ull);
 }
 
 /* One warp per new node (its plan and its BFS sort key), then one per old node. */
 __global__ void pg_plan_kernel(qlist L, int64_t n, int packed, int D, uint64_t *nkey, int64_t *nidx, rdx_sp_nodes N,
-                               const int64_t *R, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
+                               const int64_t *rl, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
   for (int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; e < n + N.n; e += warps) {
     if (e < n) {
@@ -1193,7 +1192,7 @@ __global__ void pg_plan_kernel(qlist L, int64_t n, int packed, int D, uint64_t *
       if ((threadIdx.x & 31) == 0) node_key(q, e, packed, D, nkey, nidx);
       pg_plan_new(q, dead, P, tot);
     } else {
-      pg_plan_old(N, e - n, R, O, dead, P, tot);
+      pg_plan_old(N, e - n, rl, O, dead, P, tot);
     }
   }
 }
