@@ -148,6 +148,28 @@ __device__ int64_t warp_lower(const K *k, int64_t lo, int64_t hi, uint64_t v) {
 
 /* ---- 1. the batch ---- */
 
+/* Claims a batch row's id (a bit per id): false, with bad bit 1, when a row before claimed it. */
+__device__ __forceinline__ bool claim_id(uint64_t id, uint32_t *claim, qtot *tot) {
+  const uint32_t bit = 1u << (id & 31);
+  if (!(atomicOr(&claim[id >> 5], bit) & bit)) return true;
+  atomicOr(&tot->bad, 1ull); /* the id's second row */
+  return false;
+}
+
+/* Row i's point and its code into *key: false, with bad bit 4, when check_xy finds it outside
+ * the box or not finite. */
+template <typename K>
+__device__ __forceinline__ bool row_code(const void *xy, int f64, int64_t i, int check_xy, const rdx_sp_grid &g, qtot *tot,
+                                         K *key) {
+  double x = rdx_sp_at(xy, 2 * i, f64), y = rdx_sp_at(xy, 2 * i + 1, f64);
+  if (check_xy && !(x >= g.x0 && x <= g.x1 && y >= g.y0 && y <= g.y1)) { /* NaN fails too */
+    atomicOr(&tot->bad, 4ull);
+    return false;
+  }
+  *key = (K)rdx_sp_point_key(&g, x, y);
+  return true;
+}
+
 /* Every move or insert row gets a sort entry (code, row), bad rows too (the batch is then
  * dropped before anything of the index changes). */
 template <typename K>
@@ -162,19 +184,9 @@ __global__ void rows_kernel(int op, const void *ids, int ids64, const void *xy, 
         atomicOr(&tot->bad, 1ull);
         continue;
       }
-      uint32_t bit = 1u << (id & 31);
-      if (atomicOr(&claim[id >> 5], bit) & bit) { /* the id's second row */
-        atomicOr(&tot->bad, 1ull);
-        continue;
-      }
+      if (!claim_id(id, claim, tot)) continue;
     }
-    if (op == RDX_SP_ERASE) continue;
-    double x = rdx_sp_at(xy, 2 * i, f64), y = rdx_sp_at(xy, 2 * i + 1, f64);
-    if (check_xy && !(x >= g.x0 && x <= g.x1 && y >= g.y0 && y <= g.y1)) { /* NaN fails too */
-      atomicOr(&tot->bad, 4ull);
-      continue;
-    }
-    keys[i] = (K)rdx_sp_point_key(&g, x, y);
+    if (op != RDX_SP_ERASE) row_code(xy, f64, i, check_xy, g, tot, &keys[i]);
   }
 }
 
@@ -327,6 +339,18 @@ __global__ void merge_crowded_kernel(nbatch<T, K> B, int64_t m_new, const K *oke
 
 /* ---- 3. the nodes ---- */
 
+/* Old node u: its children's parent, and the quadrants that have a child (have[u]). */
+__device__ __forceinline__ void node_links(const rdx_sp_nodes &N, int64_t u, int64_t *parent, uint8_t *have) {
+  if (u == 0) parent[0] = -1;
+  int h = 0;
+  if (!N.leaf[u])
+    for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) {
+      parent[c] = u;
+      h |= 1 << (N.key[c] & 3);
+    }
+  have[u] = (uint8_t)h;
+}
+
 /* Per old node: its parent, the quadrants that have a child, and its new count and first
  * position among the merged codes. (One thread per node: a warp per node with 32-way searches
  * took twice as long on an H200.) */
@@ -334,14 +358,7 @@ template <typename K>
 __global__ void count_kernel(rdx_sp_nodes N, const K *keys, int64_t n, int D, int64_t *parent, uint8_t *have, int64_t *A,
                              int64_t *C) {
   SP_FOR(u, N.n) {
-    if (u == 0) parent[0] = -1;
-    int h = 0;
-    if (!N.leaf[u])
-      for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) {
-        parent[c] = u;
-        h |= 1 << (N.key[c] & 3);
-      }
-    have[u] = (uint8_t)h;
+    node_links(N, u, parent, have);
     int sh = 2 * (D - (int)N.level[u]);
     int64_t a = lower(keys, 0, n, N.key[u] << sh);
     A[u] = a;
@@ -370,6 +387,22 @@ __device__ void push_group(qgroup *groups, qtot *tot, uint64_t key, int level, i
   groups[agg_add(&tot->groups, 1ull)] = g;
 }
 
+/* Internal node u (level l) that stays: its quadrants without a node that receive points, codes
+ * keys[a0, e0) of its cell, become groups (G-PICS's materialisation). */
+template <typename K>
+__device__ void push_new_quadrants(const rdx_sp_nodes &N, int64_t u, const uint8_t *have, const K *keys, int64_t a0,
+                                   int64_t e0, int D, int64_t cap, qgroup *groups, qtot *tot, int64_t s0) {
+  const int l = N.level[u], sh = 2 * (D - l - 1);
+  for (int q = 0; q < 4; q++) {
+    if (have[u] >> q & 1) continue;
+    uint64_t qk = 4 * N.key[u] + (uint64_t)q;
+    int64_t a = lower(keys, a0, e0, qk << sh), cq = lower(keys, a, e0, (qk + 1) << sh) - a;
+    if (cq == 0) continue;
+    push_group(groups, tot, qk, l + 1, cq, D, cap, s0, 0);
+    agg_add(&tot->new_leaves, 1ull);
+  }
+}
+
 /* One thread per old node, by the rule of a fresh build: a node inside a subtree whose top is a
  * leaf now, or without points (the root aside), is no node; a leaf stays one or is split; an
  * internal node becomes a leaf (a merge) or stays internal, its quadrants without a node
@@ -393,16 +426,7 @@ __global__ void decide_kernel(rdx_sp_nodes N, const K *keys, const int64_t *pare
       agg_add(&tot->splits, 1ull);
     } else {
       push_node(tn, tot, make_node(key, l, 0, c, 0));
-      int sh = 2 * (D - l - 1);
-      for (int q = 0; q < 4; q++) {
-        if (have[u] >> q & 1) continue;
-        uint64_t qk = 4 * key + (uint64_t)q;
-        int64_t a = lower(keys, A[u], A[u] + c, qk << sh);
-        int64_t cq = lower(keys, a, A[u] + c, (qk + 1) << sh) - a;
-        if (cq == 0) continue;
-        push_group(groups, tot, qk, l + 1, cq, D, cap);
-        agg_add(&tot->new_leaves, 1ull);
-      }
+      push_new_quadrants(N, u, have, keys, A[u], A[u] + c, D, cap, groups, tot, -1);
     }
   }
 }
@@ -554,6 +578,74 @@ __global__ void node_link_kernel(rdx_sp_nodes o, int64_t n_base, qtot *tot) {
   }
 }
 
+/* ---- what both updates do on the host ---- */
+
+/* The batch's sort entries by code, 2 D bits (CUB): *k and *row point at the sorted ones, in
+ * their buffers or the spares k2, row2. */
+template <typename K>
+rdx_status sort_batch(scratch &mm, int64_t m, int D, K **k, K *k2, uint32_t **row, uint32_t *row2, const char *fn) {
+  if (m == 0) return RDX_OK;
+  cub::DoubleBuffer<K> kb(*k, k2);
+  cub::DoubleBuffer<uint32_t> rb(*row, row2);
+  RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+    return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m, 0, 2 * D, rdx_stream(mm.ctx));
+  }));
+  *k = kb.Current(), *row = rb.Current();
+  return RDX_OK;
+}
+
+/* The host's mid-way wait: the totals into *H. A bad point or id ends the update with nothing
+ * changed (*go = 0; b->bad_xy, or f->bad_row from check_ids, tells the caller); any other
+ * check bit is an internal error. */
+rdx_status read_plan(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f, scratch &mm, const qtot *tot,
+                     qtot *H, int *go, const char *fn) {
+  *go = 0;
+  RDX_CHECK(to_host(ctx, H, tot, 1, fn));
+  if (H->bad & 4) {
+    b->bad_xy = 1;
+    return RDX_OK;
+  }
+  if (H->bad & 1) return check_ids(ctx, pts, b, mm, f); /* sets f->bad_row */
+  if (H->bad) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: an internal check failed before the writes (check %llu)", fn, H->bad);
+  *go = 1;
+  return RDX_OK;
+}
+
+/* The new nodes' BFS order (*order), from their sort keys nk_ and indexes ni (node_key). */
+rdx_status sort_nodes(scratch &mm, qlist nl, int64_t n_sort, int D, uint64_t *nk_, uint64_t *nk2_, int64_t *ni, int64_t *ni2,
+                      int64_t **order, const char *fn) {
+  cudaStream_t s = rdx_stream(mm.ctx);
+  const int packed = 2 * D + 6 <= 64;
+  cub::DoubleBuffer<uint64_t> kb(nk_, nk2_);
+  cub::DoubleBuffer<int64_t> ib(ni, ni2);
+  RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+    return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_sort, 0, packed ? 2 * D + 6 : 2 * D, s);
+  }));
+  if (!packed) {
+    node_levels_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, ib.Current(), n_sort, kb.Current());
+    SP_LAUNCH_CHECK(mm.ctx, "rdx_points update: node levels kernel");
+    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+      return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_sort, 0, 6, s);
+    }));
+  }
+  *order = ib.Current();
+  return RDX_OK;
+}
+
+/* The new nodes written in BFS order into nodes and linked; then the final wait, whose totals
+ * (*H) say whether the tree holds together. */
+rdx_status put_nodes(rdx_context *ctx, qlist nl, const int64_t *order, int64_t n_sort, rdx_sp_nodes *nodes, qtot *tot,
+                     qtot *H, const char *fn) {
+  cudaStream_t s = rdx_stream(ctx);
+  node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, tot, *nodes);
+  node_link_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(*nodes, nl.n_base, tot);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_points update: node kernels");
+  RDX_CHECK(to_host(ctx, H, tot, 1, fn));
+  if (H->bad) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the new tree is inconsistent (check %llu)", fn, H->bad);
+  nodes->n = nl.n_base + (int64_t)H->subused;
+  return RDX_OK;
+}
+
 /* ---- the live-id bitmap and a pool not in Morton order ---- */
 
 __global__ void set_range_kernel(uint64_t from, int64_t n, uint32_t *bits) {
@@ -672,14 +764,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->live, claim,
                                                     b->check_xy, pts->grid, nk, nrow, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
-  if (m_new > 0) {
-    cub::DoubleBuffer<K> kb(nk, nk2);
-    cub::DoubleBuffer<uint32_t> rb(nrow, nrow2);
-    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-      return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m_new, 0, 2 * D, s);
-    }));
-    nk = kb.Current(), nrow = rb.Current();
-  }
+  RDX_CHECK(sort_batch(mm, m_new, D, &nk, nk2, &nrow, nrow2, fn));
   rdx_trace(ctx, "qt update: rows");
 
   /* 2: the merge into a new pool */
@@ -735,14 +820,10 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, keys, parent, have, A, C, D, cap, tn, groups, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   qtot H;
-  RDX_CHECK(to_host(ctx, &H, tot, 1, fn)); /* the host's wait */
+  int go;
+  RDX_CHECK(read_plan(ctx, pts, b, f, mm, tot, &H, &go, fn)); /* the host's wait */
   rdx_trace(ctx, "qt update: plan");
-  if (H.bad & 4) {
-    b->bad_xy = 1;
-    return RDX_OK;
-  }
-  if (H.bad & 1) return check_ids(ctx, pts, b, mm, f); /* sets f->bad_row */
-  if (H.bad) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the merge overran its pool (check %llu)", fn, H.bad);
+  if (!go) return RDX_OK;
   const int64_t n_base = (int64_t)H.nodes, ng = (int64_t)H.groups, n_sort = n_base + (int64_t)H.subnodes;
   if (rdx_trace_on())
     fprintf(stderr, "[raydex trace] qt update: %lld rows, %lld nodes, %lld kept, %lld groups (%llu splits, %llu new), "
@@ -768,21 +849,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   node_keys_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: node keys kernel");
   int64_t *order;
-  {
-    cub::DoubleBuffer<uint64_t> kb(nk_, nk2_);
-    cub::DoubleBuffer<int64_t> ib(ni, ni2);
-    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-      return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_sort, 0, packed ? 2 * D + 6 : 2 * D, s);
-    }));
-    if (!packed) {
-      node_levels_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, ib.Current(), n_sort, kb.Current());
-      SP_LAUNCH_CHECK(ctx, "rdx_points update: node levels kernel");
-      RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-        return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_sort, 0, 6, s);
-      }));
-    }
-    order = ib.Current();
-  }
+  RDX_CHECK(sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn));
   /* memory the index keeps: the nodes (room for the subtrees' bound; n set at the end) and a
    * larger live-id bitmap for inserts past it */
   rdx_sp_nodes nodes;
@@ -803,20 +870,12 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   rdx_trace(ctx, "qt update: split trees, node sort, allocations");
 
   /* 4: the new nodes, checked; then the swap. Only device errors can fail from here on. */
-  if (st == RDX_OK) {
-    node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, tot, nodes);
-    node_link_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nodes, n_base, tot);
-    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: node kernels");
-  }
-  if (st == RDX_OK) st = to_host(ctx, &H, tot, 1, fn);
-  if (st == RDX_OK && H.bad)
-    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the new tree is inconsistent (check %llu)", fn, H.bad);
+  if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   if (st != RDX_OK) {
     rdx_sp_nodes_free(ctx, &nodes);
     if (nlive) rdx_mem_free(ctx, nlive);
     return st;
   }
-  nodes.n = n_base + (int64_t)H.subused;
   if (nlive) {
     rdx_mem_free(ctx, pts->live);
     pts->live = nlive, pts->live_bits = nlive_bits;
@@ -859,25 +918,13 @@ __global__ void pg_rows_kernel(int op, const void *ids, int ids64, const void *x
     if (op != RDX_SP_INSERT) {
       uint64_t id = id_at(ids, ids64, i);
       uint64_t sl = id < id_end ? slot[id] : RDX_SP_NONE;
-      if (sl == RDX_SP_NONE) {
-        atomicOr(&tot->bad, 1ull);
-      } else {
-        uint32_t bit = 1u << (id & 31);
-        if (atomicOr(&claim[id >> 5], bit) & bit) {
-          atomicOr(&tot->bad, 1ull); /* the id's second row */
-        } else {
-          atomicOr(&dead[sl >> 5], 1u << (sl & 31)); /* scratch: the index changes only after the wait */
-        }
-      }
+      if (sl == RDX_SP_NONE) atomicOr(&tot->bad, 1ull);
+      else if (claim_id(id, claim, tot))
+        atomicOr(&dead[sl >> 5], 1u << (sl & 31)); /* scratch: the index changes only after the wait */
     }
     if (op == RDX_SP_ERASE) continue;
     ikey[i] = 0, irow[i] = (uint32_t)i;
-    double x = rdx_sp_at(xy, 2 * i, f64), y = rdx_sp_at(xy, 2 * i + 1, f64);
-    if (check_xy && !(x >= g.x0 && x <= g.x1 && y >= g.y0 && y <= g.y1)) { /* NaN fails too */
-      atomicOr(&tot->bad, 4ull);
-      continue;
-    }
-    ikey[i] = (K)rdx_sp_point_key(&g, x, y);
+    row_code(xy, f64, i, check_xy, g, tot, &ikey[i]);
   }
 }
 
@@ -915,6 +962,23 @@ __device__ int64_t warp_slots(const uint32_t *dead, int64_t lo, int64_t hi, bool
   return k;
 }
 
+/* The live slots of [f, f + len) in slot order, f(rank, slot), one slot a lane (for pages that
+ * are mostly live: their codes and columns load coalesced); returns how many. One warp, every
+ * lane with the same arguments. */
+template <class F>
+__device__ int64_t warp_live_slots(const uint32_t *dead, int64_t f, int64_t len, F fn) {
+  const int lane = threadIdx.x & 31;
+  int64_t w = 0;
+  for (int64_t j0 = 0; j0 < len; j0 += 32) {
+    const int64_t sl = f + j0 + lane;
+    const bool live = j0 + lane < len && !bit_get(dead, (uint64_t)sl);
+    const unsigned mk = __ballot_sync(0xffffffffu, live);
+    if (live) fn(w + __popc(mk & ((1u << lane) - 1)), sl);
+    w += __popc(mk);
+  }
+  return w;
+}
+
 /* 2a. One warp per old node: a leaf's removals (the dead bits of its page) in rl, 0 for internal
  * nodes; its children's parent and the quadrants that have a child; rs (removals below an
  * internal node, which pg_up_kernel adds up) zeroed. */
@@ -925,14 +989,8 @@ __global__ void pg_links_kernel(rdx_sp_nodes N, const uint32_t *dead, int64_t *r
   for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
     const int64_t c = N.leaf[u] ? warp_slots(dead, N.fpos[u], N.fpos[u] + N.len[u], true, [](int64_t, int64_t) {}) : 0;
     if (lane == 0) {
-      if (u == 0) parent[0] = -1;
-      int h = 0;
-      if (!N.leaf[u])
-        for (int64_t ch = N.fpos[u]; ch < N.fpos[u] + N.len[u]; ch++) {
-          parent[ch] = u;
-          h |= 1 << (N.key[ch] & 3);
-        }
-      have[u] = (uint8_t)h, rl[u] = c, rs[u] = 0;
+      node_links(N, u, parent, have);
+      rl[u] = c, rs[u] = 0;
     }
   }
 }
@@ -1022,16 +1080,7 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
       O.split[agg_add(&tot->splits, 1ull)] = u;
     } else {
       push_node(tn, tot, make_node(key, l, 0, c, 0));
-      const int sh = 2 * (D - l - 1);
-      const int64_t a0 = Q.A[u], e0 = a0 + Q.ci[u]; /* its incoming */
-      for (int q = 0; q < 4; q++) {
-        if (have[u] >> q & 1) continue;
-        uint64_t qk = 4 * key + (uint64_t)q;
-        int64_t a = lower(ik, a0, e0, qk << sh), cq = lower(ik, a, e0, (qk + 1) << sh) - a;
-        if (cq == 0) continue;
-        push_group(groups, tot, qk, l + 1, cq, D, cap, 0, 0);
-        agg_add(&tot->new_leaves, 1ull);
-      }
+      push_new_quadrants(N, u, have, ik, Q.A[u], Q.A[u] + Q.ci[u], D, cap, groups, tot, 0); /* its incoming */
     }
   }
 }
@@ -1050,18 +1099,9 @@ __global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int6
   for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
     const int64_t o = soff[u];
     if (o < 0) continue;
-    const int64_t f = N.fpos[u], len = N.len[u];
-    int64_t w = 0; /* one slot a lane: most are live, and their codes load coalesced */
-    for (int64_t j0 = 0; j0 < len; j0 += 32) {
-      const int64_t sl = f + j0 + lane;
-      const bool live = j0 + lane < len && !bit_get(dead, (uint64_t)sl);
-      const unsigned mk = __ballot_sync(0xffffffffu, live);
-      if (live) {
-        const int64_t d = o + w + __popc(mk & ((1u << lane) - 1));
-        sk[d] = pkey[sl], ss[d] = (uint32_t)sl;
-      }
-      w += __popc(mk);
-    }
+    const int64_t w = warp_live_slots(dead, N.fpos[u], N.len[u], [&](int64_t r, int64_t sl) {
+      sk[o + r] = pkey[sl], ss[o + r] = (uint32_t)sl;
+    });
     if (lane == 0 && w != N.count[u] - rl[u]) atomicOr(&tot->bad, 2ull);
   }
 }
@@ -1167,18 +1207,10 @@ __device__ void pg_plan_old(const rdx_sp_nodes &N, int64_t u, const int64_t *rl,
   const int lane = threadIdx.x & 31;
   const int64_t to = O.mto[u];
   if (to < 0) return;
-  const int64_t f = N.fpos[u], len = N.len[u], d0 = O.mpage[to] + O.mpos[u], x0 = O.moff[u];
-  int64_t w = 0;
-  for (int64_t j0 = 0; j0 < len; j0 += 32) { /* one slot a lane: most are live */
-    const int64_t sl = f + j0 + lane;
-    const bool live = j0 + lane < len && !bit_get(dead, (uint64_t)sl);
-    const unsigned mk = __ballot_sync(0xffffffffu, live);
-    if (live) {
-      const int64_t x = w + __popc(mk & ((1u << lane) - 1));
-      P.msrc[x0 + x] = (uint32_t)sl, P.mdst[x0 + x] = (uint32_t)(d0 + x);
-    }
-    w += __popc(mk);
-  }
+  const int64_t d0 = O.mpage[to] + O.mpos[u], x0 = O.moff[u];
+  const int64_t w = warp_live_slots(dead, N.fpos[u], N.len[u], [&](int64_t x, int64_t sl) {
+    P.msrc[x0 + x] = (uint32_t)sl, P.mdst[x0 + x] = (uint32_t)(d0 + x);
+  });
   if (lane == 0 && w != N.count[u] - rl[u]) atomicOr(&tot->bad, 2ull);
 }
 
@@ -1317,14 +1349,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
                                                        claim, b->check_xy, pts->grid, ik, irow, dead, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
-  if (m_new > 0) {
-    cub::DoubleBuffer<K> kb(ik, ik2);
-    cub::DoubleBuffer<uint32_t> rb(irow, irow2);
-    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-      return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m_new, 0, 2 * D, s);
-    }));
-    ik = kb.Current(), irow = rb.Current();
-  }
+  RDX_CHECK(sort_batch(mm, m_new, D, &ik, ik2, &irow, irow2, fn));
   rdx_trace(ctx, "qt paged update: rows");
 
   /* 2: the plan over the old nodes */
@@ -1347,14 +1372,10 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, tn, groups, O, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   qtot H;
-  RDX_CHECK(to_host(ctx, &H, tot, 1, fn)); /* the host's wait */
+  int go;
+  RDX_CHECK(read_plan(ctx, pts, b, f, mm, tot, &H, &go, fn)); /* the host's wait */
   rdx_trace(ctx, "qt paged update: plan");
-  if (H.bad & 4) {
-    b->bad_xy = 1;
-    return RDX_OK;
-  }
-  if (H.bad & 1) return check_ids(ctx, pts, b, mm, f); /* sets f->bad_row */
-  if (H.bad) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the plan is inconsistent (check %llu)", fn, H.bad);
+  if (!go) return RDX_OK;
   const int64_t n_base = (int64_t)H.nodes, ng = (int64_t)H.groups, n_sort = n_base + (int64_t)H.subnodes;
   const int64_t n_surv = (int64_t)H.surv;
   if (rdx_trace_on())
@@ -1470,30 +1491,9 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
   }
   int64_t *order = ni;
-  if (st == RDX_OK) {
-    cub::DoubleBuffer<uint64_t> nkb(nk_, nk2_);
-    cub::DoubleBuffer<int64_t> nib(ni, ni2);
-    st = mm.cub(fn, [&](void *tmp, size_t &bytes) {
-      return cub::DeviceRadixSort::SortPairs(tmp, bytes, nkb, nib, n_sort, 0, packed ? 2 * D + 6 : 2 * D, s);
-    });
-    if (st == RDX_OK && !packed) {
-      node_levels_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, nib.Current(), n_sort, nkb.Current());
-      st = mm.cub(fn, [&](void *tmp, size_t &bytes) {
-        return cub::DeviceRadixSort::SortPairs(tmp, bytes, nkb, nib, n_sort, 0, 6, s);
-      });
-    }
-    order = nib.Current();
-  }
-  if (st == RDX_OK) {
-    node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, tot, nodes);
-    node_link_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nodes, n_base, tot);
-    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: node kernels");
-  }
-  if (st == RDX_OK) st = to_host(ctx, &H, tot, 1, fn);
-  if (st == RDX_OK && H.bad)
-    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the new tree is inconsistent (check %llu)", fn, H.bad);
+  if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn);
+  if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
-  nodes.n = n_base + (int64_t)H.subused;
   rdx_sp_nodes_free(ctx, &pts->nodes);
   pts->nodes = nodes;
   memset(&nodes, 0, sizeof nodes);
