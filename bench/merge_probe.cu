@@ -1,4 +1,4 @@
-// merge_probe.cu: the quadtree update's merge (src/spatial/update_qt.cu) alone, against the copy
+// merge_probe.cu: the updates' merge (src/spatial/merge.cuh, through update_qt.cu) alone, against the copy
 // of the same bytes, on a pool shaped like the update benchmark's (16.5M f32 points, u32 codes in
 // hot spots; a batch of 1% or 10% of the ids moved into new hot spots). The production merge's
 // output is checked (codes in order, every id once); the other rows only time. Prints CSV:
@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
                              "copy kernel of the same bytes", "cudaMemcpyAsync of the 4 arrays"};
     const double bytes = (double)n * 40;
     for (int v = 0; v < NV; v++) {
-      const npool<T, K> P = {x[v], y[v], id[v], key[v], v == 1 ? n + m : n_new, tot};
+      const npool<T, K> P = {x[v], y[v], id[v], key[v], v == 1 ? n + m : n_new, &tot->bad};
       std::vector<float> t;
       for (int r = 0; r < reps; r++) {
         CK(cudaEventRecord(e0, s));

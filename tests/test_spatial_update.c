@@ -7,7 +7,9 @@
  *    points (small steps that stay in their leaf, jumps anywhere, jumps onto other points),
  *    inserts (into empty quadrants too), erases (down to nothing, then inserts again). After
  *    every batch: tree invariants; every query type equals the oracle of the points then
- *    present; a quadtree's nodes equal a fresh build's (same box) except leaf offsets;
+ *    present; a quadtree's nodes equal a fresh build's (same box) except leaf offsets; on a GPU
+ *    a k-d tree's nodes, splits included, equal those of a twin index that takes the same
+ *    batches on the host-planned path (the CPU's algorithm);
  *  - points_update_bad_input: unknown, erased and repeated ids, NaN, points outside the box,
  *    wrong dtypes: RDX_ERR_INVALID_ARGUMENT and the index unchanged;
  *  - points_update_faults: the memory account fails its 1st, 2nd, ... allocation during an
@@ -142,8 +144,49 @@ static int64_t pick_ids(const model *m, int64_t c, uint64_t *out) {
   return w;
 }
 
-/* One random batch applied to the index and the model. */
-static void random_batch(rdx_context *ctx, rdx_points *pts, model *m, const double *box) {
+/* The twin of a GPU k-d index takes each batch on the host-planned path (update.c, the CPU's
+ * algorithm) where the index is repaired on the device, and rebuilds where it rebuilds: the two
+ * trees must stay node for node the same. */
+static rdx_status apply(rdx_context *ctx, rdx_points *pts, rdx_points *twin, int op, rdx_array ids, rdx_array xy,
+                        uint64_t *first) {
+  const char *e = getenv("RAYDEX_SP_UPDATE");
+  int plan = e && strcmp(e, "plan") == 0;
+  int rebuild = !plan && rdx_sp_kd_rebuilds(pts, op == 2 ? xy.count : ids.count);
+  rdx_status st = op == 0 ? rdx_points_move(ctx, pts, ids, xy) : op == 1 ? rdx_points_erase(ctx, pts, ids)
+                                                                    : rdx_points_insert(ctx, pts, xy, first);
+  if (st != RDX_OK || twin == NULL) return st;
+  char keep[16] = "";
+  if (e) snprintf(keep, sizeof keep, "%s", e);
+  setenv("RAYDEX_SP_UPDATE", rebuild ? "rebuild" : "plan", 1);
+  uint64_t tf = 0;
+  st = op == 0 ? rdx_points_move(ctx, twin, ids, xy) : op == 1 ? rdx_points_erase(ctx, twin, ids) : rdx_points_insert(ctx, twin, xy, &tf);
+  if (keep[0]) setenv("RAYDEX_SP_UPDATE", keep, 1);
+  else unsetenv("RAYDEX_SP_UPDATE");
+  if (st == RDX_OK && op == 2) CHECK_EQ(tf, *first);
+  return st;
+}
+
+/* The nodes of two k-d trees: equal but for leaf offsets and rooms. */
+static void same_kd_nodes(rdx_context *ctx, rdx_points *a_, rdx_points *b_) {
+  CHECK_OK(ctx, rdx_sp_sync_host_nodes(ctx, a_));
+  CHECK_OK(ctx, rdx_sp_sync_host_nodes(ctx, b_));
+  const rdx_sp_nodes *a = &a_->host, *b = &b_->host;
+  CHECK_EQ(a->n, b->n);
+  for (int64_t i = 0; i < a->n && a->n == b->n; i++) {
+    int bad = a->key[i] != b->key[i] || a->level[i] != b->level[i] || a->leaf[i] != b->leaf[i] || a->count[i] != b->count[i] ||
+              (a->leaf[i] && a->len[i] != b->len[i]) || (!a->leaf[i] && (a->split[i] != b->split[i] || a->fpos[i] != b->fpos[i]));
+    if (bad) {
+      CHECK_FAIL_("[%s] k-d node %lld differs from the planned path's: (key %llu level %d leaf %d count %lld split %g) vs "
+                  "(key %llu level %d leaf %d count %lld split %g)",
+                  pc_label, (long long)i, (unsigned long long)a->key[i], a->level[i], a->leaf[i], (long long)a->count[i],
+                  a->split[i], (unsigned long long)b->key[i], b->level[i], b->leaf[i], (long long)b->count[i], b->split[i]);
+      break;
+    }
+  }
+}
+
+/* One random batch applied to the index (and its twin) and the model. */
+static void random_batch(rdx_context *ctx, rdx_points *pts, rdx_points *twin, model *m, const double *box) {
   int64_t live = model_live(m);
   int op = (int)check_below(10);
   int dev = pc_gpu(ctx) && (check_rand_() & 1);
@@ -162,7 +205,7 @@ static void random_batch(rdx_context *ctx, rdx_points *pts, model *m, const doub
     }
     rdx_array ia = rdx_host_array(ids, c, RDX_U64), pa = rdx_host_matrix(xy, c, 2, m->dt);
     if (dev) ia = pc_to_device(ctx, ia), pa = pc_to_device(ctx, pa);
-    CHECK_OK(ctx, rdx_points_move(ctx, pts, ia, pa));
+    CHECK_OK(ctx, apply(ctx, pts, twin, 0, ia, pa, NULL));
     pc_free_device(ctx, ia);
     pc_free_device(ctx, pa);
     for (int64_t i = 0; i < c; i++) m->x[ids[i]] = nx[i], m->y[ids[i]] = ny[i];
@@ -176,7 +219,7 @@ static void random_batch(rdx_context *ctx, rdx_points *pts, model *m, const doub
     for (int64_t i = 0; i < c; i++) ids32[i] = (uint32_t)ids[i];
     rdx_array ia = check_below(2) ? rdx_host_array(ids32, c, RDX_U32) : rdx_host_array(ids, c, RDX_U64);
     if (dev) ia = pc_to_device(ctx, ia);
-    CHECK_OK(ctx, rdx_points_erase(ctx, pts, ia));
+    CHECK_OK(ctx, apply(ctx, pts, twin, 1, ia, rdx_host_matrix(NULL, 0, 2, m->dt), NULL));
     pc_free_device(ctx, ia);
     for (int64_t i = 0; i < c; i++) m->alive[ids[i]] = 0;
     free(ids), free(ids32);
@@ -194,7 +237,7 @@ static void random_batch(rdx_context *ctx, rdx_points *pts, model *m, const doub
     }
     rdx_array pa = rdx_host_matrix(xy, c, 2, m->dt);
     if (dev) pa = pc_to_device(ctx, pa);
-    CHECK_OK(ctx, rdx_points_insert(ctx, pts, pa, &first));
+    CHECK_OK(ctx, apply(ctx, pts, twin, 2, rdx_host_array(NULL, 0, RDX_U64), pa, &first));
     pc_free_device(ctx, pa);
     CHECK_EQ(first, m->id_end);
     for (int64_t i = 0; i < c; i++) m->alive[m->id_end + (uint64_t)i] = 1;
@@ -223,6 +266,23 @@ static rdx_points *build_model(rdx_context *ctx, model *m, int gen, int64_t n, r
   if (pts) CHECK_OK(ctx, rdx_sp_sync_host_nodes(ctx, pts)); /* the tests read the host copy */
   pset_free(&p);
   return pts;
+}
+
+/* A second index over the model's points (ids 0..n-1 as at the start of a sequence). */
+static rdx_points *build_twin(rdx_context *ctx, const model *m, const rdx_points *pts) {
+  uint64_t *ids;
+  pset p = model_pset(m, &ids);
+  rdx_points_options o = RDX_POINTS_OPTIONS_INIT;
+  o.kind = pts->kind;
+  o.leaf_capacity = pts->cap;
+  o.max_depth = pts->depth;
+  o.use_box = true;
+  o.box[0] = pts->grid.x0, o.box[1] = pts->grid.y0, o.box[2] = pts->grid.x1, o.box[3] = pts->grid.y1;
+  rdx_points *twin = NULL;
+  CHECK_OK(ctx, rdx_points_build(ctx, pset_array(&p), &o, &twin));
+  free(ids);
+  pset_free(&p);
+  return twin;
 }
 
 static void model_free(model *m) {
@@ -274,17 +334,18 @@ int main(int argc, char **argv) {
       rdx_points *pts = build_model(ctx, &m, gens[g], n, dt, kind, shapes[sh].cap,
                                     kind == 2 ? shapes[sh].kdepth : shapes[sh].qdepth, box);
       if (!pts) continue;
+      rdx_points *twin = kind == 2 && pc_gpu(ctx) ? build_twin(ctx, &m, pts) : NULL;
       for (int round = 0; round < 16; round++) {
         snprintf(pc_label, sizeof pc_label, "%s %s cap %d, round %d, %lld points", kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu",
                  gen_names[gens[g]], shapes[sh].cap, round, (long long)model_live(&m));
-        /* GPUs: quadtrees take the paged path for small batches and the merge for large ones;
-         * every fourth round forces each, so both see batches of every size and each other's
-         * pools. Two rounds on the planned path, so the merge (quadtrees) and the rebuild (k-d)
-         * meet its paged pool and id map after them. */
-        if (round % 4 == 1) setenv("RAYDEX_SP_UPDATE", "paged", 1);
+        /* GPUs: quadtrees take the paged path for small batches and the merge for large ones,
+         * k-d trees the repair (a merge) or for large ones a rebuild; every fourth round forces
+         * each, so all see batches of every size and each other's pools. Two rounds on the
+         * planned path, so the merges meet its paged pool and id map after them. */
+        if (round % 4 == 1) setenv("RAYDEX_SP_UPDATE", kind == 2 ? "rebuild" : "paged", 1);
         if (round % 4 == 3) setenv("RAYDEX_SP_UPDATE", "merge", 1);
         if (round == 6 || round == 7) setenv("RAYDEX_SP_UPDATE", "plan", 1);
-        random_batch(ctx, pts, &m, box);
+        random_batch(ctx, pts, twin, &m, box);
         unsetenv("RAYDEX_SP_UPDATE");
         const rdx_sp_stats *st = &pts->stats;
         int64_t *sn = seen[kind == 2];
@@ -292,22 +353,23 @@ int main(int argc, char **argv) {
         if (st->in_place > 0) sn[4] += st->in_place; /* -1: not tracked (the GPU quadtree's merge) */
         if (st->left_leaf > 0) sn[5] += st->left_leaf;
         check_against_model(ctx, pts, &m, round % 3 == 2 ? 60 : 25);
+        if (twin) same_kd_nodes(ctx, pts, twin);
         if (check_failures_) break;
       }
+      rdx_points_destroy(twin);
       rdx_points_destroy(pts);
       model_free(&m);
     }
   }
 
-  /* the sequences reached every path of the planner; the GPU quadtree's merge has no in-place
-   * repairs or relocations to count, and the GPU k-d tree's rebuild nothing (the planner's
-   * counts are the CPU entry's to check) */
+  /* the sequences reached every path of the planner; the GPU merges (both kinds) have no in-place
+   * repairs or relocations to count (the planner's counts are the CPU entry's to check) */
   static const char *const what[] = {"splits", "merges", "relocations", "new leaves", "in-place moves", "leaf changes"};
   int gpu = rdx_is_gpu(ctx);
   for (int f = 0; f < 2; f++)
     for (int i = 0; i < 6; i++) {
-      if (f == 1 && (i == 3 || gpu)) continue; /* k-d trees have no missing quadrants */
-      if (f == 0 && gpu && (i == 2 || i >= 4)) continue;
+      if (f == 1 && i == 3) continue; /* k-d trees have no missing quadrants */
+      if (gpu && (i == 2 || i >= 4)) continue;
       printf("%s: %lld %s\n", f ? "k-d" : "quadtree", (long long)seen[f][i], what[i]);
       if (seen[f][i] == 0) CHECK_FAIL_("%s sequences had no %s", f ? "k-d" : "quadtree", what[i]);
     }
@@ -330,6 +392,7 @@ int main(int argc, char **argv) {
       }
       uint64_t first = 0;
       model_grow(&m, m.id_end + (uint64_t)c);
+      if (kind == 2 && round > 0) setenv("RAYDEX_SP_UPDATE", "merge", 1); /* GPU k-d: the repair, not a rebuild */
       CHECK_OK(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(xy, c, 2, RDX_F64), &first));
       CHECK_EQ(first, m.id_end);
       for (int64_t i = 0; i < c; i++)
@@ -340,6 +403,7 @@ int main(int argc, char **argv) {
       uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
       for (int64_t i = 0; i < c; i++) ids[i] = first + (uint64_t)i, xy[2 * i] = cx, xy[2 * i + 1] = fmin(box[3], cy + 1e-3 * (double)(i % 5));
       CHECK_OK(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F64)));
+      unsetenv("RAYDEX_SP_UPDATE");
       for (int64_t i = 0; i < c; i++) m.x[first + (uint64_t)i] = xy[2 * i], m.y[first + (uint64_t)i] = xy[2 * i + 1];
       check_against_model(ctx, pts, &m, 25);
       free(ids), free(xy);
@@ -399,7 +463,7 @@ int main(int argc, char **argv) {
       setenv("RAYDEX_SP_UPDATE", "paged", 1);
       for (int round = 0; round < 6 && !check_failures_; round++) {
         snprintf(pc_label, sizeof pc_label, "big leaves cap %d, kind %d, round %d", big_caps[ci], kind, round);
-        random_batch(ctx, pts, &m, box);
+        random_batch(ctx, pts, NULL, &m, box);
         check_against_model(ctx, pts, &m, 20);
       }
       unsetenv("RAYDEX_SP_UPDATE");

@@ -169,6 +169,32 @@ static inline int bits_for(uint64_t v) { /* bits needed for values <= v */
   return b;
 }
 
+/* The segment holding position j: the last of starts[0, n_seg) (ascending) <= j. */
+static __device__ __forceinline__ int64_t seg_of(const int64_t *starts, int64_t n_seg, int64_t j) {
+  int64_t lo = 0, hi = n_seg;
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (starts[mid] <= j) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* k-d subtrees over n points (kdtree.cu, update_kd.cu's splitting leaves): root r stands at
+ * (level, key) over positions [start, start + count) of xy (interleaved, the index dtype, device),
+ * roots in ascending start order, the positions of each in id order (ties of a median go by
+ * id). Each root's points are in its own frame: the node r levels below a root splits on
+ * coordinate r % 2 of xy (a caller swaps x and y for roots at odd levels). The nodes are appended
+ * to *out breadth first per round, a leaf's fpos its first position; perm (n entries) receives
+ * the positions in leaf order. */
+struct kd_root {
+  int64_t start, count;
+  uint64_t key;
+  int level;
+};
+rdx_status kd_forest(rdx_context *ctx, const void *xy, int f64, int64_t n, const kd_root *roots, int64_t n_roots, int depth,
+                     int64_t cap, rdx_sp_hlist *out, uint32_t *perm);
+
 }  // namespace rdx_sp
 
 #endif /* RDX_SP_CUDA_CUH */

@@ -11,7 +11,9 @@
  *   pool  x[cap], y[cap]  coordinates in the index dtype, SoA (G-PICS: scans of a leaf coalesce)
  *         id[cap]         u64 ids
  *         key[cap]        quadtree: finest Morton code of the slot's point (u32 for D <= 16, else
- *                         u64); k-d tree: code of the slot's leaf (u64), from the first update on
+ *                         u64); k-d tree: code of the slot's leaf (u64), from the first update on:
+ *                         rdx_sp_code(level, key) on the planned path, the path left-aligned
+ *                         (key << (depth - level)) after a GPU repair (update_kd.cu)
  *   nodes (BFS order: by level, then key; children of a node are contiguous)
  *         key    u64   quadtree: Morton code at the node's level; k-d: path bits (left 0, right 1)
  *         fpos   i64   internal: index of the first child; leaf: first pool slot
@@ -100,8 +102,10 @@ struct rdx_points {
   uint32_t *live;            /* GPU updates (update_qt.cu, update_kd.cu): a bit per id, set while the id
                                 is in the index; NULL until then. At most one of slot and live. */
   int64_t live_bits;
-  int sorted;                /* the pool's slots [0, n) hold the live points in Morton order (a GPU
-                                bottom-up build, a GPU quadtree update); the merge needs it */
+  int sorted;                /* the pool's slots [0, n) hold the live points in key order with their
+                                keys: Morton codes (a GPU bottom-up build, a GPU quadtree update) or
+                                k-d leaf codes (a GPU k-d repair); the merges need it */
+  int kd_levels;             /* GPU k-d trees: 1 + the deepest node's level, 0 when not known */
   int64_t peak;              /* most bytes the build held */
   void *arena;               /* GPU: device scratch kept between queries and updates, or NULL */
   size_t arena_bytes;        /* its size: at most 64 MiB + 48 bytes per pool slot */
@@ -321,6 +325,8 @@ extern const rdx_sp_backend rdx_sp_cuda_backend;
 rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);
 /* A k-d tree update on the GPU by rebuilding (update_kd.cu), same contract; leaves the pool
  * dense as a build does, keeps pts->live and drops the planned path's id map. */
+/* Whether a GPU k-d update of m rows rebuilds the tree rather than repairing it (update.c). */
+int rdx_sp_kd_rebuilds(const rdx_points *pts, int64_t m);
 rdx_status rdx_sp_kd_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);
 
 /* ---- baselines for the benchmarks (CUDA; brute force over all points) ---- */

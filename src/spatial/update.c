@@ -455,6 +455,17 @@ static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_
   return rdx_sp_relayout(ctx, pts, 1, pts->n / 2 + 2 * b->m + 65536);
 }
 
+/* GPU k-d trees are repaired on the device (update_kd.cu: the batch merged into the pool in leaf
+ * order, leaves split at their medians and siblings merged as update.c's planner does) unless the
+ * batch holds more than half the points: a rebuild then costs little more and leaves the tree
+ * balanced. RAYDEX_SP_UPDATE=merge or rebuild forces one. */
+int rdx_sp_kd_rebuilds(const rdx_points *pts, int64_t m) {
+  const char *e = getenv("RAYDEX_SP_UPDATE");
+  if (e && strcmp(e, "rebuild") == 0) return 1;
+  if (e && strcmp(e, "merge") == 0) return 0;
+  return 2 * m > pts->n;
+}
+
 int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts) {
   return direct_update(ctx, pts) && pts->kind == RDX_POINTS_QUADTREE;
 }
@@ -617,6 +628,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
     pts->host.block = NULL;
   }
   memset(&newh, 0, sizeof newh);
+  pts->kd_levels = 0; /* this path does not track it */
   count_batch(pts, b, f.n_inplace);
   /* where an update's time goes: find (device, with the run lists' copy to the host), plan
    * (host), reserve and commit (device) */
