@@ -104,7 +104,7 @@ static void header(void) {
 typedef struct row {
   const char *index, *build, *engine, *where, *type, *check;
   int64_t n, queries, results, nodes, leaves, left_leaf, splits, merges;
-  int k;
+  int k, depth; /* depth: the index's max depth (k-d trees keep their default), 0 = --max-depth */
   double size, moved, ms, p[3], per_s, bytes, peak;
 } row;
 
@@ -115,7 +115,7 @@ static void emit(const cfg *c, rdx_context *ctx, const row *r) {
   printf("%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%lld,%d,%d,%s,%lld,%d,%.6g,%g,%d,%.4f,%.4f,%.4f,%.4f,%.6g,%lld,%lld,%lld,%.3f,%.3f,%lld,"
          "%lld,%lld,%s\n",
          date, c->device, rdx_backend_name(rdx_context_backend(ctx)), c->exp, r->index, r->build, r->engine, r->where,
-         c->dtype == RDX_F32 ? "f32" : "f64", c->dist_name, (long long)r->n, c->cap, c->depth, r->type ? r->type : "",
+         c->dtype == RDX_F32 ? "f32" : "f64", c->dist_name, (long long)r->n, c->cap, r->depth ? r->depth : c->depth, r->type ? r->type : "",
          (long long)r->queries, r->k, r->size, r->moved, c->reps, r->ms, r->p[0], r->p[1], r->p[2], r->per_s,
          (long long)r->results, (long long)r->nodes, (long long)r->leaves, r->bytes, r->peak, (long long)r->left_leaf,
          (long long)r->splits, (long long)r->merges, r->check ? r->check : "skipped");
@@ -135,6 +135,7 @@ static void describe(rdx_context *ctx, rdx_points *pts, row *r) {
   cli_must(ctx, rdx_points_bytes(ctx, pts, &res, &peak), "bytes");
   r->nodes = info.n_nodes;
   r->leaves = info.n_leaves;
+  r->depth = info.max_depth;
   r->bytes = info.count ? (double)res / (double)info.count : 0;
   r->peak = info.count ? (double)peak / (double)info.count : 0;
 }
@@ -422,6 +423,7 @@ static const char *update_engine(const cfg *c) {
   if (e && strcmp(e, "paged") == 0) return "update-paged";
   if (e && strcmp(e, "merge") == 0) return "update-merge";
   if (e && strcmp(e, "plan") == 0) return "update-plan";
+  if (e && strcmp(e, "rebuild") == 0) return "update-rebuild";
   return "update";
 }
 

@@ -10,7 +10,9 @@
 #   spatial_update  1% .. 50% of 16.5M taxi-like points moved per batch, against a rebuild
 #                   (quadtrees page batches of up to 1/16 of the points on the GPU and merge larger
 #                   ones into a Morton-ordered pool, engine "update"; each path forced on its own,
-#                   engines "update-paged" and "update-merge"; k-d trees rebuild). The moved
+#                   engines "update-paged" and "update-merge"; k-d trees are repaired on the
+#                   device, "update", or rebuilt, "update-rebuild", the path of batches over half
+#                   the points). The moved
 #                   points go to places of another hot-spot layout (--moves relocate, the
 #                   default); spatial_update_resample.csv: to fresh samples of the index's own
 #                   layout. Part "plan" (not run by default): spatial_update_plan.csv, the
@@ -56,6 +58,7 @@ for idx in quadtree kdtree; do
 done
 RAYDEX_SP_UPDATE=paged sp_bench spatial_update 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20 --reps 5
 RAYDEX_SP_UPDATE=merge sp_bench spatial_update 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 5
+RAYDEX_SP_UPDATE=rebuild sp_bench spatial_update 50 "${up[@]}" --index kdtree --moved 1,10,50 --reps 3
 sp_bench spatial_update_resample 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 5 --moves resample
 log "spatial update: $(grep -c ',update' "$OUT/csv/spatial_update.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"
 fi
@@ -63,7 +66,7 @@ fi
 if [[ $parts == *" plan "* ]]; then
 RAYDEX_SP_UPDATE=plan sp_bench spatial_update_plan 50 bench points --exp update --backend cuda --index quadtree --n 16500000 \
   --dist taxi --dtype f32 --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 5
-# the k-d tree's planned path (G-PICS's repair; the GPU now rebuilds instead), at 1% and 10%
+# the k-d tree's planned path (the repair planned on the host, as the CPU runs it), at 1% and 10%
 RAYDEX_SP_UPDATE=plan sp_bench spatial_update_plan 50 bench points --exp update --backend cuda --index kdtree --n 16500000 \
   --dist taxi --dtype f32 --leaf-capacity 1024 --moved 1,10 --reps 3
 fi

@@ -19,7 +19,6 @@
  *
  * Limits: up to 2^32 points with u32 positions, beyond that u64.
  */
-#include <vector>
 
 #include "spatial/sp_cuda.cuh"
 
@@ -40,10 +39,19 @@ __global__ void rank_kernel(const I *order, int64_t n, I *rank) {
   SP_FOR(j, n) rank[order[j]] = (I)j;
 }
 
-/* The root of each listed position (roots' starts ascending), as a sort key. */
+/* Sort keys (root, coordinate bits from lo_bit up) of each position, and the positions. */
+template <typename T, typename I>
+__global__ void bits_root_kernel(const T *xy, int64_t n, int axis, const uint32_t *sid, int lo_bit, uint64_t *key, I *val) {
+  SP_FOR(i, n) {
+    key[i] = ((uint64_t)sid[i] << (64 - lo_bit)) | (order_bits((double)xy[2 * i + axis]) >> lo_bit);
+    val[i] = (I)i;
+  }
+}
+
+/* The root of each listed position, as a sort key. */
 template <typename I>
-__global__ void root_kernel(const I *list, int64_t n, const int64_t *starts, int64_t n_roots, uint64_t *key) {
-  SP_FOR(j, n) key[j] = (uint64_t)seg_of(starts, n_roots, (int64_t)list[j]);
+__global__ void root_kernel(const I *list, int64_t n, const uint32_t *sid, uint64_t *key) {
+  SP_FOR(j, n) key[j] = sid[list[j]];
 }
 
 /* Per segment splitting on axis a (half[s] = floor(c / 2), else -1): the rank on a of its first
@@ -54,39 +62,46 @@ __global__ void thr_kernel(const I *La, const int64_t *starts, const int64_t *ha
   SP_FOR(g, n_seg) if (half[g] >= 0) thr[g] = rank_a[La[starts[g] + half[g]]];
 }
 
+/* sid[j] is the segment of position j at the current level: part_kernel moves it to the next
+ * level's (a binary search over the segments per point and level cost more than the rest). */
+
 /* Per position of the other list: 1 if its point goes left. */
 template <typename I>
-__global__ void side_kernel(const I *Lb, int64_t n, const int64_t *starts, const int64_t *half, int64_t n_seg,
-                            const I *thr, const I *rank_a, I *left) {
+__global__ void side_kernel(const I *Lb, int64_t n, const uint32_t *sid, const int64_t *half, const I *thr, const I *rank_a,
+                            I *left) {
   SP_FOR(j, n) {
-    int64_t g = seg_of(starts, n_seg, j);
+    const uint32_t g = sid[j];
     left[j] = half[g] >= 0 && rank_a[Lb[j]] < thr[g];
   }
 }
 
 /* The stable partition of the other list: in a split segment, left points keep their order at
- * its start, right points theirs after the first half; other segments stay. */
+ * its start, right points theirs after the first half; other segments stay. Position j's
+ * segment in the next round: nxt[g] (a segment's place, or its left child's), + 1 past the
+ * half of a split one. */
 template <typename I>
-__global__ void part_kernel(const I *Lb, int64_t n, const int64_t *starts, const int64_t *half, int64_t n_seg,
-                            const I *left, const I *pre, I *out) {
+__global__ void part_kernel(const I *Lb, int64_t n, uint32_t *sid, const int64_t *starts, const int64_t *half,
+                            const int64_t *nxt, const I *left, const I *pre, I *out) {
   SP_FOR(j, n) {
-    int64_t g = seg_of(starts, n_seg, j), st = starts[g], h = half[g];
+    const uint32_t g = sid[j];
+    const int64_t st = starts[g], h = half[g];
     if (h < 0) {
       out[j] = Lb[j];
+      sid[j] = (uint32_t)nxt[g];
       continue;
     }
     int64_t lb = (int64_t)(pre[j] - pre[st]); /* left points before j in the segment */
     out[left[j] ? st + lb : st + h + (j - st - lb)] = Lb[j];
+    sid[j] = (uint32_t)nxt[g] + (j >= st + h);
   }
 }
 
 /* The final order: a leaf's points as the list of its parent's axis holds them (which[g] 0 or
  * 1), or in input order (-1: the root as a leaf). */
 template <typename I>
-__global__ void leaf_order_kernel(const I *L0, const I *L1, int64_t n, const int64_t *starts, const int64_t *which,
-                                  int64_t n_seg, I *perm) {
+__global__ void leaf_order_kernel(const I *L0, const I *L1, int64_t n, const uint32_t *sid, const int64_t *which, I *perm) {
   SP_FOR(j, n) {
-    int64_t w = which[seg_of(starts, n_seg, j)];
+    int64_t w = which[sid[j]];
     perm[j] = w < 0 ? (I)j : w ? L1[j] : L0[j];
   }
 }
@@ -112,11 +127,11 @@ struct seg {
 };
 
 /* The two lists: L[axis] holds every position in (coordinate on axis, position) order within
- * its root's range (roots of starts[0..n_roots), ascending), rank[axis] each position's place in
+ * its root's range (sid: each position's root, of n_roots), rank[axis] each position's place in
  * it. Positions within a root are in id order, so ties go by id. */
 template <typename T, typename I>
-rdx_status kd_orders(scratch &m, const T *xy, int64_t n, const int64_t *d_roots, int64_t n_roots, I *L[2], I *rank[2],
-                     I *alt, const char *fn) {
+rdx_status kd_orders(scratch &m, const T *xy, int64_t n, const uint32_t *sid, int64_t n_roots, I *L[2], I *rank[2], I *alt,
+                     const char *fn) {
   rdx_context *ctx = m.ctx;
   cudaStream_t s = rdx_stream(ctx);
   const unsigned grid = blocks_for(n, 256);
@@ -125,18 +140,21 @@ rdx_status kd_orders(scratch &m, const T *xy, int64_t n, const int64_t *d_roots,
   RDX_CHECK(m.get(&kb, n, fn));
   int root_bits = 0;
   while (((int64_t)1 << root_bits) < n_roots) root_bits++;
+  /* a float's order bits (as a double) end in 29 equal bits: five passes instead of eight */
+  const int lo_bit = sizeof(T) == 4 ? 29 : 0;
+  const int packed = n_roots > 1 && root_bits + (64 - lo_bit) <= 64; /* (root, coordinate) in one key */
   for (int axis = 0; axis < 2; axis++) {
-    bits_kernel<T, I><<<grid, 256, 0, s>>>(xy, n, axis, ka, alt);
+    if (packed) bits_root_kernel<T, I><<<grid, 256, 0, s>>>(xy, n, axis, sid, lo_bit, ka, alt);
+    else bits_kernel<T, I><<<grid, 256, 0, s>>>(xy, n, axis, ka, alt);
     SP_LAUNCH_CHECK(ctx, "rdx_points: k-d bits kernel");
     cub::DoubleBuffer<uint64_t> kbuf(ka, kb);
     cub::DoubleBuffer<I> vbuf(alt, L[axis]);
-    /* a float's order bits (as a double) end in 29 equal bits: five passes instead of eight */
-    const int lo_bit = sizeof(T) == 4 ? 29 : 0;
     RDX_CHECK(m.cub("rdx_points: k-d rank sort", [&](void *t, size_t &b) {
-      return cub::DeviceRadixSort::SortPairs(t, b, kbuf, vbuf, n, lo_bit, 64, s);
+      return packed ? cub::DeviceRadixSort::SortPairs(t, b, kbuf, vbuf, n, 0, 64 - lo_bit + root_bits, s)
+                    : cub::DeviceRadixSort::SortPairs(t, b, kbuf, vbuf, n, lo_bit, 64, s);
     }));
-    if (n_roots > 1) { /* then stably by root: each root's range in its own order */
-      root_kernel<I><<<grid, 256, 0, s>>>(vbuf.Current(), n, d_roots, n_roots, kbuf.Current());
+    if (n_roots > 1 && !packed) { /* then stably by root: each root's range in its own order */
+      root_kernel<I><<<grid, 256, 0, s>>>(vbuf.Current(), n, sid, kbuf.Current());
       SP_LAUNCH_CHECK(ctx, "rdx_points: k-d root kernel");
       RDX_CHECK(m.cub("rdx_points: k-d root sort", [&](void *t, size_t &b) {
         return cub::DeviceRadixSort::SortPairs(t, b, kbuf, vbuf, n, 0, root_bits, s);
@@ -151,80 +169,44 @@ rdx_status kd_orders(scratch &m, const T *xy, int64_t n, const int64_t *d_roots,
   return RDX_OK;
 }
 
-/* Median splits, level by level, of every segment with more than cap points above depth, from
- * the roots (segs: one per root, their nodes in l); the node at round r from its root splits on
- * axis r % 2 of its frame. New nodes are appended to l (key 2 key + side); segs ends as the
- * leaves in position order and perm as the points' final order: a leaf's points as the list of
- * its parent's axis holds them, a root that does not split in position order. */
-template <typename T, typename I>
-rdx_status kd_rounds(scratch &m, const T *xy, int64_t n, int depth, int64_t cap, std::vector<seg> &segs, rdx_sp_hlist *l,
-                     I *L[2], I *rank[2], I *alt, I *perm, const char *fn) {
-  rdx_context *ctx = m.ctx;
-  cudaStream_t s = rdx_stream(ctx);
-  const unsigned grid = blocks_for(n, 256);
-  I *left, *pre;
-  RDX_CHECK(m.get(&left, n, fn));
-  RDX_CHECK(m.get(&pre, n, fn));
-  std::vector<int64_t> h_starts, h_half, h_pos;
-  std::vector<double> h_split;
-  int64_t *d_starts = nullptr, *d_half = nullptr, *d_pos = nullptr;
-  I *d_thr = nullptr;
-  double *d_split = nullptr;
-  int64_t seg_cap = 0;
-  /* device tables of ns segments, grown geometrically */
-  auto tables = [&](int64_t ns) -> rdx_status {
-    if (ns <= seg_cap) return RDX_OK;
-    if (d_starts) m.drop(d_starts), m.drop(d_half), m.drop(d_pos), m.drop(d_thr), m.drop(d_split);
-    seg_cap = ns * 2 + 16;
-    RDX_CHECK(m.get(&d_starts, (size_t)seg_cap, fn));
-    RDX_CHECK(m.get(&d_half, (size_t)seg_cap, fn));
-    RDX_CHECK(m.get(&d_pos, (size_t)seg_cap, fn));
-    RDX_CHECK(m.get(&d_thr, (size_t)seg_cap, fn));
-    return m.get(&d_split, (size_t)seg_cap, fn);
-  };
+/* The plan (sp_cuda.cuh): median splits, level by level, of every segment with more than cap
+ * points above depth, from the roots; the node at round r from its root splits on axis r % 2 of
+ * its frame. Where a segment splits depends on its count only, so the host plans every round
+ * and the device runs them without a wait. */
+rdx_status plan_make(rdx_context *ctx, hbuf<seg> &segs, int depth, int64_t cap, rdx_sp_hlist *l, kd_plan *p) {
+  p->tab.clear(), p->rounds.clear(), p->split_node.clear(), p->leaf_node.clear();
   auto splits = [&](const seg &g) { return g.count > cap && g.level < depth; };
-  for (int round = 0;; round++) {
-    const int a = round & 1;
-    h_starts.clear(), h_half.clear(), h_pos.clear();
-    int64_t n_active = 0;
-    for (const seg &g : segs) {
-      int act = splits(g);
-      h_starts.push_back(g.start);
-      h_half.push_back(act ? g.count / 2 : -1);
-      if (act) h_pos.push_back(g.start + g.count / 2 - 1), n_active++;
-    }
-    if (n_active == 0) break;
-    const int64_t ns = (int64_t)segs.size();
-    RDX_CHECK(tables(ns));
-    RDX_CHECK(to_device(ctx, d_starts, h_starts.data(), (size_t)ns, fn));
-    RDX_CHECK(to_device(ctx, d_half, h_half.data(), (size_t)ns, fn));
-    RDX_CHECK(to_device(ctx, d_pos, h_pos.data(), (size_t)n_active, fn));
-    /* the split values (the last left point on a), then the other list's partition */
-    split_kernel<T, I><<<blocks_for(n_active, 128), 128, 0, s>>>(xy, L[a], d_pos, n_active, a, d_split);
-    thr_kernel<I><<<blocks_for(ns, 128), 128, 0, s>>>(L[a], d_starts, d_half, ns, rank[a], d_thr);
-    side_kernel<I><<<grid, 256, 0, s>>>(L[1 - a], n, d_starts, d_half, ns, d_thr, rank[a], left);
-    SP_LAUNCH_CHECK(ctx, "rdx_points: k-d split kernels");
-    RDX_CHECK(m.cub("rdx_points: k-d partition scan", [&](void *t, size_t &b) {
-      return cub::DeviceScan::ExclusiveSum(t, b, left, pre, n, s);
-    }));
-    part_kernel<I><<<grid, 256, 0, s>>>(L[1 - a], n, d_starts, d_half, ns, left, pre, alt);
-    SP_LAUNCH_CHECK(ctx, "rdx_points: k-d partition kernel");
-    I *t = L[1 - a];
-    L[1 - a] = alt;
-    alt = t;
-    h_split.resize((size_t)n_active);
-    RDX_CHECK(to_host(ctx, h_split.data(), d_split, (size_t)n_active, fn));
-    /* the host list: split nodes get their split and two children, in place of their segment */
-    std::vector<seg> next;
-    next.reserve(segs.size() + (size_t)n_active);
-    int64_t k = 0; /* the split values, in segment order */
-    for (const seg &g : segs) {
+  hbuf<seg> next(ctx);
+  p->max_ns = segs.size();
+  for (;;) {
+    const int64_t ns = segs.size(), off = p->tab.size();
+    int64_t na = 0;
+    for (int64_t i = 0; i < ns; i++) na += splits(segs[i]);
+    if (na == 0) break;
+    RDX_CHECK(p->rounds.push(ns));
+    RDX_CHECK(p->rounds.push(na));
+    RDX_CHECK(p->rounds.push(off));
+    p->max_ns = ns > p->max_ns ? ns : p->max_ns;
+    RDX_CHECK(p->tab.resize(off + 3 * ns + na));
+    RDX_CHECK(p->split_node.reserve(p->split_node.size() + na));
+    RDX_CHECK(next.reserve(ns + na));
+    if (l->n + 2 * na > l->cap) /* doubling: each fresh block faults its pages in */
+      RDX_CHECK(rdx_sp_hlist_reserve(ctx, l, l->n + 2 * na > 2 * l->cap ? l->n + 2 * na : 2 * l->cap));
+    int64_t *st = p->tab.data() + off, *half = st + ns, *nxt = half + ns, *pos = nxt + ns;
+    next.clear();
+    for (int64_t i = 0, k = 0; i < ns; i++) {
+      const seg g = segs[i];
+      st[i] = g.start;
+      half[i] = -1;
+      nxt[i] = next.size();
       if (!splits(g)) {
-        next.push_back(g);
+        next.v[next.n++] = g;
         continue;
       }
-      l->v[g.node].split = h_split[(size_t)k++];
-      int64_t h = g.count / 2;
+      const int64_t h = g.count / 2;
+      half[i] = h;
+      pos[k++] = g.start + h - 1; /* the last left point: its coordinate is the split */
+      p->split_node.v[p->split_node.n++] = g.node;
       for (int side = 0; side < 2; side++) {
         rdx_sp_hnode c;
         memset(&c, 0, sizeof c);
@@ -232,28 +214,73 @@ rdx_status kd_rounds(scratch &m, const T *xy, int64_t n, int depth, int64_t cap,
         c.level = g.level + 1;
         c.count = side ? g.count - h : h;
         c.fpos = side ? g.start + h : g.start;
-        RDX_CHECK(rdx_sp_hlist_push(ctx, l, c));
-        next.push_back(seg{c.fpos, c.count, l->n - 1, g.level + 1, g.round + 1});
+        l->v[l->n++] = c;
+        next.v[next.n++] = seg{c.fpos, c.count, l->n - 1, g.level + 1, g.round + 1};
       }
     }
     segs.swap(next);
   }
-  for (const seg &g : segs) { /* leaves: what was not split */
+  /* leaves: what was not split, in position order; a leaf's order is its parent's axis list */
+  p->leaf_off = p->tab.size();
+  RDX_CHECK(p->tab.reserve(p->leaf_off + segs.size()));
+  RDX_CHECK(p->leaf_node.reserve(segs.size()));
+  for (int64_t i = 0; i < segs.size(); i++) {
+    const seg &g = segs[i];
     rdx_sp_hnode *h = &l->v[g.node];
     h->leaf = 1, h->len = h->count, h->room = h->count;
+    p->tab.v[p->tab.n++] = g.round == 0 ? -1 : (g.round - 1) & 1;
+    p->leaf_node.v[p->leaf_node.n++] = g.node;
   }
-  /* the final segments are the leaves, in position order */
-  const int64_t ns = (int64_t)segs.size();
-  h_starts.clear(), h_half.clear();
-  for (const seg &g : segs) {
-    h_starts.push_back(g.start);
-    h_half.push_back(g.round == 0 ? -1 : (g.round - 1) & 1); /* d_half now says which list holds its order */
+  return RDX_OK;
+}
+
+/* A run's first step (sp_cuda.cuh, kd_run_orders), positions of type I. */
+template <typename T, typename I>
+rdx_status run_orders(scratch &m, const T *xy, int64_t n, int64_t n_roots, const uint32_t *sid, kd_lists_t<I> *ls,
+                      const char *fn) {
+  RDX_CHECK(m.get(&ls->L[0], n, fn));
+  RDX_CHECK(m.get(&ls->L[1], n, fn));
+  RDX_CHECK(m.get(&ls->alt, n, fn));
+  RDX_CHECK(m.get(&ls->rank[0], n, fn));
+  RDX_CHECK(m.get(&ls->rank[1], n, fn));
+  return (kd_orders<T, I>)(m, xy, n, sid, n_roots, ls->L, ls->rank, ls->alt, fn);
+}
+
+/* Its second (kd_run_levels): the plan's levels, then the leaf order. */
+template <typename T, typename I>
+rdx_status run_levels(scratch &m, const T *xy, int64_t n, const kd_plan &p, const int64_t *d_tab, kd_lists_t<I> *ls,
+                      uint32_t *sid, I *perm, double *split, const char *fn) {
+  rdx_context *ctx = m.ctx;
+  cudaStream_t s = rdx_stream(ctx);
+  const unsigned grid = blocks_for(n, 256);
+  I **L = ls->L, **rank = ls->rank, *alt = ls->alt, *left, *pre, *thr;
+  RDX_CHECK(m.get(&left, n, fn));
+  RDX_CHECK(m.get(&pre, n, fn));
+  RDX_CHECK(m.get(&thr, (size_t)p.max_ns, fn));
+  int64_t sb = 0; /* the round's first split value */
+  for (int64_t r = 0; 3 * r < p.rounds.size(); r++) {
+    const int a = (int)(r & 1);
+    const int64_t ns = p.rounds[3 * r], na = p.rounds[3 * r + 1];
+    const int64_t *st = d_tab + p.rounds[3 * r + 2], *half = st + ns, *nxt = half + ns, *pos = nxt + ns;
+    /* the split values (the last left point on a), then the other list's partition */
+    split_kernel<T, I><<<blocks_for(na, 128), 128, 0, s>>>(xy, L[a], pos, na, a, split + sb);
+    thr_kernel<I><<<blocks_for(ns, 128), 128, 0, s>>>(L[a], st, half, ns, rank[a], thr);
+    side_kernel<I><<<grid, 256, 0, s>>>(L[1 - a], n, sid, half, thr, rank[a], left);
+    SP_LAUNCH_CHECK(ctx, "rdx_points: k-d split kernels");
+    RDX_CHECK(m.cub("rdx_points: k-d partition scan", [&](void *t, size_t &b) {
+      return cub::DeviceScan::ExclusiveSum(t, b, left, pre, n, s);
+    }));
+    part_kernel<I><<<grid, 256, 0, s>>>(L[1 - a], n, sid, st, half, nxt, left, pre, alt);
+    SP_LAUNCH_CHECK(ctx, "rdx_points: k-d partition kernel");
+    I *t = L[1 - a];
+    L[1 - a] = alt;
+    alt = t;
+    sb += na;
   }
-  RDX_CHECK(tables(ns));
-  RDX_CHECK(to_device(ctx, d_starts, h_starts.data(), (size_t)ns, fn));
-  RDX_CHECK(to_device(ctx, d_half, h_half.data(), (size_t)ns, fn));
-  leaf_order_kernel<I><<<grid, 256, 0, s>>>(L[0], L[1], n, d_starts, d_half, ns, perm);
+  leaf_order_kernel<I><<<grid, 256, 0, s>>>(L[0], L[1], n, sid, d_tab + p.leaf_off, perm);
   SP_LAUNCH_CHECK(ctx, "rdx_points: k-d leaf order kernel");
+  m.drop(L[0]), m.drop(L[1]), m.drop(alt), m.drop(rank[0]), m.drop(rank[1]), m.drop(left), m.drop(pre), m.drop(thr);
+  ls->L[0] = ls->L[1] = ls->alt = ls->rank[0] = ls->rank[1] = nullptr;
   return RDX_OK;
 }
 
@@ -265,17 +292,19 @@ rdx_status build_kd(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_in *in
   cudaStream_t s = rdx_stream(ctx);
   scratch m(ctx);
   double t0 = rdx_now_ms();
-  I *L[2], *alt, *rank[2], *perm;
-  RDX_CHECK(m.get(&L[0], n, fn));
-  RDX_CHECK(m.get(&L[1], n, fn));
-  RDX_CHECK(m.get(&alt, n, fn));
-  RDX_CHECK(m.get(&rank[0], n, fn));
-  RDX_CHECK(m.get(&rank[1], n, fn));
-  RDX_CHECK((kd_orders<T, I>)(m, xy, n, nullptr, 1, L, rank, alt, fn));
+  I *perm;
+  uint32_t *sid; /* one root: every position's segment is 0 */
+  int64_t *d_tab;
+  double *d_split;
   RDX_CHECK(m.get(&perm, n, fn));
+  RDX_CHECK(m.get(&sid, n, fn));
+  RDX_CUDA(ctx, cudaMemsetAsync(sid, 0, (size_t)n * sizeof *sid, s), fn);
 
   rdx_sp_hlist l = {nullptr, 0, 0};
-  std::vector<seg> segs;
+  kd_lists_t<I> ls;
+  kd_plan p(ctx);
+  hbuf<seg> segs(ctx);
+  hbuf<double> h_split(ctx);
   rdx_status st;
   rdx_sp_nodes nodes, host;
   memset(&nodes, 0, sizeof nodes);
@@ -285,9 +314,17 @@ rdx_status build_kd(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_in *in
     memset(&root, 0, sizeof root);
     root.count = n;
     RDX_CHECK_GOTO(rdx_sp_hlist_push(ctx, &l, root), st, done);
-    segs.push_back(seg{0, n, 0, 0, 0});
   }
-  RDX_CHECK_GOTO((kd_rounds<T, I>)(m, xy, n, pts->depth, pts->cap, segs, &l, L, rank, alt, perm, fn), st, done);
+  RDX_CHECK_GOTO(segs.push(seg{0, n, 0, 0, 0}), st, done);
+  RDX_CHECK_GOTO(plan_make(ctx, segs, pts->depth, pts->cap, &l, &p), st, done);
+  RDX_CHECK_GOTO(m.get(&d_tab, (size_t)p.tab.size(), fn), st, done);
+  RDX_CHECK_GOTO(m.get(&d_split, (size_t)p.split_node.size() + 1, fn), st, done);
+  RDX_CHECK_GOTO(to_device(ctx, d_tab, p.tab.data(), (size_t)p.tab.size(), fn), st, done);
+  RDX_CHECK_GOTO((run_orders<T, I>)(m, xy, n, 1, sid, &ls, fn), st, done);
+  RDX_CHECK_GOTO((run_levels<T, I>)(m, xy, n, p, d_tab, &ls, sid, perm, d_split, fn), st, done);
+  RDX_CHECK_GOTO(h_split.resize(p.split_node.size()), st, done);
+  RDX_CHECK_GOTO(to_host(ctx, h_split.data(), d_split, (size_t)h_split.size(), fn), st, done);
+  for (int64_t k = 0; k < h_split.size(); k++) l.v[p.split_node[k]].split = h_split[k];
   RDX_CHECK_GOTO(rdx_sp_hlist_link(ctx, &l, 1), st, done);
   RDX_CHECK_GOTO(rdx_sp_hlist_to_nodes(ctx, &l, &host), st, done);
   RDX_CHECK_GOTO(rdx_sp_nodes_alloc(ctx, l.n, RDX_DEVICE, &nodes), st, done);
@@ -299,6 +336,7 @@ rdx_status build_kd(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_in *in
   RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), fn, st, done);
   pts->nodes = nodes;
   memset(&nodes, 0, sizeof nodes);
+  pts->sorted = 1; /* leaves in key order, dense (the codes: update_kd.cu's first repair) */
   pts->kd_levels = 0;
   for (int64_t i = 0; i < l.n; i++)
     if (l.v[i].level + 1 > pts->kd_levels) pts->kd_levels = l.v[i].level + 1;
@@ -317,45 +355,38 @@ rdx_status build_t(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_in *in)
   return in->n > (int64_t)UINT32_MAX - 1 ? build_kd<T, uint64_t>(ctx, pts, in) : build_kd<T, uint32_t>(ctx, pts, in);
 }
 
-template <typename T>
-rdx_status forest_t(rdx_context *ctx, const void *xy_, int64_t n, const kd_root *roots, int64_t n_roots, int depth, int64_t cap,
-                    rdx_sp_hlist *out, uint32_t *perm) {
-  const char *fn = "rdx_points update: k-d split subtrees";
-  const T *xy = (const T *)xy_;
-  scratch m(ctx);
-  uint32_t *L[2], *alt, *rank[2];
-  int64_t *d_roots;
-  RDX_CHECK(m.get(&L[0], n, fn));
-  RDX_CHECK(m.get(&L[1], n, fn));
-  RDX_CHECK(m.get(&alt, n, fn));
-  RDX_CHECK(m.get(&rank[0], n, fn));
-  RDX_CHECK(m.get(&rank[1], n, fn));
-  RDX_CHECK(m.get(&d_roots, (size_t)n_roots, fn));
-  std::vector<int64_t> starts((size_t)n_roots);
-  std::vector<seg> segs;
-  for (int64_t r = 0; r < n_roots; r++) {
-    starts[(size_t)r] = roots[r].start;
-    rdx_sp_hnode h;
-    memset(&h, 0, sizeof h);
-    h.key = roots[r].key, h.level = roots[r].level, h.count = roots[r].count, h.fpos = roots[r].start;
-    RDX_CHECK(rdx_sp_hlist_push(ctx, out, h));
-    segs.push_back(seg{roots[r].start, roots[r].count, out->n - 1, roots[r].level, 0});
-  }
-  RDX_CHECK(to_device(ctx, d_roots, starts.data(), (size_t)n_roots, fn));
-  RDX_CHECK((kd_orders<T, uint32_t>)(m, xy, n, d_roots, n_roots, L, rank, alt, fn));
-  return (kd_rounds<T, uint32_t>)(m, xy, n, depth, cap, segs, out, L, rank, alt, perm, fn);
-}
-
 }  // namespace
 
 extern "C" rdx_status rdx_sp_kd_build_cuda(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_in *in) {
   return pts->f64 ? build_t<double>(ctx, pts, in) : build_t<float>(ctx, pts, in);
 }
 
-rdx_status rdx_sp::kd_forest(rdx_context *ctx, const void *xy, int f64, int64_t n, const kd_root *roots, int64_t n_roots,
-                             int depth, int64_t cap, rdx_sp_hlist *out, uint32_t *perm) {
+rdx_status rdx_sp::kd_plan_make(rdx_context *ctx, const kd_root *roots, int64_t n_roots, int depth, int64_t cap,
+                                rdx_sp_hlist *out, kd_plan *p) {
+  hbuf<seg> segs(ctx);
+  RDX_CHECK(segs.reserve(n_roots));
+  for (int64_t r = 0; r < n_roots; r++) {
+    rdx_sp_hnode h;
+    memset(&h, 0, sizeof h);
+    h.key = roots[r].key, h.level = roots[r].level, h.count = roots[r].count, h.fpos = roots[r].start;
+    RDX_CHECK(rdx_sp_hlist_push(ctx, out, h));
+    segs.v[segs.n++] = seg{roots[r].start, roots[r].count, out->n - 1, roots[r].level, 0};
+  }
+  return plan_make(ctx, segs, depth, cap, out, p);
+}
+
+rdx_status rdx_sp::kd_run_orders(scratch &m, const void *xy, int f64, int64_t n, int64_t n_roots, const uint32_t *sid,
+                                 kd_lists *ls) {
+  const char *fn = "rdx_points update: k-d split orders";
   if (n >= (int64_t)UINT32_MAX)
-    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "rdx_points update: %lld points in splitting k-d leaves", (long long)n);
-  return f64 ? forest_t<double>(ctx, xy, n, roots, n_roots, depth, cap, out, perm)
-             : forest_t<float>(ctx, xy, n, roots, n_roots, depth, cap, out, perm);
+    return rdx_fail(m.ctx, RDX_ERR_UNSUPPORTED, "rdx_points update: %lld points in splitting k-d leaves", (long long)n);
+  return f64 ? (run_orders<double, uint32_t>)(m, (const double *)xy, n, n_roots, sid, ls, fn)
+             : (run_orders<float, uint32_t>)(m, (const float *)xy, n, n_roots, sid, ls, fn);
+}
+
+rdx_status rdx_sp::kd_run_levels(scratch &m, const void *xy, int f64, int64_t n, const kd_plan &p, const int64_t *d_tab,
+                                 kd_lists *ls, uint32_t *sid, uint32_t *perm, double *split) {
+  const char *fn = "rdx_points update: k-d split levels";
+  return f64 ? (run_levels<double, uint32_t>)(m, (const double *)xy, n, p, d_tab, ls, sid, perm, split, fn)
+             : (run_levels<float, uint32_t>)(m, (const float *)xy, n, p, d_tab, ls, sid, perm, split, fn);
 }

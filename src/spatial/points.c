@@ -96,6 +96,7 @@ rdx_status rdx_sp_pool_alloc(rdx_context *ctx, int64_t cap, int f64, int key_byt
   out->id = (uint64_t *)(b + o_id);
   out->cap = cap;
   out->used = 0;
+  out->key_bytes = out->key ? key_bytes : 0;
   return RDX_OK;
 }
 
@@ -108,7 +109,7 @@ void rdx_sp_pool_free(rdx_context *ctx, rdx_sp_pool *pool) {
 static int64_t pool_bytes(const rdx_points *pts) {
   size_t c = (size_t)pts->pool.cap, es = pts->f64 ? 8 : 4;
   int64_t b = (int64_t)align_up(align_up(align_up(c * es) + c * es) + 8 * c);
-  if (pts->pool.key) b += (int64_t)(c * (pts->kind == RDX_POINTS_QUADTREE && !pts->key64 ? 4 : 8));
+  b += (int64_t)(c * (size_t)pts->pool.key_bytes);
   return b;
 }
 

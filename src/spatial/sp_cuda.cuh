@@ -180,20 +180,94 @@ static __device__ __forceinline__ int64_t seg_of(const int64_t *starts, int64_t 
   return lo;
 }
 
-/* k-d subtrees over n points (kdtree.cu, update_kd.cu's splitting leaves): root r stands at
- * (level, key) over positions [start, start + count) of xy (interleaved, the index dtype, device),
- * roots in ascending start order, the positions of each in id order (ties of a median go by
- * id). Each root's points are in its own frame: the node r levels below a root splits on
- * coordinate r % 2 of xy (a caller swaps x and y for roots at odd levels). The nodes are appended
- * to *out breadth first per round, a leaf's fpos its first position; perm (n entries) receives
- * the positions in leaf order. */
+/* A growable host array through the memory account. Its blocks come back from the context's host
+ * cache (memory.c), so a call that fills a megabyte of plan does not fault in fresh pages each
+ * time, as std::vector's would in the VMs GPUs are lent in; and a failed allocation is a status. */
+template <class T>
+struct hbuf {
+  rdx_context *ctx;
+  T *v;
+  int64_t n, cap;
+  explicit hbuf(rdx_context *c) : ctx(c), v(nullptr), n(0), cap(0) {}
+  ~hbuf() { rdx_mem_free(ctx, v); }
+  hbuf(const hbuf &) = delete;
+  hbuf &operator=(const hbuf &) = delete;
+  rdx_status reserve(int64_t c) {
+    if (c <= cap) return RDX_OK;
+    int64_t nc = cap ? 2 * cap : 1024;
+    while (nc < c) nc *= 2;
+    T *q = nullptr;
+    RDX_CHECK(rdx_mem_alloc(ctx, "rdx_points: host plan", (void **)&q, (size_t)nc * sizeof(T), RDX_HOST));
+    if (n) memcpy((void *)q, (const void *)v, (size_t)n * sizeof(T));
+    rdx_mem_free(ctx, v);
+    v = q, cap = nc;
+    return RDX_OK;
+  }
+  rdx_status resize(int64_t m) {
+    RDX_CHECK(reserve(m));
+    n = m;
+    return RDX_OK;
+  }
+  rdx_status push(const T &x) {
+    if (n == cap) RDX_CHECK(reserve(n + 1));
+    v[n++] = x;
+    return RDX_OK;
+  }
+  void swap(hbuf &o) {
+    T *tv = v;
+    int64_t tn = n, tc = cap;
+    v = o.v, n = o.n, cap = o.cap;
+    o.v = tv, o.n = tn, o.cap = tc;
+  }
+  T &operator[](int64_t i) { return v[i]; }
+  const T &operator[](int64_t i) const { return v[i]; }
+  T *data() { return v; }
+  const T *data() const { return v; }
+  int64_t size() const { return n; }
+  void clear() { n = 0; }
+};
+
+/* k-d subtrees (kdtree.cu: builds, and update_kd.cu's splitting leaves) in two steps. Where a
+ * node splits depends on its count only, so the host plans every level first (kd_plan_make) and
+ * the device runs it without a wait (kd_run_orders, kd_run_levels); the split values come back
+ * at the end.
+ * Root r stands at (level, key) over positions [start, start + count) of the points, roots in
+ * ascending start order, each root's points in id order (ties of a median go by id) and in its
+ * own frame: the node r levels below a root splits on coordinate r % 2 (a caller swaps x and y
+ * for roots at odd levels). */
 struct kd_root {
   int64_t start, count;
   uint64_t key;
   int level;
 };
-rdx_status kd_forest(rdx_context *ctx, const void *xy, int f64, int64_t n, const kd_root *roots, int64_t n_roots, int depth,
-                     int64_t cap, rdx_sp_hlist *out, uint32_t *perm);
+struct kd_plan {
+  hbuf<int64_t> tab;        /* the device tables: per level the segments' starts, halves (or -1),
+                               places in the next level, split positions; then per leaf the list
+                               that holds its order */
+  hbuf<int64_t> rounds;     /* per level: segments, splitting ones, offset in tab */
+  hbuf<int64_t> split_node; /* the node of each split value, in the run's order */
+  hbuf<int64_t> leaf_node;  /* the leaves' nodes, in position order */
+  int64_t leaf_off, max_ns;
+  explicit kd_plan(rdx_context *c) : tab(c), rounds(c), split_node(c), leaf_node(c), leaf_off(0), max_ns(0) {}
+};
+/* The roots' nodes and their subtrees appended to *out (a leaf's fpos: its first position; the
+ * split values: 0 until the run's come back), and the plan. */
+rdx_status kd_plan_make(rdx_context *ctx, const kd_root *roots, int64_t n_roots, int depth, int64_t cap, rdx_sp_hlist *out,
+                        kd_plan *p);
+/* The device's part, in two steps so that the first overlaps the host's plan: kd_run_orders sorts
+ * n < 2^32 points xy (interleaved, the index dtype, device) along both axes within their roots
+ * (sid: each position's root) into *ls; kd_run_levels runs the plan p (its tab at d_tab) over
+ * them and releases *ls. On return sid holds each position's leaf as an index into
+ * p->leaf_node, perm the positions in leaf order, split the split values in p->split_node's
+ * order. */
+template <typename I>
+struct kd_lists_t {
+  I *L[2], *alt, *rank[2];
+};
+typedef kd_lists_t<uint32_t> kd_lists;
+rdx_status kd_run_orders(scratch &m, const void *xy, int f64, int64_t n, int64_t n_roots, const uint32_t *sid, kd_lists *ls);
+rdx_status kd_run_levels(scratch &m, const void *xy, int f64, int64_t n, const kd_plan &p, const int64_t *d_tab, kd_lists *ls,
+                         uint32_t *sid, uint32_t *perm, double *split);
 
 }  // namespace rdx_sp
 

@@ -11,9 +11,10 @@
  *   pool  x[cap], y[cap]  coordinates in the index dtype, SoA (G-PICS: scans of a leaf coalesce)
  *         id[cap]         u64 ids
  *         key[cap]        quadtree: finest Morton code of the slot's point (u32 for D <= 16, else
- *                         u64); k-d tree: code of the slot's leaf (u64), from the first update on:
- *                         rdx_sp_code(level, key) on the planned path, the path left-aligned
- *                         (key << (depth - level)) after a GPU repair (update_kd.cu)
+ *                         u64); k-d tree: code of the slot's leaf, from the first update on:
+ *                         rdx_sp_code(level, key) on the planned path (u64), the path
+ *                         left-aligned (key << (depth - level)) after a GPU repair (update_kd.cu;
+ *                         u32 for depth <= 32, else u64)
  *   nodes (BFS order: by level, then key; children of a node are contiguous)
  *         key    u64   quadtree: Morton code at the node's level; k-d: path bits (left 0, right 1)
  *         fpos   i64   internal: index of the first child; leaf: first pool slot
@@ -66,6 +67,7 @@ typedef struct rdx_sp_pool {
   void *x, *y;               /* cap coordinates each, f32 or f64 */
   uint64_t *id;              /* cap ids */
   void *key;                 /* see the file comment; own allocation */
+  int key_bytes;             /* per slot, 0 without keys */
   int64_t cap, used;         /* slots allocated; slots below `used` may belong to leaves */
   void *block;               /* x, y and id */
 } rdx_sp_pool;
@@ -104,7 +106,8 @@ struct rdx_points {
   int64_t live_bits;
   int sorted;                /* the pool's slots [0, n) hold the live points in key order with their
                                 keys: Morton codes (a GPU bottom-up build, a GPU quadtree update) or
-                                k-d leaf codes (a GPU k-d repair); the merges need it */
+                                k-d leaf codes (a GPU k-d repair; a GPU k-d build leaves its pool in
+                                leaf order without codes); the merges need it */
   int kd_levels;             /* GPU k-d trees: 1 + the deepest node's level, 0 when not known */
   int64_t peak;              /* most bytes the build held */
   void *arena;               /* GPU: device scratch kept between queries and updates, or NULL */

@@ -23,7 +23,6 @@
 #include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "spatial/merge.cuh"
 
@@ -160,7 +159,7 @@ rdx_status rebuild(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fo
   pts->slot = NULL, pts->slot_cap = 0;
   if (pts->live) rdx_mem_free(ctx, pts->live);
   pts->live = nlive, pts->live_bits = bits;
-  pts->sorted = 0;
+  pts->sorted = 1; /* a build's pool is in leaf order */
   rdx_sp_stats *S = &pts->stats;
   S->splits = S->merges = S->relocated = S->new_leaves = 0;
   S->phase_ms[0] = t1 - t0, S->phase_ms[1] = rdx_now_ms() - t1, S->phase_ms[2] = S->phase_ms[3] = 0;
@@ -169,10 +168,11 @@ rdx_status rebuild(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fo
 
 /* ==== the repair: G-PICS's update with the pool kept in leaf order ==== */
 
-/* A node's left-aligned code: its path bits followed by zeros to depth D. Leaves are a prefix-free
- * set, so a leaf's points are the codes in [code, code + 2^(D - level)), and codes ascend in pool
- * order. */
-__device__ __forceinline__ uint64_t lcode(uint64_t key, int level, int D) { return key << (D - level); }
+/* A node's left-aligned code: its path bits followed by zeros to A bits (A >= its level). Leaves
+ * are a prefix-free set, so a leaf's points are the codes in [code, code + 2^(A - level)), and
+ * codes ascend in pool order. A slot holds a code in its leaf's range: its leaf's, or after a
+ * merge an old leaf's below it, which orders and counts the same. */
+__device__ __forceinline__ uint64_t lcode(uint64_t key, int level, int A) { return key << (A - level); }
 
 /* Totals the host reads (one copy). */
 struct ktot {
@@ -191,9 +191,9 @@ struct kgroup {
 /* 1. One thread per batch row: the id checked against the live-id bitmap and claimed (a repeated
  * id is an error), and for moves and inserts the (leaf code, row) sort entry of the leaf the
  * point goes to (c <= split goes left, as on every path). */
+template <typename K>
 __global__ void krows_kernel(int op, const void *ids, int ids64, const void *xy, int f64, int64_t m, uint64_t id_end,
-                             const uint32_t *live, uint32_t *claim, rdx_sp_view v, int D, uint64_t *keys, uint32_t *rows,
-                             ktot *tot) {
+                             const uint32_t *live, uint32_t *claim, rdx_sp_view v, int A, K *keys, uint32_t *rows, ktot *tot) {
   SP_FOR(i, m) {
     if (op != RDX_SP_ERASE) keys[i] = 0, rows[i] = (uint32_t)i;
     if (op != RDX_SP_INSERT) {
@@ -210,14 +210,14 @@ __global__ void krows_kernel(int op, const void *ids, int ids64, const void *xy,
     }
     if (op == RDX_SP_ERASE) continue;
     const int64_t u = rdx_sp_kd_find(&v, rdx_sp_at(xy, 2 * i, f64), rdx_sp_at(xy, 2 * i + 1, f64));
-    keys[i] = lcode(v.key[u], v.level[u], D);
+    keys[i] = (K)lcode(v.key[u], v.level[u], A);
   }
 }
 
 /* Densifying a paged pool: each leaf's code (others sort last) and length. */
-__global__ void leaf_codes_kernel(rdx_sp_nodes N, int D, uint64_t *code, int64_t *idx, int64_t *len) {
+__global__ void leaf_codes_kernel(rdx_sp_nodes N, int A, uint64_t *code, int64_t *idx, int64_t *len) {
   SP_FOR(u, N.n) {
-    code[u] = N.leaf[u] ? lcode(N.key[u], N.level[u], D) : ~0ull;
+    code[u] = N.leaf[u] ? lcode(N.key[u], N.level[u], A) : ~0ull;
     idx[u] = u;
     len[u] = 0;
   }
@@ -225,16 +225,21 @@ __global__ void leaf_codes_kernel(rdx_sp_nodes N, int D, uint64_t *code, int64_t
 __global__ void leaf_lens_kernel(rdx_sp_nodes N, const int64_t *idx, int64_t *len) {
   SP_FOR(i, N.n) len[i] = N.leaf[idx[i]] ? N.len[idx[i]] : 0;
 }
+/* The codes of a pool in leaf order (a build's). */
+template <typename K>
+__global__ void leaf_fill_kernel(rdx_sp_nodes N, int A, K *key) {
+  for_leaf_slots(N, [&](int64_t u, int64_t, int64_t s) { key[s] = (K)lcode(N.key[u], N.level[u], A); });
+}
 /* One warp per leaf (in code order): its points to off[i].., with its code. */
-template <typename T>
-__global__ void densify_kernel(rdx_sp_nodes N, const int64_t *idx, const int64_t *off, int D, const T *ox, const T *oy,
-                               const uint64_t *oid, T *x, T *y, uint64_t *id, uint64_t *key) {
+template <typename T, typename K>
+__global__ void densify_kernel(rdx_sp_nodes N, const int64_t *idx, const int64_t *off, int A, const T *ox, const T *oy,
+                               const uint64_t *oid, T *x, T *y, uint64_t *id, K *key) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
   for (int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; i < N.n; i += warps) {
     const int64_t u = idx[i];
     if (!N.leaf[u]) continue;
-    const uint64_t c = lcode(N.key[u], N.level[u], D);
+    const K c = (K)lcode(N.key[u], N.level[u], A);
     for (int64_t j = lane; j < N.len[u]; j += 32) {
       const int64_t s = N.fpos[u] + j, d = off[i] + j;
       x[d] = ox[s], y[d] = oy[s], id[d] = oid[s], key[d] = c;
@@ -243,16 +248,17 @@ __global__ void densify_kernel(rdx_sp_nodes N, const int64_t *idx, const int64_t
 }
 
 /* 3. Per old node: its children's parent, its new count C and first slot A in the merged pool. */
-__global__ void kcount_kernel(rdx_sp_nodes N, const uint64_t *keys, int64_t n, int D, int64_t *parent, int64_t *A,
+template <typename K>
+__global__ void kcount_kernel(rdx_sp_nodes N, const K *keys, int64_t n, int Ab, int64_t *parent, int64_t *A,
                               int64_t *C) {
   SP_FOR(u, N.n) {
     if (u == 0) parent[0] = -1;
     if (!N.leaf[u])
       for (int64_t c = N.fpos[u]; c < N.fpos[u] + N.len[u]; c++) parent[c] = u;
     const int l = N.level[u];
-    const int64_t a = lower(keys, 0, n, lcode(N.key[u], l, D));
+    const int64_t a = lower(keys, 0, n, lcode(N.key[u], l, Ab));
     A[u] = a;
-    C[u] = lower(keys, a, n, lcode(N.key[u] + 1, l, D)) - a;
+    C[u] = lower(keys, a, n, lcode(N.key[u] + 1, l, Ab)) - a;
   }
 }
 
@@ -295,12 +301,13 @@ __global__ void kdecide_kernel(rdx_sp_nodes N, const int64_t *parent, const int6
 }
 
 /* The groups' points, gathered (gs: the groups' first gathered positions, ascending): as sort
- * entries (id, position) for the id order, and their pool slots. */
-__global__ void gpos_kernel(const kgroup *g, const int64_t *gs, int64_t ng, int64_t n, const uint64_t *pid, uint64_t *key,
-                            uint32_t *pos) {
+ * entries (id, position) for the (group, id) order, the group above id_bits when it fits (else
+ * a second sort orders the groups). */
+__global__ void gpos_kernel(const kgroup *g, const int64_t *gs, int64_t ng, int64_t n, const uint64_t *pid, int id_bits,
+                            uint64_t *key, uint32_t *pos) {
   SP_FOR(p, n) {
     const int64_t k = seg_of(gs, ng, p);
-    key[p] = pid[g[k].start + (p - gs[k])];
+    key[p] = pid[g[k].start + (p - gs[k])] | (id_bits < 64 ? (uint64_t)k << id_bits : 0);
     pos[p] = (uint32_t)p;
   }
 }
@@ -308,12 +315,13 @@ __global__ void group_key_kernel(const uint32_t *pos, int64_t n, const int64_t *
   SP_FOR(q, n) key[q] = (uint64_t)seg_of(gs, ng, (int64_t)pos[q]);
 }
 /* Gathered point q (in (group, id) order) is group position pos[q]: its coordinates in its group's
- * frame (x and y swapped at odd levels) for kd_forest, and the point itself. */
+ * frame (x and y swapped at odd levels) for kd_run_orders, the point itself, and its group. */
 template <typename T>
 __global__ void ggather_kernel(const kgroup *g, const int64_t *gs, int64_t ng, const uint32_t *pos, int64_t n, const T *px,
-                               const T *py, const uint64_t *pid, T *fxy, T *tx, T *ty, uint64_t *tid) {
+                               const T *py, const uint64_t *pid, T *fxy, T *tx, T *ty, uint64_t *tid, uint32_t *root) {
   SP_FOR(q, n) {
     const int64_t p = pos[q], k = seg_of(gs, ng, p), s = g[k].start + (p - gs[k]);
+    root[q] = (uint32_t)k;
     const T x = px[s], y = py[s];
     const int sw = g[k].level & 1;
     fxy[2 * q] = sw ? y : x, fxy[2 * q + 1] = sw ? x : y;
@@ -321,15 +329,20 @@ __global__ void ggather_kernel(const kgroup *g, const int64_t *gs, int64_t ng, c
   }
 }
 /* Final position p of the groups' points (leaf order): the point perm[p] to its group's slot,
- * with the code of its leaf (lstart: the new leaves' first positions, ascending). */
-template <typename T>
+ * with the code of its leaf (leaf_of[p]). */
+template <typename T, typename K>
 __global__ void gscatter_kernel(const kgroup *g, const int64_t *gs, int64_t ng, const uint32_t *perm, int64_t n,
-                                const int64_t *lstart, const uint64_t *lcodes, int64_t nl, const T *tx, const T *ty,
-                                const uint64_t *tid, T *x, T *y, uint64_t *id, uint64_t *key) {
+                                const uint32_t *leaf_of, const K *lcodes, const T *tx, const T *ty, const uint64_t *tid, T *x,
+                                T *y, uint64_t *id, K *key) {
   SP_FOR(p, n) {
     const int64_t k = seg_of(gs, ng, p), s = g[k].start + (p - gs[k]), q = perm[p];
-    x[s] = tx[q], y[s] = ty[q], id[s] = tid[q], key[s] = lcodes[seg_of(lstart, nl, p)];
+    x[s] = tx[q], y[s] = ty[q], id[s] = tid[q], key[s] = lcodes[leaf_of[p]];
   }
+}
+
+/* The subtrees' split values, from the run, into their nodes. */
+__global__ void split_fill_kernel(const int64_t *node, const double *split, int64_t n, rdx_sp_hnode *sub) {
+  SP_FOR(k, n) sub[node[k]].split = split[k];
 }
 
 /* 4. The new nodes (kept, then the subtrees'): BFS sort keys (level, key) in `bits` bits. */
@@ -362,9 +375,10 @@ __global__ void knode_link_kernel(rdx_sp_nodes o, ktot *tot) {
   }
 }
 
-template <typename T>
-rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f) {
-  typedef uint64_t K;
+/* The repair, for coordinates T and leaf codes K aligned to A bits (u32 and A = min(depth, 32)
+ * while the tree is at most 32 levels deep, else u64 and A = depth). */
+template <typename T, typename K>
+rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f, int A) {
   const char *fn = "rdx_points update";
   cudaStream_t s = rdx_stream(ctx);
   scratch mm(ctx, &pts->arena, &pts->arena_bytes, arena_limit(pts));
@@ -376,8 +390,8 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   double t0 = rdx_now_ms();
   rdx_trace(ctx, "kd update: start");
 
-  /* the old pool in leaf order with leaf codes: the index's own after a repair, else gathered
-   * here leaf by leaf (once per index: after a build, a rebuild or the planned path) */
+  /* the old pool in leaf order with leaf codes: the index's own after a repair; a build's (in leaf
+   * order) with codes from its leaves; else gathered leaf by leaf (after the planned path) */
   rdx_sp_pool src = pts->pool, dense;
   memset(&dense, 0, sizeof dense);
   const int64_t n_old = pts->n;
@@ -396,20 +410,24 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     RDX_CHECK(rs.get(&i2, (size_t)nn, fn));
     RDX_CHECK(rs.get(&len, (size_t)nn, fn));
     RDX_CHECK(rs.get(&off, (size_t)nn, fn));
-    leaf_codes_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, D, c1, i1, len);
+    leaf_codes_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, A, c1, i1, len);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: leaf codes kernel");
     cub::DoubleBuffer<uint64_t> cb(c1, c2);
     cub::DoubleBuffer<int64_t> ib(i1, i2);
     RDX_CHECK(rs.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceRadixSort::SortPairs(tmp, bytes, cb, ib, nn, 0, 64, s); }));
     leaf_lens_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, ib.Current(), len);
     RDX_CHECK(rs.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, len, off, nn, s); }));
-    RDX_CHECK(rdx_sp_pool_alloc(ctx, n_old, pts->f64, 8, &dense));
-    densify_kernel<T><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, ib.Current(), off, D, (const T *)src.x,
+    RDX_CHECK(rdx_sp_pool_alloc(ctx, n_old, pts->f64, (int)sizeof(K), &dense));
+    densify_kernel<T, K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, ib.Current(), off, A, (const T *)src.x,
                                                              (const T *)src.y, src.id, (T *)dense.x, (T *)dense.y, dense.id,
                                                              (K *)dense.key);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: densify kernel");
     src = dense;
     rdx_trace(ctx, "kd update: pool in leaf order");
+  } else if ((src.key == NULL || src.key_bytes != (int)sizeof(K)) && n_old > 0) { /* in leaf order: the codes */
+    RDX_CHECK(mm.get((K **)&src.key, (size_t)n_old, fn));
+    leaf_fill_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, A, (K *)src.key);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: leaf codes kernel");
   }
   if (pts->live == NULL) { /* derived state: keeping it when the batch fails changes nothing */
     int64_t bits = live_room(pts->id_end);
@@ -435,14 +453,14 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     RDX_CHECK(mm.get(&nrow, (size_t)m, fn));
     RDX_CHECK(mm.get(&nrow2, (size_t)m, fn));
   }
-  krows_kernel<<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->live, claim,
-                                                  rdx_sp_view_of(pts), D, nk, nrow, tot);
+  krows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->live, claim,
+                                                  rdx_sp_view_of(pts), A, nk, nrow, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
-  if (m_new > 0) { /* codes of leaves at level < levels have their low D - levels bits zero */
-    const int lo = pts->kd_levels > 0 && pts->kd_levels <= D ? D - pts->kd_levels : 0;
+  if (m_new > 0) { /* codes of leaves at level < levels have their low A - levels bits zero */
+    const int lo = pts->kd_levels > 0 && pts->kd_levels <= A ? A - pts->kd_levels : 0;
     cub::DoubleBuffer<K> kb(nk, nk2);
     cub::DoubleBuffer<uint32_t> rb(nrow, nrow2);
-    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m, lo, D, s); }));
+    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m, lo, A, s); }));
     nk = kb.Current(), nrow = rb.Current();
   }
   rdx_trace(ctx, "kd update: rows");
@@ -452,7 +470,7 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   if (n_new < 0) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: more erases than points", fn); /* bad ids say so first */
   rdx_sp_pool np;
   memset(&np, 0, sizeof np);
-  RDX_CHECK(rdx_sp_pool_alloc(ctx, n_new > 0 ? n_new : 1, pts->f64, 8, &np));
+  RDX_CHECK(rdx_sp_pool_alloc(ctx, n_new > 0 ? n_new : 1, pts->f64, (int)sizeof(K), &np));
   struct pool_guard np_guard{ctx, &np}; /* freed on failure; emptied (kept) on success */
   {
     const npool<T, K> P = {(T *)np.x, (T *)np.y, np.id, (K *)np.key, n_new > 0 ? n_new : 1, &tot->bad};
@@ -463,16 +481,16 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
 
   /* 3: the nodes, and the host's one wait before the writes that matter */
   const K *keys = (const K *)np.key;
-  int64_t *parent, *A, *C;
+  int64_t *parent, *first, *C;
   rdx_sp_hnode *tn;
   kgroup *groups;
   RDX_CHECK(mm.get(&parent, (size_t)nn, fn));
-  RDX_CHECK(mm.get(&A, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&first, (size_t)nn, fn));
   RDX_CHECK(mm.get(&C, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)nn, fn));
-  kcount_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, keys, n_new, D, parent, A, C);
-  kdecide_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, parent, A, C, D, cap, tn, groups, tot);
+  kcount_kernel<K><<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, keys, n_new, A, parent, first, C);
+  kdecide_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, parent, first, C, D, cap, tn, groups, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   ktot H;
   RDX_CHECK(to_host(ctx, &H, tot, 1, fn));
@@ -482,7 +500,10 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   const int64_t n_base = (int64_t)H.nodes, ng = (int64_t)H.groups, gn = (int64_t)H.gpoints;
   double t1 = rdx_now_ms();
 
-  /* the splitting leaves' subtrees (kd_forest), their points rewritten in leaf order in place */
+  /* the splitting leaves' subtrees. Their points are gathered in (leaf, id) order and sorted
+   * along both axes on the device while the host plans the levels (kd_plan_make); the plan's
+   * tables and nodes go up in one copy, the levels run (kd_run_levels), and the points are
+   * written back in leaf order in place */
   rdx_sp_hlist sub = {nullptr, 0, 0};
   struct list_guard {
     rdx_context *c;
@@ -490,21 +511,28 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     ~list_guard() { rdx_sp_hlist_free(c, l); }
   } sub_guard{ctx, &sub};
   int levels = (int)H.levels;
+  kd_plan plan(ctx);
+  const rdx_sp_hnode *d_sub = NULL; /* the subtrees' nodes, uploaded */
+  const int64_t *d_snode = NULL;    /* the node of each split value */
+  double *d_split = NULL;
   if (ng > 0) {
-    std::vector<kgroup> hg((size_t)ng);
+    hbuf<kgroup> hg(ctx);
+    hbuf<int64_t> hs(ctx);
+    hbuf<kd_root> roots(ctx);
+    RDX_CHECK(hg.resize(ng));
+    RDX_CHECK(hs.resize(ng));
+    RDX_CHECK(roots.resize(ng));
     RDX_CHECK(to_host(ctx, hg.data(), groups, (size_t)ng, fn));
-    std::sort(hg.begin(), hg.end(), [](const kgroup &a, const kgroup &b) { return a.start < b.start; });
-    std::vector<int64_t> hs((size_t)ng);
-    std::vector<kd_root> roots((size_t)ng);
+    std::sort(hg.data(), hg.data() + ng, [](const kgroup &a, const kgroup &b) { return a.start < b.start; });
     for (int64_t g = 0, p = 0; g < ng; g++) {
-      hs[(size_t)g] = p;
-      roots[(size_t)g] = kd_root{p, hg[(size_t)g].count, hg[(size_t)g].key, hg[(size_t)g].level};
-      p += hg[(size_t)g].count;
+      hs[g] = p;
+      roots[g] = kd_root{p, hg[g].count, hg[g].key, hg[g].level};
+      p += hg[g].count;
     }
     kgroup *dg;
     int64_t *gs;
     uint64_t *k1, *k2, *tid;
-    uint32_t *p1, *p2, *perm;
+    uint32_t *p1, *p2, *perm, *sid;
     T *fxy, *tx, *ty;
     RDX_CHECK(mm.get(&dg, (size_t)ng, fn));
     RDX_CHECK(mm.get(&gs, (size_t)ng, fn));
@@ -513,58 +541,77 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     RDX_CHECK(mm.get(&p1, (size_t)gn, fn));
     RDX_CHECK(mm.get(&p2, (size_t)gn, fn));
     RDX_CHECK(mm.get(&perm, (size_t)gn, fn));
+    RDX_CHECK(mm.get(&sid, (size_t)gn, fn));
     RDX_CHECK(mm.get(&fxy, (size_t)(2 * gn), fn));
     RDX_CHECK(mm.get(&tx, (size_t)gn, fn));
     RDX_CHECK(mm.get(&ty, (size_t)gn, fn));
     RDX_CHECK(mm.get(&tid, (size_t)gn, fn));
-    RDX_CHECK(to_device(ctx, dg, hg.data(), (size_t)ng, fn));
+    RDX_CHECK(to_device(ctx, dg, hg.data(), (size_t)ng, fn)); /* the stream is idle here */
     RDX_CHECK(to_device(ctx, gs, hs.data(), (size_t)ng, fn));
     /* (group, id) order: by id, then stably by group */
-    gpos_kernel<<<blocks_for(gn, 256), 256, 0, s>>>(dg, gs, ng, gn, np.id, k1, p1);
-    SP_LAUNCH_CHECK(ctx, "rdx_points update: group kernel");
     int id_bits = 1, g_bits = 0;
     while (id_bits < 64 && ((uint64_t)1 << id_bits) < pts->id_end + (uint64_t)m) id_bits++;
     while (((int64_t)1 << g_bits) < ng) g_bits++;
+    const int packed = g_bits + id_bits <= 64; /* (group, id) in one key */
+    gpos_kernel<<<blocks_for(gn, 256), 256, 0, s>>>(dg, gs, ng, gn, np.id, packed ? id_bits : 64, k1, p1);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: group kernel");
     cub::DoubleBuffer<uint64_t> kb(k1, k2);
     cub::DoubleBuffer<uint32_t> pb(p1, p2);
-    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, pb, gn, 0, id_bits, s); }));
-    if (ng > 1) {
+    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+      return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, pb, gn, 0, packed ? id_bits + g_bits : id_bits, s);
+    }));
+    if (ng > 1 && !packed) {
       group_key_kernel<<<blocks_for(gn, 256), 256, 0, s>>>(pb.Current(), gn, gs, ng, kb.Current());
       SP_LAUNCH_CHECK(ctx, "rdx_points update: group key kernel");
       RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, pb, gn, 0, g_bits, s); }));
     }
     ggather_kernel<T><<<blocks_for(gn, 256), 256, 0, s>>>(dg, gs, ng, pb.Current(), gn, (const T *)np.x, (const T *)np.y, np.id,
-                                                         fxy, tx, ty, tid);
+                                                         fxy, tx, ty, tid, sid);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: group gather kernel");
-    RDX_CHECK(kd_forest(ctx, fxy, pts->f64, gn, roots.data(), ng, D, cap, &sub, perm));
-    /* the new leaves in position order, with their codes */
-    std::vector<std::pair<int64_t, uint64_t>> lv;
-    for (int64_t i = 0; i < sub.n; i++) {
-      const rdx_sp_hnode &h = sub.v[i];
-      if (h.level + 1 > levels) levels = h.level + 1;
-      if (h.leaf) lv.push_back({h.fpos, h.key << (D - h.level)});
+    kd_lists ls;
+    RDX_CHECK(kd_run_orders(mm, fxy, pts->f64, gn, ng, sid, &ls));
+
+    /* meanwhile the plan; the new leaves' codes in position order, and their slots */
+    RDX_CHECK(kd_plan_make(ctx, roots.data(), ng, D, cap, &sub, &plan));
+    const int64_t nlv = plan.leaf_node.size();
+    hbuf<K> hlc(ctx);
+    RDX_CHECK(hlc.resize(nlv));
+    for (int64_t i = 0; i < nlv; i++) {
+      const rdx_sp_hnode &h = sub.v[plan.leaf_node[i]];
+      hlc[i] = h.level <= A ? (K)(h.key << (A - h.level)) : 0; /* past A: dropped below */
     }
-    std::sort(lv.begin(), lv.end());
-    const int64_t nlv = (int64_t)lv.size();
-    std::vector<int64_t> hls((size_t)nlv);
-    std::vector<uint64_t> hlc((size_t)nlv);
-    for (int64_t i = 0; i < nlv; i++) hls[(size_t)i] = lv[(size_t)i].first, hlc[(size_t)i] = lv[(size_t)i].second;
-    int64_t *ls;
-    uint64_t *lc;
-    RDX_CHECK(mm.get(&ls, (size_t)nlv, fn));
-    RDX_CHECK(mm.get(&lc, (size_t)nlv, fn));
-    RDX_CHECK(to_device(ctx, ls, hls.data(), (size_t)nlv, fn));
-    RDX_CHECK(to_device(ctx, lc, hlc.data(), (size_t)nlv, fn));
-    gscatter_kernel<T><<<blocks_for(gn, 256), 256, 0, s>>>(dg, gs, ng, perm, gn, ls, lc, nlv, tx, ty, tid, (T *)np.x,
-                                                          (T *)np.y, np.id, (K *)np.key);
-    SP_LAUNCH_CHECK(ctx, "rdx_points update: group scatter kernel");
-    /* subtree leaves: from group positions to pool slots */
     for (int64_t i = 0; i < sub.n; i++) {
       rdx_sp_hnode &h = sub.v[i];
+      if (h.level + 1 > levels) levels = h.level + 1;
       if (!h.leaf) continue;
-      const int64_t g = std::upper_bound(hs.begin(), hs.end(), h.fpos) - hs.begin() - 1;
-      h.fpos = hg[(size_t)g].start + (h.fpos - hs[(size_t)g]);
+      const int64_t g = std::upper_bound(hs.data(), hs.data() + ng, h.fpos) - hs.data() - 1;
+      h.fpos = hg[g].start + (h.fpos - hs[g]);
     }
+    /* one upload (it waits for the sorts) */
+    const size_t parts[4] = {(size_t)plan.tab.size() * 8, (size_t)nlv * sizeof(K), (size_t)plan.split_node.size() * 8,
+                             (size_t)sub.n * sizeof *sub.v};
+    const void *from[4] = {plan.tab.data(), hlc.data(), plan.split_node.data(), sub.v};
+    size_t off[4], total = 0;
+    for (int i = 0; i < 4; i++) off[i] = total, total += (parts[i] + 15) & ~(size_t)15;
+    hbuf<uint8_t> blob(ctx);
+    RDX_CHECK(blob.resize((int64_t)total));
+    for (int i = 0; i < 4; i++)
+      if (parts[i]) memcpy(blob.data() + off[i], from[i], parts[i]);
+    uint8_t *dblob;
+    RDX_CHECK(mm.get(&dblob, total, fn));
+    RDX_CHECK(mm.get(&d_split, (size_t)plan.split_node.size() + 1, fn));
+    RDX_CHECK(to_device(ctx, dblob, blob.data(), total, fn));
+    rdx_trace(ctx, "kd update: split points sorted, levels planned");
+    const int64_t *d_tab = (const int64_t *)(dblob + off[0]);
+    const K *lc = (const K *)(dblob + off[1]);
+    d_snode = (const int64_t *)(dblob + off[2]), d_sub = (const rdx_sp_hnode *)(dblob + off[3]);
+    RDX_CHECK(kd_run_levels(mm, fxy, pts->f64, gn, plan, d_tab, &ls, sid, perm, d_split));
+    gscatter_kernel<T, K><<<blocks_for(gn, 256), 256, 0, s>>>(dg, gs, ng, perm, gn, sid, lc, tx, ty, tid, (T *)np.x, (T *)np.y,
+                                                             np.id, (K *)np.key);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: group scatter kernel");
+    if (rdx_trace_on())
+      fprintf(stderr, "[raydex trace] kd update: %lld groups, %lld points, %lld subtree nodes, %lld levels\n", (long long)ng,
+              (long long)gn, (long long)sub.n, (long long)plan.rounds.size() / 3);
   }
   rdx_trace(ctx, "kd update: split subtrees");
 
@@ -579,7 +626,12 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   RDX_CHECK(mm.get(&bi1, (size_t)n_all, fn));
   RDX_CHECK(mm.get(&bi2, (size_t)n_all, fn));
   RDX_CUDA(ctx, cudaMemcpyAsync(all, tn, (size_t)n_base * sizeof *tn, cudaMemcpyDeviceToDevice, s), fn);
-  if (sub.n > 0) RDX_CHECK(to_device(ctx, all + n_base, sub.v, (size_t)sub.n, fn));
+  if (sub.n > 0) {
+    RDX_CUDA(ctx, cudaMemcpyAsync(all + n_base, d_sub, (size_t)sub.n * sizeof *tn, cudaMemcpyDeviceToDevice, s), fn);
+    const int64_t n_split = (int64_t)plan.split_node.size();
+    if (n_split > 0) split_fill_kernel<<<blocks_for(n_split, 256), 256, 0, s>>>(d_snode, d_split, n_split, all + n_base);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: split values kernel");
+  }
   int kbits = 1, lbits = 1;
   while (kbits < levels) kbits++; /* keys of level l < levels have at most l bits */
   while ((1 << lbits) <= levels) lbits++;
@@ -590,6 +642,7 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
     return cub::DeviceRadixSort::SortPairs(tmp, bytes, nkb, nib, n_all, 0, kbits + lbits, s);
   }));
+  rdx_trace(ctx, "kd update: node sort");
   rdx_sp_nodes nodes;
   memset(&nodes, 0, sizeof nodes);
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_all, RDX_DEVICE, &nodes));
@@ -611,6 +664,7 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: node kernels");
   }
   if (st == RDX_OK) st = to_host(ctx, &H, tot, 1, fn);
+  rdx_trace(ctx, "kd update: nodes");
   if (st == RDX_OK && H.bad) st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the new tree is inconsistent (check %llu)", fn, H.bad);
   if (st != RDX_OK) {
     rdx_sp_nodes_free(ctx, &nodes);
@@ -633,6 +687,10 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   memset(&np, 0, sizeof np);
   pts->sorted = 1;
   pts->kd_levels = levels;
+  if (levels - 1 > A) { /* leaves too deep for these codes: the next repair makes u64 ones */
+    rdx_mem_free(ctx, pts->pool.key);
+    pts->pool.key = NULL, pts->pool.key_bytes = 0;
+  }
   if (pts->slot) { /* the planned path's id map: a merge moves every point */
     rdx_mem_free(ctx, pts->slot);
     pts->slot = NULL, pts->slot_cap = 0;
@@ -651,5 +709,10 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
 
 extern "C" rdx_status rdx_sp_kd_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f) {
   if (rdx_sp_kd_rebuilds(pts, b->m)) return pts->f64 ? rebuild<double>(ctx, pts, b, f) : rebuild<float>(ctx, pts, b, f);
-  return pts->f64 ? repair<double>(ctx, pts, b, f) : repair<float>(ctx, pts, b, f);
+  const int D = pts->depth;
+  if (D <= 32 || (pts->kd_levels > 0 && pts->kd_levels - 1 <= 32)) {
+    const int A = D < 32 ? D : 32;
+    return pts->f64 ? repair<double, uint32_t>(ctx, pts, b, f, A) : repair<float, uint32_t>(ctx, pts, b, f, A);
+  }
+  return pts->f64 ? repair<double, uint64_t>(ctx, pts, b, f, D) : repair<float, uint64_t>(ctx, pts, b, f, D);
 }
