@@ -80,8 +80,8 @@ def spatial_update(rs, out):
         reb = sorted(float(r["ms"]) for r in rs if r["index"] == idx and r["engine"] == "rebuild")
         if reb:
             ax.axhline(reb[len(reb) // 2], ls="--", lw=1, label=f"{idx} rebuild (median of {len(reb)} runs)")
-        # update: the path the library picks; update-paged / update-merge: one path forced
-        for eng in ("update", "update-paged", "update-merge"):
+        # update: the path the library picks; update-paged / -merge / -rebuild: one path forced
+        for eng in ("update", "update-paged", "update-merge", "update-rebuild"):
             ups = sorted((float(r["moved_pct"]), float(r["ms"])) for r in rs if r["index"] == idx and r["engine"] == eng)
             if not ups:
                 continue

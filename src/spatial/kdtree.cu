@@ -10,12 +10,16 @@
  * child. The other list is partitioned stably (a point goes left iff its rank on a is below the
  * rank of the first right point): one flag pass, one scan and one scatter. A leaf keeps its
  * points in the order of its parent's axis (the list that split it), the root leaf in input
- * order, as the sort-per-level build before this one did. The host keeps the segment list (about
- * 2n / capacity entries) and reads back one split value per split node.
+ * order, as the sort-per-level build before this one did. Where a segment splits depends on its
+ * count only, so the host plans every level first (plan_make: the segment tables, the node
+ * list), uploads the tables once and the device runs the levels without a wait; the split values
+ * come back in one copy at the end. The same steps build the subtrees of an update's splitting
+ * leaves (update_kd.cu), from many roots at once: the lists are then sorted by (root,
+ * coordinate), and a root at an odd level has its points' x and y swapped.
  *
- * Cost (H200, 16.5M taxi-like f32 points, capacity 1024, 14 levels): 15.4-16.5 ms, two sorts, then
- * per level one random read of a rank and about 20 bytes streamed per point; the sort-per-level
- * build it replaced took 26-28 ms (a 48-bit sort of every point each level).
+ * Cost (H200, 16.5M taxi-like f32 points, capacity 1024, 14 levels): 12.5-14 ms, two sorts, then
+ * per level one random read of a rank and about 20 bytes streamed per point (15.4-16.5 ms with
+ * a host round trip per level; the sort-per-level build before took 26-28 ms).
  *
  * Limits: up to 2^32 points with u32 positions, beyond that u64.
  */

@@ -236,6 +236,58 @@ rdx_status merge_pool(scratch &mm, const rdx_sp_pool &src, int64_t n_old, int dr
   return RDX_OK;
 }
 
+/* ---- what both merge updates do around the merge ---- */
+
+/* A batch's device arrays: the claim bitmap (moves and erases: a bit per id the batch names)
+ * and its (key, row) sort entries with their spares (moves and inserts). */
+template <typename K>
+struct mrows {
+  uint32_t *claim;
+  K *k, *k2;
+  uint32_t *row, *row2;
+};
+
+/* The live-id bitmap, made from the dense pool src_id on the first merge update (derived state:
+ * keeping it when the batch fails changes nothing), and the batch's arrays. */
+template <typename K>
+rdx_status merge_rows_alloc(scratch &mm, rdx_points *pts, const rdx_sp_batch *b, const uint64_t *src_id, int64_t n_old,
+                            mrows<K> *r, const char *fn) {
+  rdx_context *ctx = mm.ctx;
+  memset(r, 0, sizeof *r);
+  if (pts->live == NULL) {
+    int64_t bits = live_room(pts->id_end);
+    RDX_CHECK(live_bitmap(ctx, src_id, n_old, bits, &pts->live));
+    pts->live_bits = bits;
+  }
+  if (b->op != RDX_SP_INSERT) {
+    const int64_t words = (int64_t)(pts->id_end / 32) + 1;
+    RDX_CHECK(mm.get(&r->claim, (size_t)words, fn));
+    RDX_CUDA(ctx, cudaMemsetAsync(r->claim, 0, (size_t)words * 4, rdx_stream(ctx)), fn);
+  }
+  if (b->op != RDX_SP_ERASE) {
+    RDX_CHECK(mm.get(&r->k, (size_t)b->m, fn));
+    RDX_CHECK(mm.get(&r->k2, (size_t)b->m, fn));
+    RDX_CHECK(mm.get(&r->row, (size_t)b->m, fn));
+    RDX_CHECK(mm.get(&r->row2, (size_t)b->m, fn));
+  }
+  return RDX_OK;
+}
+
+/* The new pool *np (allocated here, the caller's to keep or free) of *n_new points: the batch's
+ * sorted entries r merged into the sorted pool src of n_old points. */
+template <typename T, typename K>
+rdx_status merge_into(scratch &mm, const rdx_points *pts, const rdx_sp_batch *b, const rdx_sp_pool &src, int64_t n_old,
+                      const mrows<K> &r, unsigned long long *bad, rdx_sp_pool *np, int64_t *n_new, const char *fn) {
+  const int op = b->op;
+  const int64_t m = b->m, nn = n_old + (op == RDX_SP_INSERT ? m : op == RDX_SP_ERASE ? -m : 0);
+  if (nn < 0) return rdx_fail(mm.ctx, RDX_ERR_INTERNAL, "%s: more erases than points", fn); /* bad ids say so first */
+  RDX_CHECK(rdx_sp_pool_alloc(mm.ctx, nn > 0 ? nn : 1, pts->f64, (int)sizeof(K), np));
+  *n_new = nn;
+  const npool<T, K> P = {(T *)np->x, (T *)np->y, np->id, (K *)np->key, nn > 0 ? nn : 1, bad};
+  const nbatch<T, K> B = {r.k, r.row, (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id};
+  return merge_pool(mm, src, n_old, op != RDX_SP_INSERT, r.claim, B, op == RDX_SP_ERASE ? 0 : m, P, fn);
+}
+
 /* The live-id bitmap after an insert (ids from..) or an erase (the batch's ids). */
 static __global__ void set_range_kernel(uint64_t from, int64_t n, uint32_t *bits) {
   SP_FOR(i, n) atomicOr(&bits[(from + (uint64_t)i) >> 5], 1u << ((from + (uint64_t)i) & 31));
@@ -245,6 +297,69 @@ static __global__ void clear_bits_kernel(const void *ids, int ids64, int64_t n, 
     uint64_t id = id_at(ids, ids64, i);
     atomicAnd(&bits[id >> 5], ~(1u << (id & 31)));
   }
+}
+
+/* A pool freed when it goes out of scope (emptied to keep it). */
+struct pool_hold {
+  rdx_context *ctx;
+  rdx_sp_pool *p;
+  ~pool_hold() { rdx_sp_pool_free(ctx, p); }
+};
+
+/* A live-id bitmap with room for an insert's ids past the index's (*nlive stays NULL when it
+ * has room); allocated before the swap, so running out of memory changes nothing. */
+static inline rdx_status live_grow(rdx_context *ctx, const rdx_points *pts, const rdx_sp_batch *b, uint32_t **nlive,
+                                   int64_t *nlive_bits, const char *fn) {
+  *nlive = NULL, *nlive_bits = pts->live_bits;
+  if (b->op != RDX_SP_INSERT || (int64_t)(b->first_id + (uint64_t)b->m) <= pts->live_bits) return RDX_OK;
+  int64_t bits = (int64_t)(b->first_id + (uint64_t)b->m);
+  bits += bits / 2 + 64;
+  const size_t old_b = (size_t)(pts->live_bits / 32 + 1) * 4, new_b = (size_t)(bits / 32 + 1) * 4;
+  cudaStream_t s = rdx_stream(ctx);
+  uint32_t *p = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_points: live ids", (void **)&p, new_b, RDX_DEVICE));
+  rdx_status st = rdx_cuda_ok(ctx, cudaMemsetAsync(p, 0, new_b, s), fn);
+  if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(p, pts->live, old_b, cudaMemcpyDeviceToDevice, s), fn);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, p);
+    return st;
+  }
+  *nlive = p, *nlive_bits = bits;
+  return RDX_OK;
+}
+
+/* At the swap: the grown bitmap (if any) in place, and the batch's ids set (an insert) or
+ * cleared (an erase). */
+static inline rdx_status live_commit(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, uint32_t *nlive,
+                                     int64_t nlive_bits) {
+  cudaStream_t s = rdx_stream(ctx);
+  if (nlive) {
+    rdx_mem_free(ctx, pts->live);
+    pts->live = nlive, pts->live_bits = nlive_bits;
+  }
+  if (b->op == RDX_SP_INSERT) set_range_kernel<<<blocks_for(b->m, 256), 256, 0, s>>>(b->first_id, b->m, pts->live);
+  if (b->op == RDX_SP_ERASE) clear_bits_kernel<<<blocks_for(b->m, 256), 256, 0, s>>>(b->ids, b->ids64, b->m, pts->live);
+  return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: live ids kernel");
+}
+
+/* The swap at the end of a merge update (only device errors can have failed before it): the
+ * live ids (live_commit), the new nodes and pool (*np emptied), no id map. */
+static inline rdx_status merge_swap(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, uint32_t *nlive,
+                                    int64_t nlive_bits, const rdx_sp_nodes &nodes, rdx_sp_pool *np, int64_t n_new) {
+  RDX_CHECK(live_commit(ctx, pts, b, nlive, nlive_bits));
+  rdx_sp_nodes_free(ctx, &pts->nodes);
+  pts->nodes = nodes;
+  pts->host_stale = 1;
+  rdx_sp_pool_free(ctx, &pts->pool);
+  pts->pool = *np;
+  pts->pool.used = n_new;
+  memset(np, 0, sizeof *np);
+  pts->sorted = 1;
+  if (pts->slot) { /* the planned path's id map: a merge moves every point */
+    rdx_mem_free(ctx, pts->slot);
+    pts->slot = NULL, pts->slot_cap = 0;
+  }
+  return RDX_OK;
 }
 
 }  // namespace rdx_sp

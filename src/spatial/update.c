@@ -3,7 +3,8 @@
  * backends. This file plans on the host; the backend (update_cpu.c, update.cu) moves the points.
  * On a GPU, quadtrees take update_qt.cu's paths instead (the same paging planned on the device,
  * or for large batches a merge into a pool kept in Morton order; see prepare_paged) and k-d
- * trees update_kd.cu's (a rebuild; see direct_update); this path remains for the CPU and
+ * trees update_kd.cu's (this file's rule, planned on the device, or a rebuild for batches of more
+ * than half the points; see rdx_sp_kd_rebuilds); this path remains for the CPU and
  * RAYDEX_SP_UPDATE=plan.
  *
  * Pipeline of one batch (all-or-nothing: nothing is written before step 5):
@@ -420,8 +421,8 @@ static void compact(rdx_context *ctx, rdx_points *pts, int64_t live) {
   if (rdx_sp_sync_host_nodes(ctx, pts) != RDX_OK || rdx_sp_relayout(ctx, pts, 0, 0) != RDX_OK) rdx_clear_message(ctx); /* optional */
 }
 
-/* On a GPU, quadtrees update on the device (update_qt.cu) and k-d trees by rebuilding
- * (update_kd.cu), unless RAYDEX_SP_UPDATE=plan asks for this file's path (for comparisons). */
+/* On a GPU, both kinds update on the device (update_qt.cu, update_kd.cu), unless
+ * RAYDEX_SP_UPDATE=plan asks for this file's path (for comparisons and tests). */
 static int direct_update(rdx_context *ctx, const rdx_points *pts) {
   const char *e = getenv("RAYDEX_SP_UPDATE");
   return rdx_is_gpu(ctx) && !(e && strcmp(e, "plan") == 0);

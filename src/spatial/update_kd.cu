@@ -1,14 +1,37 @@
 /*
- * update_kd.cu: bulk moves, inserts and erases of a k-d tree on the GPU, by rebuilding.
+ * update_kd.cu: bulk moves, inserts and erases of a k-d tree on the GPU: G-PICS's repair planned
+ * on the device (repair), or for batches of more than half the points a rebuild (rebuild;
+ * update.c's rdx_sp_kd_rebuilds picks). Both leave the index as it was when the batch is bad or
+ * memory runs out: only scratch and the new pool and nodes are written before the swap.
  *
- * Why not G-PICS's repair (update.c's planned path, which the CPU keeps): a k-d leaf that
- * overflows splits at the median of its points, which the planned path gathers and splits on
- * the host. On an H200, 16.5M taxi-like f32 points, leaf capacity 1024, it took 55 ms for 1% of
- * the points moved and 189 ms for 10%, against 28 ms for the GPU build of then (session 5). A
- * rebuild over the points as they are after the batch costs one build plus a few passes over
- * the ids (about 3 ms), and gives the tree a fresh build would, balanced again: 20-22 ms from
- * 1% to 50% moved against a 16.5 ms build (spatial_update.csv, session 6).
+ * REPAIR. The rule is update.c's planner's, which the CPU runs: a node is a leaf iff it holds at
+ * most capacity points or is at max depth; an internal node keeps its split; a leaf that
+ * overflows splits at the median of its points ((coordinate, id) order, axis level % 2), as a
+ * build would from there; sibling subtrees that fall to capacity merge into their parent. The
+ * resulting nodes equal the planner's node for node (test_spatial_update keeps a twin index on
+ * the planned path). The pool is kept as the quadtree's merge keeps it: slots [0, n) hold the
+ * live points in leaf order, each with a code of its leaf (the leaf's path left-aligned, u32
+ * while the tree is at most 32 levels deep), and a live-id bitmap stands in for an id map.
+ *  1. krows_kernel, a thread per row: the id checked and claimed; a new point's leaf found by
+ *     descent (c <= split goes left) and its code; the batch sorted by code (CUB, only the bits
+ *     the tree's depth uses).
+ *  2. The merge (merge.cuh) drops the moved and erased points and places the batch among the
+ *     survivors in one streaming pass over the pool: leaves stay contiguous.
+ *  3. Per old node, its new count (two binary searches over the merged codes) and the rule:
+ *     kept nodes, merged leaves (their points are already one run) and the leaves that split
+ *     (groups). The host reads the totals here (the mid-way wait): bad ids end the update.
+ *  4. The groups' subtrees: their points gathered in (group, id) order and sorted along both
+ *     axes within their group on the device while the host plans every level from the counts
+ *     (kdtree.cu's kd_plan_make, kd_run_orders, kd_run_levels, which the build shares); then the
+ *     levels run without a wait, and the points go back to their group's slots in leaf order.
+ *  5. The kept and new nodes sorted into BFS order (CUB), linked, checked (the final wait).
+ * Costs on an H200, 16.5M taxi-like f32 points, leaf capacity 1024, against a 13.3 ms build
+ * (spatial_update.csv, PROBES.md section 22): 1.4 ms at 1% of the points moved, 2.1 ms at 10%,
+ * 7.0 ms at 50%. At 10% about 0.45 ms is the merge; the splitting leaves hold about 1.9M points
+ * (11% of the pool): their sorts and levels take about 1 ms.
  *
+ * REBUILD. Over the points as they are after the batch: one build plus a few passes over the ids
+ * (about 3 ms), and the tree a fresh build gives, balanced again; 18-19 ms on the same points.
  *  1. The ids are checked as on the other paths (check_ids: known, live, not repeated), against
  *     the live-id bitmap (pts->live, made from the pool on the first update) or the planned
  *     path's id map.
@@ -17,8 +40,6 @@
  *  3. rdx_sp_kd_build_cuda builds over those points; their positions are in id order, so ties of
  *     a median go by id as in a fresh build. The new pool's ids are mapped back through the
  *     compacted list, and the new pool, nodes and live-id bitmap replace the old ones.
- * Only scratch and the new index are written before the swap: a bad batch or a failed build
- * leaves the index as it was.
  */
 #include <thrust/iterator/counting_iterator.h>
 
@@ -395,11 +416,7 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   rdx_sp_pool src = pts->pool, dense;
   memset(&dense, 0, sizeof dense);
   const int64_t n_old = pts->n;
-  struct pool_guard {
-    rdx_context *c;
-    rdx_sp_pool *p;
-    ~pool_guard() { rdx_sp_pool_free(c, p); }
-  } guard{ctx, &dense};
+  pool_hold guard{ctx, &dense};
   if (!pts->sorted && n_old > 0) {
     scratch rs(ctx); /* outside the arena, which would keep it */
     uint64_t *c1, *c2;
@@ -429,54 +446,30 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     leaf_fill_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, A, (K *)src.key);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: leaf codes kernel");
   }
-  if (pts->live == NULL) { /* derived state: keeping it when the batch fails changes nothing */
-    int64_t bits = live_room(pts->id_end);
-    RDX_CHECK(live_bitmap(ctx, src.id, n_old, bits, &pts->live));
-    pts->live_bits = bits;
-  }
-
   /* 1: the batch */
   ktot *tot;
-  uint32_t *claim = NULL;
+  mrows<K> r;
+  RDX_CHECK(merge_rows_alloc(mm, pts, b, src.id, n_old, &r, fn));
   RDX_CHECK(mm.get(&tot, 1, fn));
   RDX_CUDA(ctx, cudaMemsetAsync(tot, 0, sizeof *tot, s), fn);
-  if (op != RDX_SP_INSERT) {
-    const int64_t words = (int64_t)(pts->id_end / 32) + 1;
-    RDX_CHECK(mm.get(&claim, (size_t)words, fn));
-    RDX_CUDA(ctx, cudaMemsetAsync(claim, 0, (size_t)words * 4, s), fn);
-  }
-  K *nk = NULL, *nk2 = NULL;
-  uint32_t *nrow = NULL, *nrow2 = NULL;
-  if (m_new > 0) {
-    RDX_CHECK(mm.get(&nk, (size_t)m, fn));
-    RDX_CHECK(mm.get(&nk2, (size_t)m, fn));
-    RDX_CHECK(mm.get(&nrow, (size_t)m, fn));
-    RDX_CHECK(mm.get(&nrow2, (size_t)m, fn));
-  }
-  krows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->live, claim,
-                                                  rdx_sp_view_of(pts), A, nk, nrow, tot);
+  krows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->live,
+                                                     r.claim, rdx_sp_view_of(pts), A, r.k, r.row, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
   if (m_new > 0) { /* codes of leaves at level < levels have their low A - levels bits zero */
     const int lo = pts->kd_levels > 0 && pts->kd_levels <= A ? A - pts->kd_levels : 0;
-    cub::DoubleBuffer<K> kb(nk, nk2);
-    cub::DoubleBuffer<uint32_t> rb(nrow, nrow2);
+    cub::DoubleBuffer<K> kb(r.k, r.k2);
+    cub::DoubleBuffer<uint32_t> rb(r.row, r.row2);
     RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m, lo, A, s); }));
-    nk = kb.Current(), nrow = rb.Current();
+    r.k = kb.Current(), r.row = rb.Current();
   }
   rdx_trace(ctx, "kd update: rows");
 
   /* 2: the merge into a new pool */
-  const int64_t n_new = n_old + (op == RDX_SP_INSERT ? m : op == RDX_SP_ERASE ? -m : 0);
-  if (n_new < 0) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: more erases than points", fn); /* bad ids say so first */
   rdx_sp_pool np;
   memset(&np, 0, sizeof np);
-  RDX_CHECK(rdx_sp_pool_alloc(ctx, n_new > 0 ? n_new : 1, pts->f64, (int)sizeof(K), &np));
-  struct pool_guard np_guard{ctx, &np}; /* freed on failure; emptied (kept) on success */
-  {
-    const npool<T, K> P = {(T *)np.x, (T *)np.y, np.id, (K *)np.key, n_new > 0 ? n_new : 1, &tot->bad};
-    const nbatch<T, K> B = {nk, nrow, (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id};
-    RDX_CHECK(merge_pool(mm, src, n_old, op != RDX_SP_INSERT, claim, B, m_new, P, fn));
-  }
+  pool_hold np_guard{ctx, &np}; /* freed on failure; emptied (kept) on success */
+  int64_t n_new = 0;
+  RDX_CHECK((merge_into<T, K>)(mm, pts, b, src, n_old, r, &tot->bad, &np, &n_new, fn));
   rdx_trace(ctx, "kd update: merge");
 
   /* 3: the nodes, and the host's one wait before the writes that matter */
@@ -647,16 +640,8 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   memset(&nodes, 0, sizeof nodes);
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_all, RDX_DEVICE, &nodes));
   uint32_t *nlive = NULL;
-  int64_t nlive_bits = pts->live_bits;
-  rdx_status st = RDX_OK;
-  if (op == RDX_SP_INSERT && (int64_t)(b->first_id + (uint64_t)m) > pts->live_bits) {
-    nlive_bits = (int64_t)(b->first_id + (uint64_t)m);
-    nlive_bits += nlive_bits / 2 + 64;
-    size_t old_b = (size_t)(pts->live_bits / 32 + 1) * 4, new_b = (size_t)(nlive_bits / 32 + 1) * 4;
-    st = rdx_mem_alloc(ctx, "rdx_points: live ids", (void **)&nlive, new_b, RDX_DEVICE);
-    if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemsetAsync(nlive, 0, new_b, s), fn);
-    if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(nlive, pts->live, old_b, cudaMemcpyDeviceToDevice, s), fn);
-  }
+  int64_t nlive_bits = 0;
+  rdx_status st = live_grow(ctx, pts, b, &nlive, &nlive_bits, fn);
   if (st == RDX_OK) {
     nodes.n = n_all;
     knode_put_kernel<<<blocks_for(n_all, 256), 256, 0, s>>>(all, nib.Current(), n_all, nodes);
@@ -671,29 +656,11 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     if (nlive) rdx_mem_free(ctx, nlive);
     return st;
   }
-  if (nlive) {
-    rdx_mem_free(ctx, pts->live);
-    pts->live = nlive, pts->live_bits = nlive_bits;
-  }
-  if (op == RDX_SP_INSERT) set_range_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->first_id, m, pts->live);
-  if (op == RDX_SP_ERASE) clear_bits_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->live);
-  RDX_CUDA(ctx, cudaGetLastError(), "rdx_points update: live ids kernel");
-  rdx_sp_nodes_free(ctx, &pts->nodes);
-  pts->nodes = nodes;
-  pts->host_stale = 1;
-  rdx_sp_pool_free(ctx, &pts->pool);
-  pts->pool = np;
-  pts->pool.used = n_new;
-  memset(&np, 0, sizeof np);
-  pts->sorted = 1;
+  RDX_CHECK(merge_swap(ctx, pts, b, nlive, nlive_bits, nodes, &np, n_new));
   pts->kd_levels = levels;
   if (levels - 1 > A) { /* leaves too deep for these codes: the next repair makes u64 ones */
     rdx_mem_free(ctx, pts->pool.key);
     pts->pool.key = NULL, pts->pool.key_bytes = 0;
-  }
-  if (pts->slot) { /* the planned path's id map: a merge moves every point */
-    rdx_mem_free(ctx, pts->slot);
-    pts->slot = NULL, pts->slot_cap = 0;
   }
   rdx_sp_stats *S = &pts->stats;
   S->splits = (int64_t)H.splits, S->merges = (int64_t)H.merges, S->relocated = 0, S->new_leaves = 0;

@@ -533,54 +533,26 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     rdx_trace(ctx, "qt update: pool sorted");
   }
   /* frees the sorted copy on every return from here */
-  struct pool_guard {
-    rdx_context *c;
-    rdx_sp_pool *p;
-    ~pool_guard() { rdx_sp_pool_free(c, p); }
-  } guard{ctx, &sorted_src};
-
-  /* the live-id bitmap, from the pool on the first update of this kind (it is derived state:
-   * keeping it when the batch fails changes nothing) */
-  if (pts->live == NULL) {
-    int64_t bits = live_room(pts->id_end);
-    RDX_CHECK(live_bitmap(ctx, src.id, n_old, bits, &pts->live));
-    pts->live_bits = bits;
-  }
+  pool_hold guard{ctx, &sorted_src};
 
   /* 1: the batch */
   qtot *tot;
-  uint32_t *claim = NULL;
-  const int64_t claim_words = (int64_t)(pts->id_end / 32) + 1;
+  mrows<K> r;
+  RDX_CHECK(merge_rows_alloc(mm, pts, b, src.id, n_old, &r, fn));
   RDX_CHECK(mm.get(&tot, 1, fn));
   RDX_CUDA(ctx, cudaMemsetAsync(tot, 0, sizeof *tot, s), fn);
-  if (op != RDX_SP_INSERT) {
-    RDX_CHECK(mm.get(&claim, (size_t)claim_words, fn));
-    RDX_CUDA(ctx, cudaMemsetAsync(claim, 0, (size_t)claim_words * 4, s), fn);
-  }
-  K *nk = NULL, *nk2 = NULL;
-  uint32_t *nrow = NULL, *nrow2 = NULL;
-  if (m_new > 0) {
-    RDX_CHECK(mm.get(&nk, (size_t)m, fn));
-    RDX_CHECK(mm.get(&nk2, (size_t)m, fn));
-    RDX_CHECK(mm.get(&nrow, (size_t)m, fn));
-    RDX_CHECK(mm.get(&nrow2, (size_t)m, fn));
-  }
-  rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->live, claim,
-                                                    b->check_xy, pts->grid, nk, nrow, tot);
+  rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->live, r.claim,
+                                                    b->check_xy, pts->grid, r.k, r.row, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
-  RDX_CHECK(sort_batch(mm, m_new, D, &nk, nk2, &nrow, nrow2, fn));
+  RDX_CHECK(sort_batch(mm, m_new, D, &r.k, r.k2, &r.row, r.row2, fn));
   rdx_trace(ctx, "qt update: rows");
 
   /* 2: the merge into a new pool */
-  const int64_t n_new = n_old + (op == RDX_SP_INSERT ? m : op == RDX_SP_ERASE ? -m : 0);
-  if (n_new < 0) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: more erases than points", fn); /* bad ids say so first */
   rdx_sp_pool np;
   memset(&np, 0, sizeof np);
-  RDX_CHECK(rdx_sp_pool_alloc(ctx, n_new > 0 ? n_new : 1, pts->f64, (int)sizeof(K), &np));
-  struct pool_guard np_guard{ctx, &np}; /* freed on failure; emptied (kept) on success */
-  const npool<T, K> P = {(T *)np.x, (T *)np.y, np.id, (K *)np.key, n_new > 0 ? n_new : 1, &tot->bad};
-  const nbatch<T, K> B = {nk, nrow, (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id};
-  RDX_CHECK(merge_pool(mm, src, n_old, op != RDX_SP_INSERT, claim, B, m_new, P, fn));
+  pool_hold np_guard{ctx, &np}; /* freed on failure; emptied (kept) on success */
+  int64_t n_new = 0;
+  RDX_CHECK((merge_into<T, K>)(mm, pts, b, src, n_old, r, &tot->bad, &np, &n_new, fn));
   rdx_trace(ctx, "qt update: merge");
 
   /* 3: the nodes */
@@ -636,16 +608,8 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   memset(&nodes, 0, sizeof nodes);
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_sort, RDX_DEVICE, &nodes));
   uint32_t *nlive = NULL;
-  int64_t nlive_bits = pts->live_bits;
-  rdx_status st = RDX_OK;
-  if (op == RDX_SP_INSERT && (int64_t)(b->first_id + (uint64_t)m) > pts->live_bits) {
-    nlive_bits = (int64_t)(b->first_id + (uint64_t)m);
-    nlive_bits += nlive_bits / 2 + 64;
-    size_t old_b = (size_t)(pts->live_bits / 32 + 1) * 4, new_b = (size_t)(nlive_bits / 32 + 1) * 4;
-    st = rdx_mem_alloc(ctx, "rdx_points: live ids", (void **)&nlive, new_b, RDX_DEVICE);
-    if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemsetAsync(nlive, 0, new_b, s), fn);
-    if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(nlive, pts->live, old_b, cudaMemcpyDeviceToDevice, s), fn);
-  }
+  int64_t nlive_bits = 0;
+  rdx_status st = live_grow(ctx, pts, b, &nlive, &nlive_bits, fn);
   double t2 = rdx_now_ms();
   rdx_trace(ctx, "qt update: split trees, node sort, allocations");
 
@@ -656,25 +620,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     if (nlive) rdx_mem_free(ctx, nlive);
     return st;
   }
-  if (nlive) {
-    rdx_mem_free(ctx, pts->live);
-    pts->live = nlive, pts->live_bits = nlive_bits;
-  }
-  if (op == RDX_SP_INSERT) set_range_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->first_id, m, pts->live);
-  if (op == RDX_SP_ERASE) clear_bits_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->live);
-  RDX_CUDA(ctx, cudaGetLastError(), "rdx_points update: live ids kernel");
-  rdx_sp_nodes_free(ctx, &pts->nodes);
-  pts->nodes = nodes;
-  pts->host_stale = 1;
-  rdx_sp_pool_free(ctx, &pts->pool);
-  pts->pool = np;
-  pts->pool.used = n_new;
-  memset(&np, 0, sizeof np);
-  pts->sorted = 1;
-  if (pts->slot) { /* the planned path's id map: every merge moves points */
-    rdx_mem_free(ctx, pts->slot);
-    pts->slot = NULL, pts->slot_cap = 0;
-  }
+  RDX_CHECK(merge_swap(ctx, pts, b, nlive, nlive_bits, nodes, &np, n_new));
   rdx_sp_stats *S = &pts->stats;
   S->splits = (int64_t)H.splits, S->merges = (int64_t)H.merges, S->relocated = 0, S->new_leaves = (int64_t)H.new_leaves;
   f->n_inplace = -1; /* not tracked: a merge moves every point */
