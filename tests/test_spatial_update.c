@@ -10,6 +10,7 @@
  *    present; a quadtree's nodes equal a fresh build's (same box) except leaf offsets; on a GPU
  *    a k-d tree's nodes, splits included, equal those of a twin index that takes the same
  *    batches on the host-planned path (the CPU's algorithm);
+ *  - points_update_deep_kd: a k-d tree driven past 32 levels by identical points;
  *  - points_update_bad_input: unknown, erased and repeated ids, NaN, points outside the box,
  *    wrong dtypes: RDX_ERR_INVALID_ARGUMENT and the index unchanged;
  *  - points_update_faults: the memory account fails its 1st, 2nd, ... allocation during an
@@ -447,6 +448,36 @@ int main(int argc, char **argv) {
     CHECK_EQ(first, 500);
     CHECK_OK(ctx, rdx_points_erase(ctx, pts, rdx_host_array(NULL, 0, RDX_U64)));
     check_against_model(ctx, pts, &m, 20);
+    rdx_points_destroy(pts);
+    model_free(&m);
+  }
+
+  /* a k-d tree driven past 32 levels: identical points keep landing in the leftmost leaf of
+   * their spot, which splits again each batch (on a GPU the repair's codes switch from 32 to 64
+   * bits on the way; its nodes stay equal to the planned path's twin) */
+  CASE(points_update_deep_kd);
+  {
+    model m;
+    rdx_points *pts = build_model(ctx, &m, GEN_UNIFORM, 200, RDX_F64, 2, 3, 56, box);
+    rdx_points *twin = pts && pc_gpu(ctx) ? build_twin(ctx, &m, pts) : NULL;
+    int deepest = 0;
+    for (int round = 0; pts && round < 14 && !check_failures_; round++) {
+      snprintf(pc_label, sizeof pc_label, "deep k-d, round %d", round);
+      const int64_t c = 48;
+      double xy[2 * 48];
+      for (int64_t i = 0; i < c; i++) xy[2 * i] = 12.5, xy[2 * i + 1] = 40.25;
+      uint64_t first = 0;
+      model_grow(&m, m.id_end + (uint64_t)c);
+      CHECK_OK(ctx, apply(ctx, pts, twin, 2, rdx_host_array(NULL, 0, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F64), &first));
+      for (int64_t i = 0; i < c; i++)
+        m.x[first + (uint64_t)i] = xy[2 * i], m.y[first + (uint64_t)i] = xy[2 * i + 1], m.alive[first + (uint64_t)i] = 1;
+      m.id_end += (uint64_t)c;
+      check_against_model(ctx, pts, &m, 20);
+      if (twin) same_kd_nodes(ctx, pts, twin);
+      for (int64_t i = 0; i < pts->host.n; i++) deepest = pts->host.level[i] > deepest ? pts->host.level[i] : deepest;
+    }
+    if (pts) CHECK(deepest > 33);
+    rdx_points_destroy(twin);
     rdx_points_destroy(pts);
     model_free(&m);
   }
