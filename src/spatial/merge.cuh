@@ -238,6 +238,32 @@ rdx_status merge_pool(scratch &mm, const rdx_sp_pool &src, int64_t n_old, int dr
 
 /* ---- what both merge updates do around the merge ---- */
 
+/* Internal node i of nodes o in BFS order (by level, then key): its children are the next
+ * level's nodes whose key >> bits is its key (bits: 2 quadtree, 1 k-d), contiguous in BFS
+ * order. Sets its fpos and len; returns len. */
+static __device__ __forceinline__ int64_t link_children(const rdx_sp_nodes &o, int64_t i, int bits) {
+  const int l = o.level[i] + 1;
+  const uint64_t k = o.key[i], first = k << bits;
+  int64_t a = i + 1, b = o.n;
+  while (a < b) {
+    int64_t mid = a + (b - a) / 2;
+    if ((int)o.level[mid] < l || ((int)o.level[mid] == l && o.key[mid] < first)) a = mid + 1;
+    else b = mid;
+  }
+  int64_t e = a;
+  while (e < o.n && (int)o.level[e] == l && (o.key[e] >> bits) == k) e++;
+  o.fpos[i] = a, o.len[i] = e - a;
+  return e - a;
+}
+
+/* Claims a batch row's id (a bit per id): false, with bad bit 1, when a row before claimed it. */
+static __device__ __forceinline__ bool claim_id(uint64_t id, uint32_t *claim, unsigned long long *bad) {
+  const uint32_t bit = 1u << (id & 31);
+  if (!(atomicOr(&claim[id >> 5], bit) & bit)) return true;
+  atomicOr(bad, 1ull); /* the id's second row */
+  return false;
+}
+
 /* A batch's device arrays: the claim bitmap (moves and erases: a bit per id the batch names)
  * and its (key, row) sort entries with their spares (moves and inserts). */
 template <typename K>

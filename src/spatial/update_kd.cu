@@ -223,11 +223,7 @@ __global__ void krows_kernel(int op, const void *ids, int ids64, const void *xy,
         atomicOr(&tot->bad, 1ull);
         continue;
       }
-      const uint32_t bit = 1u << (id & 31);
-      if (atomicOr(&claim[id >> 5], bit) & bit) {
-        atomicOr(&tot->bad, 1ull); /* the id's second row */
-        continue;
-      }
+      if (!claim_id(id, claim, &tot->bad)) continue;
     }
     if (op == RDX_SP_ERASE) continue;
     const int64_t u = rdx_sp_kd_find(&v, rdx_sp_at(xy, 2 * i, f64), rdx_sp_at(xy, 2 * i + 1, f64));
@@ -377,22 +373,10 @@ __global__ void knode_put_kernel(const rdx_sp_hnode *tn, const int64_t *idx, int
     out.split[i] = q.split, out.level[i] = (uint8_t)q.level, out.leaf[i] = (uint8_t)q.leaf;
   }
 }
-/* Internal nodes: their two children are the next level's nodes with keys 2 key and 2 key + 1,
- * adjacent in BFS order. */
+/* Internal nodes: both children linked (keys 2 key and 2 key + 1, adjacent in BFS order). */
 __global__ void knode_link_kernel(rdx_sp_nodes o, ktot *tot) {
   SP_FOR(i, o.n) {
-    if (o.leaf[i]) continue;
-    const int l = o.level[i] + 1;
-    const uint64_t k = 2 * o.key[i];
-    int64_t a = i + 1, b = o.n;
-    while (a < b) {
-      int64_t mid = a + (b - a) / 2;
-      if ((int)o.level[mid] < l || ((int)o.level[mid] == l && o.key[mid] < k)) a = mid + 1;
-      else b = mid;
-    }
-    o.fpos[i] = a, o.len[i] = 2;
-    if (a + 1 >= o.n || o.level[a] != l || o.key[a] != k || o.level[a + 1] != l || o.key[a + 1] != k + 1)
-      atomicOr(&tot->bad, 8ull);
+    if (!o.leaf[i] && link_children(o, i, 1) != 2) atomicOr(&tot->bad, 8ull);
   }
 }
 

@@ -107,14 +107,6 @@ __device__ int64_t warp_lower(const K *k, int64_t lo, int64_t hi, uint64_t v) {
 
 /* ---- 1. the batch ---- */
 
-/* Claims a batch row's id (a bit per id): false, with bad bit 1, when a row before claimed it. */
-__device__ __forceinline__ bool claim_id(uint64_t id, uint32_t *claim, qtot *tot) {
-  const uint32_t bit = 1u << (id & 31);
-  if (!(atomicOr(&claim[id >> 5], bit) & bit)) return true;
-  atomicOr(&tot->bad, 1ull); /* the id's second row */
-  return false;
-}
-
 /* Row i's point and its code into *key: false, with bad bit 4, when check_xy finds it outside
  * the box or not finite. */
 template <typename K>
@@ -143,7 +135,7 @@ __global__ void rows_kernel(int op, const void *ids, int ids64, const void *xy, 
         atomicOr(&tot->bad, 1ull);
         continue;
       }
-      if (!claim_id(id, claim, tot)) continue;
+      if (!claim_id(id, claim, &tot->bad)) continue;
     }
     if (op != RDX_SP_ERASE) row_code(xy, f64, i, check_xy, g, tot, &keys[i]);
   }
@@ -367,28 +359,11 @@ __global__ void node_put_kernel(qlist L, const int64_t *idx, const qtot *tot, rd
   }
 }
 
-__device__ __forceinline__ bool node_less(const rdx_sp_nodes &o, int64_t i, int level, uint64_t key) {
-  return (int)o.level[i] < level || ((int)o.level[i] == level && o.key[i] < key);
-}
-
 /* Internal nodes: children are the next level's nodes with key >> 2 == key, contiguous in BFS. */
 __global__ void node_link_kernel(rdx_sp_nodes o, int64_t n_base, qtot *tot) {
   o.n = n_base + (int64_t)tot->subused;
-  unsigned long long *bad = &tot->bad;
   SP_FOR(i, o.n) {
-    if (o.leaf[i]) continue;
-    int l = o.level[i] + 1;
-    uint64_t k = o.key[i];
-    int64_t a = i + 1, b = o.n;
-    while (a < b) {
-      int64_t mid = a + (b - a) / 2;
-      if (node_less(o, mid, l, 4 * k)) a = mid + 1;
-      else b = mid;
-    }
-    int64_t e = a;
-    while (e < o.n && (int)o.level[e] == l && (o.key[e] >> 2) == k) e++;
-    o.fpos[i] = a, o.len[i] = e - a;
-    if (e == a) atomicOr(bad, 8ull);
+    if (!o.leaf[i] && link_children(o, i, 2) == 0) atomicOr(&tot->bad, 8ull);
   }
 }
 
@@ -645,7 +620,7 @@ __global__ void pg_rows_kernel(int op, const void *ids, int ids64, const void *x
       uint64_t id = id_at(ids, ids64, i);
       uint64_t sl = id < id_end ? slot[id] : RDX_SP_NONE;
       if (sl == RDX_SP_NONE) atomicOr(&tot->bad, 1ull);
-      else if (claim_id(id, claim, tot))
+      else if (claim_id(id, claim, &tot->bad))
         atomicOr(&dead[sl >> 5], 1u << (sl & 31)); /* scratch: the index changes only after the wait */
     }
     if (op == RDX_SP_ERASE) continue;
