@@ -1,0 +1,88 @@
+# scripts/gpu-check.d/sanitize.sh: every GPU test binary (the same cases as `tests`, backend
+# cuda) under compute-sanitizer's four tools: memcheck (out-of-bounds and misaligned accesses,
+# leaks of device memory), racecheck (shared-memory hazards), synccheck (barriers in divergent
+# code) and initcheck (reads of device memory never written). Sourced by scripts/gpu-check.sh
+# (step "sanitize") with OUT and log. Each run has a time limit (SANITIZE_LIMIT seconds, default
+# 420); SANITIZE_TOOLS and SANITIZE_RE (a regex over binary names) narrow the run, or
+# SANITIZE_PAIRS lists the runs ("tool:regex tool:regex ..."). The whole suite under all four
+# tools takes far longer than one device call (about an hour of GPU time); SANITIZE_PAIRS=none
+# skips it. SANITIZE_CLI (default on, 0 off) runs small CLI workloads that reach the spatial
+# kernels on every path (builds both ways, the four query types, paged, merged and repaired
+# updates) under each tool instead: logs/sanitize/cli.<tool>.log. Logs under logs/sanitize/, the
+# reports folded to one line per kind and place (sanitize-sum.awk); a verdict per run in
+# logs/sanitize.txt and logs/sanitize-cli.txt: "clean" or "NOT CLEAN: why". One kind of report is
+# expected and counted apart: initcheck's reads of a paged quadtree pool's spare room, which the
+# check helper rdx_sp_export_points copies whole (never written, never used).
+san_bin=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+san_dir=$OUT/logs/sanitize
+san_awk=$root/scripts/gpu-check.d/sanitize-sum.awk  # folds the reports: one line per kind and place
+mkdir -p "$san_dir"
+san_one() { # san_one <tool> <test binary>
+  local tool=$1 bin=$2 name extra=
+  name=$(basename "$bin")
+  [ "$tool" = memcheck ] && extra="--leak-check full"
+  RDX_TEST_WATCHDOG=0 RAYDEX_THREADS=4 timeout "${SANITIZE_LIMIT:-420}" "$san_bin" --tool "$tool" $extra \
+    --error-exitcode 99 --print-limit 100000000 "$bin" --backend cuda 2>&1 | awk -f "$san_awk" > "$san_dir/$name.$tool.log"
+  local rc=${PIPESTATUS[0]}
+  echo "$name $tool rc=$rc $(san_verdict "$san_dir/$name.$tool.log" $rc)"
+}
+san_verdict() { # san_verdict <log> <rc>: "clean", or what was not
+  local total benign why=
+  total=$(awk '/ERROR SUMMARY: [0-9]+ error/ && !/not printed/ {t += $4}
+               /RACECHECK SUMMARY/ {gsub(/[(,]/, " "); t += $(NF-3) + $(NF-1)} END {print t + 0}' "$1")
+  benign=$(awk '/GROUP .*Uninitialized access .*cudaMemcpy source @ rdx_sp_export_points/ {sub(/:$/, "", $3); b += $3}
+                END {print b + 0}' "$1")
+  [ "$2" = 124 ] && why+="timeout; "
+  [ "$2" != 0 ] && [ "$2" != 99 ] && why+="rc $2; "
+  [ "$2" = 99 ] && [ "$total" = 0 ] && why+="rc 99 without errors; "
+  [ $((total - benign)) -gt 0 ] && why+="$((total - benign)) errors; "
+  grep -q WRONG "$1" && why+="$(grep -c WRONG "$1") wrong rows; "
+  grep -q 'SUMMARY' "$1" || why+="no summary; "
+  if [ -n "$why" ]; then echo "NOT CLEAN: $why"
+  elif [ "$benign" -gt 0 ]; then echo "clean ($benign uninitialized reads: a paged pool's spare room, copied whole by the check helper rdx_sp_export_points)"
+  else echo clean
+  fi
+}
+export -f san_one
+export san_bin san_dir san_awk SANITIZE_LIMIT
+san_cli() { # san_cli <tool>: the CLI workloads, one after the other, under one tool
+  local tool=$1 extra= f=$san_dir/cli.$1.log rc=0
+  [ "$tool" = memcheck ] && extra="--leak-check full"
+  local common="--backend cuda --n 60000 --dist taxi --dtype f32 --reps 1 --header"
+  : > "$f"
+  for args in "--exp build --index quadtree --build bottomup,topdown --leaf-capacity 32" \
+              "--exp build --index kdtree --leaf-capacity 32" \
+              "--exp query --index quadtree,kdtree --type match,window,within,knn --queries 2^11 --leaf-capacity 64 --k 40" \
+              "--exp update --index quadtree,kdtree --moved 1,3,10,50 --leaf-capacity 32" \
+              "--exp update --index quadtree --moved 2,20 --leaf-capacity 32 --moves resample" \
+              "--exp update --index kdtree --moved 2 --leaf-capacity 4 --max-depth 40"; do
+    for eng in "" paged merge; do
+      [ -n "$eng" ] && [[ $args != *"--exp update --index quadtree"* ]] && continue
+      echo "\$ RAYDEX_SP_UPDATE=$eng raydex bench points $args $common" >> "$f"
+      RAYDEX_SP_UPDATE=$eng timeout "${SANITIZE_LIMIT:-420}" "$san_bin" --tool "$tool" $extra --error-exitcode 99 \
+        --print-limit 100000000 "$RDX" bench points $args $common 2>&1 | awk -f "$san_awk" >> "$f"
+      local r=${PIPESTATUS[0]}
+      [ $r -ne 0 ] && [ $rc -ne 124 ] && rc=$r
+    done
+  done
+  echo "cli $tool rc=$rc $(san_verdict "$f" $rc)"
+}
+export -f san_cli san_verdict
+export RDX
+if [ "${SANITIZE_CLI:-1}" != 0 ]; then
+  for t in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do echo "$t"; done |
+    xargs -r -P 4 -L 1 bash -c 'san_cli "$0"' | tee "$OUT/logs/sanitize-cli.txt" | tee -a "$OUT/logs/summary.txt"
+fi
+san_pairs=${SANITIZE_PAIRS:-}
+[ "$san_pairs" = none ] && san_pairs=" "
+if [ -z "$san_pairs" ]; then
+  for t in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do san_pairs+=" $t:${SANITIZE_RE:-.}"; done
+fi
+for p in $san_pairs; do
+  [ "$p" = none ] && continue
+  for b in "$root"/build-gpu/tests/test_*; do
+    [ -x "$b" ] && [[ $(basename "$b") =~ ${p#*:} ]] && echo "${p%%:*} $b"
+  done
+done | xargs -r -P "${SANITIZE_JOBS:-8}" -L 1 bash -c 'san_one "$0" "$1"' | sort > "$OUT/logs/sanitize.txt"
+log "sanitize: $(grep -c . "$OUT/logs/sanitize.txt") suite runs, $(grep -c 'NOT CLEAN' "$OUT/logs/sanitize.txt") not clean"
+grep 'NOT CLEAN' "$OUT/logs/sanitize.txt" | tee -a "$OUT/logs/summary.txt"
