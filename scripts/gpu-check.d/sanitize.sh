@@ -1,19 +1,21 @@
-# scripts/gpu-check.d/sanitize.sh: every GPU test binary (the same cases as `tests`, backend
-# cuda) under compute-sanitizer's four tools: memcheck (out-of-bounds and misaligned accesses,
-# leaks of device memory), racecheck (shared-memory hazards), synccheck (barriers in divergent
-# code) and initcheck (reads of device memory never written). Sourced by scripts/gpu-check.sh
-# (step "sanitize") with OUT and log. Each run has a time limit (SANITIZE_LIMIT seconds, default
-# 420); SANITIZE_TOOLS and SANITIZE_RE (a regex over binary names) narrow the run, or
-# SANITIZE_PAIRS lists the runs ("tool:regex tool:regex ..."). The whole suite under all four
-# tools takes far longer than one device call (about an hour of GPU time); SANITIZE_PAIRS=none
-# skips it. SANITIZE_CLI (default on, 0 off) runs small CLI workloads that reach the spatial
-# kernels on every path (builds both ways, the four query types, paged, merged and repaired
-# updates) under each tool instead: logs/sanitize/cli.<tool>.log. Logs under logs/sanitize/, the
-# reports folded to one line per kind and place (sanitize-sum.awk); a verdict per run in
-# logs/sanitize.txt and logs/sanitize-cli.txt: "clean" or "NOT CLEAN: why". One kind of report is
-# expected and counted apart: initcheck's reads of a paged quadtree pool's spare room (never
-# written, never used), which the pool's growth (pg_grow_pool) and the check helper
-# rdx_sp_export_points copy whole.
+# scripts/gpu-check.d/sanitize.sh: GPU code under compute-sanitizer's four tools: memcheck
+# (out-of-bounds and misaligned accesses, leaks of device memory), racecheck (shared-memory
+# hazards), synccheck (barriers in divergent code) and initcheck (reads of device memory never
+# written). Sourced by scripts/gpu-check.sh (step "sanitize") with OUT, RDX and log.
+#  - By default, small CLI workloads that reach the spatial kernels on every path (builds both
+#    ways, the four query types checked against the brute-force scan and the CPU backend, paged,
+#    merged and repaired updates checked against fresh builds), one after the other under each
+#    tool, the tools side by side: about 7 minutes on an H200. SANITIZE_CLI=0 leaves them out.
+#  - The GPU test binaries (the same cases as `tests`, backend cuda), when asked for:
+#    SANITIZE_RE (a regex over binary names) runs the matching ones under every tool, or
+#    SANITIZE_PAIRS lists the runs ("tool:regex tool:regex ..."); SANITIZE_JOBS at once. The
+#    whole suite under all four tools needs about an hour of GPU time, more than one device call.
+# SANITIZE_TOOLS narrows the tools; every run has a time limit (SANITIZE_LIMIT seconds, default
+# 420). Logs under logs/sanitize/, the reports folded to one line per kind and place
+# (sanitize-sum.awk); a verdict per run in logs/sanitize-cli.txt and logs/sanitize.txt: "clean"
+# or "NOT CLEAN: why". One kind of report is expected and counted apart: initcheck's reads of a
+# paged quadtree pool's spare room (never written, never used), which the pool's growth
+# (pg_grow_pool) and the check helper rdx_sp_export_points copy whole.
 san_bin=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 san_dir=$OUT/logs/sanitize
 san_awk=$root/scripts/gpu-check.d/sanitize-sum.awk  # folds the reports: one line per kind and place
@@ -77,12 +79,10 @@ if [ "${SANITIZE_CLI:-1}" != 0 ]; then # beside the suite's runs
   san_cli_pid=$!
 fi
 san_pairs=${SANITIZE_PAIRS:-}
-[ "$san_pairs" = none ] && san_pairs=" "
-if [ -z "$san_pairs" ]; then
-  for t in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do san_pairs+=" $t:${SANITIZE_RE:-.}"; done
+if [ -z "$san_pairs" ] && [ -n "${SANITIZE_RE:-}" ]; then
+  for t in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do san_pairs+=" $t:$SANITIZE_RE"; done
 fi
 for p in $san_pairs; do
-  [ "$p" = none ] && continue
   for b in "$root"/build-gpu/tests/test_*; do
     [ -x "$b" ] && [[ $(basename "$b") =~ ${p#*:} ]] && echo "${p%%:*} $b"
   done
