@@ -431,24 +431,29 @@ rdx_status rdx_points_describe(rdx_context *ctx, const rdx_points *pts, rdx_poin
 
 rdx_status rdx_sp_export_points(rdx_context *ctx, const rdx_points *pts, double *x, double *y, uint64_t *id) {
   RDX_CHECK(rdx_sp_sync_host_nodes(ctx, (rdx_points *)pts));
-  int64_t cap = pts->pool.used; /* the slots leaves may hold */
+  int64_t used = pts->pool.used; /* the slots leaves may hold */
   size_t es = pts->f64 ? 8 : 4;
-  void *hx = malloc((size_t)(cap ? cap : 1) * es), *hy = malloc((size_t)(cap ? cap : 1) * es);
-  uint64_t *hid = (uint64_t *)malloc((size_t)(cap ? cap : 1) * 8);
+  void *hx = malloc((size_t)(used ? used : 1) * es), *hy = malloc((size_t)(used ? used : 1) * es);
+  uint64_t *hid = (uint64_t *)malloc((size_t)(used ? used : 1) * 8);
   rdx_status st = RDX_OK;
   if (!hx || !hy || !hid) {
-    st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_sp_export_points: %lld slots", (long long)cap);
+    st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_sp_export_points: %lld slots", (long long)used);
     goto done;
   }
   rdx_location loc = rdx_compute_location(ctx);
-  if (cap > 0) {
-    RDX_CHECK_GOTO(rdx_copy(ctx, hx, RDX_HOST, pts->pool.x, loc, (size_t)cap * es), st, done);
-    RDX_CHECK_GOTO(rdx_copy(ctx, hy, RDX_HOST, pts->pool.y, loc, (size_t)cap * es), st, done);
-    RDX_CHECK_GOTO(rdx_copy(ctx, hid, RDX_HOST, pts->pool.id, loc, (size_t)cap * 8), st, done);
+  if (used > 0) {
+    RDX_CHECK_GOTO(rdx_copy(ctx, hx, RDX_HOST, pts->pool.x, loc, (size_t)used * es), st, done);
+    RDX_CHECK_GOTO(rdx_copy(ctx, hy, RDX_HOST, pts->pool.y, loc, (size_t)used * es), st, done);
+    RDX_CHECK_GOTO(rdx_copy(ctx, hid, RDX_HOST, pts->pool.id, loc, (size_t)used * 8), st, done);
   }
   int64_t w = 0;
   for (int64_t i = 0; i < pts->host.n; i++) {
     if (!pts->host.leaf[i]) continue;
+    if (pts->host.fpos[i] < 0 || pts->host.len[i] < 0 || pts->host.fpos[i] + pts->host.len[i] > used) {
+      st = rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_sp_export_points: leaf %lld holds slots [%lld, +%lld), past the %lld used",
+                    (long long)i, (long long)pts->host.fpos[i], (long long)pts->host.len[i], (long long)used);
+      goto done;
+    }
     for (int64_t s = pts->host.fpos[i]; s < pts->host.fpos[i] + pts->host.len[i]; s++) {
       if (w >= pts->n) {
         st = rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_sp_export_points: leaves hold more than %lld points", (long long)pts->n);
