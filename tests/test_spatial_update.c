@@ -57,6 +57,17 @@ static pset model_pset(const model *m, uint64_t **ids) {
   return p;
 }
 
+/* Build options of pts's kind, leaf capacity, depth and box (the method is the default). */
+static rdx_points_options options_like(const rdx_points *pts) {
+  rdx_points_options o = RDX_POINTS_OPTIONS_INIT;
+  o.kind = pts->kind;
+  o.leaf_capacity = pts->cap;
+  o.max_depth = pts->depth;
+  o.use_box = true;
+  o.box[0] = pts->grid.x0, o.box[1] = pts->grid.y0, o.box[2] = pts->grid.x1, o.box[3] = pts->grid.y1;
+  return o;
+}
+
 static void check_against_model(rdx_context *ctx, rdx_points *pts, const model *m, int64_t queries) {
   uint64_t *ids;
   pset p = model_pset(m, &ids);
@@ -67,12 +78,8 @@ static void check_against_model(rdx_context *ctx, rdx_points *pts, const model *
   pc_check_all(ctx, pts, &o, &p, queries);
   points_oracle_free(&o);
   if (pts->kind == RDX_POINTS_QUADTREE) { /* the nodes of a fresh build over the same box */
-    rdx_points_options opt = RDX_POINTS_OPTIONS_INIT;
+    rdx_points_options opt = options_like(pts);
     opt.method = RDX_POINTS_BOTTOM_UP;
-    opt.leaf_capacity = pts->cap;
-    opt.max_depth = pts->depth;
-    opt.use_box = true;
-    opt.box[0] = pts->grid.x0, opt.box[1] = pts->grid.y0, opt.box[2] = pts->grid.x1, opt.box[3] = pts->grid.y1;
     rdx_points *fresh = NULL;
     CHECK_OK(ctx, rdx_points_build(ctx, pset_array(&p), &opt, &fresh));
     if (fresh) CHECK_OK(ctx, rdx_sp_sync_host_nodes(ctx, fresh));
@@ -273,12 +280,7 @@ static rdx_points *build_model(rdx_context *ctx, model *m, int gen, int64_t n, r
 static rdx_points *build_twin(rdx_context *ctx, const model *m, const rdx_points *pts) {
   uint64_t *ids;
   pset p = model_pset(m, &ids);
-  rdx_points_options o = RDX_POINTS_OPTIONS_INIT;
-  o.kind = pts->kind;
-  o.leaf_capacity = pts->cap;
-  o.max_depth = pts->depth;
-  o.use_box = true;
-  o.box[0] = pts->grid.x0, o.box[1] = pts->grid.y0, o.box[2] = pts->grid.x1, o.box[3] = pts->grid.y1;
+  rdx_points_options o = options_like(pts);
   rdx_points *twin = NULL;
   CHECK_OK(ctx, rdx_points_build(ctx, pset_array(&p), &o, &twin));
   free(ids);
