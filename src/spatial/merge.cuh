@@ -273,6 +273,22 @@ struct mrows {
   uint32_t *row, *row2;
 };
 
+/* The batch's sort entries by code bits [lo, hi) (CUB): *k and *row point at the sorted ones, in
+ * their buffers or the spares k2, row2. The quadtree sorts 2 D bits; the k-d tree leaves out the
+ * low bits that no leaf's code uses. */
+template <typename K>
+rdx_status sort_batch(scratch &mm, int64_t m, int lo, int hi, K **k, K *k2, uint32_t **row, uint32_t *row2,
+                      const char *fn) {
+  if (m == 0) return RDX_OK;
+  cub::DoubleBuffer<K> kb(*k, k2);
+  cub::DoubleBuffer<uint32_t> rb(*row, row2);
+  RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+    return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m, lo, hi, rdx_stream(mm.ctx));
+  }));
+  *k = kb.Current(), *row = rb.Current();
+  return RDX_OK;
+}
+
 /* The live-id bitmap, made from the dense pool src_id on the first merge update (derived state:
  * keeping it when the batch fails changes nothing), and the batch's arrays. */
 template <typename K>

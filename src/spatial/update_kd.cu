@@ -441,10 +441,7 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
   if (m_new > 0) { /* codes of leaves at level < levels have their low A - levels bits zero */
     const int lo = pts->kd_levels > 0 && pts->kd_levels <= A ? A - pts->kd_levels : 0;
-    cub::DoubleBuffer<K> kb(r.k, r.k2);
-    cub::DoubleBuffer<uint32_t> rb(r.row, r.row2);
-    RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m, lo, A, s); }));
-    r.k = kb.Current(), r.row = rb.Current();
+    RDX_CHECK(sort_batch(mm, m_new, lo, A, &r.k, r.k2, &r.row, r.row2, fn));
   }
   rdx_trace(ctx, "kd update: rows");
 

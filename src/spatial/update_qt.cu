@@ -369,20 +369,6 @@ __global__ void node_link_kernel(rdx_sp_nodes o, int64_t n_base, qtot *tot) {
 
 /* ---- what both updates do on the host ---- */
 
-/* The batch's sort entries by code, 2 D bits (CUB): *k and *row point at the sorted ones, in
- * their buffers or the spares k2, row2. */
-template <typename K>
-rdx_status sort_batch(scratch &mm, int64_t m, int D, K **k, K *k2, uint32_t **row, uint32_t *row2, const char *fn) {
-  if (m == 0) return RDX_OK;
-  cub::DoubleBuffer<K> kb(*k, k2);
-  cub::DoubleBuffer<uint32_t> rb(*row, row2);
-  RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-    return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m, 0, 2 * D, rdx_stream(mm.ctx));
-  }));
-  *k = kb.Current(), *row = rb.Current();
-  return RDX_OK;
-}
-
 /* The host's mid-way wait: the totals into *H. A bad point or id ends the update with nothing
  * changed (*go = 0; b->bad_xy, or f->bad_row from check_ids, tells the caller); any other
  * check bit is an internal error. */
@@ -519,7 +505,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->live, r.claim,
                                                     b->check_xy, pts->grid, r.k, r.row, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
-  RDX_CHECK(sort_batch(mm, m_new, D, &r.k, r.k2, &r.row, r.row2, fn));
+  RDX_CHECK(sort_batch(mm, m_new, 0, 2 * D, &r.k, r.k2, &r.row, r.row2, fn));
   rdx_trace(ctx, "qt update: rows");
 
   /* 2: the merge into a new pool */
@@ -1050,7 +1036,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
                                                        claim, b->check_xy, pts->grid, ik, irow, dead, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
-  RDX_CHECK(sort_batch(mm, m_new, D, &ik, ik2, &irow, irow2, fn));
+  RDX_CHECK(sort_batch(mm, m_new, 0, 2 * D, &ik, ik2, &irow, irow2, fn));
   rdx_trace(ctx, "qt paged update: rows");
 
   /* 2: the plan over the old nodes */
