@@ -160,6 +160,7 @@ rdx_status cu_relayout(rdx_context *ctx, rdx_points *pts, const int64_t *new_fpo
     }
   }
   if (st == RDX_OK) st = to_device(ctx, d_lm, lm.data(), lm.size(), fn);
+  if (st == RDX_OK) st = pool_zero_from(ctx, &np, 0, pts->f64, fn); /* rooms past their leaves' points */
   if (st == RDX_OK && !lm.empty()) {
     unsigned grid = lm.size() < 65536 ? (unsigned)lm.size() : 65536u;
     relayout_kernel<<<grid, UB, 0, rdx_stream(ctx)>>>(d_lm, (int64_t)lm.size(), pool_of(pts, &pts->pool), pool_of(pts, &np), kd,
@@ -357,6 +358,32 @@ __global__ void set_bits_kernel(const uint64_t *ids, int64_t n, uint32_t *bits) 
   SP_FOR(i, n) atomicOr(&bits[ids[i] >> 5], 1u << (ids[i] & 31));
 }
 }  // namespace
+
+rdx_status rdx_sp::pool_zero_from(rdx_context *ctx, rdx_sp_pool *p, int64_t from, int f64, const char *fn) {
+  if (from >= p->cap) return RDX_OK;
+  const size_t f = (size_t)from, c = (size_t)p->cap, es = f64 ? 8 : 4, kb = (size_t)p->key_bytes;
+  cudaStream_t s = rdx_stream(ctx);
+  RDX_CUDA(ctx, cudaMemsetAsync((char *)p->x + f * es, 0, (c - f) * es, s), fn);
+  RDX_CUDA(ctx, cudaMemsetAsync((char *)p->y + f * es, 0, (c - f) * es, s), fn);
+  RDX_CUDA(ctx, cudaMemsetAsync(p->id + f, 0, (c - f) * 8, s), fn);
+  if (p->key) RDX_CUDA(ctx, cudaMemsetAsync((char *)p->key + f * kb, 0, (c - f) * kb, s), fn);
+  return RDX_OK;
+}
+
+rdx_status rdx_sp::pool_copy_used(rdx_context *ctx, rdx_sp_pool *dst, const rdx_sp_pool *src, int f64, const char *fn) {
+  const size_t u = (size_t)src->used, es = f64 ? 8 : 4, kb = (size_t)src->key_bytes;
+  cudaStream_t s = rdx_stream(ctx);
+  if (src->used > dst->cap || (src->key == NULL) != (dst->key == NULL) || kb != (size_t)dst->key_bytes)
+    return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a pool of %lld slots into one of %lld", fn, (long long)src->used,
+                    (long long)dst->cap);
+  RDX_CUDA(ctx, cudaMemcpyAsync(dst->x, src->x, u * es, cudaMemcpyDeviceToDevice, s), fn);
+  RDX_CUDA(ctx, cudaMemcpyAsync(dst->y, src->y, u * es, cudaMemcpyDeviceToDevice, s), fn);
+  RDX_CUDA(ctx, cudaMemcpyAsync(dst->id, src->id, u * 8, cudaMemcpyDeviceToDevice, s), fn);
+  if (src->key) RDX_CUDA(ctx, cudaMemcpyAsync(dst->key, src->key, u * kb, cudaMemcpyDeviceToDevice, s), fn);
+  RDX_CHECK(pool_zero_from(ctx, dst, src->used, f64, fn));
+  dst->used = src->used;
+  return RDX_OK;
+}
 
 rdx_status rdx_sp::live_bitmap(rdx_context *ctx, const uint64_t *pid, int64_t n, int64_t bits, uint32_t **out) {
   const char *fn = "rdx_points update: live ids";
@@ -759,13 +786,8 @@ rdx_status cu_commit(rdx_context *ctx, rdx_points *pts, rdx_sp_work *w, const rd
   RDX_CHECK(rdx_sp_nodes_copy(ctx, &w->dnodes, new_nodes));
   if (w->newpool.block) {
     rdx_sp_pool *np = &w->newpool;
-    size_t es = pts->f64 ? 8 : 4, u = (size_t)pts->pool.used, kb = kd || pts->key64 ? 8 : 4;
-    RDX_CUDA(ctx, cudaMemcpyAsync(np->x, pts->pool.x, u * es, cudaMemcpyDeviceToDevice, s), fn);
-    RDX_CUDA(ctx, cudaMemcpyAsync(np->y, pts->pool.y, u * es, cudaMemcpyDeviceToDevice, s), fn);
-    RDX_CUDA(ctx, cudaMemcpyAsync(np->id, pts->pool.id, u * 8, cudaMemcpyDeviceToDevice, s), fn);
-    RDX_CUDA(ctx, cudaMemcpyAsync(np->key, pts->pool.key, u * kb, cudaMemcpyDeviceToDevice, s), fn);
+    RDX_CHECK(pool_copy_used(ctx, np, &pts->pool, pts->f64, fn));
     RDX_CUDA(ctx, cudaStreamSynchronize(s), fn);
-    np->used = pts->pool.used;
     rdx_sp_pool_free(ctx, &pts->pool);
     pts->pool = *np;
     memset(np, 0, sizeof *np);

@@ -41,6 +41,15 @@ rdx_status live_bitmap(rdx_context *ctx, const uint64_t *pid, int64_t n, int64_t
  * bad_what, bad_id, as update.c reports it; f->bad_row = -1 when every id is good. */
 rdx_status check_ids(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, scratch &mm, rdx_sp_found *f);
 
+/* Slots [from, cap) of *p zeroed, column by column (enqueued). No answer reads spare room, but
+ * copies of a whole pool do (its growth, the tests' checks), and memory that was never written
+ * is what compute-sanitizer's initcheck reports. */
+rdx_status pool_zero_from(rdx_context *ctx, rdx_sp_pool *p, int64_t from, int f64, const char *fn);
+
+/* src's used slots copied into the larger *dst, the rest of it zeroed, dst->used = src->used
+ * (enqueued; the caller waits). */
+rdx_status pool_copy_used(rdx_context *ctx, rdx_sp_pool *dst, const rdx_sp_pool *src, int f64, const char *fn);
+
 }  // namespace rdx_sp
 
 #endif /* RDX_SP_UPDATE_CUH */

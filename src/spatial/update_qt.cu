@@ -964,18 +964,13 @@ rdx_status pg_grow_pool(rdx_context *ctx, rdx_points *pts, int64_t cap, int key_
   const char *fn = "rdx_points update: pool growth";
   rdx_sp_pool np;
   RDX_CHECK(rdx_sp_pool_alloc(ctx, cap, pts->f64, key_bytes, &np));
-  const size_t u = (size_t)pts->pool.used, es = pts->f64 ? 8 : 4;
-  cudaStream_t s = rdx_stream(ctx);
-  cudaError_t e = cudaMemcpyAsync(np.x, pts->pool.x, u * es, cudaMemcpyDeviceToDevice, s);
-  if (e == cudaSuccess) e = cudaMemcpyAsync(np.y, pts->pool.y, u * es, cudaMemcpyDeviceToDevice, s);
-  if (e == cudaSuccess) e = cudaMemcpyAsync(np.id, pts->pool.id, u * 8, cudaMemcpyDeviceToDevice, s);
-  if (e == cudaSuccess) e = cudaMemcpyAsync(np.key, pts->pool.key, u * (size_t)key_bytes, cudaMemcpyDeviceToDevice, s);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-  if (e != cudaSuccess) {
+  rdx_status st = pool_copy_used(ctx, &np, &pts->pool, pts->f64, fn);
+  cudaError_t e = st == RDX_OK ? cudaStreamSynchronize(rdx_stream(ctx)) : cudaSuccess;
+  if (e != cudaSuccess) st = rdx_cuda_fail(ctx, e, fn);
+  if (st != RDX_OK) {
     rdx_sp_pool_free(ctx, &np);
-    return rdx_cuda_fail(ctx, e, fn);
+    return st;
   }
-  np.used = pts->pool.used;
   rdx_sp_pool_free(ctx, &pts->pool);
   pts->pool = np;
   return RDX_OK;
