@@ -324,6 +324,7 @@ rdx_status merge_into(scratch &mm, const rdx_points *pts, const rdx_sp_batch *b,
   const int64_t m = b->m, nn = n_old + (op == RDX_SP_INSERT ? m : op == RDX_SP_ERASE ? -m : 0);
   if (nn < 0) return rdx_fail(mm.ctx, RDX_ERR_INTERNAL, "%s: more erases than points", fn); /* bad ids say so first */
   RDX_CHECK(rdx_sp_pool_alloc(mm.ctx, nn > 0 ? nn : 1, pts->f64, (int)sizeof(K), np));
+  RDX_CHECK(pool_zero_from(mm.ctx, np, nn, pts->f64, fn)); /* the one spare slot of an empty pool */
   *n_new = nn;
   const npool<T, K> P = {(T *)np->x, (T *)np->y, np->id, (K *)np->key, nn > 0 ? nn : 1, bad};
   const nbatch<T, K> B = {r.k, r.row, (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id};
