@@ -12,7 +12,9 @@
 #    (session 12): memcheck and synccheck of the slowest binaries (the spatial three, keys_lookup,
 #    keys_rx, rt_identical) 5-6 minutes, six at once; initcheck of eleven binaries 28 s; racecheck
 #    is the slow one: CUB's shared-memory kernels keep most binaries past 9 minutes.
-# SANITIZE_TOOLS narrows the tools; every run has a time limit (SANITIZE_LIMIT seconds, default
+# SANITIZE_ARGS adds options to every run (e.g. "--kernel-name-exclude kns=cub" leaves CUB's
+# kernels out, which racecheck otherwise spends most of its time in). SANITIZE_TOOLS narrows the
+# tools; every run has a time limit (SANITIZE_LIMIT seconds, default
 # 420). Logs under logs/sanitize/, the reports folded to one line per kind and place
 # (sanitize-sum.awk); a verdict per run in logs/sanitize-cli.txt and logs/sanitize.txt: "clean"
 # or "NOT CLEAN: why". Pools zero their spare room (pool_zero_from), so initcheck has nothing
@@ -21,10 +23,14 @@ san_bin=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanit
 san_dir=$OUT/logs/sanitize
 san_awk=$root/scripts/gpu-check.d/sanitize-sum.awk  # folds the reports: one line per kind and place
 mkdir -p "$san_dir"
+san_extra() { # the tool's own options, then SANITIZE_ARGS
+  [ "$1" = memcheck ] && printf -- '--leak-check full '
+  printf '%s' "${SANITIZE_ARGS:-}"
+}
 san_one() { # san_one <tool> <test binary>
-  local tool=$1 bin=$2 name extra=
+  local tool=$1 bin=$2 name extra
   name=$(basename "$bin")
-  [ "$tool" = memcheck ] && extra="--leak-check full"
+  extra=$(san_extra "$tool")
   RDX_TEST_WATCHDOG=0 RAYDEX_THREADS=4 timeout "${SANITIZE_LIMIT:-420}" "$san_bin" --tool "$tool" $extra \
     --error-exitcode 99 --print-limit 100000000 "$bin" --backend cuda 2>&1 | awk -f "$san_awk" > "$san_dir/$name.$tool.log"
   local rc=${PIPESTATUS[0]}
@@ -42,11 +48,11 @@ san_verdict() { # san_verdict <log> <rc>: "clean", or what was not
   grep -q 'SUMMARY' "$1" || why+="no summary; "
   if [ -n "$why" ]; then echo "NOT CLEAN: $why"; else echo clean; fi
 }
-export -f san_one
-export san_bin san_dir san_awk SANITIZE_LIMIT
+export -f san_one san_extra
+export san_bin san_dir san_awk SANITIZE_LIMIT SANITIZE_ARGS
 san_cli() { # san_cli <tool>: the CLI workloads, one after the other, under one tool
-  local tool=$1 extra= f=$san_dir/cli.$1.log rc=0
-  [ "$tool" = memcheck ] && extra="--leak-check full"
+  local tool=$1 extra f=$san_dir/cli.$1.log rc=0
+  extra=$(san_extra "$tool")
   local common="--backend cuda --n 60000 --dist taxi --dtype f32 --reps 1 --header"
   : > "$f"
   for args in "--exp build --index quadtree --build bottomup,topdown --leaf-capacity 32" \
