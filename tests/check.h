@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "raydex.h"
 
@@ -112,7 +113,25 @@ static inline int check_end(rdx_context *ctx) {
   return 0;
 }
 
-#define CASE(name) (check_case_ = #name)
+/* RDX_TEST_PROGRESS=1 prints each case as it starts, with the seconds since the first: a run
+ * stopped by a time limit (under compute-sanitizer, say) shows how far it got. */
+static inline const char *check_case_enter_(const char *name) {
+  static int on = -1;
+  static double t0 = -1;
+  if (on < 0) {
+    const char *e = getenv("RDX_TEST_PROGRESS");
+    on = e && *e && strcmp(e, "0") != 0;
+  }
+  if (!on) return name;
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  if (t0 < 0) t0 = t;
+  printf("case %s at %.1f s\n", name, t - t0);
+  fflush(stdout);
+  return name;
+}
+#define CASE(name) (check_case_ = check_case_enter_(#name))
 
 /* A result's offsets and rows on the host: its own arrays, or copies of device ones. Release
  * with check_result_host_free. */

@@ -31,7 +31,7 @@ san_one() { # san_one <tool> <test binary>
   local tool=$1 bin=$2 name extra
   name=$(basename "$bin")
   extra=$(san_extra "$tool")
-  RDX_TEST_WATCHDOG=0 RAYDEX_THREADS=4 timeout "${SANITIZE_LIMIT:-420}" "$san_bin" --tool "$tool" $extra \
+  RDX_TEST_WATCHDOG=0 RDX_TEST_PROGRESS=1 RAYDEX_THREADS=4 timeout "${SANITIZE_LIMIT:-420}" "$san_bin" --tool "$tool" $extra \
     --error-exitcode 99 --print-limit 100000000 "$bin" --backend cuda 2>&1 | awk -f "$san_awk" > "$san_dir/$name.$tool.log"
   local rc=${PIPESTATUS[0]}
   echo "$name $tool rc=$rc $(san_verdict "$san_dir/$name.$tool.log" $rc)"
@@ -40,7 +40,7 @@ san_verdict() { # san_verdict <log> <rc>: "clean", or what was not
   local total why=
   total=$(awk '/ERROR SUMMARY: [0-9]+ error/ && !/not printed/ {t += $4}
                /RACECHECK SUMMARY/ {gsub(/[(,]/, " "); t += $(NF-3) + $(NF-1)} END {print t + 0}' "$1")
-  [ "$2" = 124 ] && why+="timeout; "
+  [ "$2" = 124 ] && why+="timeout$(grep '^case ' "$1" | tail -1 | sed 's/^/ in /'); "
   [ "$2" != 0 ] && [ "$2" != 99 ] && why+="rc $2; "
   [ "$2" = 99 ] && [ "$total" = 0 ] && why+="rc 99 without errors; "
   [ "$total" -gt 0 ] && why+="$total errors; "
