@@ -959,14 +959,13 @@ __global__ void pg_move_kernel(pgio<T, K> P, pgdst D, int64_t n_surv, int64_t m_
   }
 }
 
-/* A copy of the pool with room for cap slots (the used part copied). */
+/* A copy of the pool with room for cap slots (the used part copied, the rest zeroed). */
 rdx_status pg_grow_pool(rdx_context *ctx, rdx_points *pts, int64_t cap, int key_bytes) {
   const char *fn = "rdx_points update: pool growth";
   rdx_sp_pool np;
   RDX_CHECK(rdx_sp_pool_alloc(ctx, cap, pts->f64, key_bytes, &np));
   rdx_status st = pool_copy_used(ctx, &np, &pts->pool, pts->f64, fn);
-  cudaError_t e = st == RDX_OK ? cudaStreamSynchronize(rdx_stream(ctx)) : cudaSuccess;
-  if (e != cudaSuccess) st = rdx_cuda_fail(ctx, e, fn);
+  if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(rdx_stream(ctx)), fn);
   if (st != RDX_OK) {
     rdx_sp_pool_free(ctx, &np);
     return st;
