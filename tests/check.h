@@ -115,23 +115,53 @@ static inline int check_end(rdx_context *ctx) {
 
 /* RDX_TEST_PROGRESS=1 prints each case as it starts, with the seconds since the first: a run
  * stopped by a time limit (under compute-sanitizer, say) shows how far it got. */
-static inline const char *check_case_enter_(const char *name) {
+static inline const char *check_case_enter_(const char *name, const char *part) {
   static int on = -1;
   static double t0 = -1;
   if (on < 0) {
     const char *e = getenv("RDX_TEST_PROGRESS");
     on = e && *e && strcmp(e, "0") != 0;
   }
-  if (!on) return name;
+  if (!on) return part ? part : name;
   struct timespec ts;
   timespec_get(&ts, TIME_UTC);
   double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
   if (t0 < 0) t0 = t;
-  printf("case %s at %.1f s\n", name, t - t0);
+  printf("case %s%s%s at %.1f s\n", name, part ? "/" : "", part ? part : "", t - t0);
   fflush(stdout);
-  return name;
+  return part ? part : name;
 }
-#define CASE(name) (check_case_ = check_case_enter_(#name))
+#define CASE(name) (check_case_ = check_case_enter_(#name, NULL))
+
+/* RDX_TEST_CASES=a,b,... runs only the cases whose name, or "name/part", contains one of the
+ * comma-separated strings; unset or empty, every case runs. Tools that run a test a hundred
+ * times slower (compute-sanitizer's racecheck) take it in pieces this way. Only the cases
+ * written with CASE_RUN or CASE_PART can be left out; a check that sums over cases asks
+ * check_filtered() first. */
+static inline int check_filtered(void) {
+  const char *e = getenv("RDX_TEST_CASES");
+  return e && *e;
+}
+static inline int check_case_wanted_(const char *name, const char *part) {
+  if (!check_filtered()) return 1;
+  char full[256], tok[256];
+  snprintf(full, sizeof full, "%s/%s", name, part ? part : "");
+  for (const char *e = getenv("RDX_TEST_CASES"); *e;) {
+    size_t k = strcspn(e, ",");
+    if (k > 0 && k < sizeof tok) {
+      memcpy(tok, e, k);
+      tok[k] = 0;
+      if (strstr(full, tok)) return 1;
+    }
+    e += k + (e[k] == ',');
+  }
+  return 0;
+}
+/* if (CASE_RUN(name)) { ... }: the case, entered, when wanted */
+#define CASE_RUN(name) (check_case_wanted_(#name, NULL) ? (CASE(name), 1) : 0)
+/* The same for one part of a case (a generator, say), which also labels its failures. */
+#define CASE_PART(name, part) \
+  (check_case_wanted_(#name, (part)) ? (check_case_ = check_case_enter_(#name, (part)), 1) : 0)
 
 /* A result's offsets and rows on the host: its own arrays, or copies of device ones. Release
  * with check_result_host_free. */

@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
     int cap, qdepth, kdepth;
   } shapes[] = {{16, 16, 48}, {1, 12, 20}, {512, 31, 56}, {4, 2, 3}, {64, 20, 10}};
   for (int gen = 0; gen < GEN_COUNT; gen++) {
+    if (!CASE_PART(points_query_sets, gen_names[gen])) continue;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
       int64_t n = sizes[si];
       rdx_dtype dt = (si + (size_t)gen) % 2 ? RDX_F64 : RDX_F32;
@@ -48,8 +49,6 @@ int main(int argc, char **argv) {
       for (int kind = 0; kind < 3; kind++) {
         size_t sh = (size_t)check_below(sizeof shapes / sizeof shapes[0]);
         if (n > 3000 && shapes[sh].cap == 1) sh = 0;
-        CASE(points_query_sets);
-        check_case_ = gen_names[gen];
         rdx_points *pts = kind == 2 ? build(ctx, &p, RDX_POINTS_KDTREE, RDX_POINTS_BOTTOM_UP, shapes[sh].cap, shapes[sh].kdepth)
                                     : build(ctx, &p, RDX_POINTS_QUADTREE, kind ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP,
                                             shapes[sh].cap, shapes[sh].qdepth);
@@ -67,8 +66,7 @@ int main(int argc, char **argv) {
   /* kNN at the GPU's limits (k <= 32 runs one warp per query, k = 33 the per-thread walk), with
    * ties (duplicates; a small integer lattice queried on its sites and cell centres, where many
    * points lie at equal distances), k > n, leaves of one to many 32-point chunks, both kinds. */
-  CASE(points_query_knn);
-  {
+  if (CASE_RUN(points_query_knn)) {
     static const int kk[] = {1, 16, 31, 32, 33};
     static const int gens[] = {GEN_UNIFORM, GEN_CLUSTERED, GEN_DUPLICATES, GEN_GRID, GEN_IDENTICAL, -1}; /* -1: lattice */
     static const int64_t kn[] = {20, 2500};
@@ -116,8 +114,7 @@ int main(int argc, char **argv) {
     }
   }
 
-  CASE(points_query_empty);
-  {
+  if (CASE_RUN(points_query_empty)) {
     pset p = pset_make(GEN_UNIFORM, 10, RDX_F64);
     rdx_points *pts = build(ctx, &p, RDX_POINTS_QUADTREE, RDX_POINTS_BOTTOM_UP, 4, 16);
     rdx_points_query q = RDX_POINTS_QUERY_INIT;
@@ -148,8 +145,7 @@ int main(int argc, char **argv) {
     pset_free(&ten);
   }
 
-  CASE(points_query_bad_offsets);
-  {
+  if (CASE_RUN(points_query_bad_offsets)) {
     pset p = pset_make(GEN_UNIFORM, 500, RDX_F64);
     rdx_points *pts = build(ctx, &p, RDX_POINTS_QUADTREE, RDX_POINTS_BOTTOM_UP, 8, 16);
     qset s = qset_make(&p, PO_WINDOW, 0, 20);

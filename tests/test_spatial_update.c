@@ -328,8 +328,7 @@ int main(int argc, char **argv) {
   } shapes[] = {{8, 16, 48}, {32, 20, 30}, {3, 6, 8}, {100, 31, 56}};
   for (size_t g = 0; g < sizeof gens / sizeof gens[0]; g++) {
     for (int kind = 0; kind < 3; kind++) {
-      CASE(points_update_sequences);
-      check_case_ = gen_names[gens[g]];
+      if (!CASE_PART(points_update_sequences, gen_names[gens[g]])) continue;
       size_t sh = (g + (size_t)kind) % 4;
       int64_t n = check_below(4) == 0 ? 0 : 300 + (int64_t)check_below(5000);
       rdx_dtype dt = check_below(2) ? RDX_F32 : RDX_F64;
@@ -369,7 +368,7 @@ int main(int argc, char **argv) {
    * repairs or relocations to count (the planner's counts are the CPU entry's to check) */
   static const char *const what[] = {"splits", "merges", "relocations", "new leaves", "in-place moves", "leaf changes"};
   int gpu = rdx_is_gpu(ctx);
-  for (int f = 0; f < 2; f++)
+  for (int f = 0; f < 2 && !check_filtered(); f++) /* counts over every generator */
     for (int i = 0; i < 6; i++) {
       if (f == 1 && i == 3) continue; /* k-d trees have no missing quadrants */
       if (gpu && (i == 2 || i >= 4)) continue;
@@ -379,86 +378,89 @@ int main(int argc, char **argv) {
 
   /* batches far larger than the index, landing in a small area: on the GPU one merge tile (2048
    * slots) receives thousands of points, past what it caches in shared memory */
-  CASE(points_update_big_batches);
-  for (int kind = 0; kind < 3; kind++) {
-    model m;
-    rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 200, RDX_F64, kind, 16, kind == 2 ? 40 : 16, box);
-    if (!pts) continue;
-    for (int round = 0; round < 3 && !check_failures_; round++) {
-      snprintf(pc_label, sizeof pc_label, "big batches, kind %d, round %d", kind, round);
-      const int64_t c = 6000;
-      double cx = box[0] + (box[2] - box[0]) * pc_unit(), cy = box[1] + (box[3] - box[1]) * pc_unit();
-      double *xy = (double *)malloc((size_t)c * 16);
-      for (int64_t i = 0; i < c; i++) {
-        xy[2 * i] = fmin(box[2], cx + 0.5 * pc_unit()), xy[2 * i + 1] = fmin(box[3], cy + 0.5 * pc_unit());
-        if (i % 7 == 0) xy[2 * i] = cx, xy[2 * i + 1] = cy; /* duplicates */
+  if (CASE_RUN(points_update_big_batches)) {
+    for (int kind = 0; kind < 3; kind++) {
+      model m;
+      rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 200, RDX_F64, kind, 16, kind == 2 ? 40 : 16, box);
+      if (!pts) continue;
+      for (int round = 0; round < 3 && !check_failures_; round++) {
+        snprintf(pc_label, sizeof pc_label, "big batches, kind %d, round %d", kind, round);
+        const int64_t c = 6000;
+        double cx = box[0] + (box[2] - box[0]) * pc_unit(), cy = box[1] + (box[3] - box[1]) * pc_unit();
+        double *xy = (double *)malloc((size_t)c * 16);
+        for (int64_t i = 0; i < c; i++) {
+          xy[2 * i] = fmin(box[2], cx + 0.5 * pc_unit()), xy[2 * i + 1] = fmin(box[3], cy + 0.5 * pc_unit());
+          if (i % 7 == 0) xy[2 * i] = cx, xy[2 * i + 1] = cy; /* duplicates */
+        }
+        uint64_t first = 0;
+        model_grow(&m, m.id_end + (uint64_t)c);
+        if (kind == 2 && round > 0) setenv("RAYDEX_SP_UPDATE", "merge", 1); /* GPU k-d: the repair, not a rebuild */
+        CHECK_OK(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(xy, c, 2, RDX_F64), &first));
+        CHECK_EQ(first, m.id_end);
+        for (int64_t i = 0; i < c; i++)
+          m.x[first + (uint64_t)i] = xy[2 * i], m.y[first + (uint64_t)i] = xy[2 * i + 1], m.alive[first + (uint64_t)i] = 1;
+        m.id_end += (uint64_t)c;
+        check_against_model(ctx, pts, &m, 25);
+        /* move the inserted points back to one corner of the first area */
+        uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
+        for (int64_t i = 0; i < c; i++)
+          ids[i] = first + (uint64_t)i, xy[2 * i] = cx, xy[2 * i + 1] = fmin(box[3], cy + 1e-3 * (double)(i % 5));
+        CHECK_OK(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F64)));
+        unsetenv("RAYDEX_SP_UPDATE");
+        for (int64_t i = 0; i < c; i++) m.x[first + (uint64_t)i] = xy[2 * i], m.y[first + (uint64_t)i] = xy[2 * i + 1];
+        check_against_model(ctx, pts, &m, 25);
+        free(ids), free(xy);
       }
-      uint64_t first = 0;
-      model_grow(&m, m.id_end + (uint64_t)c);
-      if (kind == 2 && round > 0) setenv("RAYDEX_SP_UPDATE", "merge", 1); /* GPU k-d: the repair, not a rebuild */
-      CHECK_OK(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(xy, c, 2, RDX_F64), &first));
-      CHECK_EQ(first, m.id_end);
-      for (int64_t i = 0; i < c; i++)
-        m.x[first + (uint64_t)i] = xy[2 * i], m.y[first + (uint64_t)i] = xy[2 * i + 1], m.alive[first + (uint64_t)i] = 1;
-      m.id_end += (uint64_t)c;
-      check_against_model(ctx, pts, &m, 25);
-      /* move the inserted points back to one corner of the first area */
-      uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
-      for (int64_t i = 0; i < c; i++) ids[i] = first + (uint64_t)i, xy[2 * i] = cx, xy[2 * i + 1] = fmin(box[3], cy + 1e-3 * (double)(i % 5));
-      CHECK_OK(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F64)));
-      unsetenv("RAYDEX_SP_UPDATE");
-      for (int64_t i = 0; i < c; i++) m.x[first + (uint64_t)i] = xy[2 * i], m.y[first + (uint64_t)i] = xy[2 * i + 1];
-      check_against_model(ctx, pts, &m, 25);
-      free(ids), free(xy);
+      rdx_points_destroy(pts);
+      model_free(&m);
     }
-    rdx_points_destroy(pts);
-    model_free(&m);
   }
 
-  CASE(points_update_bad_input);
-  for (int kind = 0; kind < 3; kind++) {
-    model m;
-    rdx_points *pts = build_model(ctx, &m, GEN_UNIFORM, 500, RDX_F64, kind, 16, kind == 2 ? 40 : 16, box);
-    uint64_t ids[3] = {1, 2, 3};
-    double xy[6] = {0, 1, 2, 3, 4, 5};
-    CHECK_OK(ctx, rdx_points_erase(ctx, pts, rdx_host_array(ids, 1, RDX_U64))); /* id 1 is gone */
-    m.alive[1] = 0;
-    uint64_t before = fingerprint(ctx, pts);
-    int64_t nodes = pts->host.n;
-    uint64_t bad[][3] = {{2, 500, 3}, {2, 1, 3}, {2, 3, 2}};
-    for (int b = 0; b < 3; b++) {
-      CHECK_STATUS(ctx, rdx_points_move(ctx, pts, rdx_host_array(bad[b], 3, RDX_U64), rdx_host_matrix(xy, 3, 2, RDX_F64)),
+  if (CASE_RUN(points_update_bad_input)) {
+    for (int kind = 0; kind < 3; kind++) {
+      model m;
+      rdx_points *pts = build_model(ctx, &m, GEN_UNIFORM, 500, RDX_F64, kind, 16, kind == 2 ? 40 : 16, box);
+      uint64_t ids[3] = {1, 2, 3};
+      double xy[6] = {0, 1, 2, 3, 4, 5};
+      CHECK_OK(ctx, rdx_points_erase(ctx, pts, rdx_host_array(ids, 1, RDX_U64))); /* id 1 is gone */
+      m.alive[1] = 0;
+      uint64_t before = fingerprint(ctx, pts);
+      int64_t nodes = pts->host.n;
+      uint64_t bad[][3] = {{2, 500, 3}, {2, 1, 3}, {2, 3, 2}};
+      for (int b = 0; b < 3; b++) {
+        CHECK_STATUS(ctx, rdx_points_move(ctx, pts, rdx_host_array(bad[b], 3, RDX_U64), rdx_host_matrix(xy, 3, 2, RDX_F64)),
+                     RDX_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(ctx, rdx_points_erase(ctx, pts, rdx_host_array(bad[b], 3, RDX_U64)), RDX_ERR_INVALID_ARGUMENT);
+      }
+      double nan_xy[6] = {0, 1, NAN, 3, 4, 5}, out_xy[6] = {0, 1, 2, 3, 1e6, 5}, inf_xy[6] = {0, 1, 2, INFINITY, 4, 5};
+      CHECK_STATUS(ctx,
+                   rdx_points_move(ctx, pts, rdx_host_array(ids + 1, 2, RDX_U64), rdx_host_matrix(nan_xy + 2, 2, 2, RDX_F64)),
                    RDX_ERR_INVALID_ARGUMENT);
-      CHECK_STATUS(ctx, rdx_points_erase(ctx, pts, rdx_host_array(bad[b], 3, RDX_U64)), RDX_ERR_INVALID_ARGUMENT);
+      CHECK_STATUS(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(out_xy, 3, 2, RDX_F64), NULL), RDX_ERR_INVALID_ARGUMENT);
+      CHECK_STATUS(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(inf_xy, 3, 2, RDX_F64), NULL), RDX_ERR_INVALID_ARGUMENT);
+      CHECK_STATUS(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(xy, 3, 2, RDX_F32), NULL), RDX_ERR_INVALID_ARGUMENT);
+      CHECK_STATUS(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids + 1, 2, RDX_U64), rdx_host_matrix(xy, 3, 2, RDX_F64)),
+                   RDX_ERR_INVALID_ARGUMENT);
+      double f64ids[2] = {2, 3};
+      CHECK_STATUS(ctx, rdx_points_erase(ctx, pts, rdx_host_array(f64ids, 2, RDX_F64)), RDX_ERR_INVALID_ARGUMENT);
+      CHECK_EQ(rdx_points_count(pts), 499);
+      CHECK_EQ(pts->host.n, nodes);
+      CHECK_EQ(fingerprint(ctx, pts), before);
+      /* an empty batch is fine and changes nothing */
+      uint64_t first = 0;
+      CHECK_OK(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(NULL, 0, 2, RDX_F64), &first));
+      CHECK_EQ(first, 500);
+      CHECK_OK(ctx, rdx_points_erase(ctx, pts, rdx_host_array(NULL, 0, RDX_U64)));
+      check_against_model(ctx, pts, &m, 20);
+      rdx_points_destroy(pts);
+      model_free(&m);
     }
-    double nan_xy[6] = {0, 1, NAN, 3, 4, 5}, out_xy[6] = {0, 1, 2, 3, 1e6, 5}, inf_xy[6] = {0, 1, 2, INFINITY, 4, 5};
-    CHECK_STATUS(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids + 1, 2, RDX_U64), rdx_host_matrix(nan_xy + 2, 2, 2, RDX_F64)),
-                 RDX_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(out_xy, 3, 2, RDX_F64), NULL), RDX_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(inf_xy, 3, 2, RDX_F64), NULL), RDX_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(xy, 3, 2, RDX_F32), NULL), RDX_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids + 1, 2, RDX_U64), rdx_host_matrix(xy, 3, 2, RDX_F64)),
-                 RDX_ERR_INVALID_ARGUMENT);
-    double f64ids[2] = {2, 3};
-    CHECK_STATUS(ctx, rdx_points_erase(ctx, pts, rdx_host_array(f64ids, 2, RDX_F64)), RDX_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rdx_points_count(pts), 499);
-    CHECK_EQ(pts->host.n, nodes);
-    CHECK_EQ(fingerprint(ctx, pts), before);
-    /* an empty batch is fine and changes nothing */
-    uint64_t first = 0;
-    CHECK_OK(ctx, rdx_points_insert(ctx, pts, rdx_host_matrix(NULL, 0, 2, RDX_F64), &first));
-    CHECK_EQ(first, 500);
-    CHECK_OK(ctx, rdx_points_erase(ctx, pts, rdx_host_array(NULL, 0, RDX_U64)));
-    check_against_model(ctx, pts, &m, 20);
-    rdx_points_destroy(pts);
-    model_free(&m);
   }
 
   /* a k-d tree driven past 32 levels: identical points keep landing in the leftmost leaf of
    * their spot, which splits again each batch (on a GPU the repair's codes switch from 32 to 64
    * bits on the way; its nodes stay equal to the planned path's twin) */
-  CASE(points_update_deep_kd);
-  {
+  if (CASE_RUN(points_update_deep_kd)) {
     model m;
     rdx_points *pts = build_model(ctx, &m, GEN_UNIFORM, 200, RDX_F64, 2, 3, 56, box);
     rdx_points *twin = pts && pc_gpu(ctx) ? build_twin(ctx, &m, pts) : NULL;
@@ -486,73 +488,75 @@ int main(int argc, char **argv) {
 
   /* leaves of large capacity: on the GPU the paged path sorts a split leaf's survivors in one
    * block up to capacity 4096 (two block shapes), and with a device sort past it */
-  CASE(points_update_big_leaves);
   static const int big_caps[] = {1500, 5000};
-  for (int ci = 0; ci < 2; ci++) {
-    for (int kind = 0; kind < 2; kind++) {
-      model m;
-      rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 4 * big_caps[ci] + 500, RDX_F32, kind, big_caps[ci], 16, box);
-      if (!pts) continue;
-      setenv("RAYDEX_SP_UPDATE", "paged", 1);
-      for (int round = 0; round < 6 && !check_failures_; round++) {
-        snprintf(pc_label, sizeof pc_label, "big leaves cap %d, kind %d, round %d", big_caps[ci], kind, round);
-        random_batch(ctx, pts, NULL, &m, box);
-        check_against_model(ctx, pts, &m, 20);
+  if (CASE_RUN(points_update_big_leaves)) {
+    for (int ci = 0; ci < 2; ci++) {
+      for (int kind = 0; kind < 2; kind++) {
+        model m;
+        rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 4 * big_caps[ci] + 500, RDX_F32, kind, big_caps[ci], 16, box);
+        if (!pts) continue;
+        setenv("RAYDEX_SP_UPDATE", "paged", 1);
+        for (int round = 0; round < 6 && !check_failures_; round++) {
+          snprintf(pc_label, sizeof pc_label, "big leaves cap %d, kind %d, round %d", big_caps[ci], kind, round);
+          random_batch(ctx, pts, NULL, &m, box);
+          check_against_model(ctx, pts, &m, 20);
+        }
+        unsetenv("RAYDEX_SP_UPDATE");
+        rdx_points_destroy(pts);
+        model_free(&m);
       }
-      unsetenv("RAYDEX_SP_UPDATE");
-      rdx_points_destroy(pts);
-      model_free(&m);
     }
   }
 
-  CASE(points_update_faults);
-  for (int kind = 0; kind < 3; kind++) {
-    model m;
-    rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 2000, RDX_F32, kind, 8, kind == 2 ? 30 : 12, box);
-    for (int round = 0; round < 3; round++) {
-      /* a batch that moves, splits and merges: half the points into one corner */
-      int64_t live = model_live(&m), c = live / 2;
-      uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
-      c = pick_ids(&m, c, ids);
-      float *xy = (float *)malloc((size_t)c * 8);
-      double *nx = (double *)malloc((size_t)c * 8), *ny = (double *)malloc((size_t)c * 8);
-      for (int64_t i = 0; i < c; i++) {
-        new_place(&m, live, box, 0, 0, round == 1 ? 3 : 2, &nx[i], &ny[i]);
-        xy[2 * i] = (float)nx[i], xy[2 * i + 1] = (float)ny[i];
+  if (CASE_RUN(points_update_faults)) {
+    for (int kind = 0; kind < 3; kind++) {
+      model m;
+      rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 2000, RDX_F32, kind, 8, kind == 2 ? 30 : 12, box);
+      for (int round = 0; round < 3; round++) {
+        /* a batch that moves, splits and merges: half the points into one corner */
+        int64_t live = model_live(&m), c = live / 2;
+        uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
+        c = pick_ids(&m, c, ids);
+        float *xy = (float *)malloc((size_t)c * 8);
+        double *nx = (double *)malloc((size_t)c * 8), *ny = (double *)malloc((size_t)c * 8);
+        for (int64_t i = 0; i < c; i++) {
+          new_place(&m, live, box, 0, 0, round == 1 ? 3 : 2, &nx[i], &ny[i]);
+          xy[2 * i] = (float)nx[i], xy[2 * i + 1] = (float)ny[i];
+        }
+        uint64_t before = fingerprint(ctx, pts);
+        int64_t count = rdx_points_count(pts);
+        int done = 0;
+        if (round > 0) setenv("RAYDEX_SP_UPDATE", "paged", 1); /* GPU quadtrees: the merge, then paging */
+        /* every fault point up to 64, then a sparser walk (k-d splits allocate per split leaf) */
+        for (int64_t k = 1; k < 100000 && !done; k += 1 + (k > 64 ? k / 16 : 0)) {
+          rdx_mem_fail_after(ctx, k);
+          rdx_status st = rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F32));
+          rdx_mem_fail_after(ctx, 0);
+          if (st == RDX_OK) {
+            done = 1;
+            break;
+          }
+          if (st != RDX_ERR_HOST_OUT_OF_MEMORY && st != RDX_ERR_DEVICE_OUT_OF_MEMORY) {
+            CHECK_FAIL_("fault %lld: %s (%s)", (long long)k, rdx_status_name(st), rdx_context_message(ctx));
+            break;
+          }
+          CHECK_EQ(rdx_points_count(pts), count);
+          uint64_t fp = fingerprint(ctx, pts);
+          if (fp != before) {
+            CHECK_FAIL_("fault %lld changed the index's answers", (long long)k);
+            break;
+          }
+        }
+        unsetenv("RAYDEX_SP_UPDATE");
+        if (!done) CHECK_FAIL_("[kind %d round %d] the move never went through; last: %s", kind, round, rdx_context_message(ctx));
+        for (int64_t i = 0; i < c; i++) m.x[ids[i]] = nx[i], m.y[ids[i]] = ny[i];
+        snprintf(pc_label, sizeof pc_label, "faults kind %d round %d", kind, round);
+        check_against_model(ctx, pts, &m, 20);
+        free(ids), free(xy), free(nx), free(ny);
       }
-      uint64_t before = fingerprint(ctx, pts);
-      int64_t count = rdx_points_count(pts);
-      int done = 0;
-      if (round > 0) setenv("RAYDEX_SP_UPDATE", "paged", 1); /* GPU quadtrees: the merge, then paging */
-      /* every fault point up to 64, then a sparser walk (k-d splits allocate per split leaf) */
-      for (int64_t k = 1; k < 100000 && !done; k += 1 + (k > 64 ? k / 16 : 0)) {
-        rdx_mem_fail_after(ctx, k);
-        rdx_status st = rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F32));
-        rdx_mem_fail_after(ctx, 0);
-        if (st == RDX_OK) {
-          done = 1;
-          break;
-        }
-        if (st != RDX_ERR_HOST_OUT_OF_MEMORY && st != RDX_ERR_DEVICE_OUT_OF_MEMORY) {
-          CHECK_FAIL_("fault %lld: %s (%s)", (long long)k, rdx_status_name(st), rdx_context_message(ctx));
-          break;
-        }
-        CHECK_EQ(rdx_points_count(pts), count);
-        uint64_t fp = fingerprint(ctx, pts);
-        if (fp != before) {
-          CHECK_FAIL_("fault %lld changed the index's answers", (long long)k);
-          break;
-        }
-      }
-      unsetenv("RAYDEX_SP_UPDATE");
-      if (!done) CHECK_FAIL_("[kind %d round %d] the move never went through; last: %s", kind, round, rdx_context_message(ctx));
-      for (int64_t i = 0; i < c; i++) m.x[ids[i]] = nx[i], m.y[ids[i]] = ny[i];
-      snprintf(pc_label, sizeof pc_label, "faults kind %d round %d", kind, round);
-      check_against_model(ctx, pts, &m, 20);
-      free(ids), free(xy), free(nx), free(ny);
+      rdx_points_destroy(pts);
+      model_free(&m);
     }
-    rdx_points_destroy(pts);
-    model_free(&m);
   }
   return check_end(ctx);
 }

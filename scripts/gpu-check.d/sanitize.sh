@@ -8,7 +8,8 @@
 #    tool, the tools side by side: about 7 minutes on an H200. SANITIZE_CLI=0 leaves them out.
 #  - The GPU test binaries (the same cases as `tests`, backend cuda), when asked for:
 #    SANITIZE_RE (a regex over binary names) runs the matching ones under every tool, or
-#    SANITIZE_PAIRS lists the runs ("tool:regex tool:regex ..."); SANITIZE_JOBS at once. On an H100
+#    SANITIZE_PAIRS lists the runs ("tool:regex tool:regex:cases ...", cases as RDX_TEST_CASES in
+#    tests/check.h takes them, to split a slow binary into runs); SANITIZE_JOBS at once. On an H100
 #    (session 12): memcheck and synccheck of the slowest binaries (the spatial three, keys_lookup,
 #    keys_rx, rt_identical) 5-6 minutes, six at once; initcheck of eleven binaries 28 s; racecheck
 #    is the slow one: CUB's shared-memory kernels keep most binaries past 9 minutes.
@@ -27,12 +28,13 @@ san_extra() { # the tool's own options, then SANITIZE_ARGS
   [ "$1" = memcheck ] && printf -- '--leak-check full '
   printf '%s' "${SANITIZE_ARGS:-}"
 }
-san_one() { # san_one <tool> <test binary>
-  local tool=$1 bin=$2 name extra
-  name=$(basename "$bin")
+san_one() { # san_one <tool> <test binary> [cases]: cases as RDX_TEST_CASES (tests/check.h) takes them
+  local tool=$1 bin=$2 cases=${3:-} name extra
+  name=$(basename "$bin")${3:+.${3//[^A-Za-z0-9_]/_}}
   extra=$(san_extra "$tool")
-  RDX_TEST_WATCHDOG=0 RDX_TEST_PROGRESS=1 RAYDEX_THREADS=4 timeout "${SANITIZE_LIMIT:-420}" "$san_bin" --tool "$tool" $extra \
-    --error-exitcode 99 --print-limit 100000000 "$bin" --backend cuda 2>&1 | awk -f "$san_awk" > "$san_dir/$name.$tool.log"
+  RDX_TEST_CASES=$cases RDX_TEST_WATCHDOG=0 RDX_TEST_PROGRESS=1 RAYDEX_THREADS=4 timeout "${SANITIZE_LIMIT:-420}" \
+    "$san_bin" --tool "$tool" $extra --error-exitcode 99 --print-limit 100000000 "$bin" --backend cuda 2>&1 |
+    awk -f "$san_awk" > "$san_dir/$name.$tool.log"
   local rc=${PIPESTATUS[0]}
   echo "$name $tool rc=$rc $(san_verdict "$san_dir/$name.$tool.log" $rc)"
 }
@@ -84,11 +86,12 @@ san_pairs=${SANITIZE_PAIRS:-}
 if [ -z "$san_pairs" ] && [ -n "${SANITIZE_RE:-}" ]; then
   for t in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do san_pairs+=" $t:$SANITIZE_RE"; done
 fi
-for p in $san_pairs; do
+for p in $san_pairs; do # tool:regex or tool:regex:cases
+  IFS=: read -r p_tool p_re p_cases <<< "$p"
   for b in "$root"/build-gpu/tests/test_*; do
-    [ -x "$b" ] && [[ $(basename "$b") =~ ${p#*:} ]] && echo "${p%%:*} $b"
+    [ -x "$b" ] && [[ $(basename "$b") =~ $p_re ]] && echo "$p_tool $b ${p_cases:--}"  # "-": every case
   done
-done | xargs -r -P "${SANITIZE_JOBS:-8}" -L 1 bash -c 'san_one "$0" "$1"' | sort > "$OUT/logs/sanitize.txt"
+done | xargs -r -P "${SANITIZE_JOBS:-8}" -L 1 bash -c 'san_one "$0" "$1" "${2#-}"' | sort > "$OUT/logs/sanitize.txt"
 log "sanitize: $(grep -c . "$OUT/logs/sanitize.txt") suite runs, $(grep -c 'NOT CLEAN' "$OUT/logs/sanitize.txt") not clean"
 grep 'NOT CLEAN' "$OUT/logs/sanitize.txt" | tee -a "$OUT/logs/summary.txt"
 if [ -n "$san_cli_pid" ]; then
