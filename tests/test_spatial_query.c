@@ -39,7 +39,6 @@ int main(int argc, char **argv) {
     int cap, qdepth, kdepth;
   } shapes[] = {{16, 16, 48}, {1, 12, 20}, {512, 31, 56}, {4, 2, 3}, {64, 20, 10}};
   for (int gen = 0; gen < GEN_COUNT; gen++) {
-    if (!CASE_PART(points_query_sets, gen_names[gen])) continue;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
       int64_t n = sizes[si];
       rdx_dtype dt = (si + (size_t)gen) % 2 ? RDX_F64 : RDX_F32;
@@ -49,6 +48,9 @@ int main(int argc, char **argv) {
       for (int kind = 0; kind < 3; kind++) {
         size_t sh = (size_t)check_below(sizeof shapes / sizeof shapes[0]);
         if (n > 3000 && shapes[sh].cap == 1) sh = 0;
+        static char part[64];
+        snprintf(part, sizeof part, "%s/%s", gen_names[gen], kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu");
+        if (!CASE_PART(points_query_sets, part)) continue;
         rdx_points *pts = kind == 2 ? build(ctx, &p, RDX_POINTS_KDTREE, RDX_POINTS_BOTTOM_UP, shapes[sh].cap, shapes[sh].kdepth)
                                     : build(ctx, &p, RDX_POINTS_QUADTREE, kind ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP,
                                             shapes[sh].cap, shapes[sh].qdepth);

@@ -328,7 +328,9 @@ int main(int argc, char **argv) {
   } shapes[] = {{8, 16, 48}, {32, 20, 30}, {3, 6, 8}, {100, 31, 56}};
   for (size_t g = 0; g < sizeof gens / sizeof gens[0]; g++) {
     for (int kind = 0; kind < 3; kind++) {
-      if (!CASE_PART(points_update_sequences, gen_names[gens[g]])) continue;
+      static char part[64];
+      snprintf(part, sizeof part, "%s/%s", gen_names[gens[g]], kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu");
+      if (!CASE_PART(points_update_sequences, part)) continue;
       size_t sh = (g + (size_t)kind) % 4;
       int64_t n = check_below(4) == 0 ? 0 : 300 + (int64_t)check_below(5000);
       rdx_dtype dt = check_below(2) ? RDX_F32 : RDX_F64;
