@@ -12,7 +12,9 @@
 #    tests/check.h takes them, to split a slow binary into runs); SANITIZE_JOBS at once. On an H100
 #    (session 12): memcheck and synccheck of the slowest binaries (the spatial three, keys_lookup,
 #    keys_rx, rt_identical) 5-6 minutes, six at once; initcheck of eleven binaries 28 s; racecheck
-#    is the slow one: CUB's shared-memory kernels keep most binaries past 9 minutes.
+#    is the slow one: CUB's shared-memory kernels keep most binaries past 9 minutes. In parts
+#    (session 13, H200): 18 parts of spatial_update and spatial_query by case, generator and kind
+#    (e.g. racecheck:spatial_update:points_update_sequences/grid/qt-td), 18 at once, in 169 s.
 # SANITIZE_ARGS adds options to every run (e.g. "--kernel-name-exclude kns=cub" leaves CUB's
 # kernels out, which racecheck otherwise spends most of its time in). SANITIZE_TOOLS narrows the
 # tools; every run has a time limit (SANITIZE_LIMIT seconds, default
