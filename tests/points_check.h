@@ -96,6 +96,9 @@ static inline rdx_array pset_array(const pset *p) { return rdx_host_matrix(p->xy
 enum { GEN_UNIFORM, GEN_CLUSTERED, GEN_DUPLICATES, GEN_GRID, GEN_IDENTICAL, GEN_EDGE, GEN_NEGZERO, GEN_COUNT };
 static const char *const gen_names[] = {"uniform", "clustered", "duplicates", "grid", "identical", "edge", "negzero"};
 
+/* The tests' index kinds by number: 0 a quadtree built bottom-up, 1 top-down, 2 a k-d tree. */
+static inline const char *pc_kind_name(int kind) { return kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu"; }
+
 /* n points of a kind in roughly [-50, 150] x [10, 70] (off-centre, negative coordinates too). */
 static inline pset pset_make(int gen, int64_t n, rdx_dtype dt) {
   pset p;

@@ -49,13 +49,13 @@ int main(int argc, char **argv) {
         size_t sh = (size_t)check_below(sizeof shapes / sizeof shapes[0]);
         if (n > 3000 && shapes[sh].cap == 1) sh = 0;
         static char part[64];
-        snprintf(part, sizeof part, "%s/%s", gen_names[gen], kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu");
+        snprintf(part, sizeof part, "%s/%s", gen_names[gen], pc_kind_name(kind));
         if (!CASE_PART(points_query_sets, part)) continue;
         rdx_points *pts = kind == 2 ? build(ctx, &p, RDX_POINTS_KDTREE, RDX_POINTS_BOTTOM_UP, shapes[sh].cap, shapes[sh].kdepth)
                                     : build(ctx, &p, RDX_POINTS_QUADTREE, kind ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP,
                                             shapes[sh].cap, shapes[sh].qdepth);
         if (!pts) continue;
-        snprintf(pc_label, sizeof pc_label, "%s n %lld %s cap %d", kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu", (long long)n,
+        snprintf(pc_label, sizeof pc_label, "%s n %lld %s cap %d", pc_kind_name(kind), (long long)n,
                  dt == RDX_F32 ? "f32" : "f64", shapes[sh].cap);
         pc_check_all(ctx, pts, &o, &p, n > 3000 ? 120 : 250);
         rdx_points_destroy(pts);
@@ -94,7 +94,7 @@ int main(int argc, char **argv) {
                                       : build(ctx, &p, RDX_POINTS_QUADTREE, kind ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP,
                                               cap, check_below(2) ? 16 : 31);
           if (!pts) continue;
-          snprintf(pc_label, sizeof pc_label, "knn %s %s n %lld %s cap %d", check_case_, kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu",
+          snprintf(pc_label, sizeof pc_label, "knn %s %s n %lld %s cap %d", check_case_, pc_kind_name(kind),
                    (long long)n, dt == RDX_F32 ? "f32" : "f64", cap);
           for (size_t ki = 0; ki < sizeof kk / sizeof kk[0]; ki++) {
             qset s = qset_make(&p, PO_KNN, kk[ki], 60);

@@ -329,7 +329,7 @@ int main(int argc, char **argv) {
   for (size_t g = 0; g < sizeof gens / sizeof gens[0]; g++) {
     for (int kind = 0; kind < 3; kind++) {
       static char part[64];
-      snprintf(part, sizeof part, "%s/%s", gen_names[gens[g]], kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu");
+      snprintf(part, sizeof part, "%s/%s", gen_names[gens[g]], pc_kind_name(kind));
       if (!CASE_PART(points_update_sequences, part)) continue;
       size_t sh = (g + (size_t)kind) % 4;
       int64_t n = check_below(4) == 0 ? 0 : 300 + (int64_t)check_below(5000);
@@ -340,7 +340,7 @@ int main(int argc, char **argv) {
       if (!pts) continue;
       rdx_points *twin = kind == 2 && pc_gpu(ctx) ? build_twin(ctx, &m, pts) : NULL;
       for (int round = 0; round < 16; round++) {
-        snprintf(pc_label, sizeof pc_label, "%s %s cap %d, round %d, %lld points", kind == 2 ? "kd" : kind ? "qt-td" : "qt-bu",
+        snprintf(pc_label, sizeof pc_label, "%s %s cap %d, round %d, %lld points", pc_kind_name(kind),
                  gen_names[gens[g]], shapes[sh].cap, round, (long long)model_live(&m));
         /* GPUs: quadtrees take the paged path for small batches and the merge for large ones,
          * k-d trees the repair (a merge) or for large ones a rebuild; every fourth round forces
