@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
           for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
             if (kinds[k] == RDX_KIND_SCAN && n > 30000) continue; /* O(n m) */
             static char part[96];
-            snprintf(part, sizeof part, "%s/%s", gens[g].name, rdx_kind_name(kinds[k]));
+            snprintf(part, sizeof part, "%s/%s/%s", gens[g].name, rdx_kind_name(kinds[k]), dt ? "u64" : "u32");
             if (!CASE_PART(lookup_sets, part)) continue;
             checked[k] += kc_check_kind(ctx, kinds[k], 0, d.keys, d.rows, d.queries, d.bounds);
           }
