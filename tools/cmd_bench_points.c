@@ -9,11 +9,13 @@
  *     query:  [--queries 2^10,...] [--type window,within,match,knn] [--k 16] [--size S]
  *             [--engine index,brute,cpu] [--brute-max 2^16] [--cpu-max 2^20]
  *     update: [--moved 1,2,5,10,20,50]     percent of points moved to new places per batch
- *             [--moves relocate|resample]  where they go: relocate (default) draws them from the
- *                                          generator with another seed, whose hot spots lie
- *                                          elsewhere (points leave their clusters for new ones);
- *                                          resample draws fresh samples of the index's own
- *                                          distribution (same hot spots; engine update-resample)
+ *             [--moves relocate|resample|uniform]  where they go: relocate (default) draws them
+ *                                          from the generator with another seed, whose hot spots
+ *                                          lie elsewhere (points leave their clusters for new
+ *                                          ones); resample draws fresh samples of the index's own
+ *                                          distribution (same hot spots; engine update-resample);
+ *                                          uniform, G-PICS's experiment, draws them uniformly in
+ *                                          the distribution's box (engine update-uniform)
  *
  * Protocol (METHOD.md): inputs generated from the seed; one warm-up run, then the median of
  * --reps timed runs; calls are synchronous, so a host clock around them covers the device work.
@@ -55,7 +57,7 @@ typedef struct cfg {
   double size;
   int64_t brute_max, cpu_max;
   uint64_t seed;
-  int resample;                /* --moves resample */
+  int resample, uniform;       /* --moves resample, --moves uniform */
   const char *device;
 } cfg;
 
@@ -420,11 +422,28 @@ static void exp_query(const cfg *c, int hdr) {
 static const char *update_engine(const cfg *c) {
   const char *e = getenv("RAYDEX_SP_UPDATE");
   if (c->resample) return "update-resample";
+  if (c->uniform) return "update-uniform";
   if (e && strcmp(e, "paged") == 0) return "update-paged";
   if (e && strcmp(e, "merge") == 0) return "update-merge";
   if (e && strcmp(e, "plan") == 0) return "update-plan";
   if (e && strcmp(e, "rebuild") == 0) return "update-rebuild";
   return "update";
+}
+
+/* Points uniform in the unit square, spread over the distribution's box (--moves uniform). */
+static void to_box(rdx_array *a, rdx_point_dist dist) {
+  double b[4];
+  rdx_gen_points_box(dist, b);
+  for (int64_t i = 0; i < 2 * a->count; i++) {
+    int d = (int)(i & 1);
+    if (a->dtype == RDX_F64) {
+      double *v = (double *)a->data + i;
+      *v = fmin(b[d] + *v * (b[d + 2] - b[d]), b[d + 2]);
+    } else {
+      float *v = (float *)a->data + i;
+      *v = (float)fmin(b[d] + (double)*v * (b[d + 2] - b[d]), b[d + 2]);
+    }
+  }
 }
 
 static void exp_update(const cfg *c, int hdr) {
@@ -494,8 +513,9 @@ static void exp_update(const cfg *c, int hdr) {
             size_t row_bytes = 2 * (c->dtype == RDX_F64 ? 8 : 4);
             np = rdx_host_matrix((const char *)ph.data + (size_t)off * row_bytes, m, 2, c->dtype);
           } else {
-            cli_must(gen, rdx_gen_points(gen, m, c->dist, c->dtype, c->seed * 31 + (uint64_t)(mi * 1000 + r + 7), &np),
-                     "moves");
+            uint64_t seed = c->seed * 31 + (uint64_t)(mi * 1000 + r + 7);
+            cli_must(gen, rdx_gen_points(gen, m, c->uniform ? RDX_PDIST_UNIFORM : c->dist, c->dtype, seed, &np), "moves");
+            if (c->uniform) to_box(&np, c->dist);
           }
           rdx_array idd = cli_place(ctx, rdx_host_array(ids, m, RDX_U64)), npd = cli_place(ctx, np);
           double t0 = rdx_now_ms();
@@ -597,9 +617,10 @@ int cmd_bench_points(int argc, char **argv) {
   c.cpu_max = cli_int(&a, "cpu-max", (int64_t)1 << 20);
   c.seed = (uint64_t)cli_int(&a, "seed", 1);
   const char *moves = cli_opt(&a, "moves");
-  if (moves && strcmp(moves, "relocate") && strcmp(moves, "resample"))
-    cli_die(CLI_EXIT_BAD_INPUT, "--moves relocate|resample");
+  if (moves && strcmp(moves, "relocate") && strcmp(moves, "resample") && strcmp(moves, "uniform"))
+    cli_die(CLI_EXIT_BAD_INPUT, "--moves relocate|resample|uniform");
   c.resample = moves && strcmp(moves, "resample") == 0;
+  c.uniform = moves && strcmp(moves, "uniform") == 0;
   int hdr = cli_flag(&a, "header");
   cli_args_done(&a);
   if (!c.exp || (strcmp(c.exp, "build") && strcmp(c.exp, "query") && strcmp(c.exp, "update")))

@@ -97,12 +97,26 @@ int rdx_trace_on(void) {
   return on;
 }
 
+static int trace_events(void) {
+  static int on = -1;
+  if (on < 0) on = rdx_trace_on() && strcmp(getenv("RAYDEX_TRACE"), "events") == 0;
+  return on;
+}
+
 void rdx_trace(rdx_context *ctx, const char *what) {
   if (!rdx_trace_on()) return;
+  if (trace_events() && rdx_is_gpu(ctx)) {
+    rdx_cuda_trace_mark(ctx, what);
+    return;
+  }
   if (rdx_is_gpu(ctx)) (void)rdx_cuda_sync(ctx, what);
   double t = rdx_now_ms();
   fprintf(stderr, "[raydex trace] %9.3f ms  %s\n", ctx->trace_ms > 0 ? t - ctx->trace_ms : 0.0, what);
   ctx->trace_ms = t;
+}
+
+void rdx_trace_flush(rdx_context *ctx) {
+  if (trace_events() && rdx_is_gpu(ctx)) rdx_cuda_trace_flush(ctx);
 }
 
 double rdx_now_ms(void) {

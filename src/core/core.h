@@ -188,6 +188,13 @@ double rdx_now_ms(void);
 void rdx_trace(rdx_context *ctx, const char *what);
 /* Whether RAYDEX_TRACE is set (read once), for traces that print more than a mark. */
 int rdx_trace_on(void);
+/* RAYDEX_TRACE=events on a GPU context: a mark waits for nothing; it records a CUDA event on the
+ * stream and the host's clock, and rdx_trace_flush (after the call's own wait) prints, per mark,
+ * the GPU's time since the previous mark and how far ahead of the GPU the host enqueued it. A
+ * mark the host was not ahead of is a stretch where the GPU waited for the host. */
+void rdx_trace_flush(rdx_context *ctx);
+void rdx_cuda_trace_mark(rdx_context *ctx, const char *what);
+void rdx_cuda_trace_flush(rdx_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -104,6 +104,40 @@ extern "C" rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what) {
   return RDX_OK;
 }
 
+/* RAYDEX_TRACE=events (core.h): marks of one call at a time, on one thread; a diagnostic. */
+enum { TRACE_MAX = 256 };
+static cudaEvent_t trace_ev[TRACE_MAX];
+static const char *trace_what[TRACE_MAX];
+static double trace_host[TRACE_MAX];
+static int trace_n;
+
+extern "C" void rdx_cuda_trace_mark(rdx_context *ctx, const char *what) {
+  if (trace_n >= TRACE_MAX) return;
+  if (trace_ev[trace_n] == nullptr && cudaEventCreate(&trace_ev[trace_n]) != cudaSuccess) return;
+  trace_what[trace_n] = what;
+  trace_host[trace_n] = rdx_now_ms();
+  if (cudaEventRecord(trace_ev[trace_n], rdx_stream(ctx)) == cudaSuccess) trace_n++;
+}
+
+/* The first mark finds an idle stream, so its event time stands for its host time; a later
+ * mark's "ahead" is then how long before the GPU reached it the host had enqueued it. */
+extern "C" void rdx_cuda_trace_flush(rdx_context *ctx) {
+  if (trace_n == 0 || cudaStreamSynchronize(rdx_stream(ctx)) != cudaSuccess) {
+    trace_n = 0;
+    return;
+  }
+  float prev = 0.0f;
+  for (int i = 0; i < trace_n; i++) {
+    float at = 0.0f;
+    if (i > 0) cudaEventElapsedTime(&at, trace_ev[0], trace_ev[i]);
+    double host = trace_host[i] - trace_host[0];
+    fprintf(stderr, "[raydex trace] gpu %+8.3f ms at %8.3f, host at %8.3f (ahead %7.3f)  %s\n", at - prev, at, host,
+            at - host, trace_what[i]);
+    prev = at;
+  }
+  trace_n = 0;
+}
+
 extern "C" int rdx_cuda_is_device_pointer(const void *ptr) {
   cudaPointerAttributes attr;
   if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {

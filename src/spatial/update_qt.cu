@@ -505,8 +505,9 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->live, r.claim,
                                                     b->check_xy, pts->grid, r.k, r.row, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
-  RDX_CHECK(sort_batch(mm, m_new, 0, 2 * D, &r.k, r.k2, &r.row, r.row2, fn));
   rdx_trace(ctx, "qt update: rows");
+  RDX_CHECK(sort_batch(mm, m_new, 0, 2 * D, &r.k, r.k2, &r.row, r.row2, fn));
+  rdx_trace(ctx, "qt update: batch sort");
 
   /* 2: the merge into a new pool */
   rdx_sp_pool np;
@@ -530,6 +531,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
   const unsigned gn = blocks_for(nn, 256);
   count_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, keys, n_new, D, parent, have, A, C);
+  rdx_trace(ctx, "qt update: node counts");
   decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, keys, parent, have, A, C, D, cap, tn, groups, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   qtot H;
@@ -551,6 +553,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     const sublists<K> L = {keys, n_new, nullptr, 0, 0, 0, 0};
     split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, sub, tot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split tree kernel");
+    rdx_trace(ctx, "qt update: split subtrees");
   }
   uint64_t *nk_, *nk2_;
   int64_t *ni, *ni2;
@@ -576,6 +579,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
 
   /* 4: the new nodes, checked; then the swap. Only device errors can fail from here on. */
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
+  rdx_trace(ctx, "qt update: nodes put and linked, read");
   if (st != RDX_OK) {
     rdx_sp_nodes_free(ctx, &nodes);
     if (nlive) rdx_mem_free(ctx, nlive);
@@ -1030,8 +1034,9 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
                                                        claim, b->check_xy, pts->grid, ik, irow, dead, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
-  RDX_CHECK(sort_batch(mm, m_new, 0, 2 * D, &ik, ik2, &irow, irow2, fn));
   rdx_trace(ctx, "qt paged update: rows");
+  RDX_CHECK(sort_batch(mm, m_new, 0, 2 * D, &ik, ik2, &irow, irow2, fn));
+  rdx_trace(ctx, "qt paged update: batch sort");
 
   /* 2: the plan over the old nodes */
   int64_t *parent, *A, *ci, *rl, *rs;
@@ -1047,15 +1052,18 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
   const unsigned gn = blocks_for(nn, 256);
   pg_links_kernel<<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, dead, rl, rs, parent, have);
+  rdx_trace(ctx, "qt paged update: removals per leaf");
   pg_up_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, D, rl, parent, rs, A, ci);
+  rdx_trace(ctx, "qt paged update: counts up the tree");
   const pgcount Q = {rl, rs, A, ci};
   const int64_t page_base = pts->pool.used; /* new pages from here (a growth after the wait keeps used) */
   pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, tn, groups, O, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
+  rdx_trace(ctx, "qt paged update: decisions");
   qtot H;
   int go;
   RDX_CHECK(read_plan(ctx, pts, b, f, mm, tot, &H, &go, fn)); /* the host's wait */
-  rdx_trace(ctx, "qt paged update: plan");
+  rdx_trace(ctx, "qt paged update: the host read the plan");
   if (!go) return RDX_OK;
   const int64_t n_base = (int64_t)H.nodes, ng = (int64_t)H.groups, n_sort = n_base + (int64_t)H.subnodes;
   const int64_t n_surv = (int64_t)H.surv;
@@ -1144,6 +1152,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     else
       pg_sort_split_kernel<K, 512, 8><<<sgrid, 512, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: split sort kernel");
+    rdx_trace(ctx, "qt paged update: split leaves sorted");
   } else if (st == RDX_OK && n_surv > 0) {
     pg_gather_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, O.soff, rl, dead, (const K *)pts->pool.key, sk, ss,
                                                                  tot);
@@ -1160,6 +1169,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     st = rdx_cuda_ok(ctx, cudaMemsetAsync(sub, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
     const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1, block_sort};
     if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, sub, tot);
+    rdx_trace(ctx, "qt paged update: split subtrees");
   }
   const int packed = 2 * D + 6 <= 64;
   if (st == RDX_OK) {
@@ -1167,13 +1177,17 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
                           (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, ss};
     pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni, pts->nodes, rl, O,
                                                                         dead, dst, tot);
+    rdx_trace(ctx, "qt paged update: placement plan");
     if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
     pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, s>>>(P, dst, n_surv, m_new, n_moves);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
+    rdx_trace(ctx, "qt paged update: moves");
   }
   int64_t *order = ni;
   if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn);
+  rdx_trace(ctx, "qt paged update: node sort");
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
+  rdx_trace(ctx, "qt paged update: nodes put and linked, read");
   if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
   rdx_sp_nodes_free(ctx, &pts->nodes);
   pts->nodes = nodes;
@@ -1193,7 +1207,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
 
 }  // namespace
 
-extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f) {
+static rdx_status qt_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f) {
   if (pts->slot) {
     if (pts->f64)
       return pts->key64 ? update_paged<double, uint64_t>(ctx, pts, b, f) : update_paged<double, uint32_t>(ctx, pts, b, f);
@@ -1201,4 +1215,10 @@ extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, r
   }
   if (pts->f64) return pts->key64 ? update<double, uint64_t>(ctx, pts, b, f) : update<double, uint32_t>(ctx, pts, b, f);
   return pts->key64 ? update<float, uint64_t>(ctx, pts, b, f) : update<float, uint32_t>(ctx, pts, b, f);
+}
+
+extern "C" rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f) {
+  rdx_status st = qt_update(ctx, pts, b, f);
+  rdx_trace_flush(ctx);
+  return st;
 }
