@@ -345,12 +345,15 @@ int main(int argc, char **argv) {
         /* GPUs: quadtrees take the paged path for small batches and the merge for large ones,
          * k-d trees the repair (a merge) or for large ones a rebuild; every fourth round forces
          * each, so all see batches of every size and each other's pools. Two rounds on the
-         * planned path, so the merges meet its paged pool and id map after them. */
+         * planned path, so the merges meet its paged pool and id map after them. Half the rounds
+         * order a GPU quadtree's new nodes by CUB's sort, the others by counts. */
         if (round % 4 == 1) setenv("RAYDEX_SP_UPDATE", kind == 2 ? "rebuild" : "paged", 1);
         if (round % 4 == 3) setenv("RAYDEX_SP_UPDATE", "merge", 1);
         if (round == 6 || round == 7) setenv("RAYDEX_SP_UPDATE", "plan", 1);
+        if (round % 8 >= 4) setenv("RAYDEX_SP_NODES", "sort", 1);
         random_batch(ctx, pts, twin, &m, box);
         unsetenv("RAYDEX_SP_UPDATE");
+        unsetenv("RAYDEX_SP_NODES");
         const rdx_sp_stats *st = &pts->stats;
         int64_t *sn = seen[kind == 2];
         sn[0] += st->splits, sn[1] += st->merges, sn[2] += st->relocated, sn[3] += st->new_leaves;

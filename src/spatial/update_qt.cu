@@ -78,7 +78,8 @@ struct qtot {
   unsigned long long bad;   /* 1 a bad id (check_ids finds which); 4 a bad point (the caller's scan
                                finds which); internal checks: 2 a merged point past the pool, or
                                a group whose points do not match its count; 8 an internal node
-                               without children; 16 a subtree past its bound */
+                               without children; 16 a subtree past its bound; 32 new nodes out
+                               of BFS order */
   unsigned long long nodes, groups, subnodes, subused, splits, merges, new_leaves;
   unsigned long long surv, pages, pgused, holes, relocs; /* paged path */
 };
@@ -179,7 +180,11 @@ __device__ qnode make_node(uint64_t key, int level, int leaf, int64_t count, int
   n.a0 = 0, n.an = 0, n.b0 = 0, n.h0 = 0, n.kind = PG_NODE;
   return n;
 }
-__device__ void push_node(qnode *tn, qtot *tot, const qnode &n) { tn[agg_add(&tot->nodes, 1ull)] = n; }
+/* A kept node into the decisions' list; kidx[u] says where old node u went. */
+__device__ void push_node(qnode *tn, qtot *tot, const qnode &n, int64_t *kidx, int64_t u) {
+  const int64_t k = (int64_t)agg_add(&tot->nodes, 1ull);
+  tn[k] = n, kidx[u] = k;
+}
 
 /* A subtree to build at (level, key) for c points. Its node bound: each level below holds at
  * most c / (cap + 1) internal nodes, each with at most 4 children. */
@@ -215,8 +220,9 @@ __device__ void push_new_quadrants(const rdx_sp_nodes &N, int64_t u, const uint8
  * becoming groups when points arrived there. */
 template <typename K>
 __global__ void decide_kernel(rdx_sp_nodes N, const K *keys, const int64_t *parent, const uint8_t *have, const int64_t *A,
-                              const int64_t *C, int D, int64_t cap, qnode *tn, qgroup *groups, qtot *tot) {
+                              const int64_t *C, int D, int64_t cap, qnode *tn, int64_t *kidx, qgroup *groups, qtot *tot) {
   SP_FOR(u, N.n) {
+    kidx[u] = -1;
     const int64_t c = C[u];
     if (c == 0 && u != 0) continue;
     int inside = 0;
@@ -225,13 +231,13 @@ __global__ void decide_kernel(rdx_sp_nodes N, const K *keys, const int64_t *pare
     const int l = N.level[u];
     const uint64_t key = N.key[u];
     if (rdx_sp_qt_leaf(c, l, D, cap)) {
-      push_node(tn, tot, make_node(key, l, 1, c, A[u]));
+      push_node(tn, tot, make_node(key, l, 1, c, A[u]), kidx, u);
       if (!N.leaf[u]) agg_add(&tot->merges, 1ull);
     } else if (N.leaf[u]) {
       push_group(groups, tot, key, l, c, D, cap);
       agg_add(&tot->splits, 1ull);
     } else {
-      push_node(tn, tot, make_node(key, l, 0, c, 0));
+      push_node(tn, tot, make_node(key, l, 0, c, 0), kidx, u);
       push_new_quadrants(N, u, have, keys, A[u], A[u] + c, D, cap, groups, tot, -1);
     }
   }
@@ -251,19 +257,36 @@ struct sublists {
   int ranges; /* a group's a-range is its s0, sn (else searched) */
 };
 
+/* Threads of a split_tree_kernel block. A block walks its subtree a level at a time, each warp
+ * taking one node of the level at a time, so the deepest, widest group bounds the kernel. */
+enum { SPLIT_THREADS = 512 };
+
+/* Where each level of each group's subtree lies in its node region: first[g * lv + l] and
+ * cnt[g * lv + l] (lv = D + 1 levels), for node_order_kernel. NULL pointers: not wanted. */
+struct qlevels {
+  int32_t *first, *cnt;
+  int lv;
+};
+
 /* One block per group: its cell's ranges in both lists, then its subtree breadth first with the
  * build's split rule (rdx_sp_qt_leaf; the quadrant bounds as rdx_sp_qt_quadrants finds them,
  * here one warp per node), its node region serving as the queue (a waiting node's a0, an, b0
- * hold its ranges). Merge path leaf fpos: the leaf's first pool slot. */
+ * hold its ranges). A level's nodes are taken in rounds of one node per warp, and each round
+ * appends its children in node order, quadrant by quadrant, so every level of the region is in
+ * Morton order (the group's BFS order, which node_order_kernel relies on). Merge path leaf fpos:
+ * the leaf's first pool slot. */
 template <typename K>
 __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> L, int D, int64_t cap, qnode *out,
-                                  qtot *tot) {
+                                  qlevels Q, qtot *tot) {
+  const unsigned FULL = 0xffffffffu;
   __shared__ int64_t head, tail, next;
+  __shared__ int wsum[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
   for (int64_t g = blockIdx.x; g < ng; g += gridDim.x) {
     const qgroup G = groups[g];
     qnode *reg = out + G.nbase;
     if (warp == 0) {
+      if (Q.first && lane < Q.lv) Q.first[g * Q.lv + lane] = 0, Q.cnt[g * Q.lv + lane] = 0;
       int sh = 2 * (D - G.level);
       int64_t a = G.s0, e = G.s0 + G.sn;
       if (!L.ranges || G.s0 < 0) {
@@ -285,44 +308,57 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
       }
     }
     __syncthreads();
-    while (head < tail) {
-      for (int64_t i = head + warp; i < tail; i += nwarps) {
-        qnode nd = reg[i];
-        if (rdx_sp_qt_leaf(nd.count, nd.level, D, cap)) {
-          nd.leaf = 1, nd.len = nd.count;
-          if (L.paged) {
-            nd.room = RDX_SP_GROW(nd.count), nd.kind = PG_FRESH;
-            if (lane == 0) nd.fpos = L.page_base + (int64_t)atomicAdd(&tot->pgused, (unsigned long long)nd.room);
-          } else {
-            nd.room = nd.count, nd.fpos = nd.a0;
-          }
-        } else {
-          int64_t ba[5], bb[5];
-          ba[0] = nd.a0, ba[4] = nd.a0 + nd.an, bb[0] = nd.b0, bb[4] = nd.b0 + nd.count - nd.an;
-          int sh = 2 * (D - nd.level - 1);
-          for (int q = 1; q < 4; q++) {
-            uint64_t lo = (4 * nd.key + (uint64_t)q) << sh;
-            ba[q] = warp_lower(L.a, ba[q - 1], ba[4], lo);
-            bb[q] = bb[4] > bb[0] ? warp_lower(L.b, bb[q - 1], bb[4], lo) : bb[0];
-          }
-          nd.leaf = 0, nd.len = 0, nd.room = 0, nd.fpos = 0;
-          const int64_t na = lane < 4 ? ba[lane + 1] - ba[lane] : 0, nb = lane < 4 ? bb[lane + 1] - bb[lane] : 0;
-          if (lane < 4 && na + nb > 0) {
-            int64_t j = (int64_t)atomicAdd((unsigned long long *)&next, 1ull);
-            if (j >= G.n_nodes) { /* the bound is a theorem; say so if it ever fails */
-              atomicOr(&tot->bad, 16ull);
+    for (int lev = G.level; head < tail; lev++) {
+      const int64_t h = head, t = tail;
+      if (Q.first && threadIdx.x == 0 && lev < Q.lv) Q.first[g * Q.lv + lev] = (int32_t)h, Q.cnt[g * Q.lv + lev] = (int32_t)(t - h);
+      for (int64_t base = h; base < t; base += nwarps) {
+        const int64_t i = base + warp;
+        bool child = false;
+        qnode c;
+        if (i < t) {
+          qnode nd = reg[i];
+          if (rdx_sp_qt_leaf(nd.count, nd.level, D, cap)) {
+            nd.leaf = 1, nd.len = nd.count;
+            if (L.paged) {
+              nd.room = RDX_SP_GROW(nd.count), nd.kind = PG_FRESH;
+              if (lane == 0) nd.fpos = L.page_base + (int64_t)atomicAdd(&tot->pgused, (unsigned long long)nd.room);
             } else {
-              qnode c;
+              nd.room = nd.count, nd.fpos = nd.a0;
+            }
+          } else {
+            int64_t ba[5], bb[5];
+            ba[0] = nd.a0, ba[4] = nd.a0 + nd.an, bb[0] = nd.b0, bb[4] = nd.b0 + nd.count - nd.an;
+            int sh = 2 * (D - nd.level - 1);
+            for (int q = 1; q < 4; q++) {
+              uint64_t lo = (4 * nd.key + (uint64_t)q) << sh;
+              ba[q] = warp_lower(L.a, ba[q - 1], ba[4], lo);
+              bb[q] = bb[4] > bb[0] ? warp_lower(L.b, bb[q - 1], bb[4], lo) : bb[0];
+            }
+            nd.leaf = 0, nd.len = 0, nd.room = 0, nd.fpos = 0;
+            const int64_t na = lane < 4 ? ba[lane + 1] - ba[lane] : 0, nb = lane < 4 ? bb[lane + 1] - bb[lane] : 0;
+            if (lane < 4 && na + nb > 0) {
+              child = true;
               c.key = 4 * nd.key + (uint64_t)lane, c.level = nd.level + 1, c.leaf = 0, c.count = na + nb;
               c.fpos = 0, c.len = 0, c.room = 0, c.a0 = ba[lane], c.an = na, c.b0 = bb[lane], c.h0 = 0, c.kind = PG_NODE;
-              reg[j] = c;
             }
           }
+          if (lane == 0) reg[i] = nd;
         }
-        if (lane == 0) reg[i] = nd;
+        const unsigned m = __ballot_sync(FULL, child);
+        if (lane == 0) wsum[warp] = __popc(m);
+        __syncthreads();
+        if (child) {
+          int64_t j = next + __popc(m & ((1u << lane) - 1));
+          for (int w = 0; w < warp; w++) j += wsum[w];
+          if (j >= G.n_nodes) atomicOr(&tot->bad, 16ull); /* the bound is a theorem; say so if it ever fails */
+          else reg[j] = c;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0)
+          for (int w = 0; w < nwarps; w++) next += wsum[w];
+        __syncthreads();
       }
-      __syncthreads();
-      if (threadIdx.x == 0) head = tail, tail = next < G.n_nodes ? next : G.n_nodes;
+      if (threadIdx.x == 0) head = t, tail = next < G.n_nodes ? next : G.n_nodes;
       __syncthreads();
     }
     if (threadIdx.x == 0) atomicAdd(&tot->subused, (unsigned long long)tail);
@@ -363,7 +399,125 @@ __global__ void node_put_kernel(qlist L, const int64_t *idx, const qtot *tot, rd
 __global__ void node_link_kernel(rdx_sp_nodes o, int64_t n_base, qtot *tot) {
   o.n = n_base + (int64_t)tot->subused;
   SP_FOR(i, o.n) {
+    if (i > 0 && (o.level[i - 1] > o.level[i] || (o.level[i - 1] == o.level[i] && o.key[i - 1] >= o.key[i])))
+      atomicOr(&tot->bad, 32ull);
     if (!o.leaf[i] && link_children(o, i, 2) == 0) atomicOr(&tot->bad, 8ull);
+  }
+}
+
+/* ---- the new nodes' BFS order without a sort ----
+ * The new tree's nodes are the old nodes that stay (their old BFS order is (level, key) order)
+ * and the split subtrees' nodes (each group's levels in Morton order, split_tree_kernel). Groups
+ * are disjoint cells, none inside a kept node's cell below it, so a node's BFS position is a sum
+ * of counts: the kept nodes before it (a prefix over the old nodes), the subtree nodes of lower
+ * levels, those of its level in groups whose cells come first, and, for a subtree node, its
+ * place in its group's level. node_order_kernel (one block) finds the prefixes, and
+ * node_place_kernel writes every node at its position. On an H200 this took ... where CUB's
+ * sort of ~50K nodes took about 65 us (PROBES.md §24); sort_nodes remains for trees past
+ * ORDER_MAX_OLD nodes or ORDER_MAX_GROUPS groups, or with RAYDEX_SP_NODES=sort. */
+enum { ORDER_THREADS = 1024, ORDER_MAX_GROUPS = 2048, ORDER_ITEMS = ORDER_MAX_GROUPS / ORDER_THREADS };
+static const int64_t ORDER_MAX_OLD = (int64_t)1 << 20;
+
+struct qorder {
+  const int64_t *kidx; /* per old node: its entry among the kept nodes, or -1 (the decisions) */
+  int64_t *kpre;       /* nn + 1: kept old nodes before each old node */
+  uint64_t *gstart;    /* ng: the groups' cell starts (codes at depth D), ascending */
+  int32_t *grank;      /* ng: each group's place in that order */
+  int64_t *offs;       /* (ng + 1) x lv: level-l subtree nodes of the groups before place j */
+  int64_t *lbase;      /* lv: subtree nodes at levels below l */
+  qlevels Q;           /* split_tree_kernel's level table */
+};
+
+__global__ void __launch_bounds__(ORDER_THREADS) node_order_kernel(int64_t nn, const qgroup *groups, int64_t ng, int D,
+                                                                   qorder O, qtot *tot) {
+  typedef cub::BlockScan<int64_t, ORDER_THREADS> scan_t;
+  __shared__ typename scan_t::TempStorage ts;
+  __shared__ uint64_t st[ORDER_MAX_GROUPS];
+  __shared__ int32_t sid[ORDER_MAX_GROUPS];
+  const int t = threadIdx.x, lv = O.Q.lv;
+  /* kept old nodes before each old node: a chunk per thread */
+  const int64_t per = (nn + ORDER_THREADS - 1) / ORDER_THREADS, lo = min(nn, t * per), hi = min(nn, lo + per);
+  int64_t c = 0, pre, all;
+  for (int64_t i = lo; i < hi; i++) c += O.kidx[i] >= 0;
+  scan_t(ts).ExclusiveSum(c, pre, all);
+  for (int64_t i = lo; i < hi; i++) O.kpre[i] = pre, pre += O.kidx[i] >= 0;
+  if (t == 0) {
+    O.kpre[nn] = all;
+    if ((unsigned long long)all != tot->nodes) atomicOr(&tot->bad, 32ull);
+  }
+  /* the groups in cell order (a rank by counting: a few hundred groups) */
+  for (int64_t g = t; g < ng; g += ORDER_THREADS) st[g] = groups[g].key << (2 * (D - groups[g].level));
+  __syncthreads();
+  for (int64_t g = t; g < ng; g += ORDER_THREADS) {
+    const uint64_t v = st[g];
+    int32_t r = 0;
+    for (int64_t h = 0; h < ng; h++) r += st[h] < v || (st[h] == v && h < g);
+    O.grank[g] = r, sid[r] = (int32_t)g;
+  }
+  __syncthreads();
+  for (int64_t j = t; j < ng; j += ORDER_THREADS) O.gstart[j] = st[sid[j]];
+  /* per level, the subtree nodes of the groups before each place */
+  int64_t below = 0; /* thread 0's */
+  for (int l = 0; l < lv; l++) {
+    int64_t v[ORDER_ITEMS], sum = 0, p, tl;
+    for (int k = 0; k < ORDER_ITEMS; k++) {
+      const int64_t j = (int64_t)t * ORDER_ITEMS + k;
+      v[k] = j < ng ? O.Q.cnt[sid[j] * lv + l] : 0;
+      sum += v[k];
+    }
+    __syncthreads(); /* ts is reused */
+    scan_t(ts).ExclusiveSum(sum, p, tl);
+    for (int k = 0; k < ORDER_ITEMS; k++) {
+      const int64_t j = (int64_t)t * ORDER_ITEMS + k;
+      if (j < ng) O.offs[j * lv + l] = p;
+      p += v[k];
+    }
+    if (t == 0) O.offs[ng * lv + l] = tl, O.lbase[l] = below, below += tl;
+  }
+}
+
+/* The first old node at or after (level l, key k) in BFS order. */
+__device__ __forceinline__ int64_t old_lower(const rdx_sp_nodes &N, int l, uint64_t k) {
+  int64_t a = 0, b = N.n;
+  while (a < b) {
+    const int64_t mid = a + (b - a) / 2;
+    if ((int)N.level[mid] < l || ((int)N.level[mid] == l && N.key[mid] < k)) a = mid + 1;
+    else b = mid;
+  }
+  return a;
+}
+__device__ __forceinline__ void node_put(const rdx_sp_nodes &out, int64_t i, int64_t n_out, const qnode &q, qtot *tot) {
+  if (i < 0 || i >= n_out) {
+    atomicOr(&tot->bad, 32ull);
+    return;
+  }
+  out.key[i] = q.key, out.fpos[i] = q.fpos, out.len[i] = q.len, out.count[i] = q.count, out.room[i] = q.room;
+  out.split[i] = 0.0, out.level[i] = (uint8_t)q.level, out.leaf[i] = (uint8_t)q.leaf;
+}
+
+/* A thread per old node (a kept one goes to its place), then 32 per group (its region's nodes). */
+__global__ void node_place_kernel(qlist L, rdx_sp_nodes N, const qgroup *groups, int64_t ng, int D, qorder O, qtot *tot,
+                                  rdx_sp_nodes out) {
+  const int64_t n_out = L.n_base + (int64_t)tot->subused;
+  const int lv = O.Q.lv;
+  SP_FOR(e, N.n + ng * 32) {
+    if (e < N.n) {
+      const int64_t k = O.kidx[e];
+      if (k < 0) continue;
+      const qnode q = L.kept[k];
+      const int64_t j = lower(O.gstart, 0, ng, q.key << (2 * (D - q.level)));
+      node_put(out, O.kpre[e] + O.lbase[q.level] + O.offs[j * lv + q.level], n_out, q, tot);
+    } else {
+      const int64_t g = (e - N.n) / 32;
+      const qgroup G = groups[g];
+      for (int64_t r = (e - N.n) % 32; r < G.n_nodes; r += 32) {
+        const qnode q = L.sub[G.nbase + r];
+        if (q.level < 0) continue;
+        const int l = q.level;
+        node_put(out, O.kpre[old_lower(N, l, q.key)] + O.lbase[l] + O.offs[O.grank[g] * lv + l] + r - O.Q.first[g * lv + l],
+                 n_out, q, tot);
+      }
+    }
   }
 }
 
@@ -407,12 +561,41 @@ rdx_status sort_nodes(scratch &mm, qlist nl, int64_t n_sort, int D, uint64_t *nk
   return RDX_OK;
 }
 
-/* The new nodes written in BFS order into nodes and linked; then the final wait, whose totals
- * (*H) say whether the tree holds together. */
+/* The scratch of the node order by counts (*O), or none (O->kpre NULL: sort_nodes orders them):
+ * taken after the mid-way wait, before the update's first write. kidx: the decisions'. */
+rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng, int D, qorder *O, const char *fn) {
+  memset(O, 0, sizeof *O);
+  O->kidx = kidx;
+  const char *e = getenv("RAYDEX_SP_NODES");
+  if (ng > ORDER_MAX_GROUPS || nn > ORDER_MAX_OLD || (e && strcmp(e, "sort") == 0)) return RDX_OK;
+  const int lv = D + 1;
+  RDX_CHECK(mm.get(&O->kpre, (size_t)nn + 1, fn));
+  RDX_CHECK(mm.get(&O->gstart, (size_t)ng + 1, fn));
+  RDX_CHECK(mm.get(&O->grank, (size_t)ng + 1, fn));
+  RDX_CHECK(mm.get(&O->offs, (size_t)(ng + 1) * lv, fn));
+  RDX_CHECK(mm.get(&O->lbase, (size_t)lv, fn));
+  RDX_CHECK(mm.get(&O->Q.first, (size_t)ng * lv + 1, fn));
+  RDX_CHECK(mm.get(&O->Q.cnt, (size_t)ng * lv + 1, fn));
+  O->Q.lv = lv;
+  return RDX_OK;
+}
+
+/* The new nodes into *nodes at their BFS places, by counts (after split_tree_kernel filled O.Q). */
+rdx_status place_nodes(rdx_context *ctx, qlist nl, const rdx_sp_nodes &old, const qgroup *groups, int64_t ng, int D,
+                       const qorder &O, qtot *tot, rdx_sp_nodes *nodes) {
+  cudaStream_t s = rdx_stream(ctx);
+  node_order_kernel<<<1, ORDER_THREADS, 0, s>>>(old.n, groups, ng, D, O, tot);
+  node_place_kernel<<<blocks_for(old.n + ng * 32, 256), 256, 0, s>>>(nl, old, groups, ng, D, O, tot, *nodes);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_points update: node order kernels");
+  return RDX_OK;
+}
+
+/* The new nodes written in BFS order into nodes (by *order, unless place_nodes did) and linked;
+ * then the final wait, whose totals (*H) say whether the tree holds together. */
 rdx_status put_nodes(rdx_context *ctx, qlist nl, const int64_t *order, int64_t n_sort, rdx_sp_nodes *nodes, qtot *tot,
                      qtot *H, const char *fn) {
   cudaStream_t s = rdx_stream(ctx);
-  node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, tot, *nodes);
+  if (order) node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, tot, *nodes);
   node_link_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(*nodes, nl.n_base, tot);
   RDX_CUDA(ctx, cudaGetLastError(), "rdx_points update: node kernels");
   RDX_CHECK(to_host(ctx, H, tot, 1, fn));
@@ -523,16 +706,18 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   uint8_t *have;
   qnode *tn;
   qgroup *groups;
+  int64_t *kidx;
   RDX_CHECK(mm.get(&parent, (size_t)nn, fn));
   RDX_CHECK(mm.get(&A, (size_t)nn, fn));
   RDX_CHECK(mm.get(&C, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&kidx, (size_t)nn, fn));
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
   const unsigned gn = blocks_for(nn, 256);
   count_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, keys, n_new, D, parent, have, A, C);
   rdx_trace(ctx, "qt update: node counts");
-  decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, keys, parent, have, A, C, D, cap, tn, groups, tot);
+  decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, keys, parent, have, A, C, D, cap, tn, kidx, groups, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   qtot H;
   int go;
@@ -548,24 +733,28 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   qnode *sub;
   RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
   const qlist nl = {tn, sub, n_base};
+  qorder O;
+  RDX_CHECK(order_alloc(mm, kidx, nn, ng, D, &O, fn));
   if (ng > 0) {
     RDX_CUDA(ctx, cudaMemsetAsync(sub, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
     const sublists<K> L = {keys, n_new, nullptr, 0, 0, 0, 0};
-    split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, sub, tot);
+    split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, O.Q, tot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split tree kernel");
     rdx_trace(ctx, "qt update: split subtrees");
   }
-  uint64_t *nk_, *nk2_;
-  int64_t *ni, *ni2;
-  RDX_CHECK(mm.get(&nk_, (size_t)n_sort, fn));
-  RDX_CHECK(mm.get(&nk2_, (size_t)n_sort, fn));
-  RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
-  RDX_CHECK(mm.get(&ni2, (size_t)n_sort, fn));
-  int packed = 2 * D + 6 <= 64;
-  node_keys_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni);
-  SP_LAUNCH_CHECK(ctx, "rdx_points update: node keys kernel");
-  int64_t *order;
-  RDX_CHECK(sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn));
+  int64_t *order = NULL;
+  if (!O.kpre) {
+    uint64_t *nk_, *nk2_;
+    int64_t *ni, *ni2;
+    RDX_CHECK(mm.get(&nk_, (size_t)n_sort, fn));
+    RDX_CHECK(mm.get(&nk2_, (size_t)n_sort, fn));
+    RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
+    RDX_CHECK(mm.get(&ni2, (size_t)n_sort, fn));
+    int packed = 2 * D + 6 <= 64;
+    node_keys_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni);
+    SP_LAUNCH_CHECK(ctx, "rdx_points update: node keys kernel");
+    RDX_CHECK(sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn));
+  }
   /* memory the index keeps: the nodes (room for the subtrees' bound; n set at the end) and a
    * larger live-id bitmap for inserts past it */
   rdx_sp_nodes nodes;
@@ -578,6 +767,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   rdx_trace(ctx, "qt update: split trees, node sort, allocations");
 
   /* 4: the new nodes, checked; then the swap. Only device errors can fail from here on. */
+  if (st == RDX_OK && O.kpre) st = place_nodes(ctx, nl, pts->nodes, groups, ng, D, O, tot, &nodes);
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt update: nodes put and linked, read");
   if (st != RDX_OK) {
@@ -731,9 +921,10 @@ struct pgold {
  * split_tree_kernel builds. */
 template <typename K>
 __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *parent, const uint8_t *have, pgcount Q, int D,
-                                 int64_t cap, int64_t page_base, qnode *tn, qgroup *groups, pgold O, qtot *tot) {
+                                 int64_t cap, int64_t page_base, qnode *tn, int64_t *kidx, qgroup *groups, pgold O,
+                                 qtot *tot) {
   SP_FOR(u, N.n) {
-    O.soff[u] = -1, O.mto[u] = -1;
+    O.soff[u] = -1, O.mto[u] = -1, kidx[u] = -1;
     const int64_t c = Q.after(N, u), r = Q.removed(N, u), surv = N.leaf[u] ? N.count[u] - r : 0;
     int64_t top = -1; /* the new leaf above u: its highest ancestor that the rule makes a leaf */
     for (int64_t a = parent[u]; a >= 0; a = parent[a])
@@ -753,13 +944,13 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
         qnode n = make_node(key, l, 1, c, N.fpos[u]);
         n.room = N.room[u], n.kind = PG_KEPT, n.a0 = N.len[u], n.an = r, n.b0 = Q.A[u];
         n.h0 = r > 0 ? (int64_t)agg_add(&tot->holes, (unsigned long long)r) : 0;
-        push_node(tn, tot, n);
+        push_node(tn, tot, n, kidx, u);
         continue;
       }
       const int64_t room = RDX_SP_GROW(c), page = page_base + (int64_t)agg_add(&tot->pgused, (unsigned long long)room);
       qnode n = make_node(key, l, 1, c, page);
       n.room = room, n.kind = PG_MOVED, n.a0 = N.count[u] - r, n.b0 = Q.A[u]; /* survivors, then incoming */
-      push_node(tn, tot, n);
+      push_node(tn, tot, n, kidx, u);
       O.mpage[u] = page;
       agg_add(&tot->pages, (unsigned long long)room);
       agg_add(N.leaf[u] ? &tot->relocs : &tot->merges, 1ull);
@@ -770,7 +961,7 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
       push_group(groups, tot, key, l, c, D, cap, o, surv);
       O.split[agg_add(&tot->splits, 1ull)] = u;
     } else {
-      push_node(tn, tot, make_node(key, l, 0, c, 0));
+      push_node(tn, tot, make_node(key, l, 0, c, 0), kidx, u);
       push_new_quadrants(N, u, have, ik, Q.A[u], Q.A[u] + Q.ci[u], D, cap, groups, tot, 0); /* its incoming */
     }
   }
@@ -912,7 +1103,7 @@ __global__ void pg_plan_kernel(qlist L, int64_t n, int packed, int D, uint64_t *
   for (int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; e < n + N.n; e += warps) {
     if (e < n) {
       const qnode q = L.at(e);
-      if ((threadIdx.x & 31) == 0) node_key(q, e, packed, D, nkey, nidx);
+      if (nkey && (threadIdx.x & 31) == 0) node_key(q, e, packed, D, nkey, nidx); /* for sort_nodes */
       pg_plan_new(q, dead, P, tot);
     } else {
       pg_plan_old(N, e - n, rl, O, dead, P, tot);
@@ -1020,6 +1211,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   char *zero;
   RDX_CHECK(mm.get(&zero, zero_bytes, fn));
   RDX_CUDA(ctx, cudaMemsetAsync(zero, 0, zero_bytes, s), fn);
+  rdx_trace(ctx, "qt paged update: scratch zeroed");
   qtot *tot = (qtot *)zero;
   unsigned long long *mfill = (unsigned long long *)(zero + tot_bytes);
   uint32_t *claim = (uint32_t *)(mfill + nn), *dead = claim + claim_words;
@@ -1044,7 +1236,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   uint8_t *have;
   qnode *tn;
   qgroup *groups;
-  int64_t **arrays[] = {&parent, &A, &ci, &rl, &rs, &O.soff, &O.mto, &O.mpos, &O.moff, &O.mpage, &O.split};
+  int64_t *kidx;
+  int64_t **arrays[] = {&parent, &A, &ci, &rl, &rs, &kidx, &O.soff, &O.mto, &O.mpos, &O.moff, &O.mpage, &O.split};
   for (int64_t **a : arrays) RDX_CHECK(mm.get(a, (size_t)nn, fn));
   O.mfill = mfill;
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
@@ -1057,7 +1250,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   rdx_trace(ctx, "qt paged update: counts up the tree");
   const pgcount Q = {rl, rs, A, ci};
   const int64_t page_base = pts->pool.used; /* new pages from here (a growth after the wait keeps used) */
-  pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, tn, groups, O, tot);
+  pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, tn, kidx, groups, O, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   rdx_trace(ctx, "qt paged update: decisions");
   qtot H;
@@ -1105,14 +1298,18 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&dst.msrc, (size_t)n_moves + 1, fn));
   RDX_CHECK(mm.get(&dst.mdst, (size_t)n_moves + 1, fn));
   qnode *sub;
-  uint64_t *nk_, *nk2_;
-  int64_t *ni, *ni2;
+  uint64_t *nk_ = NULL, *nk2_ = NULL;
+  int64_t *ni = NULL, *ni2 = NULL;
   RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
   const qlist nl = {tn, sub, n_base};
-  RDX_CHECK(mm.get(&nk_, (size_t)n_sort, fn));
-  RDX_CHECK(mm.get(&nk2_, (size_t)n_sort, fn));
-  RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
-  RDX_CHECK(mm.get(&ni2, (size_t)n_sort, fn));
+  qorder QO;
+  RDX_CHECK(order_alloc(mm, kidx, nn, ng, D, &QO, fn));
+  if (!QO.kpre) {
+    RDX_CHECK(mm.get(&nk_, (size_t)n_sort, fn));
+    RDX_CHECK(mm.get(&nk2_, (size_t)n_sort, fn));
+    RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
+    RDX_CHECK(mm.get(&ni2, (size_t)n_sort, fn));
+  }
   rdx_sp_nodes nodes;
   memset(&nodes, 0, sizeof nodes);
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_sort, RDX_DEVICE, &nodes));
@@ -1129,7 +1326,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     cub::DoubleBuffer<int64_t> nib(ni, ni2);
     size_t b1 = 0, b2 = 0;
     if (!block_sort) RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b1, kb2, sb, n_surv, 0, 2 * D, s), fn);
-    RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b2, nkb, nib, n_sort, 0, 64, s), fn);
+    if (!QO.kpre) RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b2, nkb, nib, n_sort, 0, 64, s), fn);
     const size_t need = b1 > b2 ? b1 : b2;
     if (need > mm.temp_bytes || mm.temp == nullptr) {
       const size_t grow = need + need / 4 + 256;
@@ -1168,7 +1365,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (st == RDX_OK && ng > 0) {
     st = rdx_cuda_ok(ctx, cudaMemsetAsync(sub, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
     const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1, block_sort};
-    if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng * 128, 128), 128, 0, s>>>(groups, ng, L, D, cap, sub, tot);
+    if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, QO.Q, tot);
     rdx_trace(ctx, "qt paged update: split subtrees");
   }
   const int packed = 2 * D + 6 <= 64;
@@ -1183,9 +1380,10 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
     rdx_trace(ctx, "qt paged update: moves");
   }
-  int64_t *order = ni;
-  if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn);
-  rdx_trace(ctx, "qt paged update: node sort");
+  int64_t *order = NULL;
+  if (st == RDX_OK && QO.kpre) st = place_nodes(ctx, nl, pts->nodes, groups, ng, D, QO, tot, &nodes);
+  else if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn);
+  rdx_trace(ctx, "qt paged update: node order");
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt paged update: nodes put and linked, read");
   if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
