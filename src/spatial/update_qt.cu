@@ -411,38 +411,57 @@ __global__ void node_link_kernel(rdx_sp_nodes o, int64_t n_base, qtot *tot) {
  * are disjoint cells, none inside a kept node's cell below it, so a node's BFS position is a sum
  * of counts: the kept nodes before it (a prefix over the old nodes), the subtree nodes of lower
  * levels, those of its level in groups whose cells come first, and, for a subtree node, its
- * place in its group's level. node_order_kernel (one block) finds the prefixes, and
- * node_place_kernel writes every node at its position. On an H200 this took ... where CUB's
+ * place in its group's level. kept_scan_kernel and node_order_kernel (one block) find the
+ * prefixes, and node_place_kernel writes every node at its position. On an H200 this took ... where CUB's
  * sort of ~50K nodes took about 65 us (PROBES.md §24); sort_nodes remains for trees past
  * ORDER_MAX_OLD nodes or ORDER_MAX_GROUPS groups, or with RAYDEX_SP_NODES=sort. */
-enum { ORDER_THREADS = 1024, ORDER_MAX_GROUPS = 2048, ORDER_ITEMS = ORDER_MAX_GROUPS / ORDER_THREADS };
-static const int64_t ORDER_MAX_OLD = (int64_t)1 << 20;
+enum { ORDER_THREADS = 1024, ORDER_MAX_GROUPS = 2048 };
+static const int64_t ORDER_MAX_OLD = (int64_t)ORDER_THREADS * ORDER_THREADS; /* one block's scan of block sums */
 
 struct qorder {
   const int64_t *kidx; /* per old node: its entry among the kept nodes, or -1 (the decisions) */
-  int64_t *kpre;       /* nn + 1: kept old nodes before each old node */
+  int32_t *kloc;       /* nn: kept old nodes before each within its block of ORDER_THREADS */
+  int64_t *boff;       /* nn / ORDER_THREADS + 2: kept old nodes before each block (the sums first) */
   uint64_t *gstart;    /* ng: the groups' cell starts (codes at depth D), ascending */
   int32_t *grank;      /* ng: each group's place in that order */
   int64_t *offs;       /* (ng + 1) x lv: level-l subtree nodes of the groups before place j */
   int64_t *lbase;      /* lv: subtree nodes at levels below l */
   qlevels Q;           /* split_tree_kernel's level table */
+  int64_t nn;
+  /* kept old nodes before old node u (u <= nn) */
+  __device__ int64_t kept_before(int64_t u) const {
+    return u >= nn ? boff[(nn + ORDER_THREADS - 1) / ORDER_THREADS] : boff[u / ORDER_THREADS] + kloc[u];
+  }
 };
 
-__global__ void __launch_bounds__(ORDER_THREADS) node_order_kernel(int64_t nn, const qgroup *groups, int64_t ng, int D,
-                                                                   qorder O, qtot *tot) {
+/* A block of old nodes: which are kept, as a prefix within the block and the block's sum. */
+__global__ void __launch_bounds__(ORDER_THREADS) kept_scan_kernel(qorder O) {
+  typedef cub::BlockScan<int32_t, ORDER_THREADS> scan_t;
+  __shared__ typename scan_t::TempStorage ts;
+  const int64_t u = (int64_t)blockIdx.x * ORDER_THREADS + threadIdx.x;
+  int32_t pre, all;
+  scan_t(ts).ExclusiveSum(u < O.nn && O.kidx[u] >= 0 ? 1 : 0, pre, all);
+  if (u < O.nn) O.kloc[u] = pre;
+  if (threadIdx.x == 0) O.boff[blockIdx.x] = all;
+}
+
+/* One block: the blocks' offsets, the groups in cell order, and per level (a warp each) the
+ * subtree nodes of the groups before each place. */
+__global__ void __launch_bounds__(ORDER_THREADS) node_order_kernel(const qgroup *groups, int64_t ng, int D, qorder O,
+                                                                   qtot *tot) {
   typedef cub::BlockScan<int64_t, ORDER_THREADS> scan_t;
   __shared__ typename scan_t::TempStorage ts;
   __shared__ uint64_t st[ORDER_MAX_GROUPS];
   __shared__ int32_t sid[ORDER_MAX_GROUPS];
-  const int t = threadIdx.x, lv = O.Q.lv;
-  /* kept old nodes before each old node: a chunk per thread */
-  const int64_t per = (nn + ORDER_THREADS - 1) / ORDER_THREADS, lo = min(nn, t * per), hi = min(nn, lo + per);
-  int64_t c = 0, pre, all;
-  for (int64_t i = lo; i < hi; i++) c += O.kidx[i] >= 0;
-  scan_t(ts).ExclusiveSum(c, pre, all);
-  for (int64_t i = lo; i < hi; i++) O.kpre[i] = pre, pre += O.kidx[i] >= 0;
+  __shared__ int64_t total[32];
+  const int t = threadIdx.x, lane = t & 31, warp = t / 32, lv = O.Q.lv;
+  const int64_t nb = (O.nn + ORDER_THREADS - 1) / ORDER_THREADS; /* <= ORDER_THREADS */
+  int64_t pre, all;
+  scan_t(ts).ExclusiveSum(t < nb ? O.boff[t] : 0, pre, all);
+  __syncthreads(); /* every sum read before any offset is written over it */
+  if (t < nb) O.boff[t] = pre;
   if (t == 0) {
-    O.kpre[nn] = all;
+    O.boff[nb] = all;
     if ((unsigned long long)all != tot->nodes) atomicOr(&tot->bad, 32ull);
   }
   /* the groups in cell order (a rank by counting: a few hundred groups) */
@@ -456,23 +475,24 @@ __global__ void __launch_bounds__(ORDER_THREADS) node_order_kernel(int64_t nn, c
   }
   __syncthreads();
   for (int64_t j = t; j < ng; j += ORDER_THREADS) O.gstart[j] = st[sid[j]];
-  /* per level, the subtree nodes of the groups before each place */
-  int64_t below = 0; /* thread 0's */
-  for (int l = 0; l < lv; l++) {
-    int64_t v[ORDER_ITEMS], sum = 0, p, tl;
-    for (int k = 0; k < ORDER_ITEMS; k++) {
-      const int64_t j = (int64_t)t * ORDER_ITEMS + k;
-      v[k] = j < ng ? O.Q.cnt[sid[j] * lv + l] : 0;
-      sum += v[k];
+  /* level `warp`: each lane a run of places, then a warp scan of the runs' sums */
+  if (warp < lv) {
+    const int64_t per = (ng + 31) / 32, lo = min(ng, lane * per), hi = min(ng, lo + per);
+    int64_t sum = 0;
+    for (int64_t j = lo; j < hi; j++) sum += O.Q.cnt[sid[j] * lv + warp];
+    int64_t inc = sum;
+    for (int d = 1; d < 32; d *= 2) {
+      const int64_t y = __shfl_up_sync(0xffffffffu, inc, d);
+      if (lane >= d) inc += y;
     }
-    __syncthreads(); /* ts is reused */
-    scan_t(ts).ExclusiveSum(sum, p, tl);
-    for (int k = 0; k < ORDER_ITEMS; k++) {
-      const int64_t j = (int64_t)t * ORDER_ITEMS + k;
-      if (j < ng) O.offs[j * lv + l] = p;
-      p += v[k];
-    }
-    if (t == 0) O.offs[ng * lv + l] = tl, O.lbase[l] = below, below += tl;
+    int64_t p = inc - sum;
+    for (int64_t j = lo; j < hi; j++) O.offs[j * lv + warp] = p, p += O.Q.cnt[sid[j] * lv + warp];
+    if (lane == 31) total[warp] = inc, O.offs[ng * lv + warp] = inc;
+  }
+  __syncthreads();
+  if (t == 0) {
+    int64_t below = 0;
+    for (int l = 0; l < lv; l++) O.lbase[l] = below, below += total[l];
   }
 }
 
@@ -506,7 +526,7 @@ __global__ void node_place_kernel(qlist L, rdx_sp_nodes N, const qgroup *groups,
       if (k < 0) continue;
       const qnode q = L.kept[k];
       const int64_t j = lower(O.gstart, 0, ng, q.key << (2 * (D - q.level)));
-      node_put(out, O.kpre[e] + O.lbase[q.level] + O.offs[j * lv + q.level], n_out, q, tot);
+      node_put(out, O.kept_before(e) + O.lbase[q.level] + O.offs[j * lv + q.level], n_out, q, tot);
     } else {
       const int64_t g = (e - N.n) / 32;
       const qgroup G = groups[g];
@@ -514,7 +534,7 @@ __global__ void node_place_kernel(qlist L, rdx_sp_nodes N, const qgroup *groups,
         const qnode q = L.sub[G.nbase + r];
         if (q.level < 0) continue;
         const int l = q.level;
-        node_put(out, O.kpre[old_lower(N, l, q.key)] + O.lbase[l] + O.offs[O.grank[g] * lv + l] + r - O.Q.first[g * lv + l],
+        node_put(out, O.kept_before(old_lower(N, l, q.key)) + O.lbase[l] + O.offs[O.grank[g] * lv + l] + r - O.Q.first[g * lv + l],
                  n_out, q, tot);
       }
     }
@@ -561,7 +581,7 @@ rdx_status sort_nodes(scratch &mm, qlist nl, int64_t n_sort, int D, uint64_t *nk
   return RDX_OK;
 }
 
-/* The scratch of the node order by counts (*O), or none (O->kpre NULL: sort_nodes orders them):
+/* The scratch of the node order by counts (*O), or none (O->kloc NULL: sort_nodes orders them):
  * taken after the mid-way wait, before the update's first write. kidx: the decisions'. */
 rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng, int D, qorder *O, const char *fn) {
   memset(O, 0, sizeof *O);
@@ -569,7 +589,9 @@ rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng,
   const char *e = getenv("RAYDEX_SP_NODES");
   if (ng > ORDER_MAX_GROUPS || nn > ORDER_MAX_OLD || (e && strcmp(e, "sort") == 0)) return RDX_OK;
   const int lv = D + 1;
-  RDX_CHECK(mm.get(&O->kpre, (size_t)nn + 1, fn));
+  RDX_CHECK(mm.get(&O->kloc, (size_t)nn + 1, fn));
+  RDX_CHECK(mm.get(&O->boff, (size_t)(nn / ORDER_THREADS + 2), fn));
+  O->nn = nn;
   RDX_CHECK(mm.get(&O->gstart, (size_t)ng + 1, fn));
   RDX_CHECK(mm.get(&O->grank, (size_t)ng + 1, fn));
   RDX_CHECK(mm.get(&O->offs, (size_t)(ng + 1) * lv, fn));
@@ -584,7 +606,8 @@ rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng,
 rdx_status place_nodes(rdx_context *ctx, qlist nl, const rdx_sp_nodes &old, const qgroup *groups, int64_t ng, int D,
                        const qorder &O, qtot *tot, rdx_sp_nodes *nodes) {
   cudaStream_t s = rdx_stream(ctx);
-  node_order_kernel<<<1, ORDER_THREADS, 0, s>>>(old.n, groups, ng, D, O, tot);
+  kept_scan_kernel<<<blocks_for(old.n, ORDER_THREADS), ORDER_THREADS, 0, s>>>(O);
+  node_order_kernel<<<1, ORDER_THREADS, 0, s>>>(groups, ng, D, O, tot);
   node_place_kernel<<<blocks_for(old.n + ng * 32, 256), 256, 0, s>>>(nl, old, groups, ng, D, O, tot, *nodes);
   RDX_CUDA(ctx, cudaGetLastError(), "rdx_points update: node order kernels");
   return RDX_OK;
@@ -743,7 +766,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     rdx_trace(ctx, "qt update: split subtrees");
   }
   int64_t *order = NULL;
-  if (!O.kpre) {
+  if (!O.kloc) {
     uint64_t *nk_, *nk2_;
     int64_t *ni, *ni2;
     RDX_CHECK(mm.get(&nk_, (size_t)n_sort, fn));
@@ -767,7 +790,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   rdx_trace(ctx, "qt update: split trees, node sort, allocations");
 
   /* 4: the new nodes, checked; then the swap. Only device errors can fail from here on. */
-  if (st == RDX_OK && O.kpre) st = place_nodes(ctx, nl, pts->nodes, groups, ng, D, O, tot, &nodes);
+  if (st == RDX_OK && O.kloc) st = place_nodes(ctx, nl, pts->nodes, groups, ng, D, O, tot, &nodes);
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt update: nodes put and linked, read");
   if (st != RDX_OK) {
@@ -1210,6 +1233,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   const size_t zero_bytes = tot_bytes + (size_t)nn * 8 + (size_t)(claim_words + dead_words) * 4;
   char *zero;
   RDX_CHECK(mm.get(&zero, zero_bytes, fn));
+  rdx_trace(ctx, "qt paged update: scratch taken");
   RDX_CUDA(ctx, cudaMemsetAsync(zero, 0, zero_bytes, s), fn);
   rdx_trace(ctx, "qt paged update: scratch zeroed");
   qtot *tot = (qtot *)zero;
@@ -1304,7 +1328,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   const qlist nl = {tn, sub, n_base};
   qorder QO;
   RDX_CHECK(order_alloc(mm, kidx, nn, ng, D, &QO, fn));
-  if (!QO.kpre) {
+  if (!QO.kloc) {
     RDX_CHECK(mm.get(&nk_, (size_t)n_sort, fn));
     RDX_CHECK(mm.get(&nk2_, (size_t)n_sort, fn));
     RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
@@ -1326,7 +1350,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     cub::DoubleBuffer<int64_t> nib(ni, ni2);
     size_t b1 = 0, b2 = 0;
     if (!block_sort) RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b1, kb2, sb, n_surv, 0, 2 * D, s), fn);
-    if (!QO.kpre) RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b2, nkb, nib, n_sort, 0, 64, s), fn);
+    if (!QO.kloc) RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b2, nkb, nib, n_sort, 0, 64, s), fn);
     const size_t need = b1 > b2 ? b1 : b2;
     if (need > mm.temp_bytes || mm.temp == nullptr) {
       const size_t grow = need + need / 4 + 256;
@@ -1381,7 +1405,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     rdx_trace(ctx, "qt paged update: moves");
   }
   int64_t *order = NULL;
-  if (st == RDX_OK && QO.kpre) st = place_nodes(ctx, nl, pts->nodes, groups, ng, D, QO, tot, &nodes);
+  if (st == RDX_OK && QO.kloc) st = place_nodes(ctx, nl, pts->nodes, groups, ng, D, QO, tot, &nodes);
   else if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn);
   rdx_trace(ctx, "qt paged update: node order");
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
