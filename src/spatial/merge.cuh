@@ -304,7 +304,7 @@ rdx_status merge_rows_alloc(scratch &mm, rdx_points *pts, const rdx_sp_batch *b,
   if (b->op != RDX_SP_INSERT) {
     const int64_t words = (int64_t)(pts->id_end / 32) + 1;
     RDX_CHECK(mm.get(&r->claim, (size_t)words, fn));
-    RDX_CUDA(ctx, cudaMemsetAsync(r->claim, 0, (size_t)words * 4, rdx_stream(ctx)), fn);
+    RDX_CUDA(ctx, sp_fill(r->claim, (size_t)words * 4, 0, rdx_stream(ctx)), fn);
   }
   if (b->op != RDX_SP_ERASE) {
     RDX_CHECK(mm.get(&r->k, (size_t)b->m, fn));

@@ -141,6 +141,17 @@ static inline unsigned blocks_for(int64_t n, int threads) {
   return (unsigned)b;
 }
 
+/* bytes (a multiple of 4) at p set to the 32-bit word v, by a kernel: on the H200 machines
+ * cudaMemsetAsync of a few MB cost about 30 us of host time per call (RAYDEX_TRACE=events,
+ * PROBES.md §24), a launch about 5, and at an update's start the GPU waits for the host. */
+static __global__ void sp_fill_kernel(uint32_t *p, int64_t words, uint32_t v) { SP_FOR(i, words) p[i] = v; }
+static inline cudaError_t sp_fill(void *p, size_t bytes, uint32_t v, cudaStream_t s) {
+  const int64_t words = (int64_t)(bytes / 4);
+  if (words == 0) return cudaSuccess;
+  sp_fill_kernel<<<blocks_for(words, 256), 256, 0, s>>>((uint32_t *)p, words, v);
+  return cudaGetLastError();
+}
+
 /* Order-preserving image of a double (-0.0 as 0.0), as the CPU k-d tree uses. */
 __host__ __device__ __forceinline__ uint64_t order_bits(double v) {
   if (v == 0.0) v = 0.0;

@@ -55,7 +55,8 @@ using namespace rdx_sp;
  * survivors and [b0, b0 + count - an) of the sorted batch into its new page; a moved leaf
  * receives a0 survivors from old leaves (pg_plan_old) and then batch entries [b0, ...);
  * a kept leaf fills the holes of its page (a0: its old length, an: its removals, h0: its entries
- * of the move list) from batch entries [b0, ...) and its own tail. */
+ * of the move list) from batch entries [b0, ...) and its own tail. A split subtree's node keeps
+ * its group in h0. */
 enum { PG_NODE = 0, PG_KEPT = 1, PG_FRESH = 2, PG_MOVED = 3 };
 struct qnode {
   uint64_t key;
@@ -302,7 +303,7 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
         if ((e - a) + (f - b) != G.count) atomicOr(&tot->bad, 2ull);
         qnode r;
         r.key = G.key, r.level = G.level, r.leaf = 0, r.count = (e - a) + (f - b), r.fpos = 0, r.len = 0, r.room = 0;
-        r.a0 = a, r.an = e - a, r.b0 = b, r.h0 = 0, r.kind = PG_NODE;
+        r.a0 = a, r.an = e - a, r.b0 = b, r.h0 = g, r.kind = PG_NODE;
         reg[0] = r;
         head = 0, tail = 1, next = 1;
       }
@@ -339,7 +340,7 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
             if (lane < 4 && na + nb > 0) {
               child = true;
               c.key = 4 * nd.key + (uint64_t)lane, c.level = nd.level + 1, c.leaf = 0, c.count = na + nb;
-              c.fpos = 0, c.len = 0, c.room = 0, c.a0 = ba[lane], c.an = na, c.b0 = bb[lane], c.h0 = 0, c.kind = PG_NODE;
+              c.fpos = 0, c.len = 0, c.room = 0, c.a0 = ba[lane], c.an = na, c.b0 = bb[lane], c.h0 = nd.h0, c.kind = PG_NODE;
             }
           }
           if (lane == 0) reg[i] = nd;
@@ -426,6 +427,7 @@ struct qorder {
   int32_t *grank;      /* ng: each group's place in that order */
   int64_t *offs;       /* (ng + 1) x lv: level-l subtree nodes of the groups before place j */
   int64_t *lbase;      /* lv: subtree nodes at levels below l */
+  int64_t *gbase;      /* ng x lv: the place of a group's level-l node = gbase + its region index */
   qlevels Q;           /* split_tree_kernel's level table */
   int64_t nn;
   /* kept old nodes before old node u (u <= nn) */
@@ -515,12 +517,25 @@ __device__ __forceinline__ void node_put(const rdx_sp_nodes &out, int64_t i, int
   out.split[i] = 0.0, out.level[i] = (uint8_t)q.level, out.leaf[i] = (uint8_t)q.leaf;
 }
 
-/* A thread per old node (a kept one goes to its place), then 32 per group (its region's nodes). */
-__global__ void node_place_kernel(qlist L, rdx_sp_nodes N, const qgroup *groups, int64_t ng, int D, qorder O, qtot *tot,
-                                  rdx_sp_nodes out) {
+/* Per group and level: where its nodes of that level go. No kept node of that level lies in the
+ * group's cell, so the kept nodes before any of them are those before the cell's first code. */
+__global__ void group_base_kernel(rdx_sp_nodes N, const qgroup *groups, int64_t ng, qorder O) {
+  const int lv = O.Q.lv;
+  SP_FOR(x, ng * lv) {
+    const int64_t g = x / lv;
+    const int l = (int)(x % lv);
+    if (O.Q.cnt[x] == 0) continue;
+    const uint64_t first = groups[g].key << (2 * (l - groups[g].level));
+    O.gbase[x] = O.kept_before(old_lower(N, l, first)) + O.lbase[l] + O.offs[O.grank[g] * lv + l] - O.Q.first[x];
+  }
+}
+
+/* A thread per old node (a kept one goes to its place), then one per subtree entry. */
+__global__ void node_place_kernel(qlist L, int64_t n_subs, rdx_sp_nodes N, const qgroup *groups, int64_t ng, int D, qorder O,
+                                  qtot *tot, rdx_sp_nodes out) {
   const int64_t n_out = L.n_base + (int64_t)tot->subused;
   const int lv = O.Q.lv;
-  SP_FOR(e, N.n + ng * 32) {
+  SP_FOR(e, N.n + n_subs) {
     if (e < N.n) {
       const int64_t k = O.kidx[e];
       if (k < 0) continue;
@@ -528,15 +543,9 @@ __global__ void node_place_kernel(qlist L, rdx_sp_nodes N, const qgroup *groups,
       const int64_t j = lower(O.gstart, 0, ng, q.key << (2 * (D - q.level)));
       node_put(out, O.kept_before(e) + O.lbase[q.level] + O.offs[j * lv + q.level], n_out, q, tot);
     } else {
-      const int64_t g = (e - N.n) / 32;
-      const qgroup G = groups[g];
-      for (int64_t r = (e - N.n) % 32; r < G.n_nodes; r += 32) {
-        const qnode q = L.sub[G.nbase + r];
-        if (q.level < 0) continue;
-        const int l = q.level;
-        node_put(out, O.kept_before(old_lower(N, l, q.key)) + O.lbase[l] + O.offs[O.grank[g] * lv + l] + r - O.Q.first[g * lv + l],
-                 n_out, q, tot);
-      }
+      const qnode q = L.sub[e - N.n];
+      if (q.level < 0) continue;
+      node_put(out, O.gbase[q.h0 * lv + q.level] + (e - N.n - groups[q.h0].nbase), n_out, q, tot);
     }
   }
 }
@@ -596,6 +605,7 @@ rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng,
   RDX_CHECK(mm.get(&O->grank, (size_t)ng + 1, fn));
   RDX_CHECK(mm.get(&O->offs, (size_t)(ng + 1) * lv, fn));
   RDX_CHECK(mm.get(&O->lbase, (size_t)lv, fn));
+  RDX_CHECK(mm.get(&O->gbase, (size_t)ng * lv + 1, fn));
   RDX_CHECK(mm.get(&O->Q.first, (size_t)ng * lv + 1, fn));
   RDX_CHECK(mm.get(&O->Q.cnt, (size_t)ng * lv + 1, fn));
   O->Q.lv = lv;
@@ -603,12 +613,14 @@ rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng,
 }
 
 /* The new nodes into *nodes at their BFS places, by counts (after split_tree_kernel filled O.Q). */
-rdx_status place_nodes(rdx_context *ctx, qlist nl, const rdx_sp_nodes &old, const qgroup *groups, int64_t ng, int D,
-                       const qorder &O, qtot *tot, rdx_sp_nodes *nodes) {
+rdx_status place_nodes(rdx_context *ctx, qlist nl, int64_t n_sort, const rdx_sp_nodes &old, const qgroup *groups, int64_t ng,
+                       int D, const qorder &O, qtot *tot, rdx_sp_nodes *nodes) {
   cudaStream_t s = rdx_stream(ctx);
   kept_scan_kernel<<<blocks_for(old.n, ORDER_THREADS), ORDER_THREADS, 0, s>>>(O);
   node_order_kernel<<<1, ORDER_THREADS, 0, s>>>(groups, ng, D, O, tot);
-  node_place_kernel<<<blocks_for(old.n + ng * 32, 256), 256, 0, s>>>(nl, old, groups, ng, D, O, tot, *nodes);
+  if (ng > 0) group_base_kernel<<<blocks_for(ng * O.Q.lv, 256), 256, 0, s>>>(old, groups, ng, O);
+  const int64_t n_subs = n_sort - nl.n_base;
+  node_place_kernel<<<blocks_for(old.n + n_subs, 256), 256, 0, s>>>(nl, n_subs, old, groups, ng, D, O, tot, *nodes);
   RDX_CUDA(ctx, cudaGetLastError(), "rdx_points update: node order kernels");
   return RDX_OK;
 }
@@ -707,7 +719,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   mrows<K> r;
   RDX_CHECK(merge_rows_alloc(mm, pts, b, src.id, n_old, &r, fn));
   RDX_CHECK(mm.get(&tot, 1, fn));
-  RDX_CUDA(ctx, cudaMemsetAsync(tot, 0, sizeof *tot, s), fn);
+  RDX_CUDA(ctx, sp_fill(tot, sizeof *tot, 0, s), fn);
   rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->live, r.claim,
                                                     b->check_xy, pts->grid, r.k, r.row, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
@@ -759,7 +771,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   qorder O;
   RDX_CHECK(order_alloc(mm, kidx, nn, ng, D, &O, fn));
   if (ng > 0) {
-    RDX_CUDA(ctx, cudaMemsetAsync(sub, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
+    RDX_CUDA(ctx, sp_fill(sub, (size_t)(n_sort - n_base) * sizeof(qnode), 0xFFFFFFFFu, s), fn);
     const sublists<K> L = {keys, n_new, nullptr, 0, 0, 0, 0};
     split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, O.Q, tot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split tree kernel");
@@ -790,7 +802,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   rdx_trace(ctx, "qt update: split trees, node sort, allocations");
 
   /* 4: the new nodes, checked; then the swap. Only device errors can fail from here on. */
-  if (st == RDX_OK && O.kloc) st = place_nodes(ctx, nl, pts->nodes, groups, ng, D, O, tot, &nodes);
+  if (st == RDX_OK && O.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, O, tot, &nodes);
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt update: nodes put and linked, read");
   if (st != RDX_OK) {
@@ -1230,12 +1242,10 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
    * growth after the wait copies only those). */
   const int64_t claim_words = (int64_t)(pts->id_end / 32) + 1, dead_words = pts->pool.used / 32 + 1;
   const size_t tot_bytes = (sizeof(qtot) + 15) & ~(size_t)15;
-  const size_t zero_bytes = tot_bytes + (size_t)nn * 8 + (size_t)(claim_words + dead_words) * 4;
+  const size_t zero_bytes = tot_bytes + (size_t)nn * 8 + (size_t)(claim_words + dead_words) * 4; /* words */
   char *zero;
   RDX_CHECK(mm.get(&zero, zero_bytes, fn));
-  rdx_trace(ctx, "qt paged update: scratch taken");
-  RDX_CUDA(ctx, cudaMemsetAsync(zero, 0, zero_bytes, s), fn);
-  rdx_trace(ctx, "qt paged update: scratch zeroed");
+  RDX_CUDA(ctx, sp_fill(zero, zero_bytes, 0, s), fn);
   qtot *tot = (qtot *)zero;
   unsigned long long *mfill = (unsigned long long *)(zero + tot_bytes);
   uint32_t *claim = (uint32_t *)(mfill + nn), *dead = claim + claim_words;
@@ -1363,7 +1373,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
 
   /* 4: the writes. Only device errors can fail from here on. */
   rdx_status st = RDX_OK;
-  if (n_moves > 0) st = rdx_cuda_ok(ctx, cudaMemsetAsync(dst.msrc, 0xFF, (size_t)n_moves * 4, s), fn);
+  if (n_moves > 0) st = rdx_cuda_ok(ctx, sp_fill(dst.msrc, (size_t)n_moves * 4, 0xFFFFFFFFu, s), fn);
   const int64_t n_split = (int64_t)H.splits;
   const unsigned sgrid = (unsigned)(n_split < 65535 ? (n_split > 0 ? n_split : 1) : 65535);
   if (st == RDX_OK && n_surv > 0 && block_sort) {
@@ -1387,7 +1397,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     sk = kb2.Current(), ss = sb.Current();
   }
   if (st == RDX_OK && ng > 0) {
-    st = rdx_cuda_ok(ctx, cudaMemsetAsync(sub, 0xFF, (size_t)(n_sort - n_base) * sizeof(qnode), s), fn);
+    st = rdx_cuda_ok(ctx, sp_fill(sub, (size_t)(n_sort - n_base) * sizeof(qnode), 0xFFFFFFFFu, s), fn);
     const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1, block_sort};
     if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, QO.Q, tot);
     rdx_trace(ctx, "qt paged update: split subtrees");
@@ -1405,7 +1415,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     rdx_trace(ctx, "qt paged update: moves");
   }
   int64_t *order = NULL;
-  if (st == RDX_OK && QO.kloc) st = place_nodes(ctx, nl, pts->nodes, groups, ng, D, QO, tot, &nodes);
+  if (st == RDX_OK && QO.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, QO, tot, &nodes);
   else if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn);
   rdx_trace(ctx, "qt paged update: node order");
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
