@@ -258,38 +258,6 @@ struct sublists {
   int ranges; /* a group's a-range is its s0, sn (else searched) */
 };
 
-/* A node's three inner quadrant bounds in both sorted lists, found by the whole warp at once:
- * five lanes a search, each round probing five points that cut the search's range into six
- * (a split subtree waits on these chains of dependent loads, level after level, so six
- * searches side by side beat one 32-way search after another). In: ba[0], ba[4], bb[0], bb[4];
- * out: ba[1..3], bb[1..3]. */
-template <typename K>
-__device__ void warp_quadrant_bounds(const K *a, const K *b, uint64_t key, int sh, int64_t *ba, int64_t *bb) {
-  const unsigned FULL = 0xffffffffu;
-  const int lane = threadIdx.x & 31, sx = lane / 5, j = lane % 5; /* search sx < 6: lists a, a, a, b, b, b */
-  const bool on = sx < 6;
-  const K *k = sx < 3 ? a : b;
-  int64_t lo = sx < 3 ? ba[0] : bb[0], hi = sx < 3 ? ba[4] : bb[4];
-  const uint64_t v = on ? (4 * key + (uint64_t)(sx % 3 + 1)) << sh : 0;
-  for (;;) {
-    const bool live = on && lo < hi;
-    if (!__any_sync(FULL, live)) break;
-    const int64_t n = hi - lo;
-    const bool ge = live && (uint64_t)k[lo + n * (j + 1) / 6] >= v;
-    const unsigned m = (__ballot_sync(FULL, ge) >> (5 * (on ? sx : 0))) & 31u;
-    if (live) {
-      if (m) {
-        const int f = __ffs(m) - 1;
-        hi = lo + n * (f + 1) / 6;
-        if (f) lo += n * f / 6 + 1;
-      } else {
-        lo += n * 5 / 6 + 1;
-      }
-    }
-  }
-  for (int q = 1; q < 4; q++) ba[q] = __shfl_sync(FULL, lo, 5 * (q - 1)), bb[q] = __shfl_sync(FULL, lo, 5 * (q + 2));
-}
-
 /* Threads of a split_tree_kernel block. A block walks its subtree a level at a time, each warp
  * taking one node of the level at a time, so the deepest, widest group bounds the kernel. */
 enum { SPLIT_THREADS = 512 };
@@ -361,7 +329,12 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
           } else {
             int64_t ba[5], bb[5];
             ba[0] = nd.a0, ba[4] = nd.a0 + nd.an, bb[0] = nd.b0, bb[4] = nd.b0 + nd.count - nd.an;
-            warp_quadrant_bounds(L.a, L.b, nd.key, 2 * (D - nd.level - 1), ba, bb);
+            int sh = 2 * (D - nd.level - 1);
+            for (int q = 1; q < 4; q++) {
+              uint64_t lo = (4 * nd.key + (uint64_t)q) << sh;
+              ba[q] = warp_lower(L.a, ba[q - 1], ba[4], lo);
+              bb[q] = bb[4] > bb[0] ? warp_lower(L.b, bb[q - 1], bb[4], lo) : bb[0];
+            }
             nd.leaf = 0, nd.len = 0, nd.room = 0, nd.fpos = 0;
             const int64_t na = lane < 4 ? ba[lane + 1] - ba[lane] : 0, nb = lane < 4 ? bb[lane + 1] - bb[lane] : 0;
             if (lane < 4 && na + nb > 0) {
@@ -1273,7 +1246,6 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   char *zero;
   RDX_CHECK(mm.get(&zero, zero_bytes, fn));
   RDX_CUDA(ctx, sp_fill(zero, zero_bytes, 0, s), fn);
-  rdx_trace(ctx, "qt paged update: scratch zeroed");
   qtot *tot = (qtot *)zero;
   unsigned long long *mfill = (unsigned long long *)(zero + tot_bytes);
   uint32_t *claim = (uint32_t *)(mfill + nn), *dead = claim + claim_words;
