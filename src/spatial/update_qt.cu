@@ -1,6 +1,6 @@
 /*
  * update_qt.cu: bulk moves, inserts and erases of a quadtree on the GPU, two ways that share the
- * node machinery (decisions by the rule of a fresh build, split subtrees, BFS sort and links).
+ * node machinery (decisions by the rule of a fresh build, split subtrees, BFS order and links).
  * update.c picks one per batch (prepare_paged): paging for batches of up to 1/16 of the points,
  * the merge for larger ones.
  *
@@ -24,7 +24,8 @@
  *  4. pg_plan_kernel, a warp per node: a kept leaf repairs its page in place (incoming fill the
  *     holes, then tail points fill the rest, the leftover incoming are appended); moved and new
  *     leaves list where their points go. pg_move_kernel then moves every point that moves,
- *     one thread each, and updates the id map. The nodes are sorted into BFS order and linked.
+ *     one thread each, and updates the id map. The nodes go to their BFS places (by counts,
+ *     node_place_kernel) and are linked.
  * New pages come from the pool's free end; the holes left by pages that were given up are
  * reclaimed by the next relayout (update.c runs one when the free end runs short).
  *
@@ -38,11 +39,12 @@
  *
  * Both leave the nodes equal to a fresh build's with the same box. Costs on an H200, 16.5M
  * taxi-like f32 points, leaf capacity 1024, rebuild about 3.0 ms (bench/results/NVIDIA-H200,
- * spatial_update.csv, PROBES.md §21): paging takes about 0.5 ms at 1% of the points moved and
- * 0.6 ms at 2%, its cost mostly random accesses (the moved points' four pool columns and id map
- * entries, about 135 us at 2%) and some 25 launches; the merge costs about 0.4 ms of streaming
- * over the pool whatever the batch (0.67 ms at 1%, 0.92 ms at 10%, 1.9 ms at 50%). Paging needs
- * about 53 bytes per point (spare room, free end, id map) against the merge's 25.
+ * spatial_update.csv, PROBES.md §21, §24): paging takes about 0.42 ms at 1% of the points moved
+ * and 0.58 ms at 3%, its cost mostly random accesses (the moved points' four pool columns and id
+ * map entries: the move kernel is 0.19 ms of a 3% update) and some 25 launches; the merge costs
+ * about 0.4 ms of streaming over the pool whatever the batch (0.66 ms at 1%, 0.93 ms at 10%,
+ * 2.0 ms at 50%). Paging needs about 53 bytes per point (spare room, free end, id map) against
+ * the merge's 25.
  */
 #include "spatial/merge.cuh"
 
@@ -259,7 +261,8 @@ struct sublists {
 };
 
 /* Threads of a split_tree_kernel block. A block walks its subtree a level at a time, each warp
- * taking one node of the level at a time, so the deepest, widest group bounds the kernel. */
+ * taking one node of the level at a time, so the deepest, widest group bounds the kernel: with
+ * 16 warps instead of 4 a 5% update's split subtrees took 65-70 us instead of 110 on an H200. */
 enum { SPLIT_THREADS = 512 };
 
 /* Where each level of each group's subtree lies in its node region: first[g * lv + l] and
@@ -413,9 +416,10 @@ __global__ void node_link_kernel(rdx_sp_nodes o, int64_t n_base, qtot *tot) {
  * of counts: the kept nodes before it (a prefix over the old nodes), the subtree nodes of lower
  * levels, those of its level in groups whose cells come first, and, for a subtree node, its
  * place in its group's level. kept_scan_kernel and node_order_kernel (one block) find the
- * prefixes, and node_place_kernel writes every node at its position. On an H200 this took ... where CUB's
- * sort of ~50K nodes took about 65 us (PROBES.md §24); sort_nodes remains for trees past
- * ORDER_MAX_OLD nodes or ORDER_MAX_GROUPS groups, or with RAYDEX_SP_NODES=sort. */
+ * prefixes, and node_place_kernel writes every node at its position. On an H200 (~50K nodes, a
+ * 3-5% update) the four kernels take 38-43 us where CUB's sort with its key and put kernels took
+ * 64-66 (PROBES.md §24). sort_nodes remains for trees past ORDER_MAX_OLD nodes or
+ * ORDER_MAX_GROUPS groups, and with RAYDEX_SP_NODES=sort (the tests use both). */
 enum { ORDER_THREADS = 1024, ORDER_MAX_GROUPS = 2048 };
 static const int64_t ORDER_MAX_OLD = (int64_t)ORDER_THREADS * ORDER_THREADS; /* one block's scan of block sums */
 
@@ -1131,7 +1135,7 @@ __device__ void pg_plan_old(const rdx_sp_nodes &N, int64_t u, const int64_t *rl,
   if (lane == 0 && w != N.count[u] - rl[u]) atomicOr(&tot->bad, 2ull);
 }
 
-/* One warp per new node (its plan and its BFS sort key), then one per old node. */
+/* One warp per new node (its plan, and its BFS sort key for sort_nodes), then one per old node. */
 __global__ void pg_plan_kernel(qlist L, int64_t n, int packed, int D, uint64_t *nkey, int64_t *nidx, rdx_sp_nodes N,
                                const int64_t *rl, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
