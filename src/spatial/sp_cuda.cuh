@@ -141,9 +141,9 @@ static inline unsigned blocks_for(int64_t n, int threads) {
   return (unsigned)b;
 }
 
-/* bytes (a multiple of 4) at p set to the 32-bit word v, by a kernel: on the H200 machines
- * cudaMemsetAsync of a few MB cost about 30 us of host time per call (RAYDEX_TRACE=events,
- * PROBES.md §24), a launch about 5, and at an update's start the GPU waits for the host. */
+/* bytes (a multiple of 4) at p set to the 32-bit word v, by a kernel. At the start of a paged
+ * quadtree update on an H200, cudaMemsetAsync of its 6 MB of scratch took 31 us of host time
+ * and this kernel's launch 14-22 (RAYDEX_TRACE=events, PROBES.md §24); the GPU waits there. */
 static __global__ void sp_fill_kernel(uint32_t *p, int64_t words, uint32_t v) { SP_FOR(i, words) p[i] = v; }
 static inline cudaError_t sp_fill(void *p, size_t bytes, uint32_t v, cudaStream_t s) {
   const int64_t words = (int64_t)(bytes / 4);
