@@ -433,6 +433,8 @@ struct qorder {
   int64_t *lbase;      /* lv: subtree nodes at levels below l */
   int64_t *gbase;      /* ng x lv: the place of a group's level-l node = gbase + its region index */
   qlevels Q;           /* split_tree_kernel's level table */
+  uint64_t *nk, *nk2;  /* or, when sort_nodes orders the nodes: their sort keys (node_key) */
+  int64_t *ni, *ni2;
   int64_t nn;
   /* kept old nodes before old node u (u <= nn) */
   __device__ int64_t kept_before(int64_t u) const {
@@ -573,13 +575,12 @@ rdx_status read_plan(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_
   return RDX_OK;
 }
 
-/* The new nodes' BFS order (*order), from their sort keys nk_ and indexes ni (node_key). */
-rdx_status sort_nodes(scratch &mm, qlist nl, int64_t n_sort, int D, uint64_t *nk_, uint64_t *nk2_, int64_t *ni, int64_t *ni2,
-                      int64_t **order, const char *fn) {
+/* The new nodes' BFS order (*order), from their sort keys O.nk and indexes O.ni (node_key). */
+rdx_status sort_nodes(scratch &mm, qlist nl, int64_t n_sort, int D, const qorder &O, int64_t **order, const char *fn) {
   cudaStream_t s = rdx_stream(mm.ctx);
   const int packed = 2 * D + 6 <= 64;
-  cub::DoubleBuffer<uint64_t> kb(nk_, nk2_);
-  cub::DoubleBuffer<int64_t> ib(ni, ni2);
+  cub::DoubleBuffer<uint64_t> kb(O.nk, O.nk2);
+  cub::DoubleBuffer<int64_t> ib(O.ni, O.ni2);
   RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
     return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, ib, n_sort, 0, packed ? 2 * D + 6 : 2 * D, s);
   }));
@@ -594,13 +595,20 @@ rdx_status sort_nodes(scratch &mm, qlist nl, int64_t n_sort, int D, uint64_t *nk
   return RDX_OK;
 }
 
-/* The scratch of the node order by counts (*O), or none (O->kloc NULL: sort_nodes orders them):
- * taken after the mid-way wait, before the update's first write. kidx: the decisions'. */
-rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng, int D, qorder *O, const char *fn) {
+/* The scratch of the node order (*O) for n_sort new nodes: by counts, or (O->kloc NULL) the sort
+ * keys of sort_nodes. Taken after the mid-way wait, before the update's first write. kidx: the
+ * decisions'. */
+rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng, int64_t n_sort, int D, qorder *O,
+                       const char *fn) {
   memset(O, 0, sizeof *O);
   O->kidx = kidx;
   const char *e = getenv("RAYDEX_SP_NODES");
-  if (ng > ORDER_MAX_GROUPS || nn > ORDER_MAX_OLD || (e && strcmp(e, "sort") == 0)) return RDX_OK;
+  if (ng > ORDER_MAX_GROUPS || nn > ORDER_MAX_OLD || (e && strcmp(e, "sort") == 0)) {
+    RDX_CHECK(mm.get(&O->nk, (size_t)n_sort, fn));
+    RDX_CHECK(mm.get(&O->nk2, (size_t)n_sort, fn));
+    RDX_CHECK(mm.get(&O->ni, (size_t)n_sort, fn));
+    return mm.get(&O->ni2, (size_t)n_sort, fn);
+  }
   const int lv = D + 1;
   RDX_CHECK(mm.get(&O->kloc, (size_t)nn + 1, fn));
   RDX_CHECK(mm.get(&O->boff, (size_t)(nn / ORDER_THREADS + 2), fn));
@@ -773,7 +781,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
   const qlist nl = {tn, sub, n_base};
   qorder O;
-  RDX_CHECK(order_alloc(mm, kidx, nn, ng, D, &O, fn));
+  RDX_CHECK(order_alloc(mm, kidx, nn, ng, n_sort, D, &O, fn));
   if (ng > 0) {
     RDX_CUDA(ctx, sp_fill(sub, (size_t)(n_sort - n_base) * sizeof(qnode), 0xFFFFFFFFu, s), fn);
     const sublists<K> L = {keys, n_new, nullptr, 0, 0, 0, 0};
@@ -783,16 +791,9 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   }
   int64_t *order = NULL;
   if (!O.kloc) {
-    uint64_t *nk_, *nk2_;
-    int64_t *ni, *ni2;
-    RDX_CHECK(mm.get(&nk_, (size_t)n_sort, fn));
-    RDX_CHECK(mm.get(&nk2_, (size_t)n_sort, fn));
-    RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
-    RDX_CHECK(mm.get(&ni2, (size_t)n_sort, fn));
-    int packed = 2 * D + 6 <= 64;
-    node_keys_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni);
+    node_keys_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, n_sort, 2 * D + 6 <= 64, D, O.nk, O.ni);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: node keys kernel");
-    RDX_CHECK(sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn));
+    RDX_CHECK(sort_nodes(mm, nl, n_sort, D, O, &order, fn));
   }
   /* memory the index keeps: the nodes (room for the subtrees' bound; n set at the end) and a
    * larger live-id bitmap for inserts past it */
@@ -1336,18 +1337,10 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&dst.msrc, (size_t)n_moves + 1, fn));
   RDX_CHECK(mm.get(&dst.mdst, (size_t)n_moves + 1, fn));
   qnode *sub;
-  uint64_t *nk_ = NULL, *nk2_ = NULL;
-  int64_t *ni = NULL, *ni2 = NULL;
   RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
   const qlist nl = {tn, sub, n_base};
   qorder QO;
-  RDX_CHECK(order_alloc(mm, kidx, nn, ng, D, &QO, fn));
-  if (!QO.kloc) {
-    RDX_CHECK(mm.get(&nk_, (size_t)n_sort, fn));
-    RDX_CHECK(mm.get(&nk2_, (size_t)n_sort, fn));
-    RDX_CHECK(mm.get(&ni, (size_t)n_sort, fn));
-    RDX_CHECK(mm.get(&ni2, (size_t)n_sort, fn));
-  }
+  RDX_CHECK(order_alloc(mm, kidx, nn, ng, n_sort, D, &QO, fn));
   rdx_sp_nodes nodes;
   memset(&nodes, 0, sizeof nodes);
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_sort, RDX_DEVICE, &nodes));
@@ -1360,8 +1353,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   {
     cub::DoubleBuffer<K> kb2(sk, sk2);
     cub::DoubleBuffer<uint32_t> sb(ss, ss2);
-    cub::DoubleBuffer<uint64_t> nkb(nk_, nk2_);
-    cub::DoubleBuffer<int64_t> nib(ni, ni2);
+    cub::DoubleBuffer<uint64_t> nkb(QO.nk, QO.nk2);
+    cub::DoubleBuffer<int64_t> nib(QO.ni, QO.ni2);
     size_t b1 = 0, b2 = 0;
     if (!block_sort) RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b1, kb2, sb, n_surv, 0, 2 * D, s), fn);
     if (!QO.kloc) RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(nullptr, b2, nkb, nib, n_sort, 0, 64, s), fn);
@@ -1410,7 +1403,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (st == RDX_OK) {
     const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
                           (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, ss};
-    pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, s>>>(nl, n_sort, packed, D, nk_, ni, pts->nodes, rl, O,
+    pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, s>>>(nl, n_sort, packed, D, QO.nk, QO.ni, pts->nodes, rl, O,
                                                                         dead, dst, tot);
     rdx_trace(ctx, "qt paged update: placement plan");
     if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
@@ -1420,7 +1413,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   }
   int64_t *order = NULL;
   if (st == RDX_OK && QO.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, QO, tot, &nodes);
-  else if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, nk_, nk2_, ni, ni2, &order, fn);
+  else if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, QO, &order, fn);
   rdx_trace(ctx, "qt paged update: node order");
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt paged update: nodes put and linked, read");
