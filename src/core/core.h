@@ -191,7 +191,8 @@ int rdx_trace_on(void);
 /* RAYDEX_TRACE=events on a GPU context: a mark waits for nothing; it records a CUDA event on the
  * stream and the host's clock, and rdx_trace_flush (after the call's own wait) prints, per mark,
  * the GPU's time since the previous mark and how far ahead of the GPU the host enqueued it. A
- * mark the host was not ahead of is a stretch where the GPU waited for the host. */
+ * mark the host was not ahead of is a stretch where the GPU waited for the host. Only the GPU
+ * quadtree updates flush so far; other calls' marks wait for the next flush (256 at most). */
 void rdx_trace_flush(rdx_context *ctx);
 void rdx_cuda_trace_mark(rdx_context *ctx, const char *what);
 void rdx_cuda_trace_flush(rdx_context *ctx);

@@ -314,7 +314,8 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
     __syncthreads();
     for (int lev = G.level; head < tail; lev++) {
       const int64_t h = head, t = tail;
-      if (Q.first && threadIdx.x == 0 && lev < Q.lv) Q.first[g * Q.lv + lev] = (int32_t)h, Q.cnt[g * Q.lv + lev] = (int32_t)(t - h);
+      if (Q.first && threadIdx.x == 0 && lev < Q.lv)
+        Q.first[g * Q.lv + lev] = (int32_t)h, Q.cnt[g * Q.lv + lev] = (int32_t)(t - h);
       for (int64_t base = h; base < t; base += nwarps) {
         const int64_t i = base + warp;
         bool child = false;
