@@ -805,7 +805,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   int64_t nlive_bits = 0;
   rdx_status st = live_grow(ctx, pts, b, &nlive, &nlive_bits, fn);
   double t2 = rdx_now_ms();
-  rdx_trace(ctx, "qt update: split trees, node sort, allocations");
+  rdx_trace(ctx, "qt update: allocations (and the node sort, when sorting)");
 
   /* 4: the new nodes, checked; then the swap. Only device errors can fail from here on. */
   if (st == RDX_OK && O.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, O, tot, &nodes);
