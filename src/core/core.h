@@ -57,8 +57,6 @@ struct rdx_context {
   int n_threads;                /* CPU threads in the pool, >= 1 */
   rdx_pool *pool;               /* owned; NULL until first parallel call */
   void *stream;                 /* cudaStream_t, owned; NULL on CPU */
-  void *side;                   /* a second cudaStream_t for work beside stream (rdx_cuda_fork) */
-  void *fork_ev, *join_ev;      /* cudaEvent_t: the side stream's start and end within a call */
   int pooled;                   /* device memory from the stream-ordered pool (cuda.cu) */
   double trace_ms;              /* time of the last rdx_trace mark */
   struct {                      /* freed large host blocks kept for reuse (memory.c) */

@@ -33,13 +33,6 @@ extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
   cudaStream_t s;
   RDX_CUDA(ctx, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "rdx_context_create: cudaStreamCreate");
   ctx->stream = (void *)s;
-  cudaStream_t side;
-  cudaEvent_t ev[2];
-  RDX_CUDA(ctx, cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "rdx_context_create: cudaStreamCreate");
-  ctx->side = (void *)side;
-  for (int i = 0; i < 2; i++)
-    RDX_CUDA(ctx, cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming), "rdx_context_create: cudaEventCreate");
-  ctx->fork_ev = (void *)ev[0], ctx->join_ev = (void *)ev[1];
   /* Device memory comes from the device's stream-ordered pool (cudaMallocAsync), which keeps
    * freed memory for the next allocation instead of returning it to the driver. cudaMalloc and
    * cudaFree cost milliseconds per gigabyte and cudaFree synchronises the device: a 1.7e8-point
@@ -63,14 +56,6 @@ extern "C" void rdx_cuda_context_fini(rdx_context *ctx) {
     cudaStreamDestroy(rdx_stream(ctx));
     ctx->stream = NULL;
   }
-  if (ctx->side) {
-    cudaStreamSynchronize((cudaStream_t)ctx->side);
-    cudaStreamDestroy((cudaStream_t)ctx->side);
-    ctx->side = NULL;
-  }
-  if (ctx->fork_ev) cudaEventDestroy((cudaEvent_t)ctx->fork_ev);
-  if (ctx->join_ev) cudaEventDestroy((cudaEvent_t)ctx->join_ev);
-  ctx->fork_ev = ctx->join_ev = NULL;
   if (ctx->pooled) {
     cudaMemPool_t mp;
     if (cudaDeviceGetDefaultMemPool(&mp, ctx->device) == cudaSuccess) cudaMemPoolTrimTo(mp, 0);

@@ -43,23 +43,6 @@ static inline rdx_status rdx_cuda_ok(rdx_context *ctx, cudaError_t e, const char
 
 static inline cudaStream_t rdx_stream(const rdx_context *ctx) { return (cudaStream_t)ctx->stream; }
 
-/* Work of one call that may run beside the context's stream goes to its side stream:
- * rdx_cuda_fork makes the side stream wait for all the context's stream holds so far and
- * returns it; rdx_cuda_join makes the context's stream wait for all the side stream holds. A
- * call joins every fork before it returns or frees scratch, and allocates (stream-ordered, on
- * the context's stream) only before a fork what the side stream uses. */
-static inline cudaStream_t rdx_cuda_fork(rdx_context *ctx, rdx_status *st, const char *what) {
-  cudaError_t e = cudaEventRecord((cudaEvent_t)ctx->fork_ev, rdx_stream(ctx));
-  if (e == cudaSuccess) e = cudaStreamWaitEvent((cudaStream_t)ctx->side, (cudaEvent_t)ctx->fork_ev, 0);
-  *st = rdx_cuda_ok(ctx, e, what);
-  return *st == RDX_OK ? (cudaStream_t)ctx->side : rdx_stream(ctx);
-}
-static inline rdx_status rdx_cuda_join(rdx_context *ctx, const char *what) {
-  cudaError_t e = cudaEventRecord((cudaEvent_t)ctx->join_ev, (cudaStream_t)ctx->side);
-  if (e == cudaSuccess) e = cudaStreamWaitEvent(rdx_stream(ctx), (cudaEvent_t)ctx->join_ev, 0);
-  return rdx_cuda_ok(ctx, e, what);
-}
-
 /* Blocks for n threads of `threads` each, capped so grid-stride loops cover the rest. */
 static inline unsigned rdx_grid(int64_t n, int threads) {
   int64_t b = (n + threads - 1) / threads;

@@ -76,26 +76,6 @@ struct qgroup {
   int32_t level;
 };
 
-/* The context's side stream for one call (rdx_cuda_fork): joined by the destructor when a
- * failure returns early, so no scratch is freed while the side stream may still use it. */
-struct side_stream {
-  rdx_context *ctx;
-  bool forked = false;
-  explicit side_stream(rdx_context *c) : ctx(c) {}
-  ~side_stream() {
-    if (forked) (void)rdx_cuda_join(ctx, "rdx_points update: side stream");
-  }
-  cudaStream_t fork(rdx_status *st) {
-    cudaStream_t s2 = rdx_cuda_fork(ctx, st, "rdx_points update: side stream");
-    forked = *st == RDX_OK;
-    return s2;
-  }
-  rdx_status join() {
-    forked = false;
-    return rdx_cuda_join(ctx, "rdx_points update: side stream");
-  }
-};
-
 /* Totals the host reads (one copy). */
 struct qtot {
   unsigned long long bad;   /* 1 a bad id (check_ids finds which); 4 a bad point (the caller's scan
@@ -647,7 +627,8 @@ rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng,
 
 /* The new nodes into *nodes at their BFS places, by counts (after split_tree_kernel filled O.Q). */
 rdx_status place_nodes(rdx_context *ctx, qlist nl, int64_t n_sort, const rdx_sp_nodes &old, const qgroup *groups, int64_t ng,
-                       int D, const qorder &O, qtot *tot, rdx_sp_nodes *nodes, cudaStream_t s) {
+                       int D, const qorder &O, qtot *tot, rdx_sp_nodes *nodes) {
+  cudaStream_t s = rdx_stream(ctx);
   kept_scan_kernel<<<blocks_for(old.n, ORDER_THREADS), ORDER_THREADS, 0, s>>>(O);
   node_order_kernel<<<1, ORDER_THREADS, 0, s>>>(groups, ng, D, O, tot);
   if (ng > 0) group_base_kernel<<<blocks_for(ng * O.Q.lv, 256), 256, 0, s>>>(old, groups, ng, O);
@@ -827,7 +808,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   rdx_trace(ctx, "qt update: allocations (and the node sort, when sorting)");
 
   /* 4: the new nodes, checked; then the swap. Only device errors can fail from here on. */
-  if (st == RDX_OK && O.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, O, tot, &nodes, s);
+  if (st == RDX_OK && O.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, O, tot, &nodes);
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt update: nodes put and linked, read");
   if (st != RDX_OK) {
@@ -1156,15 +1137,14 @@ __device__ void pg_plan_old(const rdx_sp_nodes &N, int64_t u, const int64_t *rl,
   if (lane == 0 && w != N.count[u] - rl[u]) atomicOr(&tot->bad, 2ull);
 }
 
-/* One warp per new node of [e0, e1) (its plan, and its BFS sort key for sort_nodes), then, with
- * `old`, one per old node. */
-__global__ void pg_plan_kernel(qlist L, int64_t e0, int64_t e1, int old, int packed, int D, uint64_t *nkey, int64_t *nidx,
-                               rdx_sp_nodes N, const int64_t *rl, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
-  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32, n = e1 - e0;
-  for (int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; e < n + (old ? N.n : 0); e += warps) {
+/* One warp per new node (its plan, and its BFS sort key for sort_nodes), then one per old node. */
+__global__ void pg_plan_kernel(qlist L, int64_t n, int packed, int D, uint64_t *nkey, int64_t *nidx, rdx_sp_nodes N,
+                               const int64_t *rl, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; e < n + N.n; e += warps) {
     if (e < n) {
-      const qnode q = L.at(e0 + e);
-      if (nkey && (threadIdx.x & 31) == 0) node_key(q, e0 + e, packed, D, nkey, nidx); /* for sort_nodes */
+      const qnode q = L.at(e);
+      if (nkey && (threadIdx.x & 31) == 0) node_key(q, e, packed, D, nkey, nidx); /* for sort_nodes */
       pg_plan_new(q, dead, P, tot);
     } else {
       pg_plan_old(N, e - n, rl, O, dead, P, tot);
@@ -1199,17 +1179,15 @@ struct pgio {
   }
 };
 
-/* One thread per point that moves: survivors, batch entries, entries of the move list. Every
- * destination is a hole, an appended slot or a new page, written once; no source is a
- * destination. With `some`, batch entries whose dinc is ~0u belong to another launch. */
+/* One thread per point that moves: survivors, batch entries, entries of the move list. Every destination is a hole, an appended slot or a new page, written once; no
+ * source is a destination. */
 template <typename T, typename K>
-__global__ void pg_move_kernel(pgio<T, K> P, pgdst D, int64_t n_surv, int64_t m_new, int64_t n_moves, int some) {
+__global__ void pg_move_kernel(pgio<T, K> P, pgdst D, int64_t n_surv, int64_t m_new, int64_t n_moves) {
   SP_FOR(i, n_surv + m_new + n_moves) {
     if (i < n_surv) {
       P.from_slot(D.dsurv[i], P.ss[i]);
     } else if (i < n_surv + m_new) {
-      const uint32_t d = D.dinc[i - n_surv];
-      if (!some || d != ~0u) P.from_batch(d, i - n_surv);
+      P.from_batch(D.dinc[i - n_surv], i - n_surv);
     } else {
       const int64_t x = i - n_surv - m_new;
       if (D.msrc[x] != ~0u) P.from_slot(D.mdst[x], D.msrc[x]);
@@ -1285,6 +1263,14 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     RDX_CHECK(mm.get(&irow, (size_t)m, fn));
     RDX_CHECK(mm.get(&irow2, (size_t)m, fn));
   }
+  pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
+                                                       claim, b->check_xy, pts->grid, ik, irow, dead, tot);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
+  rdx_trace(ctx, "qt paged update: rows");
+  RDX_CHECK(sort_batch(mm, m_new, 0, 2 * D, &ik, ik2, &irow, irow2, fn));
+  rdx_trace(ctx, "qt paged update: batch sort");
+
+  /* 2: the plan over the old nodes */
   int64_t *parent, *A, *ci, *rl, *rs;
   pgold O;
   uint8_t *have;
@@ -1297,21 +1283,9 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
-  pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
-                                                       claim, b->check_xy, pts->grid, ik, irow, dead, tot);
-  SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
-  rdx_trace(ctx, "qt paged update: rows");
-
-  /* 2: the plan over the old nodes. Each leaf's removals are counted beside the batch's sort. */
-  side_stream side(ctx);
-  rdx_status st = RDX_OK;
-  cudaStream_t s2 = side.fork(&st);
-  RDX_CHECK(st);
-  pg_links_kernel<<<blocks_for(nn * 32, 256), 256, 0, s2>>>(pts->nodes, dead, rl, rs, parent, have);
-  RDX_CHECK(sort_batch(mm, m_new, 0, 2 * D, &ik, ik2, &irow, irow2, fn));
-  RDX_CHECK(side.join());
-  rdx_trace(ctx, "qt paged update: batch sort, removals per leaf beside it");
   const unsigned gn = blocks_for(nn, 256);
+  pg_links_kernel<<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, dead, rl, rs, parent, have);
+  rdx_trace(ctx, "qt paged update: removals per leaf");
   pg_up_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, D, rl, parent, rs, A, ci);
   rdx_trace(ctx, "qt paged update: counts up the tree");
   const pgcount Q = {rl, rs, A, ci};
@@ -1368,10 +1342,6 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   const qlist nl = {tn, sub, n_base};
   qorder QO;
   RDX_CHECK(order_alloc(mm, kidx, nn, ng, n_sort, D, &QO, fn));
-  const char *one = getenv("RAYDEX_SP_STREAMS"); /* "1": one stream, for comparisons */
-  const bool beside = QO.kloc && (n_surv == 0 || block_sort) && !(one && strcmp(one, "1") == 0); /* step 4 */
-  uint32_t *dinc2 = NULL; /* beside: the fresh pages' batch entries (dst.dinc: the others') */
-  if (beside) RDX_CHECK(mm.get(&dinc2, (size_t)m_new + 1, fn));
   rdx_sp_nodes nodes;
   memset(&nodes, 0, sizeof nodes);
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_sort, RDX_DEVICE, &nodes));
@@ -1399,29 +1369,19 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   double t2 = rdx_now_ms();
   rdx_trace(ctx, "qt paged update: allocations");
 
-  /* 4: the writes. Only device errors can fail from here on. With the node order by counts and
-   * the split leaves sorted one block each, two chains run side by side: the split subtrees,
-   * their fresh pages' points and the node order on the side stream; the kept and moved
-   * leaves' plan and points on the context's. They write disjoint slots (fresh pages against
-   * holes, tails and moved pages) and read no slot the other writes. */
+  /* 4: the writes. Only device errors can fail from here on. */
+  rdx_status st = RDX_OK;
   if (n_moves > 0) st = rdx_cuda_ok(ctx, sp_fill(dst.msrc, (size_t)n_moves * 4, 0xFFFFFFFFu, s), fn);
-  if (st == RDX_OK && ng > 0) st = rdx_cuda_ok(ctx, sp_fill(sub, (size_t)(n_sort - n_base) * sizeof(qnode), 0xFFFFFFFFu, s), fn);
-  if (st == RDX_OK && beside && m_new > 0) {
-    st = rdx_cuda_ok(ctx, sp_fill(dst.dinc, (size_t)m_new * 4, 0xFFFFFFFFu, s), fn);
-    if (st == RDX_OK) st = rdx_cuda_ok(ctx, sp_fill(dinc2, (size_t)m_new * 4, 0xFFFFFFFFu, s), fn);
-  }
-  if (st == RDX_OK && beside) s2 = side.fork(&st);
-  else s2 = s;
   const int64_t n_split = (int64_t)H.splits;
   const unsigned sgrid = (unsigned)(n_split < 65535 ? (n_split > 0 ? n_split : 1) : 65535);
   if (st == RDX_OK && n_surv > 0 && block_sort) {
     const K *pk = (const K *)pts->pool.key;
     if (cap <= 1024)
-      pg_sort_split_kernel<K, 256, 4><<<sgrid, 256, 0, s2>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
+      pg_sort_split_kernel<K, 256, 4><<<sgrid, 256, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
     else
-      pg_sort_split_kernel<K, 512, 8><<<sgrid, 512, 0, s2>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
+      pg_sort_split_kernel<K, 512, 8><<<sgrid, 512, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: split sort kernel");
-    if (!beside) rdx_trace(ctx, "qt paged update: split leaves sorted");
+    rdx_trace(ctx, "qt paged update: split leaves sorted");
   } else if (st == RDX_OK && n_surv > 0) {
     pg_gather_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, O.soff, rl, dead, (const K *)pts->pool.key, sk, ss,
                                                                  tot);
@@ -1435,42 +1395,27 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     sk = kb2.Current(), ss = sb.Current();
   }
   if (st == RDX_OK && ng > 0) {
+    st = rdx_cuda_ok(ctx, sp_fill(sub, (size_t)(n_sort - n_base) * sizeof(qnode), 0xFFFFFFFFu, s), fn);
     const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1, block_sort};
-    split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s2>>>(groups, ng, L, D, cap, sub, QO.Q, tot);
-    if (!beside) rdx_trace(ctx, "qt paged update: split subtrees");
+    if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, QO.Q, tot);
+    rdx_trace(ctx, "qt paged update: split subtrees");
   }
   const int packed = 2 * D + 6 <= 64;
-  const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
-                        (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, ss};
-  const unsigned pb = blocks_for((n_sort - n_base) * 32, 256), pa = blocks_for((n_base + nn) * 32, 256);
-  int64_t *order = NULL;
-  if (st == RDX_OK && beside) {
-    pgdst d2 = dst;
-    d2.dinc = dinc2;
-    pg_plan_kernel<<<pb, 256, 0, s2>>>(nl, n_base, n_sort, 0, packed, D, NULL, NULL, pts->nodes, rl, O, dead, d2, tot);
-    pg_move_kernel<T, K><<<blocks_for(n_surv + m_new, 256), 256, 0, s2>>>(P, d2, n_surv, m_new, 0, 1);
-    st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, QO, tot, &nodes, s2);
-    pg_plan_kernel<<<pa, 256, 0, s>>>(nl, 0, n_base, 1, packed, D, NULL, NULL, pts->nodes, rl, O, dead, dst, tot);
-    rdx_trace(ctx, "qt paged update: placement plan of kept and moved leaves");
-    if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
-    pg_move_kernel<T, K><<<blocks_for(m_new + n_moves, 256), 256, 0, s>>>(P, dst, 0, m_new, n_moves, 1);
-    if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
-    rdx_trace(ctx, "qt paged update: their moves");
-    const rdx_status sj = side.join();
-    if (st == RDX_OK) st = sj;
-    rdx_trace(ctx, "qt paged update: split subtrees, fresh pages and the node order joined");
-  } else if (st == RDX_OK) {
-    pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, s>>>(nl, 0, n_sort, 1, packed, D, QO.nk, QO.ni, pts->nodes,
-                                                                        rl, O, dead, dst, tot);
+  if (st == RDX_OK) {
+    const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
+                          (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, ss};
+    pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, s>>>(nl, n_sort, packed, D, QO.nk, QO.ni, pts->nodes, rl, O,
+                                                                        dead, dst, tot);
     rdx_trace(ctx, "qt paged update: placement plan");
     if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
-    pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, s>>>(P, dst, n_surv, m_new, n_moves, 0);
+    pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, s>>>(P, dst, n_surv, m_new, n_moves);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
     rdx_trace(ctx, "qt paged update: moves");
-    if (st == RDX_OK && QO.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, QO, tot, &nodes, s);
-    else if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, QO, &order, fn);
-    rdx_trace(ctx, "qt paged update: node order");
   }
+  int64_t *order = NULL;
+  if (st == RDX_OK && QO.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, QO, tot, &nodes);
+  else if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, QO, &order, fn);
+  rdx_trace(ctx, "qt paged update: node order");
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt paged update: nodes put and linked, read");
   if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
