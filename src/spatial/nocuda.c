@@ -70,6 +70,10 @@ rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch
   (void)pts, (void)b, (void)f;
   return none(ctx);
 }
+rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts, int64_t headroom) {
+  (void)pts, (void)headroom;
+  return none(ctx);
+}
 rdx_status rdx_sp_kd_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f) {
   (void)pts, (void)b, (void)f;
   return none(ctx);

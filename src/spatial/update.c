@@ -452,8 +452,7 @@ static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_
   }
   const int64_t need = 2 * b->m + pts->n / 16 + 65536;
   if (pts->slot != NULL && pts->pool.cap - pts->pool.used >= need) return RDX_OK;
-  RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts));
-  return rdx_sp_relayout(ctx, pts, 1, pts->n / 2 + 2 * b->m + 65536);
+  return rdx_sp_qt_relayout_cuda(ctx, pts, pts->n / 2 + 2 * b->m + 65536);
 }
 
 /* GPU k-d trees are repaired on the device (update_kd.cu: the batch merged into the pool in leaf
@@ -475,6 +474,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
   const char *fn = op_name(b->op);
   const rdx_sp_backend *be = backend_of(ctx);
   if (direct_update(ctx, pts)) {
+    if (pts->kind == RDX_POINTS_QUADTREE) rdx_trace(ctx, "qt update call: start"); /* flushed by the update */
     RDX_CHECK(prepare_paged(ctx, pts, b));
     rdx_sp_stats keep = pts->stats;
     memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));

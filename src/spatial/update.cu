@@ -133,21 +133,18 @@ __global__ void relayout_kernel(const leaf_move *lm, int64_t n_leaves, dpool src
   }
 }
 
-rdx_status cu_relayout(rdx_context *ctx, rdx_points *pts, const int64_t *new_fpos, int64_t new_cap) {
+/* The points of the n_lm leaf moves d_lm (on the device) into a new pool of new_cap slots, the
+ * rest of it zeroed, and the id map pointed at them (made on first use); waits. On failure the
+ * index is as it was. */
+rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm, int64_t n_lm, int64_t new_cap) {
   const char *fn = "rdx_points update: relayout";
-  int kd = pts->kind == RDX_POINTS_KDTREE;
-  const rdx_sp_nodes *H = &pts->host;
-  std::vector<leaf_move> lm;
-  for (int64_t i = 0; i < H->n; i++)
-    if (H->leaf[i] && H->len[i] > 0) lm.push_back(leaf_move{H->fpos[i], H->len[i], new_fpos[i], rdx_sp_code(H->level[i], H->key[i])});
+  const int kd = pts->kind == RDX_POINTS_KDTREE;
   rdx_sp_pool np;
   RDX_CHECK(rdx_sp_pool_alloc(ctx, new_cap, pts->f64, kd || pts->key64 ? 8 : 4, &np));
-  scratch mm(ctx);
-  leaf_move *d_lm = nullptr;
   uint64_t *slot = pts->slot;
   int64_t slot_cap = pts->slot_cap;
-  rdx_status st = mm.get(&d_lm, lm.size() + 1, fn);
-  if (st == RDX_OK && slot == nullptr) {
+  rdx_status st = RDX_OK;
+  if (slot == nullptr) {
     slot_cap = (int64_t)pts->id_end + (int64_t)pts->id_end / 4 + 64;
     st = rdx_mem_alloc(ctx, "rdx_points: id map", (void **)&slot, (size_t)slot_cap * 8, RDX_DEVICE);
     if (st == RDX_OK) {
@@ -159,16 +156,13 @@ rdx_status cu_relayout(rdx_context *ctx, rdx_points *pts, const int64_t *new_fpo
       }
     }
   }
-  if (st == RDX_OK) st = to_device(ctx, d_lm, lm.data(), lm.size(), fn);
   if (st == RDX_OK) st = pool_zero_from(ctx, &np, 0, pts->f64, fn); /* rooms past their leaves' points */
-  if (st == RDX_OK && !lm.empty()) {
-    unsigned grid = lm.size() < 65536 ? (unsigned)lm.size() : 65536u;
-    relayout_kernel<<<grid, UB, 0, rdx_stream(ctx)>>>(d_lm, (int64_t)lm.size(), pool_of(pts, &pts->pool), pool_of(pts, &np), kd,
-                                                     slot);
-    cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaStreamSynchronize(rdx_stream(ctx));
-    if (e != cudaSuccess) st = rdx_cuda_fail(ctx, e, fn);
+  if (st == RDX_OK && n_lm > 0) {
+    unsigned grid = n_lm < 65536 ? (unsigned)n_lm : 65536u;
+    relayout_kernel<<<grid, UB, 0, rdx_stream(ctx)>>>(d_lm, n_lm, pool_of(pts, &pts->pool), pool_of(pts, &np), kd, slot);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
   }
+  if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(rdx_stream(ctx)), fn);
   if (st != RDX_OK) {
     if (slot != pts->slot) rdx_mem_free(ctx, slot);
     rdx_sp_pool_free(ctx, &np);
@@ -181,6 +175,72 @@ rdx_status cu_relayout(rdx_context *ctx, rdx_points *pts, const int64_t *new_fpo
   pts->pool = np;
   return RDX_OK;
 }
+
+/* The relayout update.c planned on the host (new_fpos per node of the host copy). */
+rdx_status cu_relayout(rdx_context *ctx, rdx_points *pts, const int64_t *new_fpos, int64_t new_cap) {
+  const char *fn = "rdx_points update: relayout";
+  const rdx_sp_nodes *H = &pts->host;
+  std::vector<leaf_move> lm;
+  for (int64_t i = 0; i < H->n; i++)
+    if (H->leaf[i] && H->len[i] > 0) lm.push_back(leaf_move{H->fpos[i], H->len[i], new_fpos[i], rdx_sp_code(H->level[i], H->key[i])});
+  scratch mm(ctx);
+  leaf_move *d_lm = nullptr;
+  RDX_CHECK(mm.get(&d_lm, lm.size() + 1, fn));
+  RDX_CHECK(to_device(ctx, d_lm, lm.data(), lm.size(), fn));
+  return relayout_to(ctx, pts, d_lm, (int64_t)lm.size(), new_cap);
+}
+
+/* rdx_sp_qt_relayout_cuda's plan, on the device: each leaf's room GROW(len) (room[n] = 0, so the
+ * exclusive sum's last entry is the total), its move to the sum of the rooms before it (node order,
+ * as rdx_sp_relayout), and then the nodes' new fpos and room. */
+__global__ void qt_rooms_kernel(rdx_sp_nodes N, int64_t *room) {
+  SP_FOR(i, N.n + 1) room[i] = i < N.n && N.leaf[i] ? RDX_SP_GROW(N.len[i]) : 0;
+}
+__global__ void qt_moves_kernel(rdx_sp_nodes N, const int64_t *nf, leaf_move *lm) {
+  SP_FOR(i, N.n) lm[i] = N.leaf[i] ? leaf_move{N.fpos[i], N.len[i], nf[i], 0} : leaf_move{0, 0, 0, 0};
+}
+__global__ void qt_place_kernel(rdx_sp_nodes N, const int64_t *nf, const int64_t *room) {
+  SP_FOR(i, N.n) if (N.leaf[i]) N.fpos[i] = nf[i], N.room[i] = room[i];
+}
+
+}  // namespace
+
+/* A GPU quadtree's leaves spread out to room GROW(len) each, `headroom` free slots past them:
+ * rdx_sp_relayout(wide) planned on the device, with no round trip of the nodes through the host
+ * (whose copy goes stale). The paged update runs it whenever its free end runs short, every few
+ * batches, so its cost is part of theirs: on an H200 with 16.5M points the host-planned relayout
+ * took 6-7 ms, once in 9 batches of 3% or 5% moved (PROBES.md §25). */
+extern "C" rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts, int64_t headroom) {
+  const char *fn = "rdx_points update: relayout";
+  const rdx_sp_nodes &N = pts->nodes;
+  cudaStream_t s = rdx_stream(ctx);
+  scratch mm(ctx);
+  int64_t *room = nullptr, *nf = nullptr, total = 0;
+  leaf_move *lm = nullptr;
+  RDX_CHECK(mm.get(&room, (size_t)N.n + 1, fn));
+  RDX_CHECK(mm.get(&nf, (size_t)N.n + 1, fn));
+  RDX_CHECK(mm.get(&lm, (size_t)N.n + 1, fn));
+  qt_rooms_kernel<<<blocks_for(N.n + 1, 256), 256, 0, s>>>(N, room);
+  RDX_CHECK(mm.cub(fn, [&](void *t, size_t &b) { return cub::DeviceScan::ExclusiveSum(t, b, room, nf, N.n + 1, s); }));
+  qt_moves_kernel<<<blocks_for(N.n, 256), 256, 0, s>>>(N, nf, lm);
+  RDX_CUDA(ctx, cudaGetLastError(), fn);
+  RDX_CHECK(to_host(ctx, &total, nf + N.n, 1, fn));
+  RDX_CHECK(relayout_to(ctx, pts, lm, N.n, total + headroom));
+  qt_place_kernel<<<blocks_for(N.n, 256), 256, 0, s>>>(N, nf, room); /* a device error here is fatal anyway */
+  RDX_CHECK(rdx_cuda_ok(ctx, cudaGetLastError(), fn));
+  RDX_CHECK(rdx_cuda_sync(ctx, fn));
+  pts->pool.used = total;
+  pts->host_stale = 1;
+  pts->stats.relayouts++;
+  pts->sorted = 0; /* as rdx_sp_relayout */
+  if (pts->live) {
+    rdx_mem_free(ctx, pts->live);
+    pts->live = NULL, pts->live_bits = 0;
+  }
+  return RDX_OK;
+}
+
+namespace {
 
 /* ---- find: validation, movement check, leaf finding ---- */
 

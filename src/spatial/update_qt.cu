@@ -1252,6 +1252,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   char *zero;
   RDX_CHECK(mm.get(&zero, zero_bytes, fn));
   RDX_CUDA(ctx, sp_fill(zero, zero_bytes, 0, s), fn);
+  rdx_trace(ctx, "qt paged update: scratch zeroed");
   qtot *tot = (qtot *)zero;
   unsigned long long *mfill = (unsigned long long *)(zero + tot_bytes);
   uint32_t *claim = (uint32_t *)(mfill + nn), *dead = claim + claim_words;
@@ -1340,6 +1341,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   qnode *sub;
   RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
   const qlist nl = {tn, sub, n_base};
+  rdx_trace(ctx, "qt paged update: pool room, scratch");
   qorder QO;
   RDX_CHECK(order_alloc(mm, kidx, nn, ng, n_sort, D, &QO, fn));
   rdx_sp_nodes nodes;
@@ -1350,6 +1352,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     rdx_sp_nodes *n;
     ~nodes_guard() { rdx_sp_nodes_free(c, n); }
   } ng_guard{ctx, &nodes};
+  rdx_trace(ctx, "qt paged update: node order scratch, nodes");
   /* the CUB sorts' temporary storage, at its largest, before the first write */
   {
     cub::DoubleBuffer<K> kb2(sk, sk2);
