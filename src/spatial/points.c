@@ -120,6 +120,7 @@ int64_t rdx_sp_resident(const rdx_points *pts) {
   int64_t b = pool_bytes(pts) + (int64_t)nodes_bytes(pts->nodes.cap > pts->nodes.n ? pts->nodes.cap : pts->nodes.n);
   if (pts->host.block) b += (int64_t)nodes_bytes(pts->host.n);
   if (pts->slot) b += pts->slot_cap * 8;
+  b += pts->pfree_bytes;
   if (pts->live) b += (pts->live_bits / 32 + 1) * 4;
   return b + (int64_t)pts->arena_bytes;
 }
@@ -384,6 +385,7 @@ void rdx_points_destroy(rdx_points *pts) {
     rdx_sp_nodes_free(ctx, &pts->nodes);
     rdx_sp_nodes_free(ctx, &pts->host);
     if (pts->slot) rdx_mem_free(ctx, pts->slot);
+    if (pts->pfree) rdx_mem_free(ctx, pts->pfree);
     if (pts->live) rdx_mem_free(ctx, pts->live);
     if (pts->arena) rdx_mem_free(ctx, pts->arena);
   }

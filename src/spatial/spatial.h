@@ -104,6 +104,10 @@ struct rdx_points {
   uint32_t *live;            /* GPU updates (update_qt.cu, update_kd.cu): a bit per id, set while the id
                                 is in the index; NULL until then. At most one of slot and live. */
   int64_t live_bits;
+  void *pfree;               /* paged GPU quadtrees: the pages leaves gave up, for later batches
+                                (update.cuh, pgfree), pfree_k room classes in pfree_bytes; or NULL */
+  int pfree_k;
+  int64_t pfree_bytes;
   int sorted;                /* the pool's slots [0, n) hold the live points in key order with their
                                 keys: Morton codes (a GPU bottom-up build, a GPU quadtree update) or
                                 k-d leaf codes (a GPU k-d repair; a GPU k-d build leaves its pool in

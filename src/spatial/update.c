@@ -438,6 +438,12 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * free room it leaves is half the points plus twice the batch, so a run of batches relayouts
  * every few batches. */
 #define PAGED_SHARE 16
+
+/* The paged path's pages to reuse (update.cuh, pgfree) hold only under its own layout. */
+static void drop_pages(rdx_context *ctx, rdx_points *pts) {
+  if (pts->pfree) rdx_mem_free(ctx, pts->pfree);
+  pts->pfree = NULL, pts->pfree_k = 0, pts->pfree_bytes = 0;
+}
 static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b) {
   if (pts->kind != RDX_POINTS_QUADTREE) return RDX_OK;
   const char *e = getenv("RAYDEX_SP_UPDATE");
@@ -448,6 +454,7 @@ static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_
       rdx_mem_free(ctx, pts->slot);
       pts->slot = NULL, pts->slot_cap = 0;
     }
+    drop_pages(ctx, pts); /* and no pages to reuse */
     return RDX_OK;
   }
   const int64_t need = 2 * b->m + pts->n / 16 + 65536;
@@ -492,6 +499,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
     count_batch(pts, b, f.n_inplace);
     return RDX_OK;
   }
+  drop_pages(ctx, pts);
   RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts)); /* the plan reads the host copy */
   if (pts->slot == NULL) RDX_CHECK(rdx_sp_relayout(ctx, pts, 0, 0)); /* first update: slot map, spare room */
   double t0 = rdx_now_ms(), t1 = t0, t2 = t0;

@@ -156,13 +156,16 @@ rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm,
       }
     }
   }
+  rdx_trace(ctx, "relayout: pool and id map allocated");
   if (st == RDX_OK) st = pool_zero_from(ctx, &np, 0, pts->f64, fn); /* rooms past their leaves' points */
+  rdx_trace(ctx, "relayout: pool zeroed");
   if (st == RDX_OK && n_lm > 0) {
     unsigned grid = n_lm < 65536 ? (unsigned)n_lm : 65536u;
     relayout_kernel<<<grid, UB, 0, rdx_stream(ctx)>>>(d_lm, n_lm, pool_of(pts, &pts->pool), pool_of(pts, &np), kd, slot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
   }
   if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(rdx_stream(ctx)), fn);
+  rdx_trace(ctx, "relayout: points moved");
   if (st != RDX_OK) {
     if (slot != pts->slot) rdx_mem_free(ctx, slot);
     rdx_sp_pool_free(ctx, &np);
@@ -173,6 +176,7 @@ rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm,
   np.used = new_cap;
   rdx_sp_pool_free(ctx, &pts->pool);
   pts->pool = np;
+  if (!kd) pfree_reset(ctx, pts);
   return RDX_OK;
 }
 
@@ -225,10 +229,12 @@ extern "C" rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts,
   qt_moves_kernel<<<blocks_for(N.n, 256), 256, 0, s>>>(N, nf, lm);
   RDX_CUDA(ctx, cudaGetLastError(), fn);
   RDX_CHECK(to_host(ctx, &total, nf + N.n, 1, fn));
+  rdx_trace(ctx, "relayout: planned");
   RDX_CHECK(relayout_to(ctx, pts, lm, N.n, total + headroom));
   qt_place_kernel<<<blocks_for(N.n, 256), 256, 0, s>>>(N, nf, room); /* a device error here is fatal anyway */
   RDX_CHECK(rdx_cuda_ok(ctx, cudaGetLastError(), fn));
   RDX_CHECK(rdx_cuda_sync(ctx, fn));
+  rdx_trace(ctx, "relayout: old pool freed, nodes placed");
   pts->pool.used = total;
   pts->host_stale = 1;
   pts->stats.relayouts++;
@@ -418,6 +424,42 @@ __global__ void set_bits_kernel(const uint64_t *ids, int64_t n, uint32_t *bits) 
   SP_FOR(i, n) atomicOr(&bits[ids[i] >> 5], 1u << (ids[i] & 31));
 }
 }  // namespace
+
+pgfree rdx_sp::pfree_of(const rdx_points *pts) {
+  pgfree F;
+  memset(&F, 0, sizeof F);
+  if (pts->pfree == NULL) return F;
+  F.K = pts->pfree_k;
+  const char *e = getenv("RAYDEX_SP_REACH"); /* a probe's knob */
+  F.reach = e ? atoi(e) : PAGE_REACH;
+  F.cnt = (int32_t *)pts->pfree;
+  F.off = (const int64_t *)((char *)pts->pfree + ((size_t)F.K * 4 + 7) / 8 * 8);
+  F.page = (uint32_t *)(F.off + F.K + 1);
+  return F;
+}
+
+void rdx_sp::pfree_reset(rdx_context *ctx, rdx_points *pts) {
+  if (pts->pfree) rdx_mem_free(ctx, pts->pfree);
+  pts->pfree = NULL, pts->pfree_k = 0, pts->pfree_bytes = 0;
+  const int K = (int)((RDX_SP_GROW(pts->cap) + PAGE_UNIT - 1) / PAGE_UNIT);
+  std::vector<int64_t> off((size_t)K + 1, 0);
+  for (int k = 0; k < K; k++) off[k + 1] = off[k] + pts->pool.cap / ((int64_t)PAGE_UNIT * (k + 1)) + 1;
+  const size_t head = ((size_t)K * 4 + 7) / 8 * 8, bytes = head + ((size_t)K + 1) * 8 + (size_t)off[K] * 4;
+  char saved[sizeof ctx->message];
+  memcpy(saved, ctx->message, sizeof saved);
+  void *b = NULL;
+  cudaStream_t s = rdx_stream(ctx);
+  if (rdx_mem_alloc(ctx, "rdx_points: free pages", &b, bytes, RDX_DEVICE) == RDX_OK &&
+      cudaMemsetAsync(b, 0, (size_t)K * 4, s) == cudaSuccess &&
+      cudaMemcpyAsync((char *)b + head, off.data(), ((size_t)K + 1) * 8, cudaMemcpyHostToDevice, s) == cudaSuccess &&
+      cudaStreamSynchronize(s) == cudaSuccess) {
+    pts->pfree = b, pts->pfree_k = K, pts->pfree_bytes = (int64_t)bytes;
+  } else {
+    if (b) rdx_mem_free(ctx, b);
+    (void)cudaGetLastError();
+  }
+  memcpy(ctx->message, saved, sizeof saved); /* no failure of the caller */
+}
 
 rdx_status rdx_sp::pool_zero_from(rdx_context *ctx, rdx_sp_pool *p, int64_t from, int f64, const char *fn) {
   if (from >= p->cap) return RDX_OK;

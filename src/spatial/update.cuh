@@ -50,6 +50,50 @@ rdx_status pool_zero_from(rdx_context *ctx, rdx_sp_pool *p, int64_t from, int f6
  * (enqueued; the caller waits). */
 rdx_status pool_copy_used(rdx_context *ctx, rdx_sp_pool *dst, const rdx_sp_pool *src, int f64, const char *fn);
 
+/* The pages that leaves of a paged quadtree gave up, kept for later batches, so the pool's free
+ * end (and the relayout when it runs short) is reached only by what the index really grew: every
+ * relayout of 16.5M points cost 2-7 ms on an H200, and without reuse one came every 4-9 batches
+ * of 3-5% moved (PROBES.md §25). Rooms of new pages come in classes of PAGE_UNIT slots (class k:
+ * PAGE_UNIT * (k + 1) slots, k < K); a page given up goes to the largest class it covers, and a
+ * new leaf takes a page of its class or of the next PAGE_REACH - 1 before the free end. Class k
+ * holds cnt[k] page starts at page[off[k]..]. Takes may leave a count below zero (no page), and
+ * pg_free_kernel, after the batch's moves, clamps them and adds the batch's own given-up pages,
+ * so no page is reused while its points are still read. On the device, in pts->pfree: cnt (K
+ * ints), off (K + 1 int64), page. */
+enum { PAGE_UNIT = 64, PAGE_REACH = 3 };
+struct pgfree {
+  int32_t *cnt;
+  const int64_t *off;
+  uint32_t *page;
+  int K, reach;
+  /* The room of a new page for c points: RDX_SP_GROW(c), up to a whole class. */
+  __device__ int64_t room_for(int64_t c) const {
+    const int64_t r = RDX_SP_GROW(c);
+    return r <= (int64_t)PAGE_UNIT * K ? (r + PAGE_UNIT - 1) / PAGE_UNIT * PAGE_UNIT : r;
+  }
+  /* A page of *room slots (room_for's): a reused one, whose class may be larger (*room says),
+   * or one from the free end past page_base (*used counts those). */
+  __device__ int64_t take(int64_t *room, int64_t page_base, unsigned long long *used) const {
+    const int64_t r = *room;
+    if (r <= (int64_t)PAGE_UNIT * K)
+      for (int j = (int)(r / PAGE_UNIT) - 1, j1 = j + reach; j < K && j < j1; j++) {
+        const int old = atomicSub(&cnt[j], 1);
+        if (old > 0) {
+          *room = (int64_t)PAGE_UNIT * (j + 1);
+          return page[off[j] + old - 1];
+        }
+      }
+    return page_base + (int64_t)atomicAdd(used, (unsigned long long)r);
+  }
+};
+
+/* pts->pfree as kernels see it (K = 0: none, every page from the free end). */
+pgfree pfree_of(const rdx_points *pts);
+
+/* A new, empty pts->pfree for pts->pool.cap slots and pts->cap points a leaf (best effort: on
+ * failure none, and pages come from the free end only). */
+void pfree_reset(rdx_context *ctx, rdx_points *pts);
+
 }  // namespace rdx_sp
 
 #endif /* RDX_SP_UPDATE_CUH */

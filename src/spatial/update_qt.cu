@@ -84,7 +84,7 @@ struct qtot {
                                without children; 16 a subtree past its bound; 32 new nodes out
                                of BFS order */
   unsigned long long nodes, groups, subnodes, subused, splits, merges, new_leaves;
-  unsigned long long surv, pages, pgused, holes, relocs; /* paged path */
+  unsigned long long surv, pages, pgused, holes, relocs, freed; /* paged path */
 };
 
 /* lower() by a whole warp (every lane calls it with the same arguments): 32 probes a round, so
@@ -197,7 +197,7 @@ __device__ void push_group(qgroup *groups, qtot *tot, uint64_t key, int level, i
   g.count = c, g.key = key, g.level = level, g.s0 = s0, g.sn = sn;
   g.n_nodes = 1 + 4 * (int64_t)(D - level) * (c / (cap + 1));
   g.nbase = (int64_t)agg_add(&tot->subnodes, (unsigned long long)g.n_nodes);
-  agg_add(&tot->pages, (unsigned long long)(c + c / 2 + 8 * g.n_nodes)); /* paged: its leaves' rooms */
+  agg_add(&tot->pages, (unsigned long long)(c + c / 2 + (8 + PAGE_UNIT) * g.n_nodes)); /* paged: its leaves' rooms */
   groups[agg_add(&tot->groups, 1ull)] = g;
 }
 
@@ -258,6 +258,7 @@ struct sublists {
   int64_t page_base;
   int paged;
   int ranges; /* a group's a-range is its s0, sn (else searched) */
+  pgfree F;   /* paged: pages given up before */
 };
 
 /* Threads of a split_tree_kernel block. A block walks its subtree a level at a time, each warp
@@ -325,8 +326,8 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
           if (rdx_sp_qt_leaf(nd.count, nd.level, D, cap)) {
             nd.leaf = 1, nd.len = nd.count;
             if (L.paged) {
-              nd.room = RDX_SP_GROW(nd.count), nd.kind = PG_FRESH;
-              if (lane == 0) nd.fpos = L.page_base + (int64_t)atomicAdd(&tot->pgused, (unsigned long long)nd.room);
+              nd.room = L.F.room_for(nd.count), nd.kind = PG_FRESH;
+              if (lane == 0) nd.fpos = L.F.take(&nd.room, L.page_base, &tot->pgused);
             } else {
               nd.room = nd.count, nd.fpos = nd.a0;
             }
@@ -953,6 +954,11 @@ struct pgold {
   int64_t *soff, *mto, *mpos, *moff, *mpage;
   unsigned long long *mfill;
   int64_t *split; /* the split leaves, in tot->splits entries */
+  int64_t *pend;  /* the pages old leaves give up, (fpos, room) pairs, tot->freed of them */
+  __device__ void give_up(const rdx_sp_nodes &N, int64_t u, qtot *tot) const {
+    const int64_t i = (int64_t)agg_add(&tot->freed, 1ull);
+    pend[2 * i] = N.fpos[u], pend[2 * i + 1] = N.room[u];
+  }
 };
 
 /* 3. One thread per old node, by the rule of a fresh build (decide_kernel): a leaf that stays
@@ -962,8 +968,8 @@ struct pgold {
  * split_tree_kernel builds. */
 template <typename K>
 __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *parent, const uint8_t *have, pgcount Q, int D,
-                                 int64_t cap, int64_t page_base, qnode *tn, int64_t *kidx, qgroup *groups, pgold O,
-                                 qtot *tot) {
+                                 int64_t cap, int64_t page_base, pgfree F, qnode *tn, int64_t *kidx, qgroup *groups,
+                                 pgold O, qtot *tot) {
   SP_FOR(u, N.n) {
     O.soff[u] = -1, O.mto[u] = -1, kidx[u] = -1;
     const int64_t c = Q.after(N, u), r = Q.removed(N, u), surv = N.leaf[u] ? N.count[u] - r : 0;
@@ -971,13 +977,17 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
     for (int64_t a = parent[u]; a >= 0; a = parent[a])
       if (rdx_sp_qt_leaf(Q.after(N, a), N.level[a], D, cap)) top = a;
     if (top >= 0) {
+      if (N.leaf[u]) O.give_up(N, u, tot);
       if (surv > 0) {
         O.mto[u] = top, O.mpos[u] = (int64_t)atomicAdd(&O.mfill[top], (unsigned long long)surv);
         O.moff[u] = (int64_t)agg_add(&tot->holes, (unsigned long long)surv);
       }
       continue;
     }
-    if (c == 0 && u != 0) continue;
+    if (c == 0 && u != 0) {
+      if (N.leaf[u]) O.give_up(N, u, tot);
+      continue;
+    }
     const int l = N.level[u];
     const uint64_t key = N.key[u];
     if (rdx_sp_qt_leaf(c, l, D, cap)) {
@@ -988,12 +998,15 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
         push_node(tn, tot, n, kidx, u);
         continue;
       }
-      const int64_t room = RDX_SP_GROW(c), page = page_base + (int64_t)agg_add(&tot->pgused, (unsigned long long)room);
+      const int64_t want = F.room_for(c);
+      int64_t room = want;
+      const int64_t page = F.take(&room, page_base, &tot->pgused);
       qnode n = make_node(key, l, 1, c, page);
       n.room = room, n.kind = PG_MOVED, n.a0 = N.count[u] - r, n.b0 = Q.A[u]; /* survivors, then incoming */
       push_node(tn, tot, n, kidx, u);
       O.mpage[u] = page;
-      agg_add(&tot->pages, (unsigned long long)room);
+      agg_add(&tot->pages, (unsigned long long)want);
+      if (N.leaf[u]) O.give_up(N, u, tot);
       agg_add(N.leaf[u] ? &tot->relocs : &tot->merges, 1ull);
       if (surv > 0) O.mto[u] = u, O.mpos[u] = 0, O.moff[u] = (int64_t)agg_add(&tot->holes, (unsigned long long)surv);
     } else if (N.leaf[u]) {
@@ -1001,6 +1014,7 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
       O.soff[u] = o;
       push_group(groups, tot, key, l, c, D, cap, o, surv);
       O.split[agg_add(&tot->splits, 1ull)] = u;
+      O.give_up(N, u, tot);
     } else {
       push_node(tn, tot, make_node(key, l, 0, c, 0), kidx, u);
       push_new_quadrants(N, u, have, ik, Q.A[u], Q.A[u] + Q.ci[u], D, cap, groups, tot, 0); /* its incoming */
@@ -1195,6 +1209,24 @@ __global__ void pg_move_kernel(pgio<T, K> P, pgdst D, int64_t n_surv, int64_t m_
   }
 }
 
+/* After the moves, one block: the counts that takes left below zero back to zero, then the pages
+ * the batch's old leaves gave up into the classes they cover (pgfree). */
+__global__ void pg_free_kernel(pgfree F, const int64_t *pend, const qtot *tot) {
+  for (int k = threadIdx.x; k < F.K; k += blockDim.x)
+    if (F.cnt[k] < 0) F.cnt[k] = 0;
+  __syncthreads();
+  const int64_t n = F.K > 0 ? (int64_t)tot->freed : 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const int64_t f = pend[2 * i], r = pend[2 * i + 1];
+    int k = (int)(r / PAGE_UNIT) - 1;
+    if (k < 0) continue; /* too small to reuse */
+    if (k >= F.K) k = F.K - 1;
+    const int j = atomicAdd(&F.cnt[k], 1);
+    if (F.off[k] + j < F.off[k + 1]) F.page[F.off[k] + j] = (uint32_t)f;
+    else atomicSub(&F.cnt[k], 1); /* full (the pool grew since the reset): the page stays unused */
+  }
+}
+
 /* A copy of the pool with room for cap slots (the used part copied, the rest zeroed). */
 rdx_status pg_grow_pool(rdx_context *ctx, rdx_points *pts, int64_t cap, int key_bytes) {
   const char *fn = "rdx_points update: pool growth";
@@ -1281,9 +1313,26 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   int64_t **arrays[] = {&parent, &A, &ci, &rl, &rs, &kidx, &O.soff, &O.mto, &O.mpos, &O.moff, &O.mpage, &O.split};
   for (int64_t **a : arrays) RDX_CHECK(mm.get(a, (size_t)nn, fn));
   O.mfill = mfill;
+  RDX_CHECK(mm.get(&O.pend, (size_t)(2 * nn), fn));
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
+  /* The decisions take reused pages: their counts come back unless the writes start. */
+  const pgfree F = pfree_of(pts);
+  struct pfree_guard {
+    rdx_context *c;
+    int32_t *cnt, *saved;
+    int k;
+    ~pfree_guard() {
+      if (saved) (void)cudaMemcpyAsync(cnt, saved, (size_t)k * 4, cudaMemcpyDeviceToDevice, rdx_stream(c));
+    }
+  } fguard{ctx, F.cnt, NULL, F.K};
+  if (F.K > 0) {
+    int32_t *saved;
+    RDX_CHECK(mm.get(&saved, (size_t)F.K, fn));
+    RDX_CUDA(ctx, cudaMemcpyAsync(saved, F.cnt, (size_t)F.K * 4, cudaMemcpyDeviceToDevice, s), fn);
+    fguard.saved = saved;
+  }
   const unsigned gn = blocks_for(nn, 256);
   pg_links_kernel<<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, dead, rl, rs, parent, have);
   rdx_trace(ctx, "qt paged update: removals per leaf");
@@ -1291,7 +1340,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   rdx_trace(ctx, "qt paged update: counts up the tree");
   const pgcount Q = {rl, rs, A, ci};
   const int64_t page_base = pts->pool.used; /* new pages from here (a growth after the wait keeps used) */
-  pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, tn, kidx, groups, O, tot);
+  pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, F, tn, kidx, groups, O, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   rdx_trace(ctx, "qt paged update: decisions");
   qtot H;
@@ -1373,6 +1422,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   rdx_trace(ctx, "qt paged update: allocations");
 
   /* 4: the writes. Only device errors can fail from here on. */
+  fguard.saved = NULL; /* the reused pages are taken */
   rdx_status st = RDX_OK;
   if (n_moves > 0) st = rdx_cuda_ok(ctx, sp_fill(dst.msrc, (size_t)n_moves * 4, 0xFFFFFFFFu, s), fn);
   const int64_t n_split = (int64_t)H.splits;
@@ -1399,7 +1449,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   }
   if (st == RDX_OK && ng > 0) {
     st = rdx_cuda_ok(ctx, sp_fill(sub, (size_t)(n_sort - n_base) * sizeof(qnode), 0xFFFFFFFFu, s), fn);
-    const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1, block_sort};
+    const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1, block_sort, F};
     if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, QO.Q, tot);
     rdx_trace(ctx, "qt paged update: split subtrees");
   }
@@ -1412,6 +1462,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     rdx_trace(ctx, "qt paged update: placement plan");
     if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
     pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, s>>>(P, dst, n_surv, m_new, n_moves);
+    if (F.K > 0) pg_free_kernel<<<1, 1024, 0, s>>>(F, O.pend, tot); /* after the moves read the old pages */
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
     rdx_trace(ctx, "qt paged update: moves");
   }
