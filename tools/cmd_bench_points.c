@@ -18,7 +18,8 @@
  *                                          the distribution's box (engine update-uniform)
  *
  * Protocol (METHOD.md): inputs generated from the seed; one warm-up run, then the median of
- * --reps timed runs; calls are synchronous, so a host clock around them covers the device work.
+ * --reps timed runs (updates: their mean, since some batches also relayout or grow the pool);
+ * calls are synchronous, so a host clock around them covers the device work.
  * Queries (count, scan, allocate, fill: rdx_points_query_alloc) take device arrays on GPUs and
  * leave the result there; queries are not pre-sorted (kNN sorts them inside, and pays for it).
  * --size is the window side or radius; by default it is chosen for about 64 points per query on
@@ -537,12 +538,14 @@ static void exp_update(const cfg *c, int hdr) {
         memset(&ru, 0, sizeof ru);
         ru.index = rb.index, ru.build = rb.build, ru.engine = update_engine(c), ru.where = cli_is_gpu(ctx) ? "device" : "host";
         ru.n = n, ru.moved = c->moved[mi], ru.queries = m;
+        /* The mean, not the median: a paged quadtree spreads its pool out again (a relayout) or
+         * grows it every few batches, and a median would hide those batches' cost. */
         double mean = 0;
         for (int r = 0; r < c->reps; r++) mean += t[r] / c->reps;
-        ru.ms = median(t, c->reps);
-        /* the median hides the batches that also spread the pool out again (paged quadtrees) */
-        fprintf(stderr, "# update %s %g%%: median %.4f ms, mean %.4f ms, max %.4f ms, %lld relayouts in %d batches\n",
-                update_engine(c), c->moved[mi], ru.ms, mean, t[c->reps - 1], (long long)relayouts, c->reps);
+        ru.ms = mean;
+        const double med = median(t, c->reps);
+        fprintf(stderr, "# update %s %g%%: mean %.4f ms, median %.4f ms, max %.4f ms, %lld relayouts in %d batches\n",
+                update_engine(c), c->moved[mi], mean, med, t[c->reps - 1], (long long)relayouts, c->reps);
         memcpy(ru.p, p, sizeof p);
         ru.per_s = m / (ru.ms / 1e3);
         ru.left_leaf = left / c->reps, ru.splits = splits / c->reps, ru.merges = merges / c->reps;

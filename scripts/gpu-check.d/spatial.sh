@@ -1,6 +1,6 @@
 # scripts/gpu-check.d/spatial.sh: the spatial point index measurements of issue 4. Sourced by
-# scripts/gpu-check.sh (step "spatial") with RDX, OUT, log and bench; about 3 minutes on an H200,
-# and never more than 6.5 (each run has a time limit):
+# scripts/gpu-check.sh (step "spatial") with RDX, OUT, log and bench; about 4 minutes on an H200,
+# and never more than 15 (each run has a time limit):
 #   spatial_build   quadtree builds, bottom-up vs top-down, 2^24 .. 1.7e8 taxi-like f32 points,
 #                   16 levels, leaf capacity 200 (the paper's setting); points already in GPU memory
 #                   ("device") and copied in by the call ("host", the paper's end-to-end);
@@ -55,13 +55,13 @@ if [[ $parts == *" update "* ]]; then
 t_sp=$(date +%s)
 up=(bench points --exp update --backend cuda --n 16500000 --dist taxi --dtype f32 --leaf-capacity 1024 --max-depth 16)
 for idx in quadtree kdtree; do
-  sp_bench spatial_update 50 "${up[@]}" --index $idx --moved 1,2,3,4,5,10,20,50 --reps 5
+  sp_bench spatial_update 90 "${up[@]}" --index $idx --moved 1,2,3,4,5,10,20,50 --reps 18
 done
-RAYDEX_SP_UPDATE=paged sp_bench spatial_update 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20 --reps 5
+RAYDEX_SP_UPDATE=paged sp_bench spatial_update 90 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20 --reps 18
 RAYDEX_SP_UPDATE=merge sp_bench spatial_update 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 5
 RAYDEX_SP_UPDATE=rebuild sp_bench spatial_update 50 "${up[@]}" --index kdtree --moved 1,10,50 --reps 3
-sp_bench spatial_update_resample 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 5 --moves resample
-sp_bench spatial_update_uniform 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 5 --moves uniform
+sp_bench spatial_update_resample 90 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 18 --moves resample
+sp_bench spatial_update_uniform 90 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 18 --moves uniform
 log "spatial update: $(grep -c ',update' "$OUT/csv/spatial_update.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"
 fi
 

@@ -326,7 +326,7 @@ extern const rdx_sp_backend rdx_sp_cpu_backend;
 extern const rdx_sp_backend rdx_sp_cuda_backend;
 /* A quadtree update on the GPU (update_qt.cu). Same contract as the planned path; bad ids come
  * back in f (bad_row >= 0), bad points in b->bad_xy, with nothing changed; pts->stats are set
- * and f->n_inplace is -1 (not tracked). With an id map (pts->slot, which rdx_sp_relayout gives)
+ * and f->n_inplace is -1 (not tracked). With an id map (pts->slot, which rdx_sp_qt_relayout_cuda gives)
  * it pages: leaves keep their pages and the map. Without one it merges: the pool comes out
  * dense and in Morton order (pts->sorted) and pts->live replaces the map. */
 rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);

@@ -434,9 +434,10 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * forces one). On 16.5M taxi-like points on an H200 paging is ahead up to 5% moved, and further
  * when the points move within their own hot spots; the merge from 10% (bench/results/NVIDIA-H200,
  * spatial_update.csv, PROBES.md §21). A paged update first spreads the leaves out
- * (rdx_sp_relayout) when the index has no id map yet or too little free pool for the batch; the
- * free room it leaves is half the points plus twice the batch, so a run of batches relayouts
- * every few batches. */
+ * (rdx_sp_qt_relayout_cuda) when the index has no id map yet or too little free pool for the
+ * batch; the free room it leaves is half the points plus twice the batch. Pages that leaves give
+ * up are reused (update.cuh, pgfree), so a run of 3-5% batches on an H200 relayouts about once
+ * in 18 batches (1.5-2.5 ms each; PROBES.md §25). */
 #define PAGED_SHARE 16
 
 /* The paged path's pages to reuse (update.cuh, pgfree) hold only under its own layout. */

@@ -26,8 +26,10 @@
  *     leaves list where their points go. pg_move_kernel then moves every point that moves,
  *     one thread each, and updates the id map. The nodes go to their BFS places (by counts,
  *     node_place_kernel) and are linked.
- * New pages come from the pool's free end; the holes left by pages that were given up are
- * reclaimed by the next relayout (update.c runs one when the free end runs short).
+ * New pages are pages that leaves gave up in earlier batches, of their room class (update.cuh,
+ * pgfree; the batch's own go back after its moves), or come from the pool's free end; what no
+ * class reuses is reclaimed by the next relayout (update.c runs one when the free end runs
+ * short).
  *
  * MERGING (update). The pool stays what a bottom-up build leaves: slots [0, n) hold the live
  * points in Morton order, with no spare room and no id map (a live-id bitmap instead). The
@@ -1473,6 +1475,9 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt paged update: nodes put and linked, read");
   if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
+  if (rdx_trace_on())
+    fprintf(stderr, "[raydex trace] qt paged update: %llu slots from the free end (%lld left), %llu pages given up\n",
+            H.pgused, (long long)(pts->pool.cap - page_base - (int64_t)H.pgused), H.freed);
   rdx_sp_nodes_free(ctx, &pts->nodes);
   pts->nodes = nodes;
   memset(&nodes, 0, sizeof nodes);
