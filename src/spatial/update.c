@@ -437,7 +437,7 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * (rdx_sp_qt_relayout_cuda) when the index has no id map yet or too little free pool for the
  * batch; the free room it leaves is half the points plus twice the batch. Pages that leaves give
  * up are reused (update.cuh, pgfree), so a run of 3-5% batches on an H200 relayouts about once
- * in 18 batches (1.5-2.5 ms each; PROBES.md §25). */
+ * in 18 batches (2-3 ms each; PROBES.md §25). */
 #define PAGED_SHARE 16
 
 /* The paged path's pages to reuse (update.cuh, pgfree) hold only under its own layout. */
