@@ -40,13 +40,14 @@
  * counts are binary searches over the merged codes.
  *
  * Both leave the nodes equal to a fresh build's with the same box. Costs on an H200, 16.5M
- * taxi-like f32 points, leaf capacity 1024, rebuild about 3.0 ms (bench/results/NVIDIA-H200,
- * spatial_update.csv, PROBES.md §21, §24): paging takes about 0.42 ms at 1% of the points moved
- * and 0.58 ms at 3%, its cost mostly random accesses (the moved points' four pool columns and id
- * map entries: the move kernel is 0.19 ms of a 3% update) and some 25 launches; the merge costs
- * about 0.4 ms of streaming over the pool whatever the batch (0.66 ms at 1%, 0.93 ms at 10%,
- * 2.0 ms at 50%). Paging needs about 53 bytes per point (spare room, free end, id map) against
- * the merge's 25.
+ * taxi-like f32 points, leaf capacity 1024, rebuild about 3.0-3.2 ms (bench/results/NVIDIA-H200,
+ * spatial_update.csv, PROBES.md §21, §24, §25): paging takes about 0.42-0.49 ms at 1% of the
+ * points moved and 0.58-0.65 ms at 3% for most batches (0.74 ms over a run of them, relayouts
+ * included), its cost mostly random accesses (the moved points' four pool columns and id map
+ * entries: the move kernel is 0.19 ms of a 3% update) and some 25 launches; the merge costs
+ * about 0.4 ms of streaming over the pool whatever the batch (0.66-0.70 ms at 1%, 0.93-0.97 ms at
+ * 10%, 2.0 ms at 50%). Paging needs about 53-68 bytes per point (spare room, free end, id map)
+ * against the merge's 25.
  */
 #include "spatial/merge.cuh"
 
