@@ -431,14 +431,14 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
 /* GPU quadtrees update paged (leaves with room, an id map; update_qt.cu) when the batch is at
  * most 1/PAGED_SHARE of the points, and otherwise by the merge into a dense pool in Morton
  * order, which costs one pass over the pool whatever the batch (RAYDEX_SP_UPDATE=paged or merge
- * forces one). On 16.5M taxi-like points on an H200, over runs of 36 batches (relayouts
- * included), paging is ahead at 2% moved, the two tie at 3% and the merge is ahead from 4%, at
- * half the memory (PROBES.md §25); so batches of up to 1/32 of the points page. A paged update
- * first spreads the leaves out (rdx_sp_qt_relayout_cuda) when the index has no id map yet or too
- * little free pool for the batch; the free room it leaves is half the points plus twice the
- * batch. Pages that leaves give up are reused (update.cuh, pgfree), so a run of 3-5% batches
- * relayouts about once in 18 batches (2-3 ms each; PROBES.md §25). */
-#define PAGED_SHARE 32
+ * forces one). On 16.5M taxi-like points on an H200 paging is ahead up to 5% moved, and further
+ * when the points move within their own hot spots; the merge from 10% (bench/results/NVIDIA-H200,
+ * spatial_update.csv, PROBES.md §21). A paged update first spreads the leaves out
+ * (rdx_sp_qt_relayout_cuda) when the index has no id map yet or too little free pool for the
+ * batch; the free room it leaves is half the points plus twice the batch. Pages that leaves give
+ * up are reused (update.cuh, pgfree), so a run of 3-5% batches on an H200 relayouts about once
+ * in 18 batches (2-3 ms each; PROBES.md §25). */
+#define PAGED_SHARE 16
 
 /* The paged path's pages to reuse (update.cuh, pgfree) hold only under its own layout. */
 static void drop_pages(rdx_context *ctx, rdx_points *pts) {

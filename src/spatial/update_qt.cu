@@ -1,7 +1,7 @@
 /*
  * update_qt.cu: bulk moves, inserts and erases of a quadtree on the GPU, two ways that share the
  * node machinery (decisions by the rule of a fresh build, split subtrees, BFS order and links).
- * update.c picks one per batch (prepare_paged): paging for batches of up to 1/32 of the points,
+ * update.c picks one per batch (prepare_paged): paging for batches of up to 1/16 of the points,
  * the merge for larger ones.
  *
  * PAGING (update_paged; G-PICS Section 5 with paging). Each leaf owns a page of pool slots
