@@ -431,9 +431,11 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
 /* GPU quadtrees update paged (leaves with room, an id map; update_qt.cu) when the batch is at
  * most 1/PAGED_SHARE of the points, and otherwise by the merge into a dense pool in Morton
  * order, which costs one pass over the pool whatever the batch (RAYDEX_SP_UPDATE=paged or merge
- * forces one). On 16.5M taxi-like points on an H200 paging is ahead up to 5% moved, and further
- * when the points move within their own hot spots; the merge from 10% (bench/results/NVIDIA-H200,
- * spatial_update.csv, PROBES.md §21). A paged update first spreads the leaves out
+ * forces one). On 16.5M taxi-like points on an H200, over runs of batches (relayouts included),
+ * paging is ahead to 2% of the points moved to other hot spots, ties at 3% and trails the merge
+ * by about 10% at 4-6%, but with uniform or resampled moves it stays 25-40% ahead to 5%; the
+ * merge from 10% (bench/results/NVIDIA-H200, spatial_update*.csv, PROBES.md §21, §25). A paged
+ * update first spreads the leaves out
  * (rdx_sp_qt_relayout_cuda) when the index has no id map yet or too little free pool for the
  * batch; the free room it leaves is half the points plus twice the batch. Pages that leaves give
  * up are reused (update.cuh, pgfree), so a run of 3-5% batches on an H200 relayouts about once
