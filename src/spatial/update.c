@@ -433,7 +433,7 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * order, which costs one pass over the pool whatever the batch (RAYDEX_SP_UPDATE=paged or merge
  * forces one). On 16.5M taxi-like points on an H200, over runs of batches (relayouts included),
  * paging is ahead to 2% of the points moved to other hot spots, ties at 3% and trails the merge
- * by about 10% at 4-6%, but with uniform or resampled moves it stays 25-40% ahead to 5%; the
+ * by about 10% at 4-6%, but with uniform or resampled moves it takes 20-35% less time to 5%; the
  * merge from 10% (bench/results/NVIDIA-H200, spatial_update*.csv, PROBES.md §21, §25). A paged
  * update first spreads the leaves out
  * (rdx_sp_qt_relayout_cuda) when the index has no id map yet or too little free pool for the
