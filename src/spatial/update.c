@@ -435,11 +435,10 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * paging is ahead to 2% of the points moved to other hot spots, ties at 3% and trails the merge
  * by about 10% at 4-6%, but with uniform or resampled moves it takes 20-35% less time to 5%; the
  * merge from 10% (bench/results/NVIDIA-H200, spatial_update*.csv, PROBES.md §21, §25). A paged
- * update first spreads the leaves out
- * (rdx_sp_qt_relayout_cuda) when the index has no id map yet or too little free pool for the
- * batch; the free room it leaves is half the points plus twice the batch. Pages that leaves give
- * up are reused (update.cuh, pgfree), so a run of 3-5% batches on an H200 relayouts about once
- * in 18 batches (2-3 ms each; PROBES.md §25). */
+ * update first spreads the leaves out (rdx_sp_qt_relayout_cuda) when the index has no id map yet
+ * or too little free pool for the batch; the free room it leaves is half the points plus twice
+ * the batch. Pages that leaves give up are reused (update.cuh, pgfree), so a run of 3-5% batches
+ * relayouts about once in 18 batches (2-3 ms each; PROBES.md §25). */
 #define PAGED_SHARE 16
 
 /* The paged path's pages to reuse (update.cuh, pgfree) hold only under its own layout. */
