@@ -497,7 +497,7 @@ static void exp_update(const cfg *c, int hdr) {
         if (m > n) m = n;
         int64_t left = 0, splits = 0, merges = 0;
         double p[3] = {0, 0, 0}; /* find, plan, reserve + commit (update.c) */
-        int64_t relayouts = 0;
+        int64_t relayouts = 0, growths = 0;
         for (int r = -1; r < c->reps; r++) {
           /* m distinct random ids (partial Fisher-Yates) to fresh places (see --moves) */
           for (int64_t i = 0; i < m; i++) {
@@ -521,12 +521,12 @@ static void exp_update(const cfg *c, int hdr) {
           }
           rdx_array idd = cli_place(ctx, rdx_host_array(ids, m, RDX_U64)), npd = cli_place(ctx, np);
           double t0 = rdx_now_ms();
-          const int64_t r0 = pts->stats.relayouts;
+          const int64_t r0 = pts->stats.relayouts, g0 = pts->stats.growths;
           cli_must(ctx, rdx_points_move(ctx, pts, idd, npd), "move");
           double ms = rdx_now_ms() - t0;
           if (r >= 0) {
             t[r] = ms;
-            relayouts += pts->stats.relayouts - r0;
+            relayouts += pts->stats.relayouts - r0, growths += pts->stats.growths - g0;
             left += pts->stats.left_leaf, splits += pts->stats.splits, merges += pts->stats.merges;
             for (int i = 0; i < 3; i++) p[i] += pts->stats.phase_ms[i] / c->reps;
           }
@@ -544,8 +544,9 @@ static void exp_update(const cfg *c, int hdr) {
         for (int r = 0; r < c->reps; r++) mean += t[r] / c->reps;
         ru.ms = mean;
         const double med = median(t, c->reps);
-        fprintf(stderr, "# update %s %g%%: mean %.4f ms, median %.4f ms, max %.4f ms, %lld relayouts in %d batches\n",
-                update_engine(c), c->moved[mi], mean, med, t[c->reps - 1], (long long)relayouts, c->reps);
+        fprintf(stderr, "# update %s %g%%: mean %.4f ms, median %.4f ms, max %.4f ms, %lld relayouts and %lld pool "
+                "growths in %d batches\n", update_engine(c), c->moved[mi], mean, med, t[c->reps - 1], (long long)relayouts,
+                (long long)growths, c->reps);
         memcpy(ru.p, p, sizeof p);
         ru.per_s = m / (ru.ms / 1e3);
         ru.left_leaf = left / c->reps, ru.splits = splits / c->reps, ru.merges = merges / c->reps;

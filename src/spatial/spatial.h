@@ -78,7 +78,8 @@ typedef struct rdx_sp_stats {
                                 update: find, plan, reserve+commit, 0 (GPU quadtrees, update_qt.cu:
                                 classify+plan, split groups+node sort+allocations, commit, 0) */
   int64_t moved, in_place, left_leaf, erased, inserted; /* last update */
-  int64_t splits, merges, relocated, new_leaves, relayouts;
+  int64_t splits, merges, relocated, new_leaves;
+  int64_t relayouts, growths; /* since the build: relayouts, and growths of a paged pool */
 } rdx_sp_stats;
 
 struct rdx_points {

@@ -487,7 +487,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
     RDX_CHECK(prepare_paged(ctx, pts, b));
     rdx_sp_stats keep = pts->stats;
     memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));
-    pts->stats.relayouts = keep.relayouts;
+    pts->stats.relayouts = keep.relayouts, pts->stats.growths = keep.growths;
     rdx_sp_found f;
     memset(&f, 0, sizeof f);
     rdx_status st = pts->kind == RDX_POINTS_QUADTREE ? rdx_sp_qt_update_cuda(ctx, pts, b, &f)
@@ -507,7 +507,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
   double t0 = rdx_now_ms(), t1 = t0, t2 = t0;
   rdx_sp_stats keep_stats = pts->stats;
   memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));
-  pts->stats.relayouts = keep_stats.relayouts;
+  pts->stats.relayouts = keep_stats.relayouts, pts->stats.growths = keep_stats.growths;
 
   rdx_sp_work *w = NULL;
   rdx_sp_found f;

@@ -1366,6 +1366,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (pts->pool.used + (int64_t)H.pages > pts->pool.cap) {
     int64_t want = pts->pool.used + (int64_t)H.pages;
     RDX_CHECK(pg_grow_pool(ctx, pts, want + want / 4 + 65536, kb));
+    pts->stats.growths++;
   }
   if (op == RDX_SP_INSERT && (int64_t)(b->first_id + (uint64_t)m) > pts->slot_cap) {
     int64_t want = (int64_t)(b->first_id + (uint64_t)m);
