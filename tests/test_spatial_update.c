@@ -322,6 +322,7 @@ int main(int argc, char **argv) {
   static const double box[4] = {-60, 0, 160, 80};
   int64_t seen[2][6]; /* per kind family: splits, merges, relocated, new leaves, in place, left leaf */
   memset(seen, 0, sizeof seen);
+  int64_t reused = 0; /* pages given up and taken again (paged GPU quadtrees) */
   static const int gens[] = {GEN_UNIFORM, GEN_CLUSTERED, GEN_DUPLICATES, GEN_GRID};
   static const struct {
     int cap, qdepth, kdepth;
@@ -359,6 +360,7 @@ int main(int argc, char **argv) {
         sn[0] += st->splits, sn[1] += st->merges, sn[2] += st->relocated, sn[3] += st->new_leaves;
         if (st->in_place > 0) sn[4] += st->in_place; /* -1: not tracked (the GPU quadtree's merge) */
         if (st->left_leaf > 0) sn[5] += st->left_leaf;
+        reused += st->reused_pages;
         check_against_model(ctx, pts, &m, round % 3 == 2 ? 60 : 25);
         if (twin) same_kd_nodes(ctx, pts, twin);
         if (check_failures_) break;
@@ -380,6 +382,10 @@ int main(int argc, char **argv) {
       printf("%s: %lld %s\n", f ? "k-d" : "quadtree", (long long)seen[f][i], what[i]);
       if (seen[f][i] == 0) CHECK_FAIL_("%s sequences had no %s", f ? "k-d" : "quadtree", what[i]);
     }
+  if (gpu && !check_filtered()) { /* the paged path took pages that earlier batches gave up */
+    printf("quadtree: %lld pages reused\n", (long long)reused);
+    if (reused == 0) CHECK_FAIL_("%s sequences reused no page", "quadtree");
+  }
 
   /* batches far larger than the index, landing in a small area: on the GPU one merge tile (2048
    * slots) receives thousands of points, past what it caches in shared memory */

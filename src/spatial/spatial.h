@@ -79,6 +79,7 @@ typedef struct rdx_sp_stats {
                                 classify+plan, split groups+node sort+allocations, commit, 0) */
   int64_t moved, in_place, left_leaf, erased, inserted; /* last update */
   int64_t splits, merges, relocated, new_leaves;
+  int64_t reused_pages;      /* last update: pages of earlier ones a paged GPU quadtree reused */
   int64_t relayouts, growths; /* since the build: relayouts, and growths of a paged pool */
 } rdx_sp_stats;
 

@@ -71,14 +71,15 @@ struct pgfree {
     const int64_t r = RDX_SP_GROW(c);
     return r <= (int64_t)PAGE_UNIT * K ? (r + PAGE_UNIT - 1) / PAGE_UNIT * PAGE_UNIT : r;
   }
-  /* A page of *room slots (room_for's): a reused one, whose class may be larger (*room says),
-   * or one from the free end past page_base (*used counts those). */
-  __device__ int64_t take(int64_t *room, int64_t page_base, unsigned long long *used) const {
+  /* A page of *room slots (room_for's): a reused one, whose class may be larger (*room says;
+   * *reused counts those), or one from the free end past page_base (*used counts its slots). */
+  __device__ int64_t take(int64_t *room, int64_t page_base, unsigned long long *used, unsigned long long *reused) const {
     const int64_t r = *room;
     if (r <= (int64_t)PAGE_UNIT * K)
       for (int j = (int)(r / PAGE_UNIT) - 1, j1 = j + reach; j < K && j < j1; j++) {
         const int old = atomicSub(&cnt[j], 1);
         if (old > 0) {
+          atomicAdd(reused, 1ull);
           *room = (int64_t)PAGE_UNIT * (j + 1);
           return page[off[j] + old - 1];
         }

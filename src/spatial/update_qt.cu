@@ -87,7 +87,7 @@ struct qtot {
                                without children; 16 a subtree past its bound; 32 new nodes out
                                of BFS order */
   unsigned long long nodes, groups, subnodes, subused, splits, merges, new_leaves;
-  unsigned long long surv, pages, pgused, holes, relocs, freed; /* paged path */
+  unsigned long long surv, pages, pgused, holes, relocs, freed, reused; /* paged path */
 };
 
 /* lower() by a whole warp (every lane calls it with the same arguments): 32 probes a round, so
@@ -330,7 +330,7 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
             nd.leaf = 1, nd.len = nd.count;
             if (L.paged) {
               nd.room = L.F.room_for(nd.count), nd.kind = PG_FRESH;
-              if (lane == 0) nd.fpos = L.F.take(&nd.room, L.page_base, &tot->pgused);
+              if (lane == 0) nd.fpos = L.F.take(&nd.room, L.page_base, &tot->pgused, &tot->reused);
             } else {
               nd.room = nd.count, nd.fpos = nd.a0;
             }
@@ -1003,7 +1003,7 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
       }
       const int64_t want = F.room_for(c);
       int64_t room = want;
-      const int64_t page = F.take(&room, page_base, &tot->pgused);
+      const int64_t page = F.take(&room, page_base, &tot->pgused, &tot->reused);
       qnode n = make_node(key, l, 1, c, page);
       n.room = room, n.kind = PG_MOVED, n.a0 = N.count[u] - r, n.b0 = Q.A[u]; /* survivors, then incoming */
       push_node(tn, tot, n, kidx, u);
@@ -1478,8 +1478,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   rdx_trace(ctx, "qt paged update: nodes put and linked, read");
   if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
   if (rdx_trace_on())
-    fprintf(stderr, "[raydex trace] qt paged update: %llu slots from the free end (%lld left), %llu pages given up\n",
-            H.pgused, (long long)(pts->pool.cap - page_base - (int64_t)H.pgused), H.freed);
+    fprintf(stderr, "[raydex trace] qt paged update: %llu slots from the free end (%lld left), %llu pages reused, %llu "
+            "given up\n", H.pgused, (long long)(pts->pool.cap - page_base - (int64_t)H.pgused), H.reused, H.freed);
   rdx_sp_nodes_free(ctx, &pts->nodes);
   pts->nodes = nodes;
   memset(&nodes, 0, sizeof nodes);
@@ -1488,7 +1488,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   pts->sorted = 0;
   rdx_sp_stats *S = &pts->stats;
   S->splits = (int64_t)H.splits, S->merges = (int64_t)H.merges, S->relocated = (int64_t)H.relocs;
-  S->new_leaves = (int64_t)H.new_leaves;
+  S->new_leaves = (int64_t)H.new_leaves, S->reused_pages = (int64_t)H.reused;
   f->n_inplace = -1; /* not tracked: moves within a leaf fill holes like any incoming point */
   double t3 = rdx_now_ms();
   S->phase_ms[0] = t1 - t0, S->phase_ms[1] = t2 - t1, S->phase_ms[2] = t3 - t2, S->phase_ms[3] = 0;
