@@ -322,7 +322,6 @@ int main(int argc, char **argv) {
   static const double box[4] = {-60, 0, 160, 80};
   int64_t seen[2][6]; /* per kind family: splits, merges, relocated, new leaves, in place, left leaf */
   memset(seen, 0, sizeof seen);
-  int64_t reused = 0; /* pages given up and taken again (paged GPU quadtrees) */
   static const int gens[] = {GEN_UNIFORM, GEN_CLUSTERED, GEN_DUPLICATES, GEN_GRID};
   static const struct {
     int cap, qdepth, kdepth;
@@ -360,7 +359,6 @@ int main(int argc, char **argv) {
         sn[0] += st->splits, sn[1] += st->merges, sn[2] += st->relocated, sn[3] += st->new_leaves;
         if (st->in_place > 0) sn[4] += st->in_place; /* -1: not tracked (the GPU quadtree's merge) */
         if (st->left_leaf > 0) sn[5] += st->left_leaf;
-        reused += st->reused_pages;
         check_against_model(ctx, pts, &m, round % 3 == 2 ? 60 : 25);
         if (twin) same_kd_nodes(ctx, pts, twin);
         if (check_failures_) break;
@@ -382,10 +380,6 @@ int main(int argc, char **argv) {
       printf("%s: %lld %s\n", f ? "k-d" : "quadtree", (long long)seen[f][i], what[i]);
       if (seen[f][i] == 0) CHECK_FAIL_("%s sequences had no %s", f ? "k-d" : "quadtree", what[i]);
     }
-  if (gpu && !check_filtered()) { /* the paged path took pages that earlier batches gave up */
-    printf("quadtree: %lld pages reused\n", (long long)reused);
-    if (reused == 0) CHECK_FAIL_("%s sequences reused no page", "quadtree");
-  }
 
   /* batches far larger than the index, landing in a small area: on the GPU one merge tile (2048
    * slots) receives thousands of points, past what it caches in shared memory */
@@ -517,6 +511,26 @@ int main(int argc, char **argv) {
         model_free(&m);
       }
     }
+  }
+
+  /* pages given up and taken again: paged GPU quadtree batches in a row, each one's splits,
+   * relocations and merges giving up pages (of 64-192 slots at capacity 100) for the next ones */
+  if (rdx_is_gpu(ctx) && CASE_RUN(points_update_page_reuse)) {
+    model m;
+    rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 20000, RDX_F32, 0, 100, 16, box);
+    int64_t taken = 0;
+    setenv("RAYDEX_SP_UPDATE", "paged", 1);
+    for (int round = 0; pts && round < 12 && !check_failures_; round++) {
+      snprintf(pc_label, sizeof pc_label, "page reuse, round %d, %lld points", round, (long long)model_live(&m));
+      random_batch(ctx, pts, NULL, &m, box);
+      taken += pts->stats.reused_pages;
+      check_against_model(ctx, pts, &m, 25);
+    }
+    unsetenv("RAYDEX_SP_UPDATE");
+    printf("page reuse: %lld pages reused\n", (long long)taken);
+    if (pts && taken == 0) CHECK_FAIL_("%s: no page was reused", "page reuse");
+    rdx_points_destroy(pts);
+    model_free(&m);
   }
 
   if (CASE_RUN(points_update_faults)) {
