@@ -55,45 +55,36 @@ rdx_status pool_copy_used(rdx_context *ctx, rdx_sp_pool *dst, const rdx_sp_pool 
  * relayout of 16.5M points cost 2-7 ms on an H200, and without reuse one came every 4-9 batches
  * of 3-5% moved (PROBES.md §25). Rooms of new pages come in classes of PAGE_UNIT slots (class k:
  * PAGE_UNIT * (k + 1) slots, k < K); a page given up goes to the largest class it covers, and a
- * new leaf takes a page of its class or, cut to its class, of the nearest larger one (up to
- * `reach` classes up) before the free end. Class k holds cnt[k] page starts at page[off[k]..].
- * Takes may leave a count below zero (no page), and pg_free_kernel, after the batch's moves,
- * clamps them and adds the pages the batch gave back (its old leaves' and the rest of cut ones:
- * pend, pend_n pairs of start and room), so no page is reused while its points are still read.
- * On the device, in pts->pfree: cnt (K ints), off (K + 1 int64), page. */
-enum { PAGE_UNIT = 64, PAGE_REACH = 1 << 20 };
+ * new leaf takes a page of its class or of the next PAGE_REACH - 1 before the free end. Class k
+ * holds cnt[k] page starts at page[off[k]..]. Takes may leave a count below zero (no page), and
+ * pg_free_kernel, after the batch's moves, clamps them and adds the batch's own given-up pages,
+ * so no page is reused while its points are still read. On the device, in pts->pfree: cnt (K
+ * ints), off (K + 1 int64), page. */
+enum { PAGE_UNIT = 64, PAGE_REACH = 3 };
 struct pgfree {
   int32_t *cnt;
   const int64_t *off;
   uint32_t *page;
   int K, reach;
-  int64_t *pend, pend_cap; /* this batch's pages to give back (set per update) */
-  unsigned long long *pend_n;
-  /* Slots [f, f + r) back to the classes after the batch's moves (dropped past pend_cap, until
-   * the next relayout). */
-  __device__ void give_back(int64_t f, int64_t r) const {
-    const unsigned long long i = atomicAdd(pend_n, 1ull);
-    if ((int64_t)i < pend_cap) pend[2 * i] = f, pend[2 * i + 1] = r;
-  }
   /* The room of a new page for c points: RDX_SP_GROW(c), up to a whole class. */
   __device__ int64_t room_for(int64_t c) const {
     const int64_t r = RDX_SP_GROW(c);
     return r <= (int64_t)PAGE_UNIT * K ? (r + PAGE_UNIT - 1) / PAGE_UNIT * PAGE_UNIT : r;
   }
-  /* A page of room slots (room_for's): a reused one (*reused counts those; a larger one is cut,
-   * its rest given back), or one from the free end past page_base (*used counts its slots). */
-  __device__ int64_t take(int64_t room, int64_t page_base, unsigned long long *used, unsigned long long *reused) const {
-    if (room <= (int64_t)PAGE_UNIT * K)
-      for (int j = (int)(room / PAGE_UNIT) - 1, j1 = j + reach; j < K && j < j1; j++) {
+  /* A page of *room slots (room_for's): a reused one, whose class may be larger (*room says;
+   * *reused counts those), or one from the free end past page_base (*used counts its slots). */
+  __device__ int64_t take(int64_t *room, int64_t page_base, unsigned long long *used, unsigned long long *reused) const {
+    const int64_t r = *room;
+    if (r <= (int64_t)PAGE_UNIT * K)
+      for (int j = (int)(r / PAGE_UNIT) - 1, j1 = j + reach; j < K && j < j1; j++) {
         const int old = atomicSub(&cnt[j], 1);
         if (old > 0) {
           atomicAdd(reused, 1ull);
-          const int64_t f = page[off[j] + old - 1], big = (int64_t)PAGE_UNIT * (j + 1);
-          if (big > room) give_back(f + room, big - room);
-          return f;
+          *room = (int64_t)PAGE_UNIT * (j + 1);
+          return page[off[j] + old - 1];
         }
       }
-    return page_base + (int64_t)atomicAdd(used, (unsigned long long)room);
+    return page_base + (int64_t)atomicAdd(used, (unsigned long long)r);
   }
 };
 

@@ -330,7 +330,7 @@ __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> 
             nd.leaf = 1, nd.len = nd.count;
             if (L.paged) {
               nd.room = L.F.room_for(nd.count), nd.kind = PG_FRESH;
-              if (lane == 0) nd.fpos = L.F.take(nd.room, L.page_base, &tot->pgused, &tot->reused);
+              if (lane == 0) nd.fpos = L.F.take(&nd.room, L.page_base, &tot->pgused, &tot->reused);
             } else {
               nd.room = nd.count, nd.fpos = nd.a0;
             }
@@ -957,6 +957,11 @@ struct pgold {
   int64_t *soff, *mto, *mpos, *moff, *mpage;
   unsigned long long *mfill;
   int64_t *split; /* the split leaves, in tot->splits entries */
+  int64_t *pend;  /* the pages old leaves give up, (fpos, room) pairs, tot->freed of them */
+  __device__ void give_up(const rdx_sp_nodes &N, int64_t u, qtot *tot) const {
+    const int64_t i = (int64_t)agg_add(&tot->freed, 1ull);
+    pend[2 * i] = N.fpos[u], pend[2 * i + 1] = N.room[u];
+  }
 };
 
 /* 3. One thread per old node, by the rule of a fresh build (decide_kernel): a leaf that stays
@@ -975,7 +980,7 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
     for (int64_t a = parent[u]; a >= 0; a = parent[a])
       if (rdx_sp_qt_leaf(Q.after(N, a), N.level[a], D, cap)) top = a;
     if (top >= 0) {
-      if (N.leaf[u]) F.give_back(N.fpos[u], N.room[u]);
+      if (N.leaf[u]) O.give_up(N, u, tot);
       if (surv > 0) {
         O.mto[u] = top, O.mpos[u] = (int64_t)atomicAdd(&O.mfill[top], (unsigned long long)surv);
         O.moff[u] = (int64_t)agg_add(&tot->holes, (unsigned long long)surv);
@@ -983,7 +988,7 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
       continue;
     }
     if (c == 0 && u != 0) {
-      if (N.leaf[u]) F.give_back(N.fpos[u], N.room[u]);
+      if (N.leaf[u]) O.give_up(N, u, tot);
       continue;
     }
     const int l = N.level[u];
@@ -996,13 +1001,15 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
         push_node(tn, tot, n, kidx, u);
         continue;
       }
-      const int64_t room = F.room_for(c), page = F.take(room, page_base, &tot->pgused, &tot->reused);
+      const int64_t want = F.room_for(c);
+      int64_t room = want;
+      const int64_t page = F.take(&room, page_base, &tot->pgused, &tot->reused);
       qnode n = make_node(key, l, 1, c, page);
       n.room = room, n.kind = PG_MOVED, n.a0 = N.count[u] - r, n.b0 = Q.A[u]; /* survivors, then incoming */
       push_node(tn, tot, n, kidx, u);
       O.mpage[u] = page;
-      agg_add(&tot->pages, (unsigned long long)room);
-      if (N.leaf[u]) F.give_back(N.fpos[u], N.room[u]);
+      agg_add(&tot->pages, (unsigned long long)want);
+      if (N.leaf[u]) O.give_up(N, u, tot);
       agg_add(N.leaf[u] ? &tot->relocs : &tot->merges, 1ull);
       if (surv > 0) O.mto[u] = u, O.mpos[u] = 0, O.moff[u] = (int64_t)agg_add(&tot->holes, (unsigned long long)surv);
     } else if (N.leaf[u]) {
@@ -1010,7 +1017,7 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
       O.soff[u] = o;
       push_group(groups, tot, key, l, c, D, cap, o, surv);
       O.split[agg_add(&tot->splits, 1ull)] = u;
-      F.give_back(N.fpos[u], N.room[u]);
+      O.give_up(N, u, tot);
     } else {
       push_node(tn, tot, make_node(key, l, 0, c, 0), kidx, u);
       push_new_quadrants(N, u, have, ik, Q.A[u], Q.A[u] + Q.ci[u], D, cap, groups, tot, 0); /* its incoming */
@@ -1207,13 +1214,13 @@ __global__ void pg_move_kernel(pgio<T, K> P, pgdst D, int64_t n_surv, int64_t m_
 
 /* After the moves, one block: the counts that takes left below zero back to zero, then the pages
  * the batch's old leaves gave up into the classes they cover (pgfree). */
-__global__ void pg_free_kernel(pgfree F) {
+__global__ void pg_free_kernel(pgfree F, const int64_t *pend, const qtot *tot) {
   for (int k = threadIdx.x; k < F.K; k += blockDim.x)
     if (F.cnt[k] < 0) F.cnt[k] = 0;
   __syncthreads();
-  const int64_t n = F.K > 0 ? min((int64_t)*F.pend_n, F.pend_cap) : 0;
+  const int64_t n = F.K > 0 ? (int64_t)tot->freed : 0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const int64_t f = F.pend[2 * i], r = F.pend[2 * i + 1];
+    const int64_t f = pend[2 * i], r = pend[2 * i + 1];
     int k = (int)(r / PAGE_UNIT) - 1;
     if (k < 0) continue; /* too small to reuse */
     if (k >= F.K) k = F.K - 1;
@@ -1309,13 +1316,12 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   int64_t **arrays[] = {&parent, &A, &ci, &rl, &rs, &kidx, &O.soff, &O.mto, &O.mpos, &O.moff, &O.mpage, &O.split};
   for (int64_t **a : arrays) RDX_CHECK(mm.get(a, (size_t)nn, fn));
   O.mfill = mfill;
+  RDX_CHECK(mm.get(&O.pend, (size_t)(2 * nn), fn));
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
   /* The decisions take reused pages: their counts come back unless the writes start. */
-  pgfree F = pfree_of(pts);
-  F.pend_n = &tot->freed, F.pend_cap = 2 * nn + 64; /* old leaves' pages, and the rest of cut ones */
-  RDX_CHECK(mm.get(&F.pend, (size_t)(2 * F.pend_cap), fn));
+  const pgfree F = pfree_of(pts);
   struct pfree_guard {
     rdx_context *c;
     int32_t *cnt, *saved;
@@ -1460,7 +1466,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     rdx_trace(ctx, "qt paged update: placement plan");
     if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
     pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, s>>>(P, dst, n_surv, m_new, n_moves);
-    if (F.K > 0) pg_free_kernel<<<1, 1024, 0, s>>>(F); /* after the moves read the old pages */
+    if (F.K > 0) pg_free_kernel<<<1, 1024, 0, s>>>(F, O.pend, tot); /* after the moves read the old pages */
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
     rdx_trace(ctx, "qt paged update: moves");
   }
