@@ -333,7 +333,8 @@ extern const rdx_sp_backend rdx_sp_cuda_backend;
  * dense and in Morton order (pts->sorted) and pts->live replaces the map. */
 rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);
 /* A GPU quadtree's leaves spread out to room RDX_SP_GROW(len), headroom free slots past them:
- * rdx_sp_relayout(wide) planned on the device (update.cu). */
+ * rdx_sp_relayout(wide)'s moves planned on the device (update.cu; the caller does the rest of
+ * what a relayout leaves behind: update.c, relayouted). */
 rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts, int64_t headroom);
 /* A k-d tree update on the GPU by rebuilding (update_kd.cu), same contract; leaves the pool
  * dense as a build does, keeps pts->live and drops the planned path's id map. */

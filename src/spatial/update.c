@@ -353,6 +353,17 @@ static const rdx_sp_backend *backend_of(rdx_context *ctx) {
   return rdx_is_gpu(ctx) ? &rdx_sp_cuda_backend : &rdx_sp_cpu_backend;
 }
 
+/* What every relayout leaves behind: counted, and the merge path's pool order and live-id
+ * bitmap no longer hold. */
+static void relayouted(rdx_context *ctx, rdx_points *pts) {
+  pts->stats.relayouts++;
+  pts->sorted = 0;
+  if (pts->live) {
+    rdx_mem_free(ctx, pts->live);
+    pts->live = NULL, pts->live_bits = 0;
+  }
+}
+
 /* Spread every leaf to room = SLACK(len) (GROW(len) when wide) in a new pool with `headroom`
  * free slots past them (builds the slot map on first use). */
 rdx_status rdx_sp_relayout(rdx_context *ctx, rdx_points *pts, int wide, int64_t headroom) {
@@ -378,12 +389,7 @@ rdx_status rdx_sp_relayout(rdx_context *ctx, rdx_points *pts, int wide, int64_t 
     H->room[i] = room[i];
   }
   if (rdx_is_gpu(ctx)) RDX_CHECK_GOTO(rdx_sp_nodes_copy(ctx, &pts->nodes, H), st, done);
-  pts->stats.relayouts++;
-  pts->sorted = 0; /* the merge path's pool order and id bitmap no longer hold */
-  if (pts->live) {
-    rdx_mem_free(ctx, pts->live);
-    pts->live = NULL, pts->live_bits = 0;
-  }
+  relayouted(ctx, pts);
 done:
   rdx_mem_free(ctx, fpos);
   return st;
@@ -461,7 +467,9 @@ static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_
   }
   const int64_t need = 2 * b->m + pts->n / 16 + 65536;
   if (pts->slot != NULL && pts->pool.cap - pts->pool.used >= need) return RDX_OK;
-  return rdx_sp_qt_relayout_cuda(ctx, pts, pts->n / 2 + 2 * b->m + 65536);
+  RDX_CHECK(rdx_sp_qt_relayout_cuda(ctx, pts, pts->n / 2 + 2 * b->m + 65536));
+  relayouted(ctx, pts);
+  return RDX_OK;
 }
 
 /* GPU k-d trees are repaired on the device (update_kd.cu: the batch merged into the pool in leaf

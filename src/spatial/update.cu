@@ -237,12 +237,6 @@ extern "C" rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts,
   rdx_trace(ctx, "relayout: old pool freed, nodes placed");
   pts->pool.used = total;
   pts->host_stale = 1;
-  pts->stats.relayouts++;
-  pts->sorted = 0; /* as rdx_sp_relayout */
-  if (pts->live) {
-    rdx_mem_free(ctx, pts->live);
-    pts->live = NULL, pts->live_bits = 0;
-  }
   return RDX_OK;
 }
 
