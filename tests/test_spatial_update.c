@@ -13,6 +13,8 @@
  *  - points_update_deep_kd: a k-d tree driven past 32 levels by identical points;
  *  - points_update_bad_input: unknown, erased and repeated ids, NaN, points outside the box,
  *    wrong dtypes: RDX_ERR_INVALID_ARGUMENT and the index unchanged;
+ *  - points_update_page_reuse, points_update_relayout (GPU): pages given up and reused; relayouts
+ *    that remap an id map;
  *  - points_update_faults: the memory account fails its 1st, 2nd, ... allocation during an
  *    update: out of memory and the index unchanged, until the update goes through.
  */
@@ -540,8 +542,54 @@ int main(int argc, char **argv) {
       free(ids), free(xy);
     }
     unsetenv("RAYDEX_SP_UPDATE");
-    printf("page reuse: %lld pages reused\n", (long long)taken);
+    printf("page reuse: %lld pages reused, %lld relayouts\n", (long long)taken, pts ? (long long)pts->stats.relayouts : -1ll);
     if (pts && taken < 10) CHECK_FAIL_("%s: %lld pages reused, fewer than 10", "page reuse", (long long)taken);
+    rdx_points_destroy(pts);
+    model_free(&m);
+  }
+
+  /* relayouts of a paged GPU quadtree that has an id map already, which they remap in id order
+   * (update.cu, remap_ids_kernel) rather than write from the points: after each, every live id's
+   * slot holds that id, and the next batch (which finds its points through the map) leaves the
+   * answers of the model */
+  if (rdx_is_gpu(ctx) && CASE_RUN(points_update_relayout)) {
+    model m;
+    rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 20000, RDX_F32, 0, 100, 16, box);
+    setenv("RAYDEX_SP_UPDATE", "paged", 1);
+    for (int round = 0; pts && round < 6 && !check_failures_; round++) {
+      int64_t live = model_live(&m), c = live / 8;
+      uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
+      float *xy = (float *)malloc((size_t)c * 8);
+      c = pick_ids(&m, c, ids);
+      for (int64_t i = 0; i < c; i++) {
+        double nx, ny;
+        new_place(&m, live, box, 0, 0, round % 2 ? 3 : 1, &nx, &ny);
+        m.x[ids[i]] = nx, m.y[ids[i]] = ny;
+        xy[2 * i] = (float)nx, xy[2 * i + 1] = (float)ny;
+      }
+      CHECK_OK(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F32)));
+      snprintf(pc_label, sizeof pc_label, "relayout, round %d, the batch", round);
+      check_against_model(ctx, pts, &m, 10);
+      free(ids), free(xy);
+      if (!pts->slot) {
+        CHECK_FAIL_("%s: a paged update left no id map", pc_label);
+        break;
+      }
+      CHECK_OK(ctx, rdx_sp_qt_relayout_cuda(ctx, pts, 1000 * round));
+      uint64_t *slot = (uint64_t *)malloc((size_t)pts->slot_cap * 8), *pid = (uint64_t *)malloc((size_t)pts->pool.cap * 8);
+      CHECK_OK(ctx, rdx_copy(ctx, slot, RDX_HOST, pts->slot, RDX_DEVICE, (size_t)pts->slot_cap * 8));
+      CHECK_OK(ctx, rdx_copy(ctx, pid, RDX_HOST, pts->pool.id, RDX_DEVICE, (size_t)pts->pool.cap * 8));
+      int64_t wrong = 0;
+      for (uint64_t v = 0; v < m.id_end && (int64_t)v < pts->slot_cap; v++) {
+        const uint64_t sl = slot[v];
+        if (m.alive[v] ? sl >= (uint64_t)pts->pool.cap || pid[sl] != v : sl != RDX_SP_NONE) wrong++;
+      }
+      if (wrong) CHECK_FAIL_("relayout, round %d: %lld ids mapped wrong", round, (long long)wrong);
+      free(slot), free(pid);
+      snprintf(pc_label, sizeof pc_label, "relayout, round %d, relayouted", round);
+      check_against_model(ctx, pts, &m, 10);
+    }
+    unsetenv("RAYDEX_SP_UPDATE");
     rdx_points_destroy(pts);
     model_free(&m);
   }

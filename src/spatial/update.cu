@@ -113,32 +113,105 @@ namespace {
 /* ---- relayout ---- */
 
 struct leaf_move {
-  int64_t from, len, to;
+  int64_t from, len, to, room; /* room: slots at `to` (their spare part zeroed), or len */
   uint64_t code;
 };
 
+/* One block per leaf move: its points to their new slots, the rest of its room zeroed; the id
+ * map pointed at them when slot is not NULL. 256 threads a block: 128 took 395 us for 16.5M
+ * points on an H200, 256 took 305-336 and 512 took 351 (loading several slots per thread before
+ * storing, or fewer blocks looping over the leaves, did worse; PROBES.md §26). */
+#define RELAYOUT_THREADS 256
 __global__ void relayout_kernel(const leaf_move *lm, int64_t n_leaves, dpool src, dpool dst, int kd, uint64_t *slot) {
   for (int64_t a = blockIdx.x; a < n_leaves; a += gridDim.x) {
-    leaf_move L = lm[a];
-    for (int64_t j = threadIdx.x; j < L.len; j += blockDim.x) {
-      int64_t s = L.from + j, d = L.to + j;
-      double x = px(src, s), y = py(src, s);
-      put_xy(dst, d, x, y);
-      uint64_t id = src.id[s];
+    const leaf_move L = lm[a];
+    for (int64_t j = threadIdx.x; j < L.room; j += blockDim.x) {
+      const int64_t s = L.from + j, d = L.to + j;
+      if (j >= L.len) { /* spare room */
+        put_xy(dst, d, 0.0, 0.0);
+        dst.id[d] = 0;
+        if (dst.key) put_key(dst, d, 0);
+        continue;
+      }
+      put_xy(dst, d, px(src, s), py(src, s));
+      const uint64_t id = src.id[s];
       dst.id[d] = id;
       if (kd) put_key(dst, d, L.code);
       else if (src.key) put_key(dst, d, pkey(src, s));
-      slot[id] = (uint64_t)d;
+      if (slot) slot[id] = (uint64_t)d;
     }
   }
 }
 
-/* The points of the n_lm leaf moves d_lm (on the device) into a new pool of new_cap slots, the
- * rest of it zeroed, and the id map pointed at them (made on first use); waits. On failure the
- * index is as it was. */
-rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm, int64_t n_lm, int64_t new_cap) {
+/* The id map after a relayout, in id order: each entry's old slot lies in one leaf move's old
+ * extent, and moves with it. The moves are sorted by old slot (from), and chunk[c] counts those
+ * that start below slot c * REMAP_CHUNK, so a slot's move is found among the few that start in
+ * its chunk, or the one before. Writing the map from the points instead is a random write per
+ * point, and a binary search over all moves per id is 16 dependent loads: on an H200 with 16.5M
+ * points, 1.35 ms and 0.56 ms (PROBES.md §26). */
+#define REMAP_CHUNK 64
+__global__ void remap_keys_kernel(const leaf_move *lm, int64_t n, uint32_t *key, uint32_t *idx) {
+  SP_FOR(i, n) key[i] = lm[i].len > 0 ? (uint32_t)lm[i].from : 0xFFFFFFFFu, idx[i] = (uint32_t)i;
+}
+static __device__ int64_t first_from_at(const uint32_t *from, int64_t lo, int64_t hi, uint64_t s) { /* first from > s */
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if ((uint64_t)from[mid] <= s) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+/* chunk[c] for c <= n_chunks, and delta[c]: the shift of chunk c's live slots when they all lie in
+ * one move (most do: leaves hold hundreds of slots), else REMAP_MIXED. */
+#define REMAP_MIXED INT64_MIN
+__global__ void remap_chunks_kernel(const uint32_t *from, const uint32_t *idx, int64_t n, const leaf_move *lm,
+                                    int64_t n_chunks, uint32_t *chunk, int64_t *delta) {
+  SP_FOR(c, n_chunks + 1) {
+    const int64_t lo = c == 0 ? 0 : first_from_at(from, 0, n, (uint64_t)c * REMAP_CHUNK - 1);
+    chunk[c] = (uint32_t)lo;
+    if (c == n_chunks) break;
+    const int64_t hi = first_from_at(from, lo, n, (uint64_t)(c + 1) * REMAP_CHUNK - 1);
+    int64_t one = -1, k = 0; /* the moves whose extents reach into the chunk */
+    if (lo > 0) {
+      const leaf_move &L = lm[idx[lo - 1]];
+      if (L.from + L.len > c * REMAP_CHUNK) one = lo - 1, k++;
+    }
+    if (hi > lo) one = lo, k += hi - lo;
+    delta[c] = k == 1 ? lm[idx[one]].to - lm[idx[one]].from : REMAP_MIXED;
+  }
+}
+__global__ void remap_ids_kernel(uint64_t *slot, int64_t n_ids, const uint32_t *from, const uint32_t *idx,
+                                 const uint32_t *chunk, const int64_t *delta, int64_t n_chunks, const leaf_move *lm,
+                                 unsigned *bad) {
+  SP_FOR(i, n_ids) {
+    const uint64_t s = slot[i];
+    if (s == RDX_SP_NONE) continue;
+    const uint64_t c = s / REMAP_CHUNK;
+    if (c >= (uint64_t)n_chunks) {
+      *bad = 1u;
+      continue;
+    }
+    const int64_t dl = delta[c];
+    if (dl != REMAP_MIXED) {
+      slot[i] = (uint64_t)((int64_t)s + dl);
+      continue;
+    }
+    const int64_t e = first_from_at(from, chunk[c], chunk[c + 1], s); /* the first move past s */
+    const leaf_move L = e > 0 ? lm[idx[e - 1]] : leaf_move{0, 0, 0, 0, 0};
+    if (e == 0 || s - (uint64_t)L.from >= (uint64_t)L.len) *bad = 1u; /* a live id outside every leaf */
+    else slot[i] = (uint64_t)(L.to + (int64_t)(s - (uint64_t)L.from));
+  }
+}
+
+/* The points of the n_lm leaf moves d_lm (on the device) into a new pool of new_cap slots,
+ * slots from zero_from on zeroed (below it, the moves' rooms), and the id map pointed at them
+ * (made on first use); waits. On failure the index is as it was, except after a device error. */
+rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm, int64_t n_lm, int64_t new_cap,
+                       int64_t zero_from) {
   const char *fn = "rdx_points update: relayout";
   const int kd = pts->kind == RDX_POINTS_KDTREE;
+  cudaStream_t s = rdx_stream(ctx);
+  scratch mm(ctx);
   rdx_sp_pool np;
   RDX_CHECK(rdx_sp_pool_alloc(ctx, new_cap, pts->f64, kd || pts->key64 ? 8 : 4, &np));
   uint64_t *slot = pts->slot;
@@ -148,7 +221,7 @@ rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm,
     slot_cap = (int64_t)pts->id_end + (int64_t)pts->id_end / 4 + 64;
     st = rdx_mem_alloc(ctx, "rdx_points: id map", (void **)&slot, (size_t)slot_cap * 8, RDX_DEVICE);
     if (st == RDX_OK) {
-      cudaError_t e = cudaMemsetAsync(slot, 0xFF, (size_t)slot_cap * 8, rdx_stream(ctx));
+      cudaError_t e = cudaMemsetAsync(slot, 0xFF, (size_t)slot_cap * 8, s);
       if (e != cudaSuccess) {
         rdx_mem_free(ctx, slot);
         slot = nullptr;
@@ -156,16 +229,47 @@ rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm,
       }
     }
   }
-  rdx_trace(ctx, "relayout: pool and id map allocated");
-  if (st == RDX_OK) st = pool_zero_from(ctx, &np, 0, pts->f64, fn); /* rooms past their leaves' points */
+  /* An id map to keep is remapped in id order (remap_ids_kernel); a new one is written per point. */
+  const int remap = slot == pts->slot && pts->pool.cap < (int64_t)UINT32_MAX && n_lm > 0;
+  uint32_t *rk = nullptr, *ri = nullptr, *rk2 = nullptr, *ri2 = nullptr, *chunk = nullptr;
+  int64_t *delta = nullptr;
+  unsigned *bad = nullptr;
+  const int64_t n_chunks = pts->pool.cap / REMAP_CHUNK + 1;
+  if (st == RDX_OK && remap) st = mm.get(&rk, (size_t)n_lm, fn);
+  if (st == RDX_OK && remap) st = mm.get(&ri, (size_t)n_lm, fn);
+  if (st == RDX_OK && remap) st = mm.get(&rk2, (size_t)n_lm, fn);
+  if (st == RDX_OK && remap) st = mm.get(&ri2, (size_t)n_lm, fn);
+  if (st == RDX_OK && remap) st = mm.get(&chunk, (size_t)n_chunks + 1, fn);
+  if (st == RDX_OK && remap) st = mm.get(&delta, (size_t)n_chunks, fn);
+  if (st == RDX_OK && remap) st = mm.get(&bad, 1, fn);
+  if (st == RDX_OK && remap) st = rdx_cuda_ok(ctx, cudaMemsetAsync(bad, 0, 4, s), fn);
+  cub::DoubleBuffer<uint32_t> kb(rk, rk2), ib(ri, ri2);
+  if (st == RDX_OK && remap) {
+    remap_keys_kernel<<<blocks_for(n_lm, 256), 256, 0, s>>>(d_lm, n_lm, rk, ri);
+    st = mm.cub(fn, [&](void *t, size_t &b) { return cub::DeviceRadixSort::SortPairs(t, b, kb, ib, n_lm, 0, 32, s); });
+    if (st == RDX_OK) remap_chunks_kernel<<<blocks_for(n_chunks + 1, 256), 256, 0, s>>>(kb.Current(), ib.Current(), n_lm, d_lm,
+                                                                         n_chunks, chunk, delta);
+  }
+  rdx_trace(ctx, "relayout: pool and id map allocated, moves sorted");
+  if (st == RDX_OK) st = pool_zero_from(ctx, &np, zero_from, pts->f64, fn);
   rdx_trace(ctx, "relayout: pool zeroed");
   if (st == RDX_OK && n_lm > 0) {
-    unsigned grid = n_lm < 65536 ? (unsigned)n_lm : 65536u;
-    relayout_kernel<<<grid, UB, 0, rdx_stream(ctx)>>>(d_lm, n_lm, pool_of(pts, &pts->pool), pool_of(pts, &np), kd, slot);
+    const unsigned grid = n_lm < 65536 ? (unsigned)n_lm : 65536u;
+    relayout_kernel<<<grid, RELAYOUT_THREADS, 0, s>>>(d_lm, n_lm, pool_of(pts, &pts->pool), pool_of(pts, &np), kd, remap ? nullptr : slot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
   }
-  if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(rdx_stream(ctx)), fn);
   rdx_trace(ctx, "relayout: points moved");
+  if (st == RDX_OK && remap) {
+    const int64_t n_ids = (int64_t)pts->id_end < slot_cap ? (int64_t)pts->id_end : slot_cap;
+    remap_ids_kernel<<<blocks_for(n_ids, 256), 256, 0, s>>>(slot, n_ids, kb.Current(), ib.Current(), chunk, delta,
+                                                            n_chunks, d_lm, bad);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
+  }
+  unsigned bad_h = 0;
+  if (st == RDX_OK && remap) st = to_host(ctx, &bad_h, bad, 1, fn);
+  if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(s), fn);
+  if (st == RDX_OK && bad_h) st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: an id of the map outside every leaf", fn);
+  rdx_trace(ctx, "relayout: id map");
   if (st != RDX_OK) {
     if (slot != pts->slot) rdx_mem_free(ctx, slot);
     rdx_sp_pool_free(ctx, &np);
@@ -186,12 +290,13 @@ rdx_status cu_relayout(rdx_context *ctx, rdx_points *pts, const int64_t *new_fpo
   const rdx_sp_nodes *H = &pts->host;
   std::vector<leaf_move> lm;
   for (int64_t i = 0; i < H->n; i++)
-    if (H->leaf[i] && H->len[i] > 0) lm.push_back(leaf_move{H->fpos[i], H->len[i], new_fpos[i], rdx_sp_code(H->level[i], H->key[i])});
+    if (H->leaf[i] && H->len[i] > 0)
+      lm.push_back(leaf_move{H->fpos[i], H->len[i], new_fpos[i], H->len[i], rdx_sp_code(H->level[i], H->key[i])});
   scratch mm(ctx);
   leaf_move *d_lm = nullptr;
   RDX_CHECK(mm.get(&d_lm, lm.size() + 1, fn));
   RDX_CHECK(to_device(ctx, d_lm, lm.data(), lm.size(), fn));
-  return relayout_to(ctx, pts, d_lm, (int64_t)lm.size(), new_cap);
+  return relayout_to(ctx, pts, d_lm, (int64_t)lm.size(), new_cap, 0);
 }
 
 /* rdx_sp_qt_relayout_cuda's plan, on the device: each leaf's room GROW(len) (room[n] = 0, so the
@@ -201,7 +306,7 @@ __global__ void qt_rooms_kernel(rdx_sp_nodes N, int64_t *room) {
   SP_FOR(i, N.n + 1) room[i] = i < N.n && N.leaf[i] ? RDX_SP_GROW(N.len[i]) : 0;
 }
 __global__ void qt_moves_kernel(rdx_sp_nodes N, const int64_t *nf, leaf_move *lm) {
-  SP_FOR(i, N.n) lm[i] = N.leaf[i] ? leaf_move{N.fpos[i], N.len[i], nf[i], 0} : leaf_move{0, 0, 0, 0};
+  SP_FOR(i, N.n) lm[i] = N.leaf[i] ? leaf_move{N.fpos[i], N.len[i], nf[i], nf[i + 1] - nf[i], 0} : leaf_move{0, 0, 0, 0, 0};
 }
 __global__ void qt_place_kernel(rdx_sp_nodes N, const int64_t *nf, const int64_t *room) {
   SP_FOR(i, N.n) if (N.leaf[i]) N.fpos[i] = nf[i], N.room[i] = room[i];
@@ -230,7 +335,7 @@ extern "C" rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts,
   RDX_CUDA(ctx, cudaGetLastError(), fn);
   RDX_CHECK(to_host(ctx, &total, nf + N.n, 1, fn));
   rdx_trace(ctx, "relayout: planned");
-  RDX_CHECK(relayout_to(ctx, pts, lm, N.n, total + headroom));
+  RDX_CHECK(relayout_to(ctx, pts, lm, N.n, total + headroom, total));
   qt_place_kernel<<<blocks_for(N.n, 256), 256, 0, s>>>(N, nf, room); /* a device error here is fatal anyway */
   RDX_CHECK(rdx_cuda_ok(ctx, cudaGetLastError(), fn));
   RDX_CHECK(rdx_cuda_sync(ctx, fn));
