@@ -1360,14 +1360,14 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
             (long long)n_surv, H.holes, H.pages);
   double t1 = rdx_now_ms();
 
-  /* 3: room. A larger pool or id map changes nothing visible, so either may be swapped in now;
-   * everything else this update needs is allocated before its first write. */
-  const int kb = (int)sizeof(K);
-  if (pts->pool.used + (int64_t)H.pages > pts->pool.cap) {
-    int64_t want = pts->pool.used + (int64_t)H.pages;
-    RDX_CHECK(pg_grow_pool(ctx, pts, want + want / 4 + 65536, kb));
-    pts->stats.growths++;
-  }
+  /* 3: room. A larger pool or id map changes nothing visible, so either may be swapped in before
+   * the first write, and everything else this update needs is allocated before it too. H.pages
+   * bounds the slots new pages take from the free end: the split groups' subtrees are not built
+   * yet, and their bound allows a leaf for every node a group might have, several times what
+   * they take. So when the free end is short of the bound, the pool grows only if the pages
+   * really taken, read once the subtrees are built, do not fit (in 4). */
+  const int64_t free_end = pts->pool.cap - page_base;
+  const int maybe_short = (int64_t)H.pages > free_end;
   if (op == RDX_SP_INSERT && (int64_t)(b->first_id + (uint64_t)m) > pts->slot_cap) {
     int64_t want = (int64_t)(b->first_id + (uint64_t)m);
     RDX_CHECK(pg_grow_slots(ctx, pts, want + want / 2 + 64));
@@ -1425,8 +1425,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   double t2 = rdx_now_ms();
   rdx_trace(ctx, "qt paged update: allocations");
 
-  /* 4: the writes. Only device errors can fail from here on. */
-  fguard.saved = NULL; /* the reused pages are taken */
+  /* 4: the split groups (into scratch), then the writes */
   rdx_status st = RDX_OK;
   if (n_moves > 0) st = rdx_cuda_ok(ctx, sp_fill(dst.msrc, (size_t)n_moves * 4, 0xFFFFFFFFu, s), fn);
   const int64_t n_split = (int64_t)H.splits;
@@ -1457,6 +1456,20 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, QO.Q, tot);
     rdx_trace(ctx, "qt paged update: split subtrees");
   }
+  if (st == RDX_OK && maybe_short) { /* the pages taken, now known */
+    unsigned long long taken = 0;
+    st = to_host(ctx, &taken, &tot->pgused, 1, fn);
+    if (st == RDX_OK && (int64_t)taken > free_end) {
+      const int64_t want = page_base + (int64_t)taken;
+      st = pg_grow_pool(ctx, pts, want + want / 4 + 65536, pts->pool.key_bytes);
+      if (st == RDX_OK) pts->stats.growths++;
+    }
+    if (st == RDX_OK && pts->pool.cap >= ((int64_t)1 << 32))
+      st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: paged pool past 2^32 slots", fn);
+    if (st != RDX_OK) return st; /* nothing written: the guard gives the reused pages back */
+  }
+  /* Only device errors can fail from here on. */
+  fguard.saved = NULL; /* the reused pages are taken */
   const int packed = 2 * D + 6 <= 64;
   if (st == RDX_OK) {
     const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
