@@ -417,7 +417,7 @@ static inline int pc_tree_ok(rdx_context *ctx, const rdx_points *pts, int report
           if ((k >> (2 * (D - H->level[i]))) != H->key[i])
             TREE_FAIL("point %llu (code %llu) of leaf %lld (level %d, key %llu) lies outside the leaf's cell", (unsigned long long)id,
                       (unsigned long long)k, (long long)i, H->level[i], (unsigned long long)H->key[i]);
-          if (pool.key[s] != k) TREE_FAIL("slot %lld stores code %llu, point has %llu", (long long)s, (unsigned long long)pool.key[s], (unsigned long long)k);
+          if (pts->pool.key && pool.key[s] != k) TREE_FAIL("slot %lld stores code %llu, point has %llu", (long long)s, (unsigned long long)pool.key[s], (unsigned long long)k);
         }
       }
     } else {

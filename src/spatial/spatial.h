@@ -11,7 +11,8 @@
  *   pool  x[cap], y[cap]  coordinates in the index dtype, SoA (G-PICS: scans of a leaf coalesce)
  *         id[cap]         u64 ids
  *         key[cap]        quadtree: finest Morton code of the slot's point (u32 for D <= 16, else
- *                         u64); k-d tree: code of the slot's leaf, from the first update on:
+ *                         u64), or none in a paged GPU pool (rdx_sp_qt_relayout_cuda's), whose
+ *                         readers derive codes from the coordinates; k-d tree: code of the slot's leaf, from the first update on:
  *                         rdx_sp_code(level, key) on the planned path (u64), the path
  *                         left-aligned (key << (depth - level)) after a GPU repair (update_kd.cu;
  *                         u32 for depth <= 32, else u64)

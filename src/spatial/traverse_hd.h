@@ -32,7 +32,8 @@ typedef struct rdx_sp_view {
   int64_t n_nodes;
   const void *x, *y;      /* pool coordinates, f32 or f64 */
   const uint64_t *id;     /* pool ids */
-  const void *pkey;       /* quadtree: pool Morton codes (u32, or u64 when key64); k-d: NULL */
+  const void *pkey;       /* quadtree: pool Morton codes (u32, or u64 when key64), or NULL (a paged GPU
+                             pool: codes from the coordinates); k-d: NULL */
   int key64;
   int f64;                /* coordinates are f64 */
   int kd;                 /* 1: k-d tree, 0: quadtree */
@@ -298,11 +299,12 @@ RDX_HD int rdx_sp_kd_child_slot(double m0, double m1, int s) {
  * unique), so leaves that updates left unsorted, and k-d leaves (start 0), lose only the head
  * start. */
 RDX_HD int64_t rdx_sp_leaf_scan_start(const rdx_sp_view *v, int64_t p0, int64_t pn, uint64_t qc, int k) {
-  if (v->pkey == NULL || pn <= k) return 0;
+  if (v->kd || pn <= k) return 0;
   int64_t lo = 0, hi = pn;
   while (lo < hi) {
     int64_t m = lo + (hi - lo) / 2;
-    uint64_t c = v->key64 ? ((const uint64_t *)v->pkey)[p0 + m] : ((const uint32_t *)v->pkey)[p0 + m];
+    uint64_t c = !v->pkey ? rdx_sp_point_key(&v->g, rdx_sp_at(v->x, p0 + m, v->f64), rdx_sp_at(v->y, p0 + m, v->f64)) /* paged */
+                 : v->key64 ? ((const uint64_t *)v->pkey)[p0 + m] : ((const uint32_t *)v->pkey)[p0 + m];
     if (c < qc) lo = m + 1;
     else hi = m;
   }
@@ -318,7 +320,7 @@ RDX_HD int rdx_sp_knn(const rdx_sp_view *v, double qx, double qy, int k, double 
   double st_md[RDX_SP_STACK];
   double st_box[RDX_SP_STACK][4]; /* k-d regions, parallel to st_node (depth <= 56 needs 57) */
   if (v->n_nodes == 0) return 0;
-  const uint64_t qc = v->pkey ? rdx_sp_point_key(&v->g, qx, qy) : 0;
+  const uint64_t qc = v->kd ? 0 : rdx_sp_point_key(&v->g, qx, qy);
   st_node[0] = 0;
   st_md[0] = 0.0;
   st_box[0][0] = v->g.x0, st_box[0][1] = v->g.y0, st_box[0][2] = v->g.x1, st_box[0][3] = v->g.y1;

@@ -30,8 +30,9 @@ using namespace rdx_sp;
 struct dpool {
   void *x, *y;
   uint64_t *id;
-  void *key;
+  void *key;         /* NULL in a paged GPU quadtree's pool: codes come from the coordinates */
   int f64, key64;
+  rdx_sp_grid g;
 };
 
 static __device__ __forceinline__ double px(const dpool &p, int64_t s) {
@@ -41,6 +42,7 @@ static __device__ __forceinline__ double py(const dpool &p, int64_t s) {
   return p.f64 ? ((const double *)p.y)[s] : (double)((const float *)p.y)[s];
 }
 static __device__ __forceinline__ uint64_t pkey(const dpool &p, int64_t s) {
+  if (!p.key) return rdx_sp_point_key(&p.g, px(p, s), py(p, s));
   return p.key64 ? ((const uint64_t *)p.key)[s] : ((const uint32_t *)p.key)[s];
 }
 static __device__ __forceinline__ void put_xy(const dpool &p, int64_t s, double x, double y) {
@@ -53,6 +55,7 @@ static __device__ __forceinline__ void put_xy(const dpool &p, int64_t s, double 
   }
 }
 static __device__ __forceinline__ void put_key(const dpool &p, int64_t s, uint64_t k) {
+  if (!p.key) return;
   if (p.key64) ((uint64_t *)p.key)[s] = k;
   else ((uint32_t *)p.key)[s] = (uint32_t)k;
 }
@@ -67,7 +70,7 @@ static __device__ __forceinline__ void move_slot(const dpool &p, int64_t s, int6
   }
   uint64_t id = p.id[s];
   p.id[d] = id;
-  put_key(p, d, pkey(p, s));
+  if (p.key) put_key(p, d, pkey(p, s));
   slot[id] = (uint64_t)d;
 }
 
@@ -76,6 +79,7 @@ static inline dpool pool_of(const rdx_points *pts, const rdx_sp_pool *pool) {
   p.x = pool->x, p.y = pool->y, p.id = pool->id, p.key = pool->key;
   p.f64 = pts->f64;
   p.key64 = pts->kind == RDX_POINTS_KDTREE || pts->key64;
+  p.g = pts->grid;
   return p;
 }
 
@@ -130,14 +134,14 @@ __global__ void relayout_kernel(const leaf_move *lm, int64_t n_leaves, dpool src
       if (j >= L.len) { /* spare room */
         put_xy(dst, d, 0.0, 0.0);
         dst.id[d] = 0;
-        if (dst.key) put_key(dst, d, 0);
+        put_key(dst, d, 0);
         continue;
       }
       put_xy(dst, d, px(src, s), py(src, s));
       const uint64_t id = src.id[s];
       dst.id[d] = id;
       if (kd) put_key(dst, d, L.code);
-      else if (src.key) put_key(dst, d, pkey(src, s));
+      else if (dst.key) put_key(dst, d, pkey(src, s));
       if (slot) slot[id] = (uint64_t)d;
     }
   }
@@ -203,17 +207,17 @@ __global__ void remap_ids_kernel(uint64_t *slot, int64_t n_ids, const uint32_t *
   }
 }
 
-/* The points of the n_lm leaf moves d_lm (on the device) into a new pool of new_cap slots,
- * slots from zero_from on zeroed (below it, the moves' rooms), and the id map pointed at them
- * (made on first use); waits. On failure the index is as it was, except after a device error. */
+/* The points of the n_lm leaf moves d_lm (on the device) into a new pool of new_cap slots (with
+ * a key column when keys), slots from zero_from on zeroed (below it, the moves' rooms), and the
+ * id map pointed at them (made on first use); waits. On failure the index is as it was, except after a device error. */
 rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm, int64_t n_lm, int64_t new_cap,
-                       int64_t zero_from) {
+                       int64_t zero_from, int keys) {
   const char *fn = "rdx_points update: relayout";
   const int kd = pts->kind == RDX_POINTS_KDTREE;
   cudaStream_t s = rdx_stream(ctx);
   scratch mm(ctx);
   rdx_sp_pool np;
-  RDX_CHECK(rdx_sp_pool_alloc(ctx, new_cap, pts->f64, kd || pts->key64 ? 8 : 4, &np));
+  RDX_CHECK(rdx_sp_pool_alloc(ctx, new_cap, pts->f64, !keys ? 0 : kd || pts->key64 ? 8 : 4, &np));
   uint64_t *slot = pts->slot;
   int64_t slot_cap = pts->slot_cap;
   rdx_status st = RDX_OK;
@@ -296,7 +300,7 @@ rdx_status cu_relayout(rdx_context *ctx, rdx_points *pts, const int64_t *new_fpo
   leaf_move *d_lm = nullptr;
   RDX_CHECK(mm.get(&d_lm, lm.size() + 1, fn));
   RDX_CHECK(to_device(ctx, d_lm, lm.data(), lm.size(), fn));
-  return relayout_to(ctx, pts, d_lm, (int64_t)lm.size(), new_cap, 0);
+  return relayout_to(ctx, pts, d_lm, (int64_t)lm.size(), new_cap, 0, 1);
 }
 
 /* rdx_sp_qt_relayout_cuda's plan, on the device: each leaf's room GROW(len) (room[n] = 0, so the
@@ -335,7 +339,7 @@ extern "C" rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts,
   RDX_CUDA(ctx, cudaGetLastError(), fn);
   RDX_CHECK(to_host(ctx, &total, nf + N.n, 1, fn));
   rdx_trace(ctx, "relayout: planned");
-  RDX_CHECK(relayout_to(ctx, pts, lm, N.n, total + headroom, total));
+  RDX_CHECK(relayout_to(ctx, pts, lm, N.n, total + headroom, total, 0));
   qt_place_kernel<<<blocks_for(N.n, 256), 256, 0, s>>>(N, nf, room); /* a device error here is fatal anyway */
   RDX_CHECK(rdx_cuda_ok(ctx, cudaGetLastError(), fn));
   RDX_CHECK(rdx_cuda_sync(ctx, fn));
@@ -909,7 +913,8 @@ rdx_status cu_reserve(rdx_context *ctx, rdx_points *pts, rdx_sp_work *w, int64_t
   const char *fn = "rdx_points update: reserve";
   scratch &mm = *w->mm;
   if (new_cap > pts->pool.cap)
-    RDX_CHECK(rdx_sp_pool_alloc(ctx, new_cap, pts->f64, pts->kind == RDX_POINTS_KDTREE || pts->key64 ? 8 : 4, &w->newpool));
+    RDX_CHECK(rdx_sp_pool_alloc(ctx, new_cap, pts->f64, pts->kind == RDX_POINTS_KDTREE ? 8 : pts->pool.key_bytes,
+                                  &w->newpool));
   if (slot_cap > pts->slot_cap) {
     RDX_CHECK(rdx_mem_alloc(ctx, "rdx_points: id map", (void **)&w->newslot, (size_t)slot_cap * 8, RDX_DEVICE));
     w->newslot_cap = slot_cap;

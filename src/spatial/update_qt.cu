@@ -90,6 +90,21 @@ struct qtot {
   unsigned long long surv, pages, pgused, holes, relocs, freed, reused; /* paged path */
 };
 
+/* The pool's Morton codes as kernels read them: its key column, or, in a paged pool, which keeps
+ * none (rdx_sp_qt_relayout_cuda), from the coordinates (the build's codes of the same points).
+ * The paged moves then write 16 bytes a point instead of 20. */
+template <typename T, typename K>
+struct pcodes {
+  const K *key;
+  const T *x, *y;
+  rdx_sp_grid g;
+  __device__ K operator[](int64_t s) const { return key ? key[s] : (K)rdx_sp_point_key(&g, (double)x[s], (double)y[s]); }
+};
+template <typename T, typename K>
+pcodes<T, K> pcodes_of(const rdx_points *pts) {
+  return pcodes<T, K>{(const K *)pts->pool.key, (const T *)pts->pool.x, (const T *)pts->pool.y, pts->grid};
+}
+
 /* lower() by a whole warp (every lane calls it with the same arguments): 32 probes a round, so
  * a search of 2^24 codes takes 5 dependent loads instead of 24. Returns hi when no k >= v. */
 template <typename K>
@@ -662,8 +677,8 @@ __global__ void leaf_len_kernel(rdx_sp_nodes N, int64_t *len) {
   SP_FOR(u, N.n) len[u] = N.leaf[u] ? N.len[u] : 0;
 }
 /* The live slots, as (code, slot) sort entries at their leaf's offset. */
-template <typename K>
-__global__ void live_slots_kernel(rdx_sp_nodes N, const int64_t *off, const K *pkey, K *k, int64_t *slot) {
+template <typename T, typename K>
+__global__ void live_slots_kernel(rdx_sp_nodes N, const int64_t *off, pcodes<T, K> pkey, K *k, int64_t *slot) {
   for_leaf_slots(N, [&](int64_t u, int64_t j, int64_t s) {
     k[off[u] + j] = pkey[s];
     slot[off[u] + j] = s;
@@ -709,7 +724,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
     RDX_CHECK(rs.get(&k2, (size_t)n_old, fn));
     leaf_len_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, len);
     RDX_CHECK(rs.cub(fn, [&](void *tmp, size_t &bytes) { return cub::DeviceScan::ExclusiveSum(tmp, bytes, len, off, nn, s); }));
-    live_slots_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, off, (const K *)pts->pool.key, k1, slot);
+    live_slots_kernel<T, K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, off, pcodes_of<T, K>(pts), k1, slot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: live slots kernel");
     cub::DoubleBuffer<K> kb(k1, k2);
     cub::DoubleBuffer<int64_t> sb(slot, slot2);
@@ -1031,9 +1046,9 @@ __global__ void pg_erase_kernel(const void *ids, int ids64, int64_t m, uint64_t 
 }
 
 /* One warp per old leaf whose points move: its surviving slots as (code, slot) entries at soff. */
-template <typename K>
+template <typename T, typename K>
 __global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int64_t *rl, const uint32_t *dead,
-                                 const K *pkey, K *sk, uint32_t *ss, qtot *tot) {
+                                 pcodes<T, K> pkey, K *sk, uint32_t *ss, qtot *tot) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
   for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < N.n; u += warps) {
@@ -1049,9 +1064,9 @@ __global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int6
 /* One block per split leaf (list[0..n)): its surviving slots as (code, slot) entries at soff,
  * sorted by code in shared memory. A leaf above the maximum depth holds at most the capacity,
  * so TB * IPT >= capacity covers every one (else pg_gather_kernel and a device sort serve). */
-template <typename K, int TB, int IPT>
+template <typename T, typename K, int TB, int IPT>
 __global__ void __launch_bounds__(TB) pg_sort_split_kernel(rdx_sp_nodes N, const int64_t *list, int64_t n, const int64_t *soff,
-                                                           const int64_t *rl, const uint32_t *dead, const K *pkey, int D,
+                                                           const int64_t *rl, const uint32_t *dead, pcodes<T, K> pkey, int D,
                                                            K *sk, uint32_t *ss, qtot *tot) {
   typedef cub::BlockRadixSort<K, TB, IPT, uint32_t> sort_t;
   typedef cub::BlockScan<int, TB> scan_t;
@@ -1174,7 +1189,7 @@ template <typename T, typename K>
 struct pgio {
   T *x, *y;
   uint64_t *id;
-  K *key;
+  K *key;             /* NULL: the pool keeps no codes (rdx_sp_qt_relayout_cuda's) */
   uint64_t *slot;
   const T *bxy;       /* the batch's points */
   const void *ids;    /* NULL for inserts: ids first_id + row */
@@ -1185,13 +1200,15 @@ struct pgio {
   const uint32_t *ss; /* sorted survivors' slots */
   __device__ void from_slot(int64_t d, int64_t sl) const {
     uint64_t v = id[sl];
-    x[d] = x[sl], y[d] = y[sl], id[d] = v, key[d] = key[sl];
+    x[d] = x[sl], y[d] = y[sl], id[d] = v;
+    if (key) key[d] = key[sl];
     slot[v] = (uint64_t)d;
   }
   __device__ void from_batch(int64_t d, int64_t j) const {
     const uint32_t r = irow[j];
     const uint64_t v = ids ? id_at(ids, ids64, r) : first_id + r;
-    x[d] = bxy[2 * (int64_t)r], y[d] = bxy[2 * (int64_t)r + 1], id[d] = v, key[d] = ik[j];
+    x[d] = bxy[2 * (int64_t)r], y[d] = bxy[2 * (int64_t)r + 1], id[d] = v;
+    if (key) key[d] = ik[j];
     slot[v] = (uint64_t)d;
   }
 };
@@ -1431,16 +1448,16 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   const int64_t n_split = (int64_t)H.splits;
   const unsigned sgrid = (unsigned)(n_split < 65535 ? (n_split > 0 ? n_split : 1) : 65535);
   if (st == RDX_OK && n_surv > 0 && block_sort) {
-    const K *pk = (const K *)pts->pool.key;
+    const pcodes<T, K> pk = pcodes_of<T, K>(pts);
     if (cap <= 1024)
-      pg_sort_split_kernel<K, 256, 4><<<sgrid, 256, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
+      pg_sort_split_kernel<T, K, 256, 4><<<sgrid, 256, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
     else
-      pg_sort_split_kernel<K, 512, 8><<<sgrid, 512, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
+      pg_sort_split_kernel<T, K, 512, 8><<<sgrid, 512, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: split sort kernel");
     rdx_trace(ctx, "qt paged update: split leaves sorted");
   } else if (st == RDX_OK && n_surv > 0) {
-    pg_gather_kernel<K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, O.soff, rl, dead, (const K *)pts->pool.key, sk, ss,
-                                                                 tot);
+    pg_gather_kernel<T, K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, O.soff, rl, dead, pcodes_of<T, K>(pts), sk,
+                                                                    ss, tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: gather kernel");
     cub::DoubleBuffer<K> kb2(sk, sk2);
     cub::DoubleBuffer<uint32_t> sb(ss, ss2);
