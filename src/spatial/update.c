@@ -442,9 +442,10 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * by about 10% at 4-6%, but with uniform or resampled moves it takes 20-35% less time to 5%; the
  * merge from 10% (bench/results/NVIDIA-H200, spatial_update*.csv, PROBES.md §21, §25). A paged
  * update first spreads the leaves out (rdx_sp_qt_relayout_cuda) when the index has no id map yet
- * or too little free pool for the batch; the free room it leaves is half the points plus twice
- * the batch. Pages that leaves give up are reused (update.cuh, pgfree), so a run of 3-5% batches
- * relayouts about once in 18 batches (2-3 ms each; PROBES.md §25). */
+ * or too little free pool for the batch; the free room it leaves is as many slots as points
+ * plus twice the batch (16 bytes a slot: paged pools keep no codes). Pages that leaves give up
+ * are reused (update.cuh, pgfree), so a run of 5% batches relayouts about once in 10-18 (0.6-0.7
+ * ms each on 16.5M points; PROBES.md §25, §26). */
 #define PAGED_SHARE 16
 
 /* The paged path's pages to reuse (update.cuh, pgfree) hold only under its own layout. */
@@ -467,7 +468,7 @@ static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_
   }
   const int64_t need = 2 * b->m + pts->n / 16 + 65536;
   if (pts->slot != NULL && pts->pool.cap - pts->pool.used >= need) return RDX_OK;
-  RDX_CHECK(rdx_sp_qt_relayout_cuda(ctx, pts, pts->n / 2 + 2 * b->m + 65536));
+  RDX_CHECK(rdx_sp_qt_relayout_cuda(ctx, pts, pts->n + 2 * b->m + 65536));
   relayouted(ctx, pts);
   return RDX_OK;
 }
