@@ -437,10 +437,11 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
 /* GPU quadtrees update paged (leaves with room, an id map; update_qt.cu) when the batch is at
  * most 1/PAGED_SHARE of the points, and otherwise by the merge into a dense pool in Morton
  * order, which costs one pass over the pool whatever the batch (RAYDEX_SP_UPDATE=paged or merge
- * forces one). On 16.5M taxi-like points on an H200, over runs of batches (relayouts included),
- * paging is ahead to 2% of the points moved to other hot spots, ties at 3% and trails the merge
- * by about 10% at 4-6%, but with uniform or resampled moves it takes 20-35% less time to 5%; the
- * merge from 10% (bench/results/NVIDIA-H200, spatial_update*.csv, PROBES.md §21, §25). A paged
+ * forces one). On 16.5M taxi-like points on an H200, over runs of 18 batches (relayouts
+ * included), paging is ahead of the merge to 4% of the points moved to other hot spots (0.67
+ * against 0.78 ms at 4%), ties at 5% (0.78 ms), and trails from 10% (1.21 against 0.96 ms); with
+ * uniform or resampled moves it takes 25-30% less time at 5% (bench/results/NVIDIA-H200,
+ * spatial_update*.csv, PROBES.md §21, §25, §26). A paged
  * update first spreads the leaves out (rdx_sp_qt_relayout_cuda) when the index has no id map yet
  * or too little free pool for the batch; the free room it leaves is as many slots as points
  * plus twice the batch (16 bytes a slot: paged pools keep no codes). Pages that leaves give up

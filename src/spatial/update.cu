@@ -318,11 +318,11 @@ __global__ void qt_place_kernel(rdx_sp_nodes N, const int64_t *nf, const int64_t
 
 }  // namespace
 
-/* A GPU quadtree's leaves spread out to room GROW(len) each, `headroom` free slots past them:
- * rdx_sp_relayout(wide) planned on the device, with no round trip of the nodes through the host
- * (whose copy goes stale). The paged update runs it whenever its free end runs short, every few
- * batches, so its cost is part of theirs: on an H200 with 16.5M points the host-planned relayout
- * took 6-7 ms, once in 9 batches of 3% or 5% moved (PROBES.md §25). */
+/* A GPU quadtree's leaves spread out to room GROW(len) each, `headroom` free slots past them, in
+ * a pool without codes: rdx_sp_relayout(wide) planned on the device, with no round trip of the
+ * nodes through the host (whose copy goes stale). The paged update runs it whenever its free end
+ * runs short, so its cost is part of the batches': on an H200 with 16.5M points the host-planned
+ * relayout took 6-7 ms, this one 0.6-0.8 ms (PROBES.md §25, §26). */
 extern "C" rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts, int64_t headroom) {
   const char *fn = "rdx_points update: relayout";
   const rdx_sp_nodes &N = pts->nodes;

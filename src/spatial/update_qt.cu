@@ -6,8 +6,9 @@
  *
  * PAGING (update_paged; G-PICS Section 5 with paging). Each leaf owns a page of pool slots
  * [fpos, fpos + room) whose first len hold its points, and an id -> slot map (pts->slot) finds
- * a point's slot; rdx_sp_relayout spreads a dense pool out so at the first paged update. Work
- * grows with the batch, not with the pool:
+ * a point's slot; rdx_sp_qt_relayout_cuda spreads a dense pool out so at the first paged update.
+ * The paged pool keeps no codes: kernels that need them derive them from the coordinates
+ * (pcodes). Work grows with the batch, not with the pool:
  *  1. pg_rows_kernel, one thread per row: ids checked against the map and claimed (a repeated
  *     id is an error), each vacated slot marked in a dead bitmap, new points checked and coded.
  *     The batch's codes are sorted (CUB).
@@ -41,13 +42,13 @@
  *
  * Both leave the nodes equal to a fresh build's with the same box. Costs on an H200, 16.5M
  * taxi-like f32 points, leaf capacity 1024, rebuild about 3.0-3.2 ms (bench/results/NVIDIA-H200,
- * spatial_update.csv, PROBES.md §21, §24, §25): paging takes about 0.42-0.49 ms at 1% of the
- * points moved and 0.58-0.65 ms at 3% for most batches (0.74 ms over a run of them, relayouts
- * included), its cost mostly random accesses (the moved points' four pool columns and id map
- * entries: the move kernel is 0.19 ms of a 3% update) and some 25 launches; the merge costs
- * about 0.4 ms of streaming over the pool whatever the batch (0.66-0.70 ms at 1%, 0.93-0.97 ms at
- * 10%, 2.0 ms at 50%). Paging needs about 53-68 bytes per point (spare room, free end, id map)
- * against the merge's 25.
+ * spatial_update.csv, PROBES.md §21, §24-§26): paging takes about 0.43-0.48 ms at 1% of the
+ * points moved and 0.60-0.63 ms at 3% for most batches (0.64-0.67 ms over a run of them,
+ * relayouts included), its cost mostly random accesses (the moved points' three pool columns and
+ * id map entries: the move kernel is about a third of a 5% update) and some 25 launches; the
+ * merge costs about 0.4 ms of streaming over the pool whatever the batch (0.68 ms at 1%, 0.92-0.96
+ * ms at 10%, 2.0 ms at 50%). Paging needs about 54-57 bytes per point (spare room, a free end as
+ * large as the points, id map) against the merge's 24-26.
  */
 #include "spatial/merge.cuh"
 
