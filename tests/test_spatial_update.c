@@ -256,6 +256,22 @@ static void random_batch(rdx_context *ctx, rdx_points *pts, rdx_points *twin, mo
   }
 }
 
+/* An eighth of the live points moved by new_place(style), in the model and the index. */
+static void move_eighth(rdx_context *ctx, rdx_points *pts, model *m, const double *box, int style) {
+  int64_t live = model_live(m), c = live / 8;
+  uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
+  float *xy = (float *)malloc((size_t)c * 8);
+  c = pick_ids(m, c, ids);
+  for (int64_t i = 0; i < c; i++) {
+    double nx, ny;
+    new_place(m, live, box, 0, 0, style, &nx, &ny);
+    m->x[ids[i]] = nx, m->y[ids[i]] = ny;
+    xy[2 * i] = (float)nx, xy[2 * i + 1] = (float)ny;
+  }
+  CHECK_OK(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F32)));
+  free(ids), free(xy);
+}
+
 static rdx_points *build_model(rdx_context *ctx, model *m, int gen, int64_t n, rdx_dtype dt, int kind, int cap,
                                int depth, const double *box) {
   pset p = pset_make(gen, n, dt);
@@ -525,21 +541,10 @@ int main(int argc, char **argv) {
     int64_t taken = 0;
     setenv("RAYDEX_SP_UPDATE", "paged", 1);
     for (int round = 0; pts && round < 10 && !check_failures_; round++) {
-      int64_t live = model_live(&m), c = live / 8;
-      uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
-      float *xy = (float *)malloc((size_t)c * 8);
-      c = pick_ids(&m, c, ids);
-      for (int64_t i = 0; i < c; i++) {
-        double nx, ny;
-        new_place(&m, live, box, 0, 0, round % 2 ? 3 : 2, &nx, &ny);
-        m.x[ids[i]] = nx, m.y[ids[i]] = ny;
-        xy[2 * i] = (float)nx, xy[2 * i + 1] = (float)ny;
-      }
-      CHECK_OK(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F32)));
+      move_eighth(ctx, pts, &m, box, round % 2 ? 3 : 2);
       taken += pts->stats.reused_pages;
       snprintf(pc_label, sizeof pc_label, "page reuse, round %d", round);
       check_against_model(ctx, pts, &m, 25);
-      free(ids), free(xy);
     }
     unsetenv("RAYDEX_SP_UPDATE");
     printf("page reuse: %lld pages reused, %lld relayouts\n", (long long)taken, pts ? (long long)pts->stats.relayouts : -1ll);
@@ -557,20 +562,9 @@ int main(int argc, char **argv) {
     rdx_points *pts = build_model(ctx, &m, GEN_CLUSTERED, 20000, RDX_F32, 0, 100, 16, box);
     setenv("RAYDEX_SP_UPDATE", "paged", 1);
     for (int round = 0; pts && round < 6 && !check_failures_; round++) {
-      int64_t live = model_live(&m), c = live / 8;
-      uint64_t *ids = (uint64_t *)malloc((size_t)c * 8);
-      float *xy = (float *)malloc((size_t)c * 8);
-      c = pick_ids(&m, c, ids);
-      for (int64_t i = 0; i < c; i++) {
-        double nx, ny;
-        new_place(&m, live, box, 0, 0, round % 2 ? 3 : 1, &nx, &ny);
-        m.x[ids[i]] = nx, m.y[ids[i]] = ny;
-        xy[2 * i] = (float)nx, xy[2 * i + 1] = (float)ny;
-      }
-      CHECK_OK(ctx, rdx_points_move(ctx, pts, rdx_host_array(ids, c, RDX_U64), rdx_host_matrix(xy, c, 2, RDX_F32)));
+      move_eighth(ctx, pts, &m, box, round % 2 ? 3 : 1);
       snprintf(pc_label, sizeof pc_label, "relayout, round %d, the batch", round);
       check_against_model(ctx, pts, &m, 10);
-      free(ids), free(xy);
       if (!pts->slot) {
         CHECK_FAIL_("%s: a paged update left no id map", pc_label);
         break;

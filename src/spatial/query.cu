@@ -400,12 +400,9 @@ __device__ __forceinline__ void ent_merge(double &d, uint64_t &id, int &e, int l
  * with close candidates and later chunks take the cheap reject only. Instead of a binary search,
  * each lane samples one of 32 evenly spaced codes; the query's code falls between the last
  * sample <= it and the next. */
-template <typename T>
 __device__ __forceinline__ int64_t knn_scan_start(const rdx_sp_view &v, int64_t p0, int64_t pn, uint64_t qc, int lane) {
   if (pn <= 64) return 0;
-  const int64_t p = p0 + (((int64_t)lane * pn) >> 5);
-  const uint64_t c = !v.pkey ? rdx_sp_point_key(&v.g, (double)((const T *)v.x)[p], (double)((const T *)v.y)[p]) /* paged */
-                     : v.key64 ? ((const uint64_t *)v.pkey)[p] : ((const uint32_t *)v.pkey)[p];
+  const uint64_t c = rdx_sp_slot_code(&v, p0 + (((int64_t)lane * pn) >> 5));
   const int nb = __popc(__ballot_sync(0xffffffffu, c <= qc)); /* samples 0 .. nb-1 are <= qc */
   const int64_t mid = nb == 0 ? 0 : (((int64_t)(2 * nb - 1) * pn) >> 6); /* between samples nb-1 and nb */
   const int64_t s0 = mid - 32; /* the first round of 64 points centred on it, inside the leaf */
@@ -458,7 +455,7 @@ __global__ void __launch_bounds__(32 * KNN_WARPS) knn_warp_kernel(rdx_sp_view v,
       if (size == k && rdx_sp_knn_prune(&v, md, wd)) continue;
       if (v.leaf[nd]) {
         const int64_t p0 = v.fpos[nd], pn = v.len[nd];
-        const int64_t s0 = KD ? 0 : knn_scan_start<T>(v, p0, pn, qc, lane);
+        const int64_t s0 = KD ? 0 : knn_scan_start(v, p0, pn, qc, lane);
         /* one chunk of 32 points whose coordinates (px, py) at slot p were loaded already; the
          * lane holds a point when in_leaf */
         auto chunk = [&](bool in_leaf, int64_t p, T px, T py) {

@@ -298,13 +298,18 @@ RDX_HD int rdx_sp_kd_child_slot(double m0, double m1, int s) {
  * round the leaf from there; its order never changes the answer (the top k by (d2, id) is
  * unique), so leaves that updates left unsorted, and k-d leaves (start 0), lose only the head
  * start. */
+/* The finest Morton code of a quadtree's pool slot p: stored, or (a paged GPU pool) from its point. */
+RDX_HD uint64_t rdx_sp_slot_code(const rdx_sp_view *v, int64_t p) {
+  if (!v->pkey) return rdx_sp_point_key(&v->g, rdx_sp_at(v->x, p, v->f64), rdx_sp_at(v->y, p, v->f64));
+  return v->key64 ? ((const uint64_t *)v->pkey)[p] : ((const uint32_t *)v->pkey)[p];
+}
+
 RDX_HD int64_t rdx_sp_leaf_scan_start(const rdx_sp_view *v, int64_t p0, int64_t pn, uint64_t qc, int k) {
   if (v->kd || pn <= k) return 0;
   int64_t lo = 0, hi = pn;
   while (lo < hi) {
     int64_t m = lo + (hi - lo) / 2;
-    uint64_t c = !v->pkey ? rdx_sp_point_key(&v->g, rdx_sp_at(v->x, p0 + m, v->f64), rdx_sp_at(v->y, p0 + m, v->f64)) /* paged */
-                 : v->key64 ? ((const uint64_t *)v->pkey)[p0 + m] : ((const uint32_t *)v->pkey)[p0 + m];
+    uint64_t c = rdx_sp_slot_code(v, p0 + m);
     if (c < qc) lo = m + 1;
     else hi = m;
   }

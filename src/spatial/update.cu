@@ -150,9 +150,10 @@ __global__ void relayout_kernel(const leaf_move *lm, int64_t n_leaves, dpool src
 /* The id map after a relayout, in id order: each entry's old slot lies in one leaf move's old
  * extent, and moves with it. The moves are sorted by old slot (from), and chunk[c] counts those
  * that start below slot c * REMAP_CHUNK, so a slot's move is found among the few that start in
- * its chunk, or the one before. Writing the map from the points instead is a random write per
- * point, and a binary search over all moves per id is 16 dependent loads: on an H200 with 16.5M
- * points, 1.35 ms and 0.56 ms (PROBES.md §26). */
+ * its chunk, or the one before. On an H200 with 16.5M points, writing the map from the points
+ * (a random write each) made the move kernel take 1.34-1.37 ms instead of 0.31-0.34, and a binary
+ * search over all moves per id (16 dependent loads) took 0.56 ms; this pass takes 0.14 ms
+ * (PROBES.md §26). */
 #define REMAP_CHUNK 64
 __global__ void remap_keys_kernel(const leaf_move *lm, int64_t n, uint32_t *key, uint32_t *idx) {
   SP_FOR(i, n) key[i] = lm[i].len > 0 ? (uint32_t)lm[i].from : 0xFFFFFFFFu, idx[i] = (uint32_t)i;
@@ -184,32 +185,33 @@ __global__ void remap_chunks_kernel(const uint32_t *from, const uint32_t *idx, i
     delta[c] = k == 1 ? lm[idx[one]].to - lm[idx[one]].from : REMAP_MIXED;
   }
 }
-__global__ void remap_ids_kernel(uint64_t *slot, int64_t n_ids, const uint32_t *from, const uint32_t *idx,
+/* The old map's n entries into the new map (entries past n stay none there). */
+__global__ void remap_ids_kernel(const uint64_t *slot, int64_t n, const uint32_t *from, const uint32_t *idx,
                                  const uint32_t *chunk, const int64_t *delta, int64_t n_chunks, const leaf_move *lm,
-                                 unsigned *bad) {
-  SP_FOR(i, n_ids) {
+                                 uint64_t *out, unsigned *bad) {
+  SP_FOR(i, n) {
     const uint64_t s = slot[i];
-    if (s == RDX_SP_NONE) continue;
+    uint64_t d = RDX_SP_NONE;
     const uint64_t c = s / REMAP_CHUNK;
-    if (c >= (uint64_t)n_chunks) {
+    if (s == RDX_SP_NONE) {
+    } else if (c >= (uint64_t)n_chunks) {
       *bad = 1u;
-      continue;
+    } else if (delta[c] != REMAP_MIXED) {
+      d = (uint64_t)((int64_t)s + delta[c]);
+    } else {
+      const int64_t e = first_from_at(from, chunk[c], chunk[c + 1], s); /* the first move past s */
+      const leaf_move L = e > 0 ? lm[idx[e - 1]] : leaf_move{0, 0, 0, 0, 0};
+      if (e == 0 || s - (uint64_t)L.from >= (uint64_t)L.len) *bad = 1u; /* a live id outside every leaf */
+      else d = (uint64_t)(L.to + (int64_t)(s - (uint64_t)L.from));
     }
-    const int64_t dl = delta[c];
-    if (dl != REMAP_MIXED) {
-      slot[i] = (uint64_t)((int64_t)s + dl);
-      continue;
-    }
-    const int64_t e = first_from_at(from, chunk[c], chunk[c + 1], s); /* the first move past s */
-    const leaf_move L = e > 0 ? lm[idx[e - 1]] : leaf_move{0, 0, 0, 0, 0};
-    if (e == 0 || s - (uint64_t)L.from >= (uint64_t)L.len) *bad = 1u; /* a live id outside every leaf */
-    else slot[i] = (uint64_t)(L.to + (int64_t)(s - (uint64_t)L.from));
+    out[i] = d;
   }
 }
 
 /* The points of the n_lm leaf moves d_lm (on the device) into a new pool of new_cap slots (with
- * a key column when keys), slots from zero_from on zeroed (below it, the moves' rooms), and the
- * id map pointed at them (made on first use); waits. On failure the index is as it was, except after a device error. */
+ * a key column when keys), slots from zero_from on zeroed (below it, the moves' rooms), and an id
+ * map pointed at them: the old one remapped into a new one, or, on first use, one written from
+ * the points; waits. On failure the index is as it was. */
 rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm, int64_t n_lm, int64_t new_cap,
                        int64_t zero_from, int keys) {
   const char *fn = "rdx_points update: relayout";
@@ -218,23 +220,14 @@ rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm,
   scratch mm(ctx);
   rdx_sp_pool np;
   RDX_CHECK(rdx_sp_pool_alloc(ctx, new_cap, pts->f64, !keys ? 0 : kd || pts->key64 ? 8 : 4, &np));
-  uint64_t *slot = pts->slot;
-  int64_t slot_cap = pts->slot_cap;
-  rdx_status st = RDX_OK;
-  if (slot == nullptr) {
-    slot_cap = (int64_t)pts->id_end + (int64_t)pts->id_end / 4 + 64;
-    st = rdx_mem_alloc(ctx, "rdx_points: id map", (void **)&slot, (size_t)slot_cap * 8, RDX_DEVICE);
-    if (st == RDX_OK) {
-      cudaError_t e = cudaMemsetAsync(slot, 0xFF, (size_t)slot_cap * 8, s);
-      if (e != cudaSuccess) {
-        rdx_mem_free(ctx, slot);
-        slot = nullptr;
-        st = rdx_cuda_fail(ctx, e, fn);
-      }
-    }
-  }
-  /* An id map to keep is remapped in id order (remap_ids_kernel); a new one is written per point. */
-  const int remap = slot == pts->slot && pts->pool.cap < (int64_t)UINT32_MAX && n_lm > 0;
+  const int remap = pts->slot != nullptr && pts->pool.cap < (int64_t)UINT32_MAX && n_lm > 0;
+  int64_t slot_cap = pts->slot ? pts->slot_cap : (int64_t)pts->id_end + (int64_t)pts->id_end / 4 + 64;
+  uint64_t *slot = nullptr;
+  rdx_status st = rdx_mem_alloc(ctx, "rdx_points: id map", (void **)&slot, (size_t)slot_cap * 8, RDX_DEVICE);
+  const int64_t n_old = pts->slot ? ((int64_t)pts->id_end < pts->slot_cap ? (int64_t)pts->id_end : pts->slot_cap) : 0;
+  const int64_t none_from = remap ? n_old : 0; /* entries the remap does not write start as none */
+  if (st == RDX_OK && none_from < slot_cap)
+    st = rdx_cuda_ok(ctx, cudaMemsetAsync(slot + none_from, 0xFF, (size_t)(slot_cap - none_from) * 8, s), fn);
   uint32_t *rk = nullptr, *ri = nullptr, *rk2 = nullptr, *ri2 = nullptr, *chunk = nullptr;
   int64_t *delta = nullptr;
   unsigned *bad = nullptr;
@@ -251,22 +244,23 @@ rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm,
   if (st == RDX_OK && remap) {
     remap_keys_kernel<<<blocks_for(n_lm, 256), 256, 0, s>>>(d_lm, n_lm, rk, ri);
     st = mm.cub(fn, [&](void *t, size_t &b) { return cub::DeviceRadixSort::SortPairs(t, b, kb, ib, n_lm, 0, 32, s); });
-    if (st == RDX_OK) remap_chunks_kernel<<<blocks_for(n_chunks + 1, 256), 256, 0, s>>>(kb.Current(), ib.Current(), n_lm, d_lm,
-                                                                         n_chunks, chunk, delta);
+    if (st == RDX_OK)
+      remap_chunks_kernel<<<blocks_for(n_chunks + 1, 256), 256, 0, s>>>(kb.Current(), ib.Current(), n_lm, d_lm, n_chunks,
+                                                                         chunk, delta);
   }
   rdx_trace(ctx, "relayout: pool and id map allocated, moves sorted");
   if (st == RDX_OK) st = pool_zero_from(ctx, &np, zero_from, pts->f64, fn);
   rdx_trace(ctx, "relayout: pool zeroed");
   if (st == RDX_OK && n_lm > 0) {
     const unsigned grid = n_lm < 65536 ? (unsigned)n_lm : 65536u;
-    relayout_kernel<<<grid, RELAYOUT_THREADS, 0, s>>>(d_lm, n_lm, pool_of(pts, &pts->pool), pool_of(pts, &np), kd, remap ? nullptr : slot);
+    relayout_kernel<<<grid, RELAYOUT_THREADS, 0, s>>>(d_lm, n_lm, pool_of(pts, &pts->pool), pool_of(pts, &np), kd,
+                                                      remap ? nullptr : slot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
   }
   rdx_trace(ctx, "relayout: points moved");
-  if (st == RDX_OK && remap) {
-    const int64_t n_ids = (int64_t)pts->id_end < slot_cap ? (int64_t)pts->id_end : slot_cap;
-    remap_ids_kernel<<<blocks_for(n_ids, 256), 256, 0, s>>>(slot, n_ids, kb.Current(), ib.Current(), chunk, delta,
-                                                            n_chunks, d_lm, bad);
+  if (st == RDX_OK && remap && n_old > 0) {
+    remap_ids_kernel<<<blocks_for(n_old, 256), 256, 0, s>>>(pts->slot, n_old, kb.Current(), ib.Current(), chunk, delta,
+                                                            n_chunks, d_lm, slot, bad);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
   }
   unsigned bad_h = 0;
@@ -275,10 +269,11 @@ rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm,
   if (st == RDX_OK && bad_h) st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: an id of the map outside every leaf", fn);
   rdx_trace(ctx, "relayout: id map");
   if (st != RDX_OK) {
-    if (slot != pts->slot) rdx_mem_free(ctx, slot);
+    if (slot) rdx_mem_free(ctx, slot);
     rdx_sp_pool_free(ctx, &np);
     return st;
   }
+  if (pts->slot) rdx_mem_free(ctx, pts->slot);
   pts->slot = slot;
   pts->slot_cap = slot_cap;
   np.used = new_cap;
