@@ -531,9 +531,11 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_query_alloc(rdx_context *ctx, const 
  * present (with the same ids); a quadtree then has the nodes of a fresh build with the same box
  * (only where each leaf keeps its points differs).
  * ids: u32 or u64, 1-D; points: (m, 2) of the index's dtype; host or device memory.
- * Quadtrees on a GPU merge each batch, sorted by Morton code, into their points, which stay in
- * Morton order as a bottom-up build leaves them; they keep a bit per id (in rdx_points_bytes).
- * The k-d tree, and the CPU backend, follow G-PICS: a movement check keeps points that stay in
+ * Quadtrees on a GPU page batches of up to 1/16 of the points (G-PICS's paging, planned on the
+ * device: each leaf keeps a page with spare room, and an id -> slot map finds a point; about 55
+ * bytes a point in all) and merge larger ones, sorted by Morton code, into their points, which
+ * then lie in Morton order as a bottom-up build leaves them, with a bit per id (about 25 bytes a
+ * point; rdx_points_bytes counts either). The k-d tree, and the CPU backend, follow G-PICS: a movement check keeps points that stay in
  * their leaf in place, the others find their new leaf, overfull leaves split and underfull
  * siblings merge, and only the leaves touched are rewritten; the first such update spreads the
  * leaves out with spare room and adds an id -> slot map (8 bytes per id). What an update adds
