@@ -385,7 +385,7 @@ void rdx_points_destroy(rdx_points *pts) {
     rdx_sp_nodes_free(ctx, &pts->nodes);
     rdx_sp_nodes_free(ctx, &pts->host);
     if (pts->slot) rdx_mem_free(ctx, pts->slot);
-    if (pts->pfree) rdx_mem_free(ctx, pts->pfree);
+    rdx_sp_drop_pages(ctx, pts);
     if (pts->live) rdx_mem_free(ctx, pts->live);
     if (pts->arena) rdx_mem_free(ctx, pts->arena);
   }

@@ -333,6 +333,9 @@ extern const rdx_sp_backend rdx_sp_cuda_backend;
  * it pages: leaves keep their pages and the map. Without one it merges: the pool comes out
  * dense and in Morton order (pts->sorted) and pts->live replaces the map. */
 rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);
+/* pts->pfree freed: the paged path's pages to reuse (update.cuh, pgfree) hold only under its own
+ * layout (update.c). */
+void rdx_sp_drop_pages(rdx_context *ctx, rdx_points *pts);
 /* A GPU quadtree's leaves spread out to room RDX_SP_GROW(len), headroom free slots past them:
  * rdx_sp_relayout(wide)'s moves planned on the device (update.cu; the caller does the rest of
  * what a relayout leaves behind: update.c, relayouted). */

@@ -449,11 +449,11 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * ms each on 16.5M points; PROBES.md §25, §26). */
 #define PAGED_SHARE 16
 
-/* The paged path's pages to reuse (update.cuh, pgfree) hold only under its own layout. */
-static void drop_pages(rdx_context *ctx, rdx_points *pts) {
+void rdx_sp_drop_pages(rdx_context *ctx, rdx_points *pts) {
   if (pts->pfree) rdx_mem_free(ctx, pts->pfree);
   pts->pfree = NULL, pts->pfree_k = 0, pts->pfree_bytes = 0;
 }
+
 static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b) {
   if (pts->kind != RDX_POINTS_QUADTREE) return RDX_OK;
   const char *e = getenv("RAYDEX_SP_UPDATE");
@@ -464,7 +464,7 @@ static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_
       rdx_mem_free(ctx, pts->slot);
       pts->slot = NULL, pts->slot_cap = 0;
     }
-    drop_pages(ctx, pts); /* and no pages to reuse */
+    rdx_sp_drop_pages(ctx, pts); /* and no pages to reuse */
     return RDX_OK;
   }
   const int64_t need = 2 * b->m + pts->n / 16 + 65536;
@@ -489,15 +489,21 @@ int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts) {
   return direct_update(ctx, pts) && pts->kind == RDX_POINTS_QUADTREE;
 }
 
+/* pts->stats at the start of an update: the last update's figures zeroed, those since the build
+ * (relayouts, growths) kept; returns them as they were, for a batch that fails. */
+static rdx_sp_stats stats_begin(rdx_points *pts) {
+  rdx_sp_stats was = pts->stats;
+  memset(&pts->stats.moved, 0, offsetof(rdx_sp_stats, relayouts) - offsetof(rdx_sp_stats, moved));
+  return was;
+}
+
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
   const char *fn = op_name(b->op);
   const rdx_sp_backend *be = backend_of(ctx);
   if (direct_update(ctx, pts)) {
     if (pts->kind == RDX_POINTS_QUADTREE) rdx_trace(ctx, "qt update call: start"); /* flushed by the update */
     RDX_CHECK(prepare_paged(ctx, pts, b));
-    rdx_sp_stats keep = pts->stats;
-    memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));
-    pts->stats.relayouts = keep.relayouts, pts->stats.growths = keep.growths;
+    rdx_sp_stats keep = stats_begin(pts);
     rdx_sp_found f;
     memset(&f, 0, sizeof f);
     rdx_status st = pts->kind == RDX_POINTS_QUADTREE ? rdx_sp_qt_update_cuda(ctx, pts, b, &f)
@@ -511,13 +517,11 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
     count_batch(pts, b, f.n_inplace);
     return RDX_OK;
   }
-  drop_pages(ctx, pts);
+  rdx_sp_drop_pages(ctx, pts);
   RDX_CHECK(rdx_sp_sync_host_nodes(ctx, pts)); /* the plan reads the host copy */
   if (pts->slot == NULL) RDX_CHECK(rdx_sp_relayout(ctx, pts, 0, 0)); /* first update: slot map, spare room */
   double t0 = rdx_now_ms(), t1 = t0, t2 = t0;
-  rdx_sp_stats keep_stats = pts->stats;
-  memset(&pts->stats.moved, 0, sizeof pts->stats - offsetof(rdx_sp_stats, moved));
-  pts->stats.relayouts = keep_stats.relayouts, pts->stats.growths = keep_stats.growths;
+  rdx_sp_stats keep_stats = stats_begin(pts);
 
   rdx_sp_work *w = NULL;
   rdx_sp_found f;

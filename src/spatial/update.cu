@@ -537,8 +537,7 @@ pgfree rdx_sp::pfree_of(const rdx_points *pts) {
 }
 
 void rdx_sp::pfree_reset(rdx_context *ctx, rdx_points *pts) {
-  if (pts->pfree) rdx_mem_free(ctx, pts->pfree);
-  pts->pfree = NULL, pts->pfree_k = 0, pts->pfree_bytes = 0;
+  rdx_sp_drop_pages(ctx, pts);
   const int K = (int)((RDX_SP_GROW(pts->cap) + PAGE_UNIT - 1) / PAGE_UNIT);
   std::vector<int64_t> off((size_t)K + 1, 0);
   for (int k = 0; k < K; k++) off[k + 1] = off[k] + pts->pool.cap / ((int64_t)PAGE_UNIT * (k + 1)) + 1;
