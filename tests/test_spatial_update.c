@@ -340,6 +340,7 @@ int main(int argc, char **argv) {
   static const double box[4] = {-60, 0, 160, 80};
   int64_t seen[2][6]; /* per kind family: splits, merges, relocated, new leaves, in place, left leaf */
   memset(seen, 0, sizeof seen);
+  int64_t ahead[2] = {0, 0}; /* GPU quadtrees: stats.ahead, stats.ahead_missed */
   static const int gens[] = {GEN_UNIFORM, GEN_CLUSTERED, GEN_DUPLICATES, GEN_GRID};
   static const struct {
     int cap, qdepth, kdepth;
@@ -369,9 +370,14 @@ int main(int argc, char **argv) {
         if (round % 4 == 3) setenv("RAYDEX_SP_UPDATE", "merge", 1);
         if (round == 6 || round == 7) setenv("RAYDEX_SP_UPDATE", "plan", 1);
         if (round % 8 >= 4) setenv("RAYDEX_SP_NODES", "sort", 1);
+        /* GPU quadtree batches launch their split work ahead of the plan's read, on scratch sized
+         * from the last batch: the forced rounds of the first half with no room to spare (a batch
+         * with more split work misses and launches again), one round never ahead */
+        if (round % 4 == 1 || round % 4 == 3) setenv("RAYDEX_SP_AHEAD", round < 8 ? "tight" : round == 13 ? "0" : "", 1);
         random_batch(ctx, pts, twin, &m, box);
         unsetenv("RAYDEX_SP_UPDATE");
         unsetenv("RAYDEX_SP_NODES");
+        unsetenv("RAYDEX_SP_AHEAD");
         const rdx_sp_stats *st = &pts->stats;
         int64_t *sn = seen[kind == 2];
         sn[0] += st->splits, sn[1] += st->merges, sn[2] += st->relocated, sn[3] += st->new_leaves;
@@ -381,10 +387,16 @@ int main(int argc, char **argv) {
         if (twin) same_kd_nodes(ctx, pts, twin);
         if (check_failures_) break;
       }
+      if (kind != 2) ahead[0] += pts->stats.ahead, ahead[1] += pts->stats.ahead_missed;
       rdx_points_destroy(twin);
       rdx_points_destroy(pts);
       model_free(&m);
     }
+  }
+  if (pc_gpu(ctx) && !check_filtered()) { /* both ways of a paged batch's split work ran */
+    printf("quadtree: %lld batches' split work ran ahead, %lld did not fit\n", (long long)ahead[0], (long long)ahead[1]);
+    if (ahead[0] == 0 || ahead[1] == 0) CHECK_FAIL_("paged split work ran ahead %lld times, missed %lld", (long long)ahead[0],
+                                                    (long long)ahead[1]);
   }
 
   /* the sequences reached every path of the planner; the GPU merges (both kinds) have no in-place

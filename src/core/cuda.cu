@@ -3,6 +3,7 @@
  * the account, copies, pointer checks and device information for rdx_info.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_util.cuh"
@@ -19,6 +20,8 @@ extern "C" int rdx_cuda_device_count(void) {
   }
   return cached;
 }
+
+static cudaError_t peek_make(rdx_context *ctx);
 
 extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
   int n = rdx_cuda_device_count();
@@ -46,11 +49,66 @@ extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
       if (cudaMemPoolSetAttribute(mp, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess) ctx->pooled = 1;
     }
   }
+  (void)peek_make(ctx); /* or at the first peek */
   (void)cudaGetLastError();
   return RDX_OK;
 }
 
+struct peek_state {
+  cudaStream_t side;
+  cudaEvent_t at;
+  void *buf; /* RDX_PEEK_MAX pinned bytes */
+};
+
+static void peek_destroy(rdx_context *ctx) {
+  peek_state *p = (peek_state *)ctx->peek;
+  if (!p) return;
+  if (p->side) cudaStreamSynchronize(p->side), cudaStreamDestroy(p->side);
+  if (p->at) cudaEventDestroy(p->at);
+  if (p->buf) cudaFreeHost(p->buf);
+  free(p);
+  ctx->peek = NULL;
+  (void)cudaGetLastError();
+}
+
+/* Made with the context (a pinned allocation costs about a millisecond, too much for the first
+ * update that peeks), or by the first peek if that failed. */
+static cudaError_t peek_make(rdx_context *ctx) {
+  if (ctx->peek) return cudaSuccess;
+  peek_state *p = (peek_state *)calloc(1, sizeof *p);
+  if (!p) return cudaErrorMemoryAllocation;
+  ctx->peek = p;
+  cudaError_t e = cudaStreamCreateWithFlags(&p->side, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->at, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaMallocHost(&p->buf, RDX_PEEK_MAX);
+  if (e != cudaSuccess) peek_destroy(ctx);
+  return e;
+}
+static rdx_status peek_init(rdx_context *ctx, const char *what) {
+  cudaError_t e = peek_make(ctx);
+  return e == cudaSuccess ? RDX_OK : rdx_cuda_fail(ctx, e, what);
+}
+
+extern "C" rdx_status rdx_cuda_peek_start(rdx_context *ctx, const void *dev, size_t bytes, const char *what) {
+  if (bytes > RDX_PEEK_MAX) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a peek of %zu bytes", what, bytes);
+  RDX_CHECK(peek_init(ctx, what));
+  peek_state *p = (peek_state *)ctx->peek;
+  RDX_CUDA(ctx, cudaEventRecord(p->at, rdx_stream(ctx)), what);
+  RDX_CUDA(ctx, cudaStreamWaitEvent(p->side, p->at, 0), what);
+  RDX_CUDA(ctx, cudaMemcpyAsync(p->buf, dev, bytes, cudaMemcpyDeviceToHost, p->side), what);
+  return RDX_OK;
+}
+
+extern "C" rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t bytes, const char *what) {
+  peek_state *p = (peek_state *)ctx->peek;
+  if (!p || bytes > RDX_PEEK_MAX) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a peek wait without its start", what);
+  RDX_CUDA(ctx, cudaStreamSynchronize(p->side), what);
+  memcpy(host, p->buf, bytes);
+  return RDX_OK;
+}
+
 extern "C" void rdx_cuda_context_fini(rdx_context *ctx) {
+  peek_destroy(ctx);
   if (ctx->stream) {
     cudaStreamSynchronize(rdx_stream(ctx));
     cudaStreamDestroy(rdx_stream(ctx));

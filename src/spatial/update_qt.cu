@@ -21,7 +21,9 @@
  *     mid-way wait): bad ids or points leave the index as it was; otherwise all memory the
  *     update needs is taken before the first write.
  *  3. Each split leaf's survivors are sorted in one block (pg_sort_split_kernel) and its subtree
- *     is built over them and its incoming (split_tree_kernel); new leaves take new pages.
+ *     is built over them and its incoming (split_tree_kernel); new leaves take new pages. Both
+ *     are launched before the host's read (qspec), which a side stream makes (rdx_cuda_peek_*),
+ *     so the GPU works on while the host reads and allocates.
  *  4. pg_plan_kernel, a warp per node: a kept leaf repairs its page in place (incoming fill the
  *     holes, then tail points fill the rest, the leftover incoming are appended); moved and new
  *     leaves list where their points go. pg_move_kernel then moves every point that moves,
@@ -38,7 +40,8 @@
  * pool: tiles of TILE slots, one block each (merge_tile_kernel drops the claimed slots, ranks
  * the survivors with a decoupled look-back, and places them and the batch points of its tile;
  * merge_crowded_kernel places those of tiles that receive more than a block caches). Node
- * counts are binary searches over the merged codes.
+ * counts are binary searches over the merged codes; the split subtrees are launched ahead of
+ * the host's read as in paging.
  *
  * Both leave the nodes equal to a fresh build's with the same box. Costs on an H200, 16.5M
  * taxi-like f32 points, leaf capacity 1024, rebuild about 3.0-3.2 ms (bench/results/NVIDIA-H200,
@@ -89,6 +92,19 @@ struct qtot {
                                of BFS order */
   unsigned long long nodes, groups, subnodes, subused, splits, merges, new_leaves;
   unsigned long long surv, pages, pgused, holes, relocs, freed, reused; /* paged path */
+};
+
+/* A launch made before the host has read the plan's totals (update_paged launches the split
+ * leaves' sort and subtrees ahead of its mid-way read, on scratch sized from the last batch):
+ * it takes its counts from the totals t and runs only when they fit that scratch, the test the
+ * host repeats once it has read them, launching again with exact sizes if they did not. t NULL:
+ * the launch's own counts hold. */
+struct qspec {
+  const qtot *t;
+  unsigned long long surv, subnodes, groups; /* the scratch's room */
+  __host__ __device__ bool fits(const qtot &h) const {
+    return h.bad == 0 && h.surv <= surv && h.subnodes <= subnodes && h.groups <= groups;
+  }
 };
 
 /* The pool's Morton codes as kernels read them: its key column, or, in a paged pool, which keeps
@@ -301,10 +317,15 @@ struct qlevels {
  * the leaf's first pool slot. */
 template <typename K>
 __global__ void split_tree_kernel(const qgroup *groups, int64_t ng, sublists<K> L, int D, int64_t cap, qnode *out,
-                                  qlevels Q, qtot *tot) {
+                                  qlevels Q, qtot *tot, qspec sp) {
   const unsigned FULL = 0xffffffffu;
   __shared__ int64_t head, tail, next;
   __shared__ int wsum[32];
+  if (sp.t) {
+    if (!sp.fits(*sp.t)) return;
+    ng = (int64_t)sp.t->groups;
+    if (L.paged) L.na = (int64_t)sp.t->surv; /* the merge's list is its new pool, whose size the host knows */
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
   for (int64_t g = blockIdx.x; g < ng; g += gridDim.x) {
     const qgroup G = groups[g];
@@ -579,13 +600,14 @@ __global__ void node_place_kernel(qlist L, int64_t n_subs, rdx_sp_nodes N, const
 
 /* ---- what both updates do on the host ---- */
 
-/* The host's mid-way wait: the totals into *H. A bad point or id ends the update with nothing
- * changed (*go = 0; b->bad_xy, or f->bad_row from check_ids, tells the caller); any other
- * check bit is an internal error. */
+/* The host's mid-way wait: the totals into *H (by the peek when split work was launched ahead:
+ * sp.t). A bad point or id ends the update with nothing changed (*go = 0; b->bad_xy, or
+ * f->bad_row from check_ids, tells the caller); any other check bit is an internal error. */
 rdx_status read_plan(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f, scratch &mm, const qtot *tot,
-                     qtot *H, int *go, const char *fn) {
+                     const qspec &sp, qtot *H, int *go, const char *fn) {
   *go = 0;
-  RDX_CHECK(to_host(ctx, H, tot, 1, fn));
+  if (sp.t) RDX_CHECK(rdx_cuda_peek_wait(ctx, H, sizeof *H, fn)); /* the plan alone, not the work launched ahead */
+  else RDX_CHECK(to_host(ctx, H, tot, 1, fn));
   if (H->bad & 4) {
     b->bad_xy = 1;
     return RDX_OK;
@@ -643,6 +665,57 @@ rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng,
   RDX_CHECK(mm.get(&O->Q.cnt, (size_t)ng * lv + 1, fn));
   O->Q.lv = lv;
   return RDX_OK;
+}
+
+/* The room of split work launched ahead of the plan's read (qspec; sp.t NULL: not ahead), from
+ * the last batch's per batch row, with half as much again. RAYDEX_SP_AHEAD=0 never launches
+ * ahead; =tight (the tests) gives no room to spare, so a batch with more split work than the
+ * last misses. *grid: blocks for the split leaves' sort. */
+qspec ahead_room(const rdx_points *pts, int64_t m_new, qtot *tot, int64_t *grid) {
+  const char *e = getenv("RAYDEX_SP_AHEAD");
+  const auto &G = pts->plan_last;
+  qspec sp = {};
+  if (m_new == 0 || G.m == 0 || (e && strcmp(e, "0") == 0)) return sp;
+  const int tight = e && strcmp(e, "tight") == 0;
+  const double r = (tight ? 1.0 : 1.5) * (double)m_new / (double)G.m;
+  const unsigned long long slack = tight ? 0 : 1024;
+  sp.t = tot;
+  sp.surv = (unsigned long long)(r * (double)G.surv) + slack;
+  sp.subnodes = (unsigned long long)(r * (double)G.subnodes) + slack;
+  sp.groups = (unsigned long long)(r * (double)G.groups) + slack / 64;
+  if (sp.groups > ORDER_MAX_GROUPS) sp.groups = ORDER_MAX_GROUPS; /* the node order's mode stays the host's */
+  *grid = (int64_t)(r * (double)G.splits) + 64;
+  if (*grid > 65535) *grid = 65535;
+  return sp;
+}
+
+/* Split work launched ahead of the plan's read (sp.t set): the subtrees' scratch sized by sp's
+ * room (*sub, *O), the peek of the totals tot, then before_tree() (the paged path's sort of
+ * split leaves) and the subtrees. */
+template <typename K, typename F>
+rdx_status launch_ahead(scratch &mm, const qspec &sp, qtot *tot, const rdx_sp_nodes &old, const int64_t *kidx, int D,
+                        int64_t cap, const qgroup *groups, const sublists<K> &L, qnode **sub, qorder *O, F before_tree,
+                        const char *fn) {
+  rdx_context *ctx = mm.ctx;
+  cudaStream_t s = rdx_stream(ctx);
+  RDX_CHECK(mm.get(sub, (size_t)sp.subnodes + 1, fn));
+  RDX_CHECK(order_alloc(mm, kidx, old.n, (int64_t)sp.groups, old.n + (int64_t)sp.subnodes, D, O, fn));
+  RDX_CHECK(rdx_cuda_peek_start(ctx, tot, sizeof *tot, fn));
+  before_tree();
+  RDX_CUDA(ctx, sp_fill(*sub, (size_t)sp.subnodes * sizeof(qnode), 0xFFFFFFFFu, s), fn);
+  split_tree_kernel<K><<<(unsigned)(sp.groups > 0 ? sp.groups : 1), SPLIT_THREADS, 0, s>>>(groups, 0, L, D, cap, *sub,
+                                                                                           O->Q, tot, sp);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_points update: split kernels (ahead)");
+  return RDX_OK;
+}
+
+/* After the plan's read H: whether the split work launched ahead (sp) ran, counted in the stats;
+ * and this batch's figures kept for the next one's room. */
+int ahead_done(rdx_points *pts, const qspec &sp, const qtot &H, int64_t m_new) {
+  const int ran = sp.t && sp.fits(H);
+  pts->stats.ahead += ran, pts->stats.ahead_missed += sp.t && !ran;
+  if (m_new > 0) pts->plan_last = {m_new, (int64_t)H.surv, (int64_t)H.subnodes, (int64_t)H.groups, (int64_t)H.splits};
+  return ran;
 }
 
 /* The new nodes into *nodes at their BFS places, by counts (after split_tree_kernel filled O.Q). */
@@ -787,26 +860,39 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   rdx_trace(ctx, "qt update: node counts");
   decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, keys, parent, have, A, C, D, cap, tn, kidx, groups, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
+  /* the split subtrees launched ahead of the plan's read, as update_paged does */
+  int64_t grid_unused = 0;
+  qspec sp = ahead_room(pts, m_new, tot, &grid_unused);
+  qnode *sub = NULL;
+  qorder O;
+  if (sp.t) {
+    sp.surv = ~0ull; /* the merge has no survivor lists */
+    const sublists<K> L = {keys, n_new, nullptr, 0, 0, 0, 0};
+    RDX_CHECK(launch_ahead(mm, sp, tot, pts->nodes, kidx, D, cap, groups, L, &sub, &O, [] {}, fn));
+    rdx_trace(ctx, "qt update: split subtrees launched ahead");
+  }
   qtot H;
   int go;
-  RDX_CHECK(read_plan(ctx, pts, b, f, mm, tot, &H, &go, fn)); /* the host's wait */
+  RDX_CHECK(read_plan(ctx, pts, b, f, mm, tot, sp, &H, &go, fn)); /* the host's wait */
   rdx_trace(ctx, "qt update: plan");
   if (!go) return RDX_OK;
+  const int ran_ahead = ahead_done(pts, sp, H, m_new);
   const int64_t n_base = (int64_t)H.nodes, ng = (int64_t)H.groups, n_sort = n_base + (int64_t)H.subnodes;
   if (rdx_trace_on())
     fprintf(stderr, "[raydex trace] qt update: %lld rows, %lld nodes, %lld kept, %lld groups (%llu splits, %llu new), "
-            "%llu merges\n", (long long)m, (long long)nn, (long long)n_base, (long long)ng, H.splits, H.new_leaves, H.merges);
+            "%llu merges; split subtrees %s\n", (long long)m, (long long)nn, (long long)n_base, (long long)ng, H.splits,
+            H.new_leaves, H.merges, ran_ahead ? "ran ahead" : sp.t ? "did not fit ahead" : "not ahead");
   double t1 = rdx_now_ms();
 
-  qnode *sub;
-  RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
+  if (!ran_ahead) {
+    RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
+    RDX_CHECK(order_alloc(mm, kidx, nn, ng, n_sort, D, &O, fn));
+  }
   const qlist nl = {tn, sub, n_base};
-  qorder O;
-  RDX_CHECK(order_alloc(mm, kidx, nn, ng, n_sort, D, &O, fn));
-  if (ng > 0) {
+  if (ng > 0 && !ran_ahead) {
     RDX_CUDA(ctx, sp_fill(sub, (size_t)(n_sort - n_base) * sizeof(qnode), 0xFFFFFFFFu, s), fn);
     const sublists<K> L = {keys, n_new, nullptr, 0, 0, 0, 0};
-    split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, O.Q, tot);
+    split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, O.Q, tot, qspec{});
     SP_LAUNCH_CHECK(ctx, "rdx_points update: split tree kernel");
     rdx_trace(ctx, "qt update: split subtrees");
   }
@@ -1068,7 +1154,7 @@ __global__ void pg_gather_kernel(rdx_sp_nodes N, const int64_t *soff, const int6
 template <typename T, typename K, int TB, int IPT>
 __global__ void __launch_bounds__(TB) pg_sort_split_kernel(rdx_sp_nodes N, const int64_t *list, int64_t n, const int64_t *soff,
                                                            const int64_t *rl, const uint32_t *dead, pcodes<T, K> pkey, int D,
-                                                           K *sk, uint32_t *ss, qtot *tot) {
+                                                           K *sk, uint32_t *ss, qtot *tot, qspec sp) {
   typedef cub::BlockRadixSort<K, TB, IPT, uint32_t> sort_t;
   typedef cub::BlockScan<int, TB> scan_t;
   __shared__ union {
@@ -1079,6 +1165,10 @@ __global__ void __launch_bounds__(TB) pg_sort_split_kernel(rdx_sp_nodes N, const
       uint32_t v[TB * IPT];
     } stage;
   } sm;
+  if (sp.t) {
+    if (!sp.fits(*sp.t)) return;
+    n = (int64_t)sp.t->splits;
+  }
   for (int64_t g = blockIdx.x; g < n; g += gridDim.x) {
     const int64_t u = list[g], f = N.fpos[u], len = N.len[u], o = soff[u];
     K k[IPT];
@@ -1364,18 +1454,48 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, F, tn, kidx, groups, O, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   rdx_trace(ctx, "qt paged update: decisions");
+
+  /* 3: the split leaves' sort and subtrees, launched ahead of the host's read of the plan (a
+   * peek on a side stream) on scratch sized from the last batch, so the GPU does not wait while
+   * the host reads and allocates (about 50 us of a 5% batch: PROBES.md section 27). They write
+   * only scratch, the totals and the reused pages' stacks (which the guard restores), and run
+   * only if the plan fits the scratch (qspec); if not, the host launches them again with exact
+   * sizes. */
+  const int block_sort = cap <= 4096; /* split leaves sorted one block each (pg_sort_split_kernel) */
+  int64_t grid = 0;
+  qspec sp = block_sort ? ahead_room(pts, m_new, tot, &grid) : qspec{};
+  K *sk = NULL, *sk2 = NULL;
+  uint32_t *ss = NULL, *ss2 = NULL;
+  qnode *sub = NULL;
+  qorder QO;
+  if (sp.t) {
+    RDX_CHECK(mm.get(&sk, (size_t)sp.surv, fn));
+    RDX_CHECK(mm.get(&ss, (size_t)sp.surv, fn));
+    const pcodes<T, K> pk = pcodes_of<T, K>(pts);
+    const sublists<K> L = {sk, 0, ik, m_new, page_base, 1, block_sort, F};
+    RDX_CHECK(launch_ahead(mm, sp, tot, pts->nodes, kidx, D, cap, groups, L, &sub, &QO, [&] {
+      if (cap <= 1024)
+        pg_sort_split_kernel<T, K, 256, 4><<<(unsigned)grid, 256, 0, s>>>(pts->nodes, O.split, 0, O.soff, rl, dead, pk, D, sk, ss,
+                                                                          tot, sp);
+      else
+        pg_sort_split_kernel<T, K, 512, 8><<<(unsigned)grid, 512, 0, s>>>(pts->nodes, O.split, 0, O.soff, rl, dead, pk, D, sk, ss,
+                                                                          tot, sp);
+    }, fn));
+    rdx_trace(ctx, "qt paged update: split work launched ahead");
+  }
   qtot H;
   int go;
-  RDX_CHECK(read_plan(ctx, pts, b, f, mm, tot, &H, &go, fn)); /* the host's wait */
+  RDX_CHECK(read_plan(ctx, pts, b, f, mm, tot, sp, &H, &go, fn)); /* the host's wait */
   rdx_trace(ctx, "qt paged update: the host read the plan");
   if (!go) return RDX_OK;
+  const int ran_ahead = ahead_done(pts, sp, H, m_new);
   const int64_t n_base = (int64_t)H.nodes, ng = (int64_t)H.groups, n_sort = n_base + (int64_t)H.subnodes;
   const int64_t n_surv = (int64_t)H.surv;
   if (rdx_trace_on())
     fprintf(stderr, "[raydex trace] qt paged update: %lld rows, %lld nodes, %lld kept, %lld groups (%llu splits, %llu new, "
-            "%llu relocated), %llu merges, %lld survivors moved, %llu holes, %llu page slots\n", (long long)m,
-            (long long)nn, (long long)n_base, (long long)ng, H.splits, H.new_leaves, H.relocs, H.merges,
-            (long long)n_surv, H.holes, H.pages);
+            "%llu relocated), %llu merges, %lld survivors moved, %llu holes, %llu page slots; split work %s\n",
+            (long long)m, (long long)nn, (long long)n_base, (long long)ng, H.splits, H.new_leaves, H.relocs, H.merges,
+            (long long)n_surv, H.holes, H.pages, ran_ahead ? "ran ahead" : sp.t ? "did not fit ahead" : "not ahead");
   double t1 = rdx_now_ms();
 
   /* 3: room. A larger pool or id map changes nothing visible, so either may be swapped in before
@@ -1392,12 +1512,9 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   }
   const int64_t cap_slots = pts->pool.cap;
   if (cap_slots >= ((int64_t)1 << 32)) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: paged pool past 2^32 slots", fn);
-  K *sk = NULL, *sk2 = NULL;
-  uint32_t *ss = NULL, *ss2 = NULL;
   pgdst dst;
   const int64_t n_moves = (int64_t)H.holes;
-  const int block_sort = cap <= 4096; /* split leaves sorted one block each (pg_sort_split_kernel) */
-  if (n_surv > 0) {
+  if (n_surv > 0 && !ran_ahead) {
     RDX_CHECK(mm.get(&sk, (size_t)n_surv, fn));
     RDX_CHECK(mm.get(&ss, (size_t)n_surv, fn));
     if (!block_sort) {
@@ -1409,12 +1526,12 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&dst.dinc, (size_t)m_new + 1, fn));
   RDX_CHECK(mm.get(&dst.msrc, (size_t)n_moves + 1, fn));
   RDX_CHECK(mm.get(&dst.mdst, (size_t)n_moves + 1, fn));
-  qnode *sub;
-  RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
+  if (!ran_ahead) {
+    RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
+    RDX_CHECK(order_alloc(mm, kidx, nn, ng, n_sort, D, &QO, fn));
+  }
   const qlist nl = {tn, sub, n_base};
   rdx_trace(ctx, "qt paged update: pool room, scratch");
-  qorder QO;
-  RDX_CHECK(order_alloc(mm, kidx, nn, ng, n_sort, D, &QO, fn));
   rdx_sp_nodes nodes;
   memset(&nodes, 0, sizeof nodes);
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_sort, RDX_DEVICE, &nodes));
@@ -1448,12 +1565,15 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (n_moves > 0) st = rdx_cuda_ok(ctx, sp_fill(dst.msrc, (size_t)n_moves * 4, 0xFFFFFFFFu, s), fn);
   const int64_t n_split = (int64_t)H.splits;
   const unsigned sgrid = (unsigned)(n_split < 65535 ? (n_split > 0 ? n_split : 1) : 65535);
-  if (st == RDX_OK && n_surv > 0 && block_sort) {
+  if (ran_ahead) {
+  } else if (st == RDX_OK && n_surv > 0 && block_sort) {
     const pcodes<T, K> pk = pcodes_of<T, K>(pts);
     if (cap <= 1024)
-      pg_sort_split_kernel<T, K, 256, 4><<<sgrid, 256, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
+      pg_sort_split_kernel<T, K, 256, 4><<<sgrid, 256, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot,
+                                                               qspec{});
     else
-      pg_sort_split_kernel<T, K, 512, 8><<<sgrid, 512, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot);
+      pg_sort_split_kernel<T, K, 512, 8><<<sgrid, 512, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot,
+                                                               qspec{});
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: split sort kernel");
     rdx_trace(ctx, "qt paged update: split leaves sorted");
   } else if (st == RDX_OK && n_surv > 0) {
@@ -1468,10 +1588,11 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
       });
     sk = kb2.Current(), ss = sb.Current();
   }
-  if (st == RDX_OK && ng > 0) {
+  if (st == RDX_OK && ng > 0 && !ran_ahead) {
     st = rdx_cuda_ok(ctx, sp_fill(sub, (size_t)(n_sort - n_base) * sizeof(qnode), 0xFFFFFFFFu, s), fn);
     const sublists<K> L = {sk, n_surv, ik, m_new, page_base, 1, block_sort, F};
-    if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, QO.Q, tot);
+    if (st == RDX_OK)
+      split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, QO.Q, tot, qspec{});
     rdx_trace(ctx, "qt paged update: split subtrees");
   }
   if (st == RDX_OK && maybe_short) { /* the pages taken, now known */
