@@ -444,7 +444,8 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * spatial_update*.csv, PROBES.md §21, §25, §26). A paged
  * update first spreads the leaves out (rdx_sp_qt_relayout_cuda) when the index has no id map yet
  * or too little free pool for the batch; the free room it leaves is as many slots as points
- * plus twice the batch (16 bytes a slot: paged pools keep no codes). Pages that leaves give up
+ * plus twice the largest batch that pages (n/8, or twice this one if it is larger; 16 bytes a
+ * slot: paged pools keep no codes). Pages that leaves give up
  * are reused (update.cuh, pgfree), so a run of 5% batches relayouts about once in 10-18 (0.6-0.7
  * ms each on 16.5M points; PROBES.md §25, §26). */
 #define PAGED_SHARE 16
@@ -469,7 +470,8 @@ static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_
   }
   const int64_t need = 2 * b->m + pts->n / 16 + 65536;
   if (pts->slot != NULL && pts->pool.cap - pts->pool.used >= need) return RDX_OK;
-  RDX_CHECK(rdx_sp_qt_relayout_cuda(ctx, pts, pts->n + 2 * b->m + 65536));
+  const int64_t twice = 2 * b->m > pts->n / 8 ? 2 * b->m : pts->n / 8; /* twice any batch that pages by itself */
+  RDX_CHECK(rdx_sp_qt_relayout_cuda(ctx, pts, pts->n + twice + 65536));
   relayouted(ctx, pts);
   return RDX_OK;
 }

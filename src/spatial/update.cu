@@ -334,7 +334,12 @@ extern "C" rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts,
   RDX_CUDA(ctx, cudaGetLastError(), fn);
   RDX_CHECK(to_host(ctx, &total, nf + N.n, 1, fn));
   rdx_trace(ctx, "relayout: planned");
-  RDX_CHECK(relayout_to(ctx, pts, lm, N.n, total + headroom, total, 0));
+  /* The new pool's size in steps of n/16, so that the next relayout usually asks for no more than
+   * this one frees: the stream-ordered pool then hands the freed block back at once, where fresh
+   * memory (pool and id map, about 0.75 GB for 16.5M points) took 1.0-1.4 ms to map on an H200
+   * (PROBES.md section 27). */
+  const int64_t step = pts->n / 16 > 65536 ? pts->n / 16 : 65536;
+  RDX_CHECK(relayout_to(ctx, pts, lm, N.n, (total + headroom + step - 1) / step * step, total, 0));
   qt_place_kernel<<<blocks_for(N.n, 256), 256, 0, s>>>(N, nf, room); /* a device error here is fatal anyway */
   RDX_CHECK(rdx_cuda_ok(ctx, cudaGetLastError(), fn));
   RDX_CHECK(rdx_cuda_sync(ctx, fn));
