@@ -438,16 +438,16 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * most 1/PAGED_SHARE of the points, and otherwise by the merge into a dense pool in Morton
  * order, which costs one pass over the pool whatever the batch (RAYDEX_SP_UPDATE=paged or merge
  * forces one). On 16.5M taxi-like points on an H200, over runs of 18 batches (relayouts
- * included), paging is ahead of the merge to 4% of the points moved to other hot spots (0.67
- * against 0.78 ms at 4%), ties at 5% (0.78 ms), and trails from 10% (1.21 against 0.96 ms); with
+ * included), paging is ahead of the merge to 4% of the points moved to other hot spots (0.68
+ * against 0.77 ms at 4%), ties at 5% (0.75 ms), and trails from 10% (1.13 against 0.92 ms); with
  * uniform or resampled moves it takes 25-30% less time at 5% (bench/results/NVIDIA-H200,
- * spatial_update*.csv, PROBES.md §21, §25, §26). A paged
+ * spatial_update*.csv, PROBES.md §21, §25-§27). A paged
  * update first spreads the leaves out (rdx_sp_qt_relayout_cuda) when the index has no id map yet
  * or too little free pool for the batch; the free room it leaves is as many slots as points
  * plus twice the largest batch that pages (n/8, or twice this one if it is larger; 16 bytes a
  * slot: paged pools keep no codes). Pages that leaves give up
- * are reused (update.cuh, pgfree), so a run of 5% batches relayouts about once in 10-18 (0.6-0.7
- * ms each on 16.5M points; PROBES.md §25, §26). */
+ * are reused (update.cuh, pgfree), so a run of 5% batches relayouts about once in 10-18 (0.7-0.8
+ * ms each on 16.5M points; PROBES.md §25-§27). */
 #define PAGED_SHARE 16
 
 void rdx_sp_drop_pages(rdx_context *ctx, rdx_points *pts) {
