@@ -58,7 +58,8 @@ struct rdx_context {
   rdx_pool *pool;               /* owned; NULL until first parallel call */
   void *stream;                 /* cudaStream_t, owned; NULL on CPU */
   void *peek;                   /* cuda.cu's side stream, event and pinned bytes for
-                                   rdx_cuda_peek_*; NULL until first used */
+                                   rdx_cuda_peek_*, made with the context (or, if that
+                                   failed, by the first peek) */
   int pooled;                   /* device memory from the stream-ordered pool (cuda.cu) */
   double trace_ms;              /* time of the last rdx_trace mark */
   struct {                      /* freed large host blocks kept for reuse (memory.c) */

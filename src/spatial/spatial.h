@@ -82,8 +82,8 @@ typedef struct rdx_sp_stats {
   int64_t splits, merges, relocated, new_leaves;
   int64_t reused_pages;      /* last update: pages of earlier ones a paged GPU quadtree reused */
   int64_t relayouts, growths; /* since the build: relayouts, and growths of a paged pool */
-  int64_t ahead, ahead_missed; /* since the build: paged GPU batches whose split work ran ahead of
-                                the plan's read, and those whose work launched ahead did not fit */
+  int64_t ahead, ahead_missed; /* since the build: GPU quadtree batches whose split work ran ahead
+                                of the plan's read, and those whose work launched ahead did not fit */
 } rdx_sp_stats;
 
 struct rdx_points {
@@ -119,9 +119,9 @@ struct rdx_points {
                                 leaf order without codes); the merges need it */
   struct {
     int64_t m, surv, subnodes, groups, splits;
-  } plan_last;               /* GPU paged quadtree updates: the last batch's rows and split work, which
-                                size the next batch's split work launched ahead of its plan's read
-                                (update_qt.cu, qspec); m = 0 before the first */
+  } plan_last;               /* GPU quadtree updates (paged or merged): the last batch's rows and
+                                split work, which size the next batch's split work launched ahead of
+                                its plan's read (update_qt.cu, qspec); m = 0 before the first */
   int kd_levels;             /* GPU k-d trees: 1 + the deepest node's level, 0 when not known */
   int64_t peak;              /* most bytes the build held */
   void *arena;               /* GPU: device scratch kept between queries and updates, or NULL */

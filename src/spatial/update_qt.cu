@@ -1457,7 +1457,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
 
   /* 3: the split leaves' sort and subtrees, launched ahead of the host's read of the plan (a
    * peek on a side stream) on scratch sized from the last batch, so the GPU does not wait while
-   * the host reads and allocates (about 50 us of a 5% batch: PROBES.md section 27). They write
+   * the host reads and allocates (it waited about 60 us there in a 5% batch on an H200; medians
+   * fell about 30 us at 3-5%: PROBES.md section 27). They write
    * only scratch, the totals and the reused pages' stacks (which the guard restores), and run
    * only if the plan fits the scratch (qspec); if not, the host launches them again with exact
    * sizes. */
@@ -1565,8 +1566,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (n_moves > 0) st = rdx_cuda_ok(ctx, sp_fill(dst.msrc, (size_t)n_moves * 4, 0xFFFFFFFFu, s), fn);
   const int64_t n_split = (int64_t)H.splits;
   const unsigned sgrid = (unsigned)(n_split < 65535 ? (n_split > 0 ? n_split : 1) : 65535);
-  if (ran_ahead) {
-  } else if (st == RDX_OK && n_surv > 0 && block_sort) {
+  const int sort_here = st == RDX_OK && n_surv > 0 && !ran_ahead; /* the split leaves' survivors */
+  if (sort_here && block_sort) {
     const pcodes<T, K> pk = pcodes_of<T, K>(pts);
     if (cap <= 1024)
       pg_sort_split_kernel<T, K, 256, 4><<<sgrid, 256, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot,
@@ -1576,7 +1577,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
                                                                qspec{});
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: split sort kernel");
     rdx_trace(ctx, "qt paged update: split leaves sorted");
-  } else if (st == RDX_OK && n_surv > 0) {
+  } else if (sort_here) {
     pg_gather_kernel<T, K><<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, O.soff, rl, dead, pcodes_of<T, K>(pts), sk,
                                                                     ss, tot);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: gather kernel");
