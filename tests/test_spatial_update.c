@@ -371,8 +371,8 @@ int main(int argc, char **argv) {
         if (round == 6 || round == 7) setenv("RAYDEX_SP_UPDATE", "plan", 1);
         if (round % 8 >= 4) setenv("RAYDEX_SP_NODES", "sort", 1);
         /* GPU quadtree batches launch their split work ahead of the plan's read, on scratch sized
-         * from the last batch: the forced rounds of the first half with no room to spare (a batch
-         * with more split work misses and launches again), one round never ahead */
+         * from the last batch: the forced rounds of the first half with half the room (a batch
+         * with split work mostly misses and launches again), one round never ahead */
         if (round % 4 == 1 || round % 4 == 3) setenv("RAYDEX_SP_AHEAD", round < 8 ? "tight" : round == 13 ? "0" : "", 1);
         random_batch(ctx, pts, twin, &m, box);
         unsetenv("RAYDEX_SP_UPDATE");

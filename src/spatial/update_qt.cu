@@ -669,15 +669,15 @@ rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng,
 
 /* The room of split work launched ahead of the plan's read (qspec; sp.t NULL: not ahead), from
  * the last batch's per batch row, with half as much again. RAYDEX_SP_AHEAD=0 never launches
- * ahead; =tight (the tests) gives no room to spare, so a batch with more split work than the
- * last misses. *grid: blocks for the split leaves' sort. */
+ * ahead; =tight (the tests) gives half the last batch's room, so that most batches with split
+ * work miss. *grid: blocks for the split leaves' sort. */
 qspec ahead_room(const rdx_points *pts, int64_t m_new, qtot *tot, int64_t *grid) {
   const char *e = getenv("RAYDEX_SP_AHEAD");
   const auto &G = pts->plan_last;
   qspec sp = {};
   if (m_new == 0 || G.m == 0 || (e && strcmp(e, "0") == 0)) return sp;
   const int tight = e && strcmp(e, "tight") == 0;
-  const double r = (tight ? 1.0 : 1.5) * (double)m_new / (double)G.m;
+  const double r = (tight ? 0.5 : 1.5) * (double)m_new / (double)G.m;
   const unsigned long long slack = tight ? 0 : 1024;
   sp.t = tot;
   sp.surv = (unsigned long long)(r * (double)G.surv) + slack;
