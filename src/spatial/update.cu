@@ -264,8 +264,7 @@ rdx_status relayout_to(rdx_context *ctx, rdx_points *pts, const leaf_move *d_lm,
     st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
   }
   unsigned bad_h = 0;
-  if (st == RDX_OK && remap) st = to_host(ctx, &bad_h, bad, 1, fn);
-  if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(s), fn);
+  if (st == RDX_OK) st = remap ? to_host(ctx, &bad_h, bad, 1, fn) : rdx_cuda_ok(ctx, cudaStreamSynchronize(s), fn); /* waits */
   if (st == RDX_OK && bad_h) st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: an id of the map outside every leaf", fn);
   rdx_trace(ctx, "relayout: id map");
   if (st != RDX_OK) {

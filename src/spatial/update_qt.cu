@@ -102,6 +102,7 @@ struct qtot {
 struct qspec {
   const qtot *t;
   unsigned long long surv, subnodes, groups; /* the scratch's room */
+  unsigned blocks;                           /* for the split leaves' sort (a grid-stride loop) */
   __host__ __device__ bool fits(const qtot &h) const {
     return h.bad == 0 && h.surv <= surv && h.subnodes <= subnodes && h.groups <= groups;
   }
@@ -670,8 +671,8 @@ rdx_status order_alloc(scratch &mm, const int64_t *kidx, int64_t nn, int64_t ng,
 /* The room of split work launched ahead of the plan's read (qspec; sp.t NULL: not ahead), from
  * the last batch's per batch row, with half as much again. RAYDEX_SP_AHEAD=0 never launches
  * ahead; =tight (the tests) gives half the last batch's room, so that most batches with split
- * work miss. *grid: blocks for the split leaves' sort. */
-qspec ahead_room(const rdx_points *pts, int64_t m_new, qtot *tot, int64_t *grid) {
+ * work miss. */
+qspec ahead_room(const rdx_points *pts, int64_t m_new, qtot *tot) {
   const char *e = getenv("RAYDEX_SP_AHEAD");
   const auto &G = pts->plan_last;
   qspec sp = {};
@@ -684,8 +685,8 @@ qspec ahead_room(const rdx_points *pts, int64_t m_new, qtot *tot, int64_t *grid)
   sp.subnodes = (unsigned long long)(r * (double)G.subnodes) + slack;
   sp.groups = (unsigned long long)(r * (double)G.groups) + slack / 64;
   if (sp.groups > ORDER_MAX_GROUPS) sp.groups = ORDER_MAX_GROUPS; /* the node order's mode stays the host's */
-  *grid = (int64_t)(r * (double)G.splits) + 64;
-  if (*grid > 65535) *grid = 65535;
+  const int64_t blocks = (int64_t)(r * (double)G.splits) + 64;
+  sp.blocks = (unsigned)(blocks < 65535 ? blocks : 65535);
   return sp;
 }
 
@@ -861,8 +862,7 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
   decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, keys, parent, have, A, C, D, cap, tn, kidx, groups, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   /* the split subtrees launched ahead of the plan's read, as update_paged does */
-  int64_t grid_unused = 0;
-  qspec sp = ahead_room(pts, m_new, tot, &grid_unused);
+  qspec sp = ahead_room(pts, m_new, tot);
   qnode *sub = NULL;
   qorder O;
   if (sp.t) {
@@ -1463,8 +1463,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
    * only if the plan fits the scratch (qspec); if not, the host launches them again with exact
    * sizes. */
   const int block_sort = cap <= 4096; /* split leaves sorted one block each (pg_sort_split_kernel) */
-  int64_t grid = 0;
-  qspec sp = block_sort ? ahead_room(pts, m_new, tot, &grid) : qspec{};
+  qspec sp = block_sort ? ahead_room(pts, m_new, tot) : qspec{};
   K *sk = NULL, *sk2 = NULL;
   uint32_t *ss = NULL, *ss2 = NULL;
   qnode *sub = NULL;
@@ -1476,10 +1475,10 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     const sublists<K> L = {sk, 0, ik, m_new, page_base, 1, block_sort, F};
     RDX_CHECK(launch_ahead(mm, sp, tot, pts->nodes, kidx, D, cap, groups, L, &sub, &QO, [&] {
       if (cap <= 1024)
-        pg_sort_split_kernel<T, K, 256, 4><<<(unsigned)grid, 256, 0, s>>>(pts->nodes, O.split, 0, O.soff, rl, dead, pk, D, sk, ss,
+        pg_sort_split_kernel<T, K, 256, 4><<<sp.blocks, 256, 0, s>>>(pts->nodes, O.split, 0, O.soff, rl, dead, pk, D, sk, ss,
                                                                           tot, sp);
       else
-        pg_sort_split_kernel<T, K, 512, 8><<<(unsigned)grid, 512, 0, s>>>(pts->nodes, O.split, 0, O.soff, rl, dead, pk, D, sk, ss,
+        pg_sort_split_kernel<T, K, 512, 8><<<sp.blocks, 512, 0, s>>>(pts->nodes, O.split, 0, O.soff, rl, dead, pk, D, sk, ss,
                                                                           tot, sp);
     }, fn));
     rdx_trace(ctx, "qt paged update: split work launched ahead");
