@@ -57,9 +57,9 @@ struct rdx_context {
   int n_threads;                /* CPU threads in the pool, >= 1 */
   rdx_pool *pool;               /* owned; NULL until first parallel call */
   void *stream;                 /* cudaStream_t, owned; NULL on CPU */
-  void *peek;                   /* cuda.cu's side stream, event and pinned bytes for
-                                   rdx_cuda_peek_*, made with the context (or, if that
-                                   failed, by the first peek) */
+  void *peek;                   /* cuda.cu's side streams, events and pinned bytes for
+                                   rdx_cuda_peek_* and rdx_cuda_fork, made with the
+                                   context (or, if that failed, by the first use) */
   int pooled;                   /* device memory from the stream-ordered pool (cuda.cu) */
   double trace_ms;              /* time of the last rdx_trace mark */
   struct {                      /* freed large host blocks kept for reuse (memory.c) */
@@ -180,6 +180,14 @@ rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what);
 #define RDX_PEEK_MAX 4096
 rdx_status rdx_cuda_peek_start(rdx_context *ctx, const void *dev, size_t bytes, const char *what);
 rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t bytes, const char *what);
+/* Independent work side by side: rdx_cuda_fork gives a second stream (a cudaStream_t) that starts
+ * after everything enqueued on the context's stream so far; rdx_cuda_join makes the context's
+ * stream wait for everything enqueued on that stream since. Join before returning from the call
+ * that forked, on every path: its scratch is freed in the context's stream's order. One fork at
+ * a time; without a side stream, or with RAYDEX_FORK=0 in the environment, the fork gives the
+ * context's own stream and the work runs in order. */
+rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what);
+rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *what);
 /* 1 when ptr is device memory (or managed), 0 when host, from cudaPointerGetAttributes. */
 int rdx_cuda_is_device_pointer(const void *ptr);
 void rdx_cuda_info(rdx_info *info);

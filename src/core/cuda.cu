@@ -58,13 +58,18 @@ struct peek_state {
   cudaStream_t side;
   cudaEvent_t at;
   void *buf; /* RDX_PEEK_MAX pinned bytes */
+  cudaStream_t aux;          /* rdx_cuda_fork's stream */
+  cudaEvent_t forked, joined;
 };
 
 static void peek_destroy(rdx_context *ctx) {
   peek_state *p = (peek_state *)ctx->peek;
   if (!p) return;
   if (p->side) cudaStreamSynchronize(p->side), cudaStreamDestroy(p->side);
+  if (p->aux) cudaStreamSynchronize(p->aux), cudaStreamDestroy(p->aux);
   if (p->at) cudaEventDestroy(p->at);
+  if (p->forked) cudaEventDestroy(p->forked);
+  if (p->joined) cudaEventDestroy(p->joined);
   if (p->buf) cudaFreeHost(p->buf);
   free(p);
   ctx->peek = NULL;
@@ -81,6 +86,9 @@ static cudaError_t peek_make(rdx_context *ctx) {
   cudaError_t e = cudaStreamCreateWithFlags(&p->side, cudaStreamNonBlocking);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->at, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaMallocHost(&p->buf, RDX_PEEK_MAX);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&p->aux, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->forked, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->joined, cudaEventDisableTiming);
   if (e != cudaSuccess) peek_destroy(ctx);
   return e;
 }
@@ -104,6 +112,31 @@ extern "C" rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t by
   if (!p || bytes > RDX_PEEK_MAX) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a peek wait without its start", what);
   RDX_CUDA(ctx, cudaStreamSynchronize(p->side), what);
   memcpy(host, p->buf, bytes);
+  return RDX_OK;
+}
+
+extern "C" rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what) {
+  static int off = -1; /* RAYDEX_FORK=0: every fork gives the context's stream (for comparisons) */
+  if (off < 0) off = getenv("RAYDEX_FORK") && strcmp(getenv("RAYDEX_FORK"), "0") == 0;
+  *stream = ctx->stream;
+  if (off) return RDX_OK;
+  if (peek_make(ctx) != cudaSuccess) { /* no side stream: the work runs in order on the context's */
+    (void)cudaGetLastError();
+    return RDX_OK;
+  }
+  peek_state *p = (peek_state *)ctx->peek;
+  RDX_CUDA(ctx, cudaEventRecord(p->forked, rdx_stream(ctx)), what);
+  RDX_CUDA(ctx, cudaStreamWaitEvent(p->aux, p->forked, 0), what);
+  *stream = (void *)p->aux;
+  return RDX_OK;
+}
+
+extern "C" rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *what) {
+  peek_state *p = (peek_state *)ctx->peek;
+  if (stream == ctx->stream) return RDX_OK;
+  if (!p || stream != (void *)p->aux) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a join without its fork", what);
+  RDX_CUDA(ctx, cudaEventRecord(p->joined, p->aux), what);
+  RDX_CUDA(ctx, cudaStreamWaitEvent(rdx_stream(ctx), p->joined, 0), what);
   return RDX_OK;
 }
 

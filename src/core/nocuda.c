@@ -32,6 +32,14 @@ rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t bytes, const 
   (void)host, (void)bytes;
   return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: CUDA is not built", what);
 }
+rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what) {
+  *stream = NULL;
+  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: CUDA is not built", what);
+}
+rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *what) {
+  (void)stream;
+  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: CUDA is not built", what);
+}
 void rdx_cuda_trace_mark(rdx_context *ctx, const char *what) { (void)ctx, (void)what; }
 void rdx_cuda_trace_flush(rdx_context *ctx) { (void)ctx; }
 int rdx_cuda_is_device_pointer(const void *ptr) { (void)ptr; return 0; }

@@ -108,6 +108,32 @@ struct scratch {
   }
 };
 
+/* Independent steps side by side (rdx_cuda_fork): start() gives aux, a stream that begins after
+ * what the context's stream has so far, join() makes the context's stream wait for aux. Declared
+ * after the call's scratch, it joins on every way out, before the scratch is freed. */
+struct side_by_side {
+  rdx_context *ctx;
+  cudaStream_t aux = nullptr;
+  rdx_status start(const char *what) {
+    void *p = nullptr;
+    RDX_CHECK(rdx_cuda_fork(ctx, &p, what));
+    aux = (cudaStream_t)p;
+    return RDX_OK;
+  }
+  rdx_status join(const char *what) {
+    cudaStream_t a = aux;
+    aux = nullptr;
+    return a ? rdx_cuda_join(ctx, (void *)a, what) : RDX_OK;
+  }
+  ~side_by_side() { /* a way out on an error: that error's message stays */
+    if (!aux) return;
+    char saved[sizeof ctx->message];
+    memcpy(saved, ctx->message, sizeof saved);
+    (void)join("side_by_side");
+    memcpy(ctx->message, saved, sizeof saved);
+  }
+};
+
 /* The arena limit of an index: 64 MiB plus 48 bytes per pool slot. */
 static inline size_t arena_limit(const rdx_points *pts) { return ((size_t)64 << 20) + 48 * (size_t)pts->pool.cap; }
 

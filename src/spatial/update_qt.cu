@@ -1023,16 +1023,10 @@ __global__ void pg_links_kernel(rdx_sp_nodes N, const uint32_t *dead, int64_t *r
   }
 }
 
-/* 2b. One thread per old node: the batch entries in its cell, ik[A[u]] .. ik[A[u] + ci[u] - 1];
- * a leaf's removals count for every ancestor (one atomic per ancestor and warp: BFS neighbours
- * share most of theirs). */
-template <typename K>
-__global__ void pg_up_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, int D, const int64_t *rl, const int64_t *parent,
-                             int64_t *rs, int64_t *A, int64_t *ci) {
+/* 2b. One thread per old node: a leaf's removals count for every ancestor (one atomic per
+ * ancestor and warp: BFS neighbours share most of theirs). */
+__global__ void pg_up_kernel(rdx_sp_nodes N, const int64_t *rl, const int64_t *parent, int64_t *rs) {
   SP_FOR(u, N.n) {
-    const int sh = 2 * (D - (int)N.level[u]);
-    const int64_t a = lower(ik, 0, ni, N.key[u] << sh);
-    A[u] = a, ci[u] = lower(ik, a, ni, (N.key[u] + 1) << sh) - a;
     const int64_t v = rl[u];
     if (v == 0) continue;
     for (int64_t a = parent[u]; a >= 0; a = parent[a]) {
@@ -1044,7 +1038,18 @@ __global__ void pg_up_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, int D, con
   }
 }
 
-/* An old node's removals, incoming and new count, from pg_links_kernel and pg_up_kernel. */
+/* 2c. One thread per old node: the batch entries in its cell, ik[A[u]] .. ik[A[u] + ci[u] - 1]. */
+template <typename K>
+__global__ void pg_incoming_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, int D, int64_t *A, int64_t *ci) {
+  SP_FOR(u, N.n) {
+    const int sh = 2 * (D - (int)N.level[u]);
+    const int64_t a = lower(ik, 0, ni, N.key[u] << sh);
+    A[u] = a, ci[u] = lower(ik, a, ni, (N.key[u] + 1) << sh) - a;
+  }
+}
+
+/* An old node's removals, incoming and new count, from pg_links_kernel, pg_up_kernel and
+ * pg_incoming_kernel. */
 struct pgcount {
   const int64_t *rl, *rs, *A, *ci;
   __device__ int64_t removed(const rdx_sp_nodes &N, int64_t u) const { return N.leaf[u] ? rl[u] : rs[u]; }
@@ -1407,14 +1412,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     RDX_CHECK(mm.get(&irow, (size_t)m, fn));
     RDX_CHECK(mm.get(&irow2, (size_t)m, fn));
   }
-  pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
-                                                       claim, b->check_xy, pts->grid, ik, irow, dead, tot);
-  SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
-  rdx_trace(ctx, "qt paged update: rows");
-  RDX_CHECK(sort_batch(mm, m_new, 0, 2 * D, &ik, ik2, &irow, irow2, fn));
-  rdx_trace(ctx, "qt paged update: batch sort");
-
-  /* 2: the plan over the old nodes */
+  /* the plan's scratch over the old nodes (2), taken before the first fork */
   int64_t *parent, *A, *ci, *rl, *rs;
   pgold O;
   uint8_t *have;
@@ -1428,6 +1426,23 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
+  pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
+                                                       claim, b->check_xy, pts->grid, ik, irow, dead, tot);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
+  rdx_trace(ctx, "qt paged update: rows");
+  /* The removals per leaf need only the dead bits: they run beside the batch's sort, which at
+   * these sizes leaves most of the GPU idle. */
+  side_by_side fork{ctx};
+  RDX_CHECK(fork.start(fn));
+  const unsigned gn = blocks_for(nn, 256);
+  pg_links_kernel<<<blocks_for(nn * 32, 256), 256, 0, fork.aux>>>(pts->nodes, dead, rl, rs, parent, have);
+  pg_up_kernel<<<gn, 256, 0, fork.aux>>>(pts->nodes, rl, parent, rs);
+  SP_LAUNCH_CHECK(ctx, "rdx_points update: removal kernels");
+  RDX_CHECK(sort_batch(mm, m_new, 0, 2 * D, &ik, ik2, &irow, irow2, fn));
+  RDX_CHECK(fork.join(fn));
+  rdx_trace(ctx, "qt paged update: batch sort, removals per leaf and up the tree beside it");
+
+  /* 2: the plan over the old nodes */
   /* The decisions take reused pages: their counts come back unless the writes start. */
   const pgfree F = pfree_of(pts);
   struct pfree_guard {
@@ -1444,11 +1459,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     RDX_CUDA(ctx, cudaMemcpyAsync(saved, F.cnt, (size_t)F.K * 4, cudaMemcpyDeviceToDevice, s), fn);
     fguard.saved = saved;
   }
-  const unsigned gn = blocks_for(nn, 256);
-  pg_links_kernel<<<blocks_for(nn * 32, 256), 256, 0, s>>>(pts->nodes, dead, rl, rs, parent, have);
-  rdx_trace(ctx, "qt paged update: removals per leaf");
-  pg_up_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, D, rl, parent, rs, A, ci);
-  rdx_trace(ctx, "qt paged update: counts up the tree");
+  pg_incoming_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, D, A, ci);
+  rdx_trace(ctx, "qt paged update: incoming per node");
   const pgcount Q = {rl, rs, A, ci};
   const int64_t page_base = pts->pool.used; /* new pages from here (a growth after the wait keeps used) */
   pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, F, tn, kidx, groups, O, tot);
@@ -1610,22 +1622,27 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   /* Only device errors can fail from here on. */
   fguard.saved = NULL; /* the reused pages are taken */
   const int packed = 2 * D + 6 <= 64;
+  /* The points' moves and the new nodes' order touch different memory: with the order by counts
+   * (which reads no key the plan writes), the points move on a second stream beside it. The
+   * order's small kernels go first, so the plan's and the moves' large grids fill the GPU
+   * around them rather than ahead of them. */
+  int64_t *order = NULL;
+  if (st == RDX_OK && QO.kloc) st = fork.start(fn);
+  if (st == RDX_OK && QO.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, QO, tot, &nodes);
+  const cudaStream_t ms = fork.aux ? fork.aux : s;
   if (st == RDX_OK) {
     const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
                           (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, ss};
-    pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, s>>>(nl, n_sort, packed, D, QO.nk, QO.ni, pts->nodes, rl, O,
-                                                                        dead, dst, tot);
-    rdx_trace(ctx, "qt paged update: placement plan");
-    if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->slot);
-    pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, s>>>(P, dst, n_surv, m_new, n_moves);
-    if (F.K > 0) pg_free_kernel<<<1, 1024, 0, s>>>(F, O.pend, tot); /* after the moves read the old pages */
+    pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, ms>>>(nl, n_sort, packed, D, QO.nk, QO.ni, pts->nodes, rl,
+                                                                         O, dead, dst, tot);
+    if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, ms>>>(b->ids, b->ids64, m, pts->slot);
+    pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, ms>>>(P, dst, n_surv, m_new, n_moves);
+    if (F.K > 0) pg_free_kernel<<<1, 1024, 0, ms>>>(F, O.pend, tot); /* after the moves read the old pages */
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
-    rdx_trace(ctx, "qt paged update: moves");
   }
-  int64_t *order = NULL;
-  if (st == RDX_OK && QO.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, QO, tot, &nodes);
-  else if (st == RDX_OK) st = sort_nodes(mm, nl, n_sort, D, QO, &order, fn);
-  rdx_trace(ctx, "qt paged update: node order");
+  if (st == RDX_OK && !QO.kloc) st = sort_nodes(mm, nl, n_sort, D, QO, &order, fn);
+  if (st == RDX_OK) st = fork.join(fn);
+  rdx_trace(ctx, "qt paged update: placement plan and moves, node order beside them");
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt paged update: nodes put and linked, read");
   if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
