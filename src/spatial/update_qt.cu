@@ -732,14 +732,17 @@ rdx_status place_nodes(rdx_context *ctx, qlist nl, int64_t n_sort, const rdx_sp_
   return RDX_OK;
 }
 
-/* The new nodes written in BFS order into nodes (by *order, unless place_nodes did) and linked;
- * then the final wait, whose totals (*H) say whether the tree holds together. */
-rdx_status put_nodes(rdx_context *ctx, qlist nl, const int64_t *order, int64_t n_sort, rdx_sp_nodes *nodes, qtot *tot,
-                     qtot *H, const char *fn) {
+/* The new nodes written in BFS order into nodes (by *order, unless place_nodes did) and linked. */
+rdx_status put_nodes(rdx_context *ctx, qlist nl, const int64_t *order, int64_t n_sort, rdx_sp_nodes *nodes, qtot *tot) {
   cudaStream_t s = rdx_stream(ctx);
   if (order) node_put_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(nl, order, tot, *nodes);
   node_link_kernel<<<blocks_for(n_sort, 256), 256, 0, s>>>(*nodes, nl.n_base, tot);
   RDX_CUDA(ctx, cudaGetLastError(), "rdx_points update: node kernels");
+  return RDX_OK;
+}
+
+/* The final wait, whose totals (*H) say whether the tree holds together, and the nodes' count. */
+rdx_status read_nodes(rdx_context *ctx, qlist nl, rdx_sp_nodes *nodes, qtot *tot, qtot *H, const char *fn) {
   RDX_CHECK(to_host(ctx, H, tot, 1, fn));
   if (H->bad) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the new tree is inconsistent (check %llu)", fn, H->bad);
   nodes->n = nl.n_base + (int64_t)H->subused;
@@ -915,7 +918,8 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
 
   /* 4: the new nodes, checked; then the swap. Only device errors can fail from here on. */
   if (st == RDX_OK && O.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, O, tot, &nodes);
-  if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
+  if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot);
+  if (st == RDX_OK) st = read_nodes(ctx, nl, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt update: nodes put and linked, read");
   if (st != RDX_OK) {
     rdx_sp_nodes_free(ctx, &nodes);
@@ -1038,20 +1042,25 @@ __global__ void pg_up_kernel(rdx_sp_nodes N, const int64_t *rl, const int64_t *p
   }
 }
 
-/* 2c. One thread per old node: the batch entries in its cell, ik[A[u]] .. ik[A[u] + ci[u] - 1]. */
+/* 2c. One thread per old node: the batch entries in its cell, ik[A[u]] .. ik[A[u] + ci[u] - 1],
+ * and whether the build's rule makes it a leaf with its new count (lf[u], which the decisions
+ * read for every ancestor). */
 template <typename K>
-__global__ void pg_incoming_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, int D, int64_t *A, int64_t *ci) {
+__global__ void pg_incoming_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, int D, int64_t cap, const int64_t *rl,
+                                   const int64_t *rs, int64_t *A, int64_t *ci, uint8_t *lf) {
   SP_FOR(u, N.n) {
     const int sh = 2 * (D - (int)N.level[u]);
-    const int64_t a = lower(ik, 0, ni, N.key[u] << sh);
-    A[u] = a, ci[u] = lower(ik, a, ni, (N.key[u] + 1) << sh) - a;
+    const int64_t a = lower(ik, 0, ni, N.key[u] << sh), c = lower(ik, a, ni, (N.key[u] + 1) << sh) - a;
+    A[u] = a, ci[u] = c;
+    lf[u] = (uint8_t)rdx_sp_qt_leaf(N.count[u] - (N.leaf[u] ? rl[u] : rs[u]) + c, N.level[u], D, cap);
   }
 }
 
 /* An old node's removals, incoming and new count, from pg_links_kernel, pg_up_kernel and
- * pg_incoming_kernel. */
+ * pg_incoming_kernel (lf: the rule's verdict on the new count). */
 struct pgcount {
   const int64_t *rl, *rs, *A, *ci;
+  const uint8_t *lf;
   __device__ int64_t removed(const rdx_sp_nodes &N, int64_t u) const { return N.leaf[u] ? rl[u] : rs[u]; }
   __device__ int64_t after(const rdx_sp_nodes &N, int64_t u) const { return N.count[u] - removed(N, u) + ci[u]; }
 };
@@ -1085,7 +1094,7 @@ __global__ void pg_decide_kernel(rdx_sp_nodes N, const K *ik, const int64_t *par
     const int64_t c = Q.after(N, u), r = Q.removed(N, u), surv = N.leaf[u] ? N.count[u] - r : 0;
     int64_t top = -1; /* the new leaf above u: its highest ancestor that the rule makes a leaf */
     for (int64_t a = parent[u]; a >= 0; a = parent[a])
-      if (rdx_sp_qt_leaf(Q.after(N, a), N.level[a], D, cap)) top = a;
+      if (Q.lf[a]) top = a;
     if (top >= 0) {
       if (N.leaf[u]) O.give_up(N, u, tot);
       if (surv > 0) {
@@ -1415,7 +1424,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   /* the plan's scratch over the old nodes (2), taken before the first fork */
   int64_t *parent, *A, *ci, *rl, *rs;
   pgold O;
-  uint8_t *have;
+  uint8_t *have, *lf;
   qnode *tn;
   qgroup *groups;
   int64_t *kidx;
@@ -1424,6 +1433,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   O.mfill = mfill;
   RDX_CHECK(mm.get(&O.pend, (size_t)(2 * nn), fn));
   RDX_CHECK(mm.get(&have, (size_t)nn, fn));
+  RDX_CHECK(mm.get(&lf, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
   pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
@@ -1459,9 +1469,9 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     RDX_CUDA(ctx, cudaMemcpyAsync(saved, F.cnt, (size_t)F.K * 4, cudaMemcpyDeviceToDevice, s), fn);
     fguard.saved = saved;
   }
-  pg_incoming_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, D, A, ci);
+  pg_incoming_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, D, cap, rl, rs, A, ci, lf);
   rdx_trace(ctx, "qt paged update: incoming per node");
-  const pgcount Q = {rl, rs, A, ci};
+  const pgcount Q = {rl, rs, A, ci, lf};
   const int64_t page_base = pts->pool.used; /* new pages from here (a growth after the wait keeps used) */
   pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, F, tn, kidx, groups, O, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
@@ -1641,10 +1651,11 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: place kernels");
   }
   if (st == RDX_OK && !QO.kloc) st = sort_nodes(mm, nl, n_sort, D, QO, &order, fn);
+  if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot);
   if (st == RDX_OK) st = fork.join(fn);
-  rdx_trace(ctx, "qt paged update: placement plan and moves, node order beside them");
-  if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot, &H, fn);
-  rdx_trace(ctx, "qt paged update: nodes put and linked, read");
+  rdx_trace(ctx, "qt paged update: placement plan and moves, node order and links beside them");
+  if (st == RDX_OK) st = read_nodes(ctx, nl, &nodes, tot, &H, fn);
+  rdx_trace(ctx, "qt paged update: read");
   if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
   if (rdx_trace_on())
     fprintf(stderr, "[raydex trace] qt paged update: %llu slots from the free end (%lld left), %llu pages reused, %llu "
