@@ -72,10 +72,13 @@ struct scratch {
         return;
       }
   }
-  /* After a successful call: let the arena hold what this call needed (best effort). */
+  /* After a successful call: let the arena hold what this call needed and a quarter more, so
+   * that the next, slightly larger batch fits too (best effort; a paged update plans on a second
+   * stream only with lists from the arena, update_qt.cu). */
   void settle() {
     if (!arena || want <= *arena_bytes) return;
-    size_t grow = want < limit ? want : limit;
+    const size_t ask = want + want / 4;
+    size_t grow = ask < limit ? ask : limit;
     if (grow <= *arena_bytes) return;
     for (int i = n - 1; i >= 0; i--) rdx_mem_free(ctx, p[i]);
     n = 0;

@@ -1274,19 +1274,28 @@ __device__ void pg_plan_old(const rdx_sp_nodes &N, int64_t u, const int64_t *rl,
   if (lane == 0 && w != N.count[u] - rl[u]) atomicOr(&tot->bad, 2ull);
 }
 
-/* One warp per new node (its plan, and its BFS sort key for sort_nodes), then one per old node. */
-__global__ void pg_plan_kernel(qlist L, int64_t n, int packed, int D, uint64_t *nkey, int64_t *nidx, rdx_sp_nodes N,
-                               const int64_t *rl, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
-  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-  for (int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; e < n + N.n; e += warps) {
-    if (e < n) {
+/* One warp per new node of [e0, e1) (its plan, and its BFS sort key for sort_nodes), then, with
+ * old, one per old node. */
+__global__ void pg_plan_kernel(qlist L, int64_t e0, int64_t e1, int old, int packed, int D, uint64_t *nkey, int64_t *nidx,
+                               rdx_sp_nodes N, const int64_t *rl, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32, n = e1 - e0, all = n + (old ? N.n : 0);
+  for (int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; i < all; i += warps) {
+    if (i < n) {
+      const int64_t e = e0 + i;
       const qnode q = L.at(e);
       if (nkey && (threadIdx.x & 31) == 0) node_key(q, e, packed, D, nkey, nidx); /* for sort_nodes */
       pg_plan_new(q, dead, P, tot);
     } else {
-      pg_plan_old(N, e - n, rl, O, dead, P, tot);
+      pg_plan_old(N, i - n, rl, O, dead, P, tot);
     }
   }
+}
+/* pg_plan_kernel over the new nodes [e0, e1), and the old nodes with old. */
+static void pg_plan(cudaStream_t s, qlist L, int64_t e0, int64_t e1, int old, int D, const qorder &QO, const rdx_sp_nodes &N,
+                    const int64_t *rl, const pgold &O, const uint32_t *dead, const pgdst &P, qtot *tot) {
+  const int64_t warps = e1 - e0 + (old ? N.n : 0);
+  pg_plan_kernel<<<blocks_for(warps * 32, 256), 256, 0, s>>>(L, e0, e1, old, 2 * D + 6 <= 64, D, QO.nk, QO.ni, N, rl, O, dead,
+                                                            P, tot);
 }
 
 /* The pool and the batch as pg_move_kernel reads and writes them. */
@@ -1476,6 +1485,9 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, F, tn, kidx, groups, O, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
   rdx_trace(ctx, "qt paged update: decisions");
+  /* A second stream from here, for the placement plan of the nodes the decisions listed and of
+   * the old leaves (4), which needs neither the split work below nor the host's read. */
+  RDX_CHECK(fork.start(fn));
 
   /* 3: the split leaves' sort and subtrees, launched ahead of the host's read of the plan (a
    * peek on a side stream) on scratch sized from the last batch, so the GPU does not wait while
@@ -1544,15 +1556,19 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
       RDX_CHECK(mm.get(&ss2, (size_t)n_surv, fn));
     }
   }
+  const int fresh0 = mm.n;
   RDX_CHECK(mm.get(&dst.dsurv, (size_t)n_surv + 1, fn));
   RDX_CHECK(mm.get(&dst.dinc, (size_t)m_new + 1, fn));
   RDX_CHECK(mm.get(&dst.msrc, (size_t)n_moves + 1, fn));
   RDX_CHECK(mm.get(&dst.mdst, (size_t)n_moves + 1, fn));
+  /* The plan of the listed and old nodes goes to the second stream, beside the split work, when
+   * its lists came from the arena (memory allocated on this stream after the fork is not the
+   * second stream's until this stream gets there). */
+  const int side = fork.aux != s && mm.n == fresh0;
   if (!ran_ahead) {
     RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
     RDX_CHECK(order_alloc(mm, kidx, nn, ng, n_sort, D, &QO, fn));
   }
-  const qlist nl = {tn, sub, n_base};
   rdx_trace(ctx, "qt paged update: pool room, scratch");
   rdx_sp_nodes nodes;
   memset(&nodes, 0, sizeof nodes);
@@ -1582,9 +1598,15 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   double t2 = rdx_now_ms();
   rdx_trace(ctx, "qt paged update: allocations");
 
-  /* 4: the split groups (into scratch), then the writes */
+  /* 4: the split groups (into scratch), the placement plan, then the writes */
   rdx_status st = RDX_OK;
-  if (n_moves > 0) st = rdx_cuda_ok(ctx, sp_fill(dst.msrc, (size_t)n_moves * 4, 0xFFFFFFFFu, s), fn);
+  const qlist nl = {tn, sub, n_base};
+  const cudaStream_t ps = side ? fork.aux : s;
+  if (n_moves > 0) st = rdx_cuda_ok(ctx, sp_fill(dst.msrc, (size_t)n_moves * 4, 0xFFFFFFFFu, ps), fn);
+  if (st == RDX_OK) {
+    pg_plan(ps, nl, 0, n_base, 1, D, QO, pts->nodes, rl, O, dead, dst, tot);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: plan kernel");
+  }
   const int64_t n_split = (int64_t)H.splits;
   const unsigned sgrid = (unsigned)(n_split < 65535 ? (n_split > 0 ? n_split : 1) : 65535);
   const int sort_here = st == RDX_OK && n_surv > 0 && !ran_ahead; /* the split leaves' survivors */
@@ -1629,13 +1651,19 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
       st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: paged pool past 2^32 slots", fn);
     if (st != RDX_OK) return st; /* nothing written: the guard gives the reused pages back */
   }
+  /* the split subtrees' plan, once the rest of it is done */
+  if (st == RDX_OK) {
+    pg_plan(s, nl, n_base, n_sort, 0, D, QO, pts->nodes, rl, O, dead, dst, tot);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: plan kernel");
+  }
+  if (st == RDX_OK) st = fork.join(fn);
+  rdx_trace(ctx, "qt paged update: placement plan, the listed nodes' beside the split work");
   /* Only device errors can fail from here on. */
   fguard.saved = NULL; /* the reused pages are taken */
-  const int packed = 2 * D + 6 <= 64;
   /* The points' moves and the new nodes' order touch different memory: with the order by counts
    * (which reads no key the plan writes), the points move on a second stream beside it. The
-   * order's small kernels go first, so the plan's and the moves' large grids fill the GPU
-   * around them rather than ahead of them. */
+   * order's small kernels go first, so the moves' large grids fill the GPU around them rather
+   * than ahead of them. */
   int64_t *order = NULL;
   if (st == RDX_OK && QO.kloc) st = fork.start(fn);
   if (st == RDX_OK && QO.kloc) st = place_nodes(ctx, nl, n_sort, pts->nodes, groups, ng, D, QO, tot, &nodes);
@@ -1643,8 +1671,6 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (st == RDX_OK) {
     const pgio<T, K> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key, pts->slot,
                           (const T *)b->xy, op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, ik, irow, ss};
-    pg_plan_kernel<<<blocks_for((n_sort + nn) * 32, 256), 256, 0, ms>>>(nl, n_sort, packed, D, QO.nk, QO.ni, pts->nodes, rl,
-                                                                         O, dead, dst, tot);
     if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, ms>>>(b->ids, b->ids64, m, pts->slot);
     pg_move_kernel<T, K><<<blocks_for(n_surv + m_new + n_moves, 256), 256, 0, ms>>>(P, dst, n_surv, m_new, n_moves);
     if (F.K > 0) pg_free_kernel<<<1, 1024, 0, ms>>>(F, O.pend, tot); /* after the moves read the old pages */
@@ -1659,7 +1685,8 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
   if (rdx_trace_on())
     fprintf(stderr, "[raydex trace] qt paged update: %llu slots from the free end (%lld left), %llu pages reused, %llu "
-            "given up\n", H.pgused, (long long)(pts->pool.cap - page_base - (int64_t)H.pgused), H.reused, H.freed);
+            "given up; planned %s\n", H.pgused, (long long)(pts->pool.cap - page_base - (int64_t)H.pgused), H.reused,
+            H.freed, side ? "beside the split work" : "in order");
   rdx_sp_nodes_free(ctx, &pts->nodes);
   pts->nodes = nodes;
   memset(&nodes, 0, sizeof nodes);
