@@ -13,7 +13,8 @@
  *     id is an error), each vacated slot marked in a dead bitmap, new points checked and coded.
  *     The batch's codes are sorted (CUB).
  *  2. Per old node: a leaf's removals are the dead bits of its page, added up the tree by
- *     warp-aggregated atomics; its incoming are a run of the sorted codes (two binary searches).
+ *     warp-aggregated atomics (on a second stream, beside the batch's sort: rdx_cuda_fork); its
+ *     incoming are a run of the sorted codes (two binary searches).
  *     That gives every node's new count, and pg_decide_kernel applies the build's rule: a leaf
  *     that stays one keeps its page if its points fit its room; one that outgrew it, and an
  *     internal node that falls to a leaf (a merge), get a new page; a leaf that splits, and
@@ -26,9 +27,12 @@
  *     so the GPU works on while the host reads and allocates.
  *  4. pg_plan_kernel, a warp per node: a kept leaf repairs its page in place (incoming fill the
  *     holes, then tail points fill the rest, the leftover incoming are appended); moved and new
- *     leaves list where their points go. pg_move_kernel then moves every point that moves,
- *     one thread each, and updates the id map. The nodes go to their BFS places (by counts,
- *     node_place_kernel) and are linked.
+ *     leaves list where their points go. The plan of the nodes the decisions listed and of the
+ *     old leaves runs on the second stream beside the split work, that of the split subtrees
+ *     after it. pg_move_kernel then moves every point that moves, one thread each, and updates
+ *     the id map, on the second stream beside the node order: the nodes go to their BFS places
+ *     (by counts, node_place_kernel) and are linked. (The latency-bound kernels gain from
+ *     running beside others; the moves, bound by random accesses, do not: PROBES.md §28.)
  * New pages are pages that leaves gave up in earlier batches, of their room class (update.cuh,
  * pgfree; the batch's own go back after its moves), or come from the pool's free end; what no
  * class reuses is reclaimed by the next relayout (update.c runs one when the free end runs
@@ -1679,7 +1683,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   if (st == RDX_OK && !QO.kloc) st = sort_nodes(mm, nl, n_sort, D, QO, &order, fn);
   if (st == RDX_OK) st = put_nodes(ctx, nl, order, n_sort, &nodes, tot);
   if (st == RDX_OK) st = fork.join(fn);
-  rdx_trace(ctx, "qt paged update: placement plan and moves, node order and links beside them");
+  rdx_trace(ctx, "qt paged update: moves, node order and links beside them");
   if (st == RDX_OK) st = read_nodes(ctx, nl, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt paged update: read");
   if (st != RDX_OK) return st; /* a device error: the index is unusable anyway */
