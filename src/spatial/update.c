@@ -438,10 +438,10 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * most 1/PAGED_SHARE of the points, and otherwise by the merge into a dense pool in Morton
  * order, which costs one pass over the pool whatever the batch (RAYDEX_SP_UPDATE=paged or merge
  * forces one). On 16.5M taxi-like points on an H200, over runs of 18 batches (relayouts
- * included), paging is ahead of the merge to 4% of the points moved to other hot spots (0.68
- * against 0.77 ms at 4%), ties at 5% (0.75 ms), and trails from 10% (1.13 against 0.92 ms); with
- * uniform or resampled moves it takes 25-30% less time at 5% (bench/results/NVIDIA-H200,
- * spatial_update*.csv, PROBES.md §21, §25-§27). A paged
+ * included), paging is ahead of the merge to 5% of the points moved to other hot spots (0.71
+ * against 0.76 ms at 5%) and trails from 10% (1.09 against 0.91 ms); with uniform or resampled
+ * moves it takes 0.48 and 0.57 ms at 5% (bench/results/NVIDIA-H200, spatial_update*.csv,
+ * PROBES.md §21, §25-§28). A paged
  * update first spreads the leaves out (rdx_sp_qt_relayout_cuda) when the index has no id map yet
  * or too little free pool for the batch; the free room it leaves is as many slots as points
  * plus twice the largest batch that pages (n/8, or twice this one if it is larger; 16 bytes a
