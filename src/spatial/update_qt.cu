@@ -1565,14 +1565,16 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&dst.dinc, (size_t)m_new + 1, fn));
   RDX_CHECK(mm.get(&dst.msrc, (size_t)n_moves + 1, fn));
   RDX_CHECK(mm.get(&dst.mdst, (size_t)n_moves + 1, fn));
-  /* The plan of the listed and old nodes goes to the second stream, beside the split work, when
-   * its lists came from the arena (memory allocated on this stream after the fork is not the
-   * second stream's until this stream gets there). */
-  const int side = fork.aux != s && mm.n == fresh0;
+  const int lists_from_arena = mm.n == fresh0;
   if (!ran_ahead) {
     RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
     RDX_CHECK(order_alloc(mm, kidx, nn, ng, n_sort, D, &QO, fn));
   }
+  /* The plan of the listed and old nodes goes to the second stream, beside the split work, when
+   * all it writes was there before the fork: its lists from the arena (memory allocated on this
+   * stream after the fork is not the second stream's until this stream gets there), and no sort
+   * keys (the node order by counts). */
+  const int side = fork.aux != s && lists_from_arena && QO.kloc;
   rdx_trace(ctx, "qt paged update: pool room, scratch");
   rdx_sp_nodes nodes;
   memset(&nodes, 0, sizeof nodes);
