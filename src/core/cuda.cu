@@ -33,8 +33,15 @@ extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
                     "rdx_context_create: device %d is not in [0, %d)", ctx->device, n);
   RDX_CUDA(ctx, cudaSetDevice(ctx->device), "rdx_context_create: cudaSetDevice");
+  /* The context's stream at the device's greatest priority: work forked beside it (rdx_cuda_fork)
+   * then fills what its kernels leave free instead of delaying them (RAYDEX_STREAM_PRIO=0: both
+   * at the default). */
+  int least = 0, greatest = 0;
+  const char *pe = getenv("RAYDEX_STREAM_PRIO");
+  if (!(pe && strcmp(pe, "0") == 0) && cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) greatest = 0;
+  (void)cudaGetLastError();
   cudaStream_t s;
-  RDX_CUDA(ctx, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "rdx_context_create: cudaStreamCreate");
+  RDX_CUDA(ctx, cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest), "rdx_context_create: cudaStreamCreate");
   ctx->stream = (void *)s;
   /* Device memory comes from the device's stream-ordered pool (cudaMallocAsync), which keeps
    * freed memory for the next allocation instead of returning it to the driver. cudaMalloc and
