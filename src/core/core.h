@@ -183,9 +183,10 @@ rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t bytes, const 
 /* Independent work side by side: rdx_cuda_fork gives a second stream (a cudaStream_t) that starts
  * after everything enqueued on the context's stream so far; rdx_cuda_join makes the context's
  * stream wait for everything enqueued on that stream since. Join before returning from the call
- * that forked, on every path: its scratch is freed in the context's stream's order. One fork at
- * a time; without a side stream, or with RAYDEX_FORK=0 in the environment, the fork gives the
- * context's own stream and the work runs in order. */
+ * that forked, on every path: its scratch is freed in the context's stream's order. The context's
+ * stream has the device's greatest priority, so forked work fills what its kernels leave free
+ * rather than delaying them. One fork at a time; without a side stream, or with RAYDEX_FORK=0 in
+ * the environment, the fork gives the context's own stream and the work runs in order. */
 rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what);
 rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *what);
 /* 1 when ptr is device memory (or managed), 0 when host, from cudaPointerGetAttributes. */
