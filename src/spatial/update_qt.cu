@@ -1280,8 +1280,9 @@ __device__ void pg_plan_old(const rdx_sp_nodes &N, int64_t u, const int64_t *rl,
 
 /* One warp per new node of [e0, e1) (its plan, and its BFS sort key for sort_nodes), then, with
  * old, one per old node. */
-__global__ void pg_plan_kernel(qlist L, int64_t e0, int64_t e1, int old, int packed, int D, uint64_t *nkey, int64_t *nidx,
-                               rdx_sp_nodes N, const int64_t *rl, pgold O, const uint32_t *dead, pgdst P, qtot *tot) {
+__global__ void pg_plan_kernel(qlist L, int64_t e0, int64_t e1, int old, int packed, int D, uint64_t *nkey,
+                               int64_t *nidx, rdx_sp_nodes N, const int64_t *rl, pgold O, const uint32_t *dead, pgdst P,
+                               qtot *tot) {
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32, n = e1 - e0, all = n + (old ? N.n : 0);
   for (int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; i < all; i += warps) {
     if (i < n) {
@@ -1295,11 +1296,12 @@ __global__ void pg_plan_kernel(qlist L, int64_t e0, int64_t e1, int old, int pac
   }
 }
 /* pg_plan_kernel over the new nodes [e0, e1), and the old nodes with old. */
-static void pg_plan(cudaStream_t s, qlist L, int64_t e0, int64_t e1, int old, int D, const qorder &QO, const rdx_sp_nodes &N,
-                    const int64_t *rl, const pgold &O, const uint32_t *dead, const pgdst &P, qtot *tot) {
+static void pg_plan(cudaStream_t s, qlist L, int64_t e0, int64_t e1, int old, int D, const qorder &QO,
+                    const rdx_sp_nodes &N, const int64_t *rl, const pgold &O, const uint32_t *dead, const pgdst &P,
+                    qtot *tot) {
   const int64_t warps = e1 - e0 + (old ? N.n : 0);
-  pg_plan_kernel<<<blocks_for(warps * 32, 256), 256, 0, s>>>(L, e0, e1, old, 2 * D + 6 <= 64, D, QO.nk, QO.ni, N, rl, O, dead,
-                                                            P, tot);
+  pg_plan_kernel<<<blocks_for(warps * 32, 256), 256, 0, s>>>(L, e0, e1, old, 2 * D + 6 <= 64, D, QO.nk, QO.ni, N, rl, O,
+                                                            dead, P, tot);
 }
 
 /* The pool and the batch as pg_move_kernel reads and writes them. */
