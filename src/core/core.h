@@ -57,7 +57,7 @@ struct rdx_context {
   int n_threads;                /* CPU threads in the pool, >= 1 */
   rdx_pool *pool;               /* owned; NULL until first parallel call */
   void *stream;                 /* cudaStream_t, owned; NULL on CPU */
-  void *peek;                   /* cuda.cu's side streams, events and pinned bytes for
+  void *side;                   /* cuda.cu's side streams, events and pinned bytes for
                                    rdx_cuda_peek_* and rdx_cuda_fork, made with the
                                    context (or, if that failed, by the first use) */
   int pooled;                   /* device memory from the stream-ordered pool (cuda.cu) */

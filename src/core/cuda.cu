@@ -21,7 +21,7 @@ extern "C" int rdx_cuda_device_count(void) {
   return cached;
 }
 
-static cudaError_t peek_make(rdx_context *ctx);
+static cudaError_t side_make(rdx_context *ctx);
 
 extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
   int n = rdx_cuda_device_count();
@@ -56,68 +56,68 @@ extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
       if (cudaMemPoolSetAttribute(mp, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess) ctx->pooled = 1;
     }
   }
-  (void)peek_make(ctx); /* or at the first peek */
+  (void)side_make(ctx); /* or at the first peek or fork */
   (void)cudaGetLastError();
   return RDX_OK;
 }
 
-struct peek_state {
-  cudaStream_t side;
+struct side_state {
+  cudaStream_t peek;         /* rdx_cuda_peek_*'s stream, event and pinned bytes */
   cudaEvent_t at;
-  void *buf; /* RDX_PEEK_MAX pinned bytes */
+  void *buf;                 /* RDX_PEEK_MAX bytes */
   cudaStream_t aux;          /* rdx_cuda_fork's stream */
   cudaEvent_t forked, joined;
 };
 
-static void peek_destroy(rdx_context *ctx) {
-  peek_state *p = (peek_state *)ctx->peek;
+static void side_destroy(rdx_context *ctx) {
+  side_state *p = (side_state *)ctx->side;
   if (!p) return;
-  if (p->side) cudaStreamSynchronize(p->side), cudaStreamDestroy(p->side);
+  if (p->peek) cudaStreamSynchronize(p->peek), cudaStreamDestroy(p->peek);
   if (p->aux) cudaStreamSynchronize(p->aux), cudaStreamDestroy(p->aux);
   if (p->at) cudaEventDestroy(p->at);
   if (p->forked) cudaEventDestroy(p->forked);
   if (p->joined) cudaEventDestroy(p->joined);
   if (p->buf) cudaFreeHost(p->buf);
   free(p);
-  ctx->peek = NULL;
+  ctx->side = NULL;
   (void)cudaGetLastError();
 }
 
 /* Made with the context (a pinned allocation costs about a millisecond, too much for the first
- * update that peeks), or by the first peek if that failed. */
-static cudaError_t peek_make(rdx_context *ctx) {
-  if (ctx->peek) return cudaSuccess;
-  peek_state *p = (peek_state *)calloc(1, sizeof *p);
+ * update that peeks), or by the first peek or fork if that failed. */
+static cudaError_t side_make(rdx_context *ctx) {
+  if (ctx->side) return cudaSuccess;
+  side_state *p = (side_state *)calloc(1, sizeof *p);
   if (!p) return cudaErrorMemoryAllocation;
-  ctx->peek = p;
-  cudaError_t e = cudaStreamCreateWithFlags(&p->side, cudaStreamNonBlocking);
+  ctx->side = p;
+  cudaError_t e = cudaStreamCreateWithFlags(&p->peek, cudaStreamNonBlocking);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->at, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaMallocHost(&p->buf, RDX_PEEK_MAX);
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&p->aux, cudaStreamNonBlocking);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->forked, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->joined, cudaEventDisableTiming);
-  if (e != cudaSuccess) peek_destroy(ctx);
+  if (e != cudaSuccess) side_destroy(ctx);
   return e;
 }
-static rdx_status peek_init(rdx_context *ctx, const char *what) {
-  cudaError_t e = peek_make(ctx);
+static rdx_status side_init(rdx_context *ctx, const char *what) {
+  cudaError_t e = side_make(ctx);
   return e == cudaSuccess ? RDX_OK : rdx_cuda_fail(ctx, e, what);
 }
 
 extern "C" rdx_status rdx_cuda_peek_start(rdx_context *ctx, const void *dev, size_t bytes, const char *what) {
   if (bytes > RDX_PEEK_MAX) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a peek of %zu bytes", what, bytes);
-  RDX_CHECK(peek_init(ctx, what));
-  peek_state *p = (peek_state *)ctx->peek;
+  RDX_CHECK(side_init(ctx, what));
+  side_state *p = (side_state *)ctx->side;
   RDX_CUDA(ctx, cudaEventRecord(p->at, rdx_stream(ctx)), what);
-  RDX_CUDA(ctx, cudaStreamWaitEvent(p->side, p->at, 0), what);
-  RDX_CUDA(ctx, cudaMemcpyAsync(p->buf, dev, bytes, cudaMemcpyDeviceToHost, p->side), what);
+  RDX_CUDA(ctx, cudaStreamWaitEvent(p->peek, p->at, 0), what);
+  RDX_CUDA(ctx, cudaMemcpyAsync(p->buf, dev, bytes, cudaMemcpyDeviceToHost, p->peek), what);
   return RDX_OK;
 }
 
 extern "C" rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t bytes, const char *what) {
-  peek_state *p = (peek_state *)ctx->peek;
+  side_state *p = (side_state *)ctx->side;
   if (!p || bytes > RDX_PEEK_MAX) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a peek wait without its start", what);
-  RDX_CUDA(ctx, cudaStreamSynchronize(p->side), what);
+  RDX_CUDA(ctx, cudaStreamSynchronize(p->peek), what);
   memcpy(host, p->buf, bytes);
   return RDX_OK;
 }
@@ -127,11 +127,11 @@ extern "C" rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char 
   if (off < 0) off = getenv("RAYDEX_FORK") && strcmp(getenv("RAYDEX_FORK"), "0") == 0;
   *stream = ctx->stream;
   if (off) return RDX_OK;
-  if (peek_make(ctx) != cudaSuccess) { /* no side stream: the work runs in order on the context's */
+  if (side_make(ctx) != cudaSuccess) { /* no side stream: the work runs in order on the context's */
     (void)cudaGetLastError();
     return RDX_OK;
   }
-  peek_state *p = (peek_state *)ctx->peek;
+  side_state *p = (side_state *)ctx->side;
   RDX_CUDA(ctx, cudaEventRecord(p->forked, rdx_stream(ctx)), what);
   RDX_CUDA(ctx, cudaStreamWaitEvent(p->aux, p->forked, 0), what);
   *stream = (void *)p->aux;
@@ -139,7 +139,7 @@ extern "C" rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char 
 }
 
 extern "C" rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *what) {
-  peek_state *p = (peek_state *)ctx->peek;
+  side_state *p = (side_state *)ctx->side;
   if (stream == ctx->stream) return RDX_OK;
   if (!p || stream != (void *)p->aux) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a join without its fork", what);
   RDX_CUDA(ctx, cudaEventRecord(p->joined, p->aux), what);
@@ -148,7 +148,7 @@ extern "C" rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *
 }
 
 extern "C" void rdx_cuda_context_fini(rdx_context *ctx) {
-  peek_destroy(ctx);
+  side_destroy(ctx);
   if (ctx->stream) {
     cudaStreamSynchronize(rdx_stream(ctx));
     cudaStreamDestroy(rdx_stream(ctx));
