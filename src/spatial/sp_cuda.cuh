@@ -17,6 +17,15 @@
 
 namespace rdx_sp {
 
+/* A best-effort step's failure is no failure of the call: the context's message is put back as
+ * it was when the guard was made. */
+struct keep_message {
+  rdx_context *ctx;
+  char saved[sizeof rdx_context::message];
+  explicit keep_message(rdx_context *c) : ctx(c) { memcpy(saved, ctx->message, sizeof saved); }
+  ~keep_message() { memcpy(ctx->message, saved, sizeof saved); }
+};
+
 /* Scratch buffers freed when the holder goes out of scope (or earlier with drop()), and one
  * growing temporary-storage area for CUB calls. Query and update calls, which allocate tens of
  * buffers per call, draw them from the index's arena (a bump allocator over
@@ -86,10 +95,8 @@ struct scratch {
     if (*arena) rdx_mem_free(ctx, *arena);
     *arena = nullptr;
     *arena_bytes = 0;
-    char saved[sizeof ctx->message];
-    memcpy(saved, ctx->message, sizeof saved);
+    keep_message keep(ctx); /* a failed growth is no failure of the call */
     if (rdx_scratch(ctx, "rdx_points: scratch arena", arena, grow) == RDX_OK) *arena_bytes = grow;
-    memcpy(ctx->message, saved, sizeof saved); /* a failed growth is no failure of the call */
   }
   /* Run a CUB algorithm: size query, temporary storage, work. f is
    * [&](void *temp, size_t &bytes) -> cudaError_t. */
@@ -130,10 +137,8 @@ struct side_by_side {
   }
   ~side_by_side() { /* a way out on an error: that error's message stays */
     if (!aux) return;
-    char saved[sizeof ctx->message];
-    memcpy(saved, ctx->message, sizeof saved);
+    keep_message keep(ctx);
     (void)join("side_by_side");
-    memcpy(ctx->message, saved, sizeof saved);
   }
 };
 

@@ -546,8 +546,7 @@ void rdx_sp::pfree_reset(rdx_context *ctx, rdx_points *pts) {
   std::vector<int64_t> off((size_t)K + 1, 0);
   for (int k = 0; k < K; k++) off[k + 1] = off[k] + pts->pool.cap / ((int64_t)PAGE_UNIT * (k + 1)) + 1;
   const size_t head = ((size_t)K * 4 + 7) / 8 * 8, bytes = head + ((size_t)K + 1) * 8 + (size_t)off[K] * 4;
-  char saved[sizeof ctx->message];
-  memcpy(saved, ctx->message, sizeof saved);
+  keep_message keep(ctx); /* no failure of the caller */
   void *b = NULL;
   cudaStream_t s = rdx_stream(ctx);
   if (rdx_mem_alloc(ctx, "rdx_points: free pages", &b, bytes, RDX_DEVICE) == RDX_OK &&
@@ -559,7 +558,6 @@ void rdx_sp::pfree_reset(rdx_context *ctx, rdx_points *pts) {
     if (b) rdx_mem_free(ctx, b);
     (void)cudaGetLastError();
   }
-  memcpy(ctx->message, saved, sizeof saved); /* no failure of the caller */
 }
 
 rdx_status rdx_sp::pool_zero_from(rdx_context *ctx, rdx_sp_pool *p, int64_t from, int f64, const char *fn) {

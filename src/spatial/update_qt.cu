@@ -1508,19 +1508,21 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   uint32_t *ss = NULL, *ss2 = NULL;
   qnode *sub = NULL;
   qorder QO;
+  /* The split leaves' survivors sorted one block each, in the shape that covers the capacity:
+   * n of them, or (q.t) as many as the plan will say. */
+  auto sort_split = [&](unsigned grid, int64_t n, qspec q) {
+    const pcodes<T, K> pk = pcodes_of<T, K>(pts);
+    if (cap <= 1024)
+      pg_sort_split_kernel<T, K, 256, 4><<<grid, 256, 0, s>>>(pts->nodes, O.split, n, O.soff, rl, dead, pk, D, sk, ss, tot, q);
+    else
+      pg_sort_split_kernel<T, K, 512, 8><<<grid, 512, 0, s>>>(pts->nodes, O.split, n, O.soff, rl, dead, pk, D, sk, ss, tot, q);
+  };
   if (sp.t) {
     RDX_CHECK(mm.get(&sk, (size_t)sp.surv, fn));
     RDX_CHECK(mm.get(&ss, (size_t)sp.surv, fn));
-    const pcodes<T, K> pk = pcodes_of<T, K>(pts);
     const sublists<K> L = {sk, 0, ik, m_new, page_base, 1, block_sort, F};
-    RDX_CHECK(launch_ahead(mm, sp, tot, pts->nodes, kidx, D, cap, groups, L, &sub, &QO, [&] {
-      if (cap <= 1024)
-        pg_sort_split_kernel<T, K, 256, 4><<<sp.blocks, 256, 0, s>>>(pts->nodes, O.split, 0, O.soff, rl, dead, pk, D, sk, ss,
-                                                                          tot, sp);
-      else
-        pg_sort_split_kernel<T, K, 512, 8><<<sp.blocks, 512, 0, s>>>(pts->nodes, O.split, 0, O.soff, rl, dead, pk, D, sk, ss,
-                                                                          tot, sp);
-    }, fn));
+    RDX_CHECK(launch_ahead(mm, sp, tot, pts->nodes, kidx, D, cap, groups, L, &sub, &QO,
+                           [&] { sort_split(sp.blocks, 0, sp); }, fn));
     rdx_trace(ctx, "qt paged update: split work launched ahead");
   }
   qtot H;
@@ -1619,13 +1621,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   const unsigned sgrid = (unsigned)(n_split < 65535 ? (n_split > 0 ? n_split : 1) : 65535);
   const int sort_here = st == RDX_OK && n_surv > 0 && !ran_ahead; /* the split leaves' survivors */
   if (sort_here && block_sort) {
-    const pcodes<T, K> pk = pcodes_of<T, K>(pts);
-    if (cap <= 1024)
-      pg_sort_split_kernel<T, K, 256, 4><<<sgrid, 256, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot,
-                                                               qspec{});
-    else
-      pg_sort_split_kernel<T, K, 512, 8><<<sgrid, 512, 0, s>>>(pts->nodes, O.split, n_split, O.soff, rl, dead, pk, D, sk, ss, tot,
-                                                               qspec{});
+    sort_split(sgrid, n_split, qspec{});
     st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: split sort kernel");
     rdx_trace(ctx, "qt paged update: split leaves sorted");
   } else if (sort_here) {
