@@ -943,20 +943,21 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
 
 /* ==== the paged path: G-PICS's leaf lists, repaired where they change ==== */
 
-/* 1. One thread per batch row: the ids checked against the id map and claimed, the slots they
- * vacate (a dead bit each), and the incoming (code, row) sort entries. Bad rows get entries
- * too (the batch is then dropped before anything of the index changes). */
+/* 1. One thread per batch row: the ids checked against the id map, the slots they vacate (a
+ * dead bit each), and the incoming (code, row) sort entries. A live id has a slot of its own, so
+ * a slot's bit set twice is an id named twice (bad bit 1; no claim bits by id, whose atomics
+ * doubled this kernel's L2 traffic). Bad rows get entries too (the batch is then dropped before
+ * anything of the index changes). */
 template <typename K>
 __global__ void pg_rows_kernel(int op, const void *ids, int ids64, const void *xy, int f64, int64_t m, uint64_t id_end,
-                               const uint64_t *slot, uint32_t *claim, int check_xy, rdx_sp_grid g, K *ikey, uint32_t *irow,
-                               uint32_t *dead, qtot *tot) {
+                               const uint64_t *slot, int check_xy, rdx_sp_grid g, K *ikey, uint32_t *irow, uint32_t *dead,
+                               qtot *tot) {
   SP_FOR(i, m) {
     if (op != RDX_SP_INSERT) {
       uint64_t id = id_at(ids, ids64, i);
       uint64_t sl = id < id_end ? slot[id] : RDX_SP_NONE;
-      if (sl == RDX_SP_NONE) atomicOr(&tot->bad, 1ull);
-      else if (claim_id(id, claim, &tot->bad))
-        atomicOr(&dead[sl >> 5], 1u << (sl & 31)); /* scratch: the index changes only after the wait */
+      const uint32_t bit = 1u << (sl & 31); /* scratch: the index changes only after the wait */
+      if (sl == RDX_SP_NONE || (atomicOr(&dead[sl >> 5], bit) & bit)) atomicOr(&tot->bad, 1ull);
     }
     if (op == RDX_SP_ERASE) continue;
     ikey[i] = 0, irow[i] = (uint32_t)i;
@@ -1416,18 +1417,18 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   rdx_trace(ctx, "qt paged update: start");
 
   /* 1: the batch. Zeroed scratch in one block (one memset): the totals, the merges' fill
-   * counters, the claim bits of ids and the dead bits of slots below the pool's used end (a
-   * growth after the wait copies only those). */
-  const int64_t claim_words = (int64_t)(pts->id_end / 32) + 1, dead_words = pts->pool.used / 32 + 1;
+   * counters and the dead bits of slots below the pool's used end (a growth after the wait
+   * copies only those). */
+  const int64_t dead_words = pts->pool.used / 32 + 1;
   const size_t tot_bytes = (sizeof(qtot) + 15) & ~(size_t)15;
-  const size_t zero_bytes = tot_bytes + (size_t)nn * 8 + (size_t)(claim_words + dead_words) * 4; /* words */
+  const size_t zero_bytes = tot_bytes + (size_t)nn * 8 + (size_t)dead_words * 4; /* words */
   char *zero;
   RDX_CHECK(mm.get(&zero, zero_bytes, fn));
   RDX_CUDA(ctx, sp_fill(zero, zero_bytes, 0, s), fn);
   rdx_trace(ctx, "qt paged update: scratch zeroed");
   qtot *tot = (qtot *)zero;
   unsigned long long *mfill = (unsigned long long *)(zero + tot_bytes);
-  uint32_t *claim = (uint32_t *)(mfill + nn), *dead = claim + claim_words;
+  uint32_t *dead = (uint32_t *)(mfill + nn);
   K *ik = NULL, *ik2 = NULL;
   uint32_t *irow = NULL, *irow2 = NULL;
   if (m_new > 0) {
@@ -1452,7 +1453,7 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)(4 * nn), fn));
   pg_rows_kernel<K><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, b->xy, pts->f64, m, pts->id_end, pts->slot,
-                                                       claim, b->check_xy, pts->grid, ik, irow, dead, tot);
+                                                       b->check_xy, pts->grid, ik, irow, dead, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: rows kernel");
   rdx_trace(ctx, "qt paged update: rows");
   /* The removals per leaf need only the dead bits: they run beside the batch's sort, which at
