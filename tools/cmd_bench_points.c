@@ -419,16 +419,17 @@ static void exp_query(const cfg *c, int hdr) {
 
 /* ---- update ---- */
 
-/* The engine column of update rows: the moves' kind, or the path RAYDEX_SP_UPDATE forces. */
+/* The engine column of update rows: the moves' kind (resample, uniform) and then the path
+ * RAYDEX_SP_UPDATE forces, e.g. update-paged or update-uniform-paged. */
 static const char *update_engine(const cfg *c) {
-  const char *e = getenv("RAYDEX_SP_UPDATE");
-  if (c->resample) return "update-resample";
-  if (c->uniform) return "update-uniform";
-  if (e && strcmp(e, "paged") == 0) return "update-paged";
-  if (e && strcmp(e, "merge") == 0) return "update-merge";
-  if (e && strcmp(e, "plan") == 0) return "update-plan";
-  if (e && strcmp(e, "rebuild") == 0) return "update-rebuild";
-  return "update";
+  static const char *paths[] = {"paged", "merge", "plan", "rebuild"};
+  static char name[40];
+  const char *e = getenv("RAYDEX_SP_UPDATE"), *path = NULL;
+  for (size_t i = 0; e && i < sizeof paths / sizeof *paths; i++)
+    if (strcmp(e, paths[i]) == 0) path = paths[i];
+  snprintf(name, sizeof name, "update%s%s%s", c->resample ? "-resample" : c->uniform ? "-uniform" : "", path ? "-" : "",
+           path ? path : "");
+  return name;
 }
 
 /* Points uniform in the unit square, spread over the distribution's box (--moves uniform). */
