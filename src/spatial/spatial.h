@@ -28,7 +28,7 @@
  *
  * After a build the pool is dense (room == len) and, for a bottom-up quadtree, in Morton order
  * (a k-d tree's: in leaf order). Updates that page (the planned path, which the CPU runs; GPU
- * quadtree batches of up to 1/16 of the points, update_qt.cu) spread the leaves out with spare
+ * quadtree batches of up to 1/10 of the points, update_qt.cu) spread the leaves out with spare
  * room at their first update and keep an id -> slot map, so later updates touch only the leaves
  * that change (G-PICS's paging, with one variable-size page per leaf). Larger GPU quadtree
  * batches, and GPU k-d batches (update_kd.cu), are merged into a dense pool in key order. Either

@@ -438,17 +438,18 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * most 1/PAGED_SHARE of the points, and otherwise by the merge into a dense pool in Morton
  * order, which costs one pass over the pool whatever the batch (RAYDEX_SP_UPDATE=paged or merge
  * forces one). On 16.5M taxi-like points on an H200, over runs of 18 batches (relayouts
- * included), paging is ahead of the merge to 5% of the points moved to other hot spots (0.71
- * against 0.76 ms at 5%) and trails from 10% (1.09 against 0.91 ms); with uniform or resampled
- * moves it takes 0.48 and 0.57 ms at 5% (bench/results/NVIDIA-H200, spatial_update*.csv,
- * PROBES.md §21, §25-§28). A paged
+ * included), paging is ahead of the merge to 5% of the points moved to other hot spots (0.67
+ * against 0.78 ms at 5%) and about even at 10% (0.99 against 0.91-0.95 ms: two relayouts in 18
+ * batches); with moves resampled from the index's hot spots or uniform in the box it leads at
+ * 10% by a third (0.67 and 0.72 ms against 0.89 and 1.02), so batches up to a tenth page
+ * (bench/results/NVIDIA-H200, spatial_update*.csv, PROBES.md §21, §25-§29). A paged
  * update first spreads the leaves out (rdx_sp_qt_relayout_cuda) when the index has no id map yet
  * or too little free pool for the batch; the free room it leaves is as many slots as points
- * plus twice the largest batch that pages (n/8, or twice this one if it is larger; 16 bytes a
+ * plus twice the largest batch that pages (n/5, or twice this one if it is larger; 16 bytes a
  * slot: paged pools keep no codes). Pages that leaves give up
  * are reused (update.cuh, pgfree), so a run of 5% batches relayouts about once in 10-18 (0.7-0.8
  * ms each on 16.5M points; PROBES.md §25-§27). */
-#define PAGED_SHARE 16
+#define PAGED_SHARE 10
 
 void rdx_sp_drop_pages(rdx_context *ctx, rdx_points *pts) {
   if (pts->pfree) rdx_mem_free(ctx, pts->pfree);
@@ -470,7 +471,7 @@ static rdx_status prepare_paged(rdx_context *ctx, rdx_points *pts, const rdx_sp_
   }
   const int64_t need = 2 * b->m + pts->n / 16 + 65536;
   if (pts->slot != NULL && pts->pool.cap - pts->pool.used >= need) return RDX_OK;
-  const int64_t twice = 2 * b->m > pts->n / 8 ? 2 * b->m : pts->n / 8; /* twice any batch that pages by itself */
+  const int64_t most = 2 * pts->n / PAGED_SHARE, twice = 2 * b->m > most ? 2 * b->m : most; /* twice any batch that pages */
   RDX_CHECK(rdx_sp_qt_relayout_cuda(ctx, pts, pts->n + twice + 65536));
   relayouted(ctx, pts);
   return RDX_OK;

@@ -1,7 +1,7 @@
 /*
  * update_qt.cu: bulk moves, inserts and erases of a quadtree on the GPU, two ways that share the
  * node machinery (decisions by the rule of a fresh build, split subtrees, BFS order and links).
- * update.c picks one per batch (prepare_paged): paging for batches of up to 1/16 of the points,
+ * update.c picks one per batch (prepare_paged): paging for batches of up to 1/10 of the points,
  * the merge for larger ones.
  *
  * PAGING (update_paged; G-PICS Section 5 with paging). Each leaf owns a page of pool slots
@@ -9,8 +9,8 @@
  * a point's slot; rdx_sp_qt_relayout_cuda spreads a dense pool out so at the first paged update.
  * The paged pool keeps no codes: kernels that need them derive them from the coordinates
  * (pcodes). Work grows with the batch, not with the pool:
- *  1. pg_rows_kernel, one thread per row: ids checked against the map and claimed (a repeated
- *     id is an error), each vacated slot marked in a dead bitmap, new points checked and coded.
+ *  1. pg_rows_kernel, one thread per row: ids checked against the map (a repeated id, found by
+ *     its slot's dead bit set twice, is an error), each vacated slot marked in a dead bitmap, new points checked and coded.
  *     The batch's codes are sorted (CUB).
  *  2. Per old node: a leaf's removals are the dead bits of its page, added up the tree by
  *     warp-aggregated atomics (on a second stream, beside the batch's sort: rdx_cuda_fork); its
