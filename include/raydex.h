@@ -532,7 +532,7 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_query_alloc(rdx_context *ctx, const 
  * (only where each leaf keeps its points differs).
  * ids: u32 or u64, 1-D; points: (m, 2) of the index's dtype; host or device memory.
  * Quadtrees on a GPU page batches of up to 1/10 of the points (G-PICS's paging, planned on the
- * device: each leaf keeps a page with spare room, and an id -> slot map finds a point; about 56-58
+ * device: each leaf keeps a page with spare room, and an id -> slot map finds a point; about 57-62
  * bytes a point in all) and merge larger ones, sorted by Morton code, into their points, which
  * then lie in Morton order as a bottom-up build leaves them, with a bit per id (about 25 bytes a
  * point; rdx_points_bytes counts either). The k-d tree, and the CPU backend, follow G-PICS: a movement check keeps points that stay in

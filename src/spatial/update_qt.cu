@@ -49,13 +49,13 @@
  *
  * Both leave the nodes equal to a fresh build's with the same box. Costs on an H200, 16.5M
  * taxi-like f32 points, leaf capacity 1024, rebuild about 2.9-3.3 ms (bench/results/NVIDIA-H200,
- * spatial_update.csv, PROBES.md §21, §24-§28): paging takes about 0.42-0.43 ms at 1% of the
- * points moved and 0.56-0.57 ms at 3% over a run of batches (relayouts included), its cost
- * mostly random accesses (the moved points' three pool columns and id map entries: the move
- * kernel is about a third of a 5% update) and some 25 launches; the merge costs about 0.4 ms of
- * streaming over the pool whatever the batch (0.67 ms at 1%, 0.91 ms at 10%, 2.0 ms at 50%).
- * Paging needs about 56-58 bytes per point (spare room, a free end as large as the points, id
- * map) against the merge's 24-26.
+ * spatial_update.csv, PROBES.md §21, §24-§29): paging takes about 0.36-0.37 ms at 1% of the
+ * points moved, 0.52-0.53 ms at 3% and 0.61 ms at 5% over a run of batches (relayouts
+ * included), its cost mostly random accesses (the moved points' three pool columns and id map
+ * entries: the move kernel is about a third of a 5% update) and some 25 launches; the merge
+ * costs about 0.4 ms of streaming over the pool whatever the batch (0.64 ms at 1%, 0.92 ms at
+ * 10%, 2.0 ms at 50%). Paging needs about 57-62 bytes per point (spare room, a free end as
+ * large as the points and two batches of a tenth, id map) against the merge's 25-27.
  */
 #include "spatial/merge.cuh"
 
