@@ -282,11 +282,8 @@ rdx_status sort_batch(scratch &mm, int64_t m, int lo, int hi, K **k, K *k2, uint
   if (m == 0) return RDX_OK;
   cub::DoubleBuffer<K> kb(*k, k2);
   cub::DoubleBuffer<uint32_t> rb(*row, row2);
-  /* Batches stay below 2^32 rows (u32 rows), so CUB sorts with 32-bit offsets: at 1.65M pairs on
-   * an H200 3-5% faster than with 64-bit ones, and smaller onesweep tiles were slower (PROBES.md
-   * section 29). */
   RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-    return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, (uint32_t)m, lo, hi, rdx_stream(mm.ctx));
+    return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m, lo, hi, rdx_stream(mm.ctx));
   }));
   *k = kb.Current(), *row = rb.Current();
   return RDX_OK;
