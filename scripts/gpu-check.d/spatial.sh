@@ -16,9 +16,10 @@
 #                   points go to places of another hot-spot layout (--moves relocate, the
 #                   default); spatial_update_resample.csv: to fresh samples of the index's own
 #                   layout; spatial_update_uniform.csv: uniformly in the box (G-PICS's "random
-#                   new positions"); in both, engines "update-resample-paged" and
-#                   "update-uniform-paged" force paging to 10%. Part "plan" (not run by default): spatial_update_plan.csv, the
-#                   host-planned path (RAYDEX_SP_UPDATE=plan), for comparison.
+#                   new positions"); in both, engines "update-resample-merge" and
+#                   "update-uniform-merge" force the merge at 5-10%, which page by default.
+#                   Part "plan" (not run by default): spatial_update_plan.csv, the host-planned
+#                   path (RAYDEX_SP_UPDATE=plan), for comparison.
 # SPATIAL_PARTS (default "build query update") picks the parts to run.
 # Rows carry a check column (bench/README.md); bench/plot_spatial.py draws the PNGs.
 
@@ -63,9 +64,9 @@ RAYDEX_SP_UPDATE=merge sp_bench spatial_update 50 "${up[@]}" --index quadtree --
 RAYDEX_SP_UPDATE=rebuild sp_bench spatial_update 50 "${up[@]}" --index kdtree --moved 1,10,50 --reps 3
 sp_bench spatial_update_resample 90 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 18 --moves resample
 sp_bench spatial_update_uniform 90 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 18 --moves uniform
-# paging forced past its share (batches over 1/16 of the points merge by default)
-RAYDEX_SP_UPDATE=paged sp_bench spatial_update_resample 60 "${up[@]}" --index quadtree --moved 5,7,10 --reps 18 --moves resample
-RAYDEX_SP_UPDATE=paged sp_bench spatial_update_uniform 60 "${up[@]}" --index quadtree --moved 5,7,10 --reps 18 --moves uniform
+# the merge forced where batches page by default (up to a tenth of the points)
+RAYDEX_SP_UPDATE=merge sp_bench spatial_update_resample 50 "${up[@]}" --index quadtree --moved 5,10 --reps 5 --moves resample
+RAYDEX_SP_UPDATE=merge sp_bench spatial_update_uniform 50 "${up[@]}" --index quadtree --moved 5,10 --reps 5 --moves uniform
 log "spatial update: $(grep -c ',update' "$OUT/csv/spatial_update.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"
 fi
 

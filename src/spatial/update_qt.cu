@@ -10,8 +10,8 @@
  * The paged pool keeps no codes: kernels that need them derive them from the coordinates
  * (pcodes). Work grows with the batch, not with the pool:
  *  1. pg_rows_kernel, one thread per row: ids checked against the map (a repeated id, found by
- *     its slot's dead bit set twice, is an error), each vacated slot marked in a dead bitmap, new points checked and coded.
- *     The batch's codes are sorted (CUB).
+ *     its slot's dead bit set twice, is an error), each vacated slot marked in a dead bitmap,
+ *     new points checked and coded. The batch's codes are sorted (CUB).
  *  2. Per old node: a leaf's removals are the dead bits of its page, added up the tree by
  *     warp-aggregated atomics (on a second stream, beside the batch's sort: rdx_cuda_fork); its
  *     incoming are a run of the sorted codes (two binary searches).
