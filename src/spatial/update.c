@@ -441,7 +441,7 @@ static int direct_update(rdx_context *ctx, const rdx_points *pts) {
  * included), paging is ahead of the merge to 5% of the points moved to other hot spots (0.67
  * against 0.78 ms at 5%) and about even at 10% (0.99 against 0.91-0.95 ms: two relayouts in 18
  * batches); with moves resampled from the index's hot spots or uniform in the box it leads at
- * 10% by a third (0.67 and 0.72 ms against 0.89 and 1.02), so batches up to a tenth page
+ * 10% (0.65-0.68 and 0.72-0.75 ms against 0.89-0.90 and 0.84-1.02), so batches up to a tenth page
  * (bench/results/NVIDIA-H200, spatial_update*.csv, PROBES.md §21, §25-§29). A paged
  * update first spreads the leaves out (rdx_sp_qt_relayout_cuda) when the index has no id map yet
  * or too little free pool for the batch; the free room it leaves is as many slots as points
