@@ -945,9 +945,9 @@ rdx_status update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_fou
 
 /* 1. One thread per batch row: the ids checked against the id map, the slots they vacate (a
  * dead bit each), and the incoming (code, row) sort entries. A live id has a slot of its own, so
- * a slot's bit set twice is an id named twice (bad bit 1; no claim bits by id, whose atomics
- * doubled this kernel's L2 traffic). Bad rows get entries too (the batch is then dropped before
- * anything of the index changes). */
+ * a slot's bit set twice is an id named twice (bad bit 1). Claim bits by id, a second atomic a
+ * row, made this L2-bound kernel 70 us instead of 57-60 at 10% on an H200 (PROBES.md §29). Bad
+ * rows get entries too (the batch is then dropped before anything of the index changes). */
 template <typename K>
 __global__ void pg_rows_kernel(int op, const void *ids, int ids64, const void *xy, int f64, int64_t m, uint64_t id_end,
                                const uint64_t *slot, int check_xy, rdx_sp_grid g, K *ikey, uint32_t *irow, uint32_t *dead,
@@ -1047,20 +1047,6 @@ __global__ void pg_up_kernel(rdx_sp_nodes N, const int64_t *rl, const int64_t *p
   }
 }
 
-/* 2c. One thread per old node: the batch entries in its cell, ik[A[u]] .. ik[A[u] + ci[u] - 1],
- * and whether the build's rule makes it a leaf with its new count (lf[u], which the decisions
- * read for every ancestor). */
-template <typename K>
-__global__ void pg_incoming_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, int D, int64_t cap, const int64_t *rl,
-                                   const int64_t *rs, int64_t *A, int64_t *ci, uint8_t *lf) {
-  SP_FOR(u, N.n) {
-    const int sh = 2 * (D - (int)N.level[u]);
-    const int64_t a = lower(ik, 0, ni, N.key[u] << sh), c = lower(ik, a, ni, (N.key[u] + 1) << sh) - a;
-    A[u] = a, ci[u] = c;
-    lf[u] = (uint8_t)rdx_sp_qt_leaf(N.count[u] - (N.leaf[u] ? rl[u] : rs[u]) + c, N.level[u], D, cap);
-  }
-}
-
 /* An old node's removals, incoming and new count, from pg_links_kernel, pg_up_kernel and
  * pg_incoming_kernel (lf: the rule's verdict on the new count). */
 struct pgcount {
@@ -1069,6 +1055,20 @@ struct pgcount {
   __device__ int64_t removed(const rdx_sp_nodes &N, int64_t u) const { return N.leaf[u] ? rl[u] : rs[u]; }
   __device__ int64_t after(const rdx_sp_nodes &N, int64_t u) const { return N.count[u] - removed(N, u) + ci[u]; }
 };
+
+/* 2c. One thread per old node: the batch entries in its cell, ik[A[u]] .. ik[A[u] + ci[u] - 1],
+ * and whether the build's rule makes it a leaf with its new count (lf[u], which the decisions
+ * read for every ancestor). Q gives the removals; its A, ci and lf are the ones written here. */
+template <typename K>
+__global__ void pg_incoming_kernel(rdx_sp_nodes N, const K *ik, int64_t ni, int D, int64_t cap, pgcount Q, int64_t *A,
+                                   int64_t *ci, uint8_t *lf) {
+  SP_FOR(u, N.n) {
+    const int sh = 2 * (D - (int)N.level[u]);
+    const int64_t a = lower(ik, 0, ni, N.key[u] << sh), c = lower(ik, a, ni, (N.key[u] + 1) << sh) - a;
+    A[u] = a, ci[u] = c;
+    lf[u] = (uint8_t)rdx_sp_qt_leaf(N.count[u] - Q.removed(N, u) + c, N.level[u], D, cap);
+  }
+}
 
 /* Per old node, what happens to its points (the paged plan). A split leaf's survivors go to
  * the gather list at soff, sorted by code (its subtree is built over them); those of a relocated leaf or
@@ -1485,9 +1485,9 @@ rdx_status update_paged(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_
     RDX_CUDA(ctx, cudaMemcpyAsync(saved, F.cnt, (size_t)F.K * 4, cudaMemcpyDeviceToDevice, s), fn);
     fguard.saved = saved;
   }
-  pg_incoming_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, D, cap, rl, rs, A, ci, lf);
-  rdx_trace(ctx, "qt paged update: incoming per node");
   const pgcount Q = {rl, rs, A, ci, lf};
+  pg_incoming_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, m_new, D, cap, Q, A, ci, lf);
+  rdx_trace(ctx, "qt paged update: incoming per node");
   const int64_t page_base = pts->pool.used; /* new pages from here (a growth after the wait keeps used) */
   pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, F, tn, kidx, groups, O, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
