@@ -8,7 +8,7 @@
 #                   capacity 1024 (G-PICS's setting): the index, a brute-force GPU scan (to 2^16
 #                   queries; it is linear in the batch) and the CPU backend on every core (to 2^20);
 #   spatial_update  1% .. 50% of 16.5M taxi-like points moved per batch, against a rebuild
-#                   (quadtrees page batches of up to 1/16 of the points on the GPU and merge larger
+#                   (quadtrees page batches of up to 1/10 of the points on the GPU and merge larger
 #                   ones into a Morton-ordered pool, engine "update"; each path forced on its own,
 #                   engines "update-paged" and "update-merge"; k-d trees are repaired on the
 #                   device, "update", or rebuilt, "update-rebuild", the path of batches over half
