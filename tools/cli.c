@@ -32,7 +32,14 @@ void cli_die_status(rdx_context *ctx, rdx_status st, const char *what) {
           *msg ? ": " : "", msg);
 }
 
-void cli_args_init(cli_args *a, int argc, char **argv) {
+int cli_is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
+
+void cli_args_init(cli_args *a, int argc, char **argv, const char *usage) {
+  for (int i = 0; i < argc; i++)
+    if (cli_is_help(argv[i])) {
+      fputs(usage, stdout);
+      exit(0);
+    }
   a->argc = argc;
   a->argv = argv;
   a->used = (unsigned char *)calloc((size_t)argc + 1, 1);

@@ -32,7 +32,11 @@ typedef struct cli_args {
   char **argv;
   unsigned char *used;
 } cli_args;
-void cli_args_init(cli_args *a, int argc, char **argv);
+/* Starts parsing argv; with --help or -h among the arguments it prints usage on stdout and
+ * exits 0 instead (each command's synopsis lives in its usage string, once). */
+void cli_args_init(cli_args *a, int argc, char **argv, const char *usage);
+/* Whether an argument asks for help (--help or -h). */
+int cli_is_help(const char *arg);
 const char *cli_opt(cli_args *a, const char *name);            /* NULL if absent */
 int cli_flag(cli_args *a, const char *name);                    /* 1 if present */
 int64_t cli_int(cli_args *a, const char *name, int64_t dflt);   /* accepts 2^k and 1e6 */
@@ -70,5 +74,7 @@ int cmd_demo(int argc, char **argv);
 int cmd_points(int argc, char **argv);
 int cmd_gen_points(int argc, char **argv);
 int cmd_bench_points(int argc, char **argv);
+/* Their usage, which `raydex gen --help` and `raydex bench --help` print after their own. */
+extern const char cli_gen_points_usage[], cli_bench_points_usage[];
 
 #endif

@@ -1,18 +1,6 @@
 /*
- * cmd_bench.c: `raydex bench keys`: build and query key indexes, print CSV rows (DESIGN.md §6).
- *
- *   raydex bench keys --kind sorted[,btree,...] [--backend auto|cpu|cuda|optix] [--n 2^26]
- *        [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity PCT] [--lookups 2^27]
- *        [--op point|all|range|range-count] [--width W] [--hit-ratio 1] [--miss inside|outside]
- *        [--zipf 0] [--batch M] [--reps 5] [--bucket-size 32] [--seed 1] [--header]
- *        [--check full|sample|none] [--sort-queries] [--rt-flags F[,F..]] [--max-results N]
- *
- * --kind, --backend, --lookups, --op, --width, --hit-ratio, --miss, --zipf, --batch, --bucket-size
- * and --rt-flags take comma-separated lists; every combination runs over the same generated keys,
- * one row each. --rt-flags are rdx_build_options.flags for rx and cgrx (16 naive, 32 default
- * mapping, 64 Morton BVH; the kind column then reads e.g. cgrx+naive). --max-results caps
- * lookups * width of range batches (fewer lookups for wide ranges, so one sweep fits in memory).
- * On --backend optix only rx and cgrx run: the other kinds would run on CUDA code there.
+ * cmd_bench.c: `raydex bench keys`: build and query key indexes, print CSV rows (DESIGN.md §6;
+ * usage below, which `raydex bench keys --help` prints).
  *
  * Protocol (METHOD.md): inputs generated fresh from the seed (never zeros) and placed where the
  * backend computes (device memory for GPU backends, so no transfer is timed); one warm-up build
@@ -270,11 +258,30 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
   if (strcmp(check, "WRONG") == 0) cli_die(CLI_EXIT_FAILURE, "%s on %s gave wrong answers", rdx_kind_name(kind), rdx_backend_name(c->backend));
 }
 
+static const char usage[] =
+    "usage: raydex bench keys --kind sorted[,btree,...] [--backend auto|cpu|cuda|optix] [--n 2^22]\n"
+    "            [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity PCT] [--lookups 2^22]\n"
+    "            [--op point|all|range|range-count] [--width W] [--hit-ratio 1] [--miss inside|outside]\n"
+    "            [--zipf 0] [--batch M] [--reps 5] [--bucket-size 32] [--seed 1] [--header]\n"
+    "            [--check full|sample|none] [--sort-queries] [--rt-flags F[,F..]] [--max-results N]\n"
+    "\n"
+    "Builds key indexes over generated keys and times batched lookups: one CSV row on stdout per\n"
+    "combination. --kind, --backend, --lookups, --op, --width, --hit-ratio, --miss, --zipf, --batch,\n"
+    "--bucket-size and --rt-flags take comma-separated lists; every combination runs over the same\n"
+    "keys. --rt-flags are rdx_build_options.flags for rx and cgrx (16 naive, 32 default mapping, 64\n"
+    "Morton BVH; the kind column then reads e.g. cgrx+naive). --max-results caps lookups * width of\n"
+    "range batches. On --backend optix only rx and cgrx run. Each row's check column compares the\n"
+    "answers with the brute-force oracle (--check sample) and the CPU's sorted index (full).\n";
+
 int cmd_bench(int argc, char **argv) {
+  if (argc >= 1 && cli_is_help(argv[0])) {
+    printf("%s\n%s", usage, cli_bench_points_usage);
+    return 0;
+  }
   if (argc >= 1 && strcmp(argv[0], "points") == 0) return cmd_bench_points(argc - 1, argv + 1);
-  if (argc < 1 || strcmp(argv[0], "keys") != 0) cli_die(CLI_EXIT_BAD_INPUT, "usage: raydex bench keys [options]");
+  if (argc < 1 || strcmp(argv[0], "keys") != 0) cli_die(CLI_EXIT_BAD_INPUT, "bench keys or bench points (bench --help)");
   cli_args a;
-  cli_args_init(&a, argc - 1, argv + 1);
+  cli_args_init(&a, argc - 1, argv + 1, usage);
   bench_cfg c;
   memset(&c, 0, sizeof c);
   const char *kinds = cli_opt(&a, "kind");

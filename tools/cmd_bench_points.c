@@ -1,21 +1,6 @@
 /*
- * cmd_bench_points.c: `raydex bench points`: the spatial experiments of issue 4, CSV rows on stdout.
- *
- *   raydex bench points --exp build|query|update [--backend auto|cpu|cuda] [--index quadtree,kdtree]
- *        [--build bottomup,topdown] [--n 2^24,...] [--dist uniform|clustered|taxi] [--dtype f32|f64]
- *        [--leaf-capacity 200] [--max-depth 16] [--reps 3] [--seed 1] [--header]
- *     build:  [--where device,host]        device: points already in GPU memory; host: the call
- *                                          copies them in (end to end, as the paper's Table 1)
- *     query:  [--queries 2^10,...] [--type window,within,match,knn] [--k 16] [--size S]
- *             [--engine index,brute,cpu] [--brute-max 2^16] [--cpu-max 2^20]
- *     update: [--moved 1,2,5,10,20,50]     percent of points moved to new places per batch
- *             [--moves relocate|resample|uniform]  where they go: relocate (default) draws them
- *                                          from the generator with another seed, whose hot spots
- *                                          lie elsewhere (points leave their clusters for new
- *                                          ones); resample draws fresh samples of the index's own
- *                                          distribution (same hot spots; engine update-resample);
- *                                          uniform, G-PICS's experiment, draws them uniformly in
- *                                          the distribution's box (engine update-uniform)
+ * cmd_bench_points.c: `raydex bench points`: the spatial experiments of issue 4, CSV rows on
+ * stdout (usage below, which `raydex bench points --help` prints).
  *
  * Protocol (METHOD.md): inputs generated from the seed; one warm-up run, then the median of
  * --reps timed runs (updates: their mean, since some batches also relayout or grow the pool);
@@ -611,9 +596,28 @@ static int split_list(const char *s, char out[MAX_LIST][32]) {
   return n;
 }
 
+const char cli_bench_points_usage[] =
+    "usage: raydex bench points --exp build|query|update [--backend auto|cpu|cuda] [--index quadtree,kdtree]\n"
+    "            [--build bottomup,topdown] [--n 2^24,...] [--dist uniform|clustered|taxi] [--dtype f32|f64]\n"
+    "            [--leaf-capacity 200 (query: 1024)] [--max-depth 16] [--reps 3] [--seed 1] [--header]\n"
+    "   build:   [--where device,host]     device: points already in GPU memory; host: the call\n"
+    "                                      copies them in (end to end)\n"
+    "   query:   [--queries 2^10,...] [--type window,within,match,knn] [--k 16] [--size S]\n"
+    "            [--engine index,brute,cpu] [--brute-max 2^16] [--cpu-max 2^20]\n"
+    "   update:  [--moved 1,2,5,10,20,50]  percent of the points moved per batch, against a rebuild\n"
+    "            [--moves relocate|resample|uniform]  where they go: relocate (default) to another\n"
+    "                                      hot-spot layout of the generator; resample to fresh samples\n"
+    "                                      of the index's own layout; uniform in the box (G-PICS's\n"
+    "                                      experiment)\n"
+    "\n"
+    "Lists are comma-separated; every combination gives one CSV row on stdout, with a check column\n"
+    "(the answers compared with another engine or a fresh build). --size is the window side or the\n"
+    "radius (default: about 64 points a query on uniform data). Timings are medians of --reps runs\n"
+    "after a warm-up; updates report the mean of --reps batches.\n";
+
 int cmd_bench_points(int argc, char **argv) {
   cli_args a;
-  cli_args_init(&a, argc, argv);
+  cli_args_init(&a, argc, argv, cli_bench_points_usage);
   cfg c;
   memset(&c, 0, sizeof c);
   c.exp = cli_opt(&a, "exp");

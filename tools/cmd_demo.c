@@ -2,12 +2,8 @@
  * cmd_demo.c: `raydex demo`, the README's main job. It generates a key column on the spot,
  * builds every key index kind on the best backend present, runs batched point lookups (90%
  * hits, misses inside the key range) and range lookups, checks every answer against the
- * brute-force oracle, and prints a table of build time, throughput and bytes per key.
- *
- *   raydex demo [--backend auto] [--n 2^22] [--dtype u32] [--lookups 2^22] [--ranges 2^16]
- *               [--width 2^16] [--seed 7]
- *
- * The scan kind reads the whole column per query, so it answers the first 2^10 queries only.
+ * brute-force oracle, and prints a table of build time, throughput and bytes per key (usage
+ * below, which `raydex demo --help` prints).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +29,19 @@ static uint64_t at(rdx_array a, int64_t i) {
   return a.dtype == RDX_U32 ? ((const uint32_t *)a.data)[i] : ((const uint64_t *)a.data)[i];
 }
 
+static const char usage[] =
+    "usage: raydex demo [--backend auto] [--n 2^22] [--dtype u32] [--lookups 2^22] [--ranges 2^16]\n"
+    "                   [--width 2^16] [--seed 7]\n"
+    "\n"
+    "The main job: generates n unique uniform keys, builds every key index kind on the backend\n"
+    "(auto: the best one here), answers point lookups (90% hits, misses inside the key range) and\n"
+    "range lookups of the given width, checks every answer against the brute-force oracle and\n"
+    "prints build time, throughput and bytes per key. The scan kind reads the whole column per\n"
+    "query, so it answers the first 2^10 queries only. Integers take 2^k and 1e6 forms.\n";
+
 int cmd_demo(int argc, char **argv) {
   cli_args a;
-  cli_args_init(&a, argc, argv);
+  cli_args_init(&a, argc, argv, usage);
   const char *b = cli_opt(&a, "backend");
   int64_t n = cli_int(&a, "n", (int64_t)1 << 22);
   const char *dt = cli_opt(&a, "dtype");

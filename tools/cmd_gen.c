@@ -1,11 +1,6 @@
 /*
- * cmd_gen.c: `raydex gen keys|lookups|ranges`: reproducible data sets as .npy files.
- *
- *   raydex gen keys --n N --dtype u32|u64 --dist dense|sparse|uniform [--uniformity PCT]
- *                   [--seed S] --out K.npy
- *   raydex gen lookups --keys K.npy --n M [--hit-ratio H] [--miss inside|outside] [--zipf Z]
- *                      [--seed S] --out Q.npy
- *   raydex gen ranges --keys K.npy --n M --width W [--seed S] --out LOHI.npy
+ * cmd_gen.c: `raydex gen keys|lookups|ranges`: reproducible data sets as .npy files (usage
+ * below, which `raydex gen --help` prints with that of `gen points|point-queries`).
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,12 +18,29 @@ static rdx_array read_keys(rdx_context *ctx, const char *path) {
   return k;
 }
 
+static const char usage_keys[] =
+    "usage: raydex gen keys --n N [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity PCT]\n"
+    "                       [--seed S] --out K.npy\n"
+    "       raydex gen lookups --keys K.npy --n M [--hit-ratio H] [--miss inside|outside] [--zipf Z]\n"
+    "                          [--seed S] --out Q.npy\n"
+    "       raydex gen ranges --keys K.npy --n M --width W [--seed S] --out LOHI.npy\n"
+    "\n"
+    "keys: n distinct keys in random order (dense: 0..n-1; uniform: over the dtype's whole range;\n"
+    "sparse, cgRX's uniformity: (100 - PCT)% of them dense from 0, PCT% uniform above). lookups: m\n"
+    "queries, each a hit with probability H (default 1), picking a key by Zipf(Z) over key positions\n"
+    "(0: uniform), else a miss inside or outside the key range. ranges: (m, 2) bounds [lo, lo + W - 1]\n"
+    "with lo a key picked uniformly. The same seed gives the same file.\n";
+
 int cmd_gen(int argc, char **argv) {
-  if (argc < 1) cli_die(CLI_EXIT_BAD_INPUT, "what to generate: keys, lookups or ranges");
+  if (argc >= 1 && cli_is_help(argv[0])) {
+    printf("%s\n%s", usage_keys, cli_gen_points_usage);
+    return 0;
+  }
+  if (argc < 1) cli_die(CLI_EXIT_BAD_INPUT, "what to generate: keys, lookups, ranges, points or point-queries");
   if (strcmp(argv[0], "points") == 0 || strcmp(argv[0], "point-queries") == 0) return cmd_gen_points(argc, argv);
   const char *what = argv[0];
   cli_args a;
-  cli_args_init(&a, argc - 1, argv + 1);
+  cli_args_init(&a, argc - 1, argv + 1, usage_keys);
   rdx_context *ctx = cli_context(RDX_BACKEND_CPU);
   const char *out_path = cli_opt(&a, "out");
   uint64_t seed = (uint64_t)cli_int(&a, "seed", 42);
@@ -72,7 +84,7 @@ int cmd_gen(int argc, char **argv) {
     st = rdx_gen_ranges(ctx, k, m, (uint64_t)w, seed, &out);
     rdx_npy_free(&k);
   } else {
-    cli_die(CLI_EXIT_BAD_INPUT, "cannot generate '%s' (keys, lookups or ranges)", what);
+    cli_die(CLI_EXIT_BAD_INPUT, "cannot generate '%s' (keys, lookups, ranges, points or point-queries)", what);
   }
   if (st != RDX_OK) cli_die_status(ctx, st, what);
   st = rdx_npy_write(ctx, out_path, out, out.columns == 1 ? 1 : 2);

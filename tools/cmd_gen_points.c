@@ -1,13 +1,7 @@
 /*
  * cmd_gen_points.c: `raydex gen points` and `raydex gen point-queries`: reproducible point sets
- * and spatial query batches as .npy files (src/io/gen_points.c).
- *
- *   raydex gen points --n N [--dist uniform|clustered|taxi] [--dtype f64|f32] [--seed S] --out P.npy
- *   raydex gen point-queries --points P.npy --type match|window|within|knn --n M [--size S]
- *                            [--seed S] --out Q.npy
- *
- * uniform and clustered points lie in [0, 1)^2; taxi points in an NYC-sized box in feet. --size is
- * the window side or the radius, in the points' units (default 1% of the box's larger side).
+ * and spatial query batches as .npy files (src/io/gen_points.c; usage below, which `raydex gen
+ * points --help` prints).
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,10 +15,18 @@ static rdx_dtype float_dtype(const char *s) {
   cli_die(CLI_EXIT_BAD_INPUT, "--dtype '%s' is not f32 or f64", s);
 }
 
+const char cli_gen_points_usage[] =
+    "usage: raydex gen points --n N [--dist uniform|clustered|taxi] [--dtype f64|f32] [--seed S] --out P.npy\n"
+    "       raydex gen point-queries --points P.npy --type match|window|within|knn --n M [--size S]\n"
+    "                                [--seed S] --out Q.npy\n"
+    "\n"
+    "uniform and clustered points lie in [0, 1)^2; taxi points in an NYC-sized box in feet. --size is\n"
+    "the window side or the radius, in the points' units (default 1% of the box's larger side).\n";
+
 int cmd_gen_points(int argc, char **argv) {
   const char *what = argv[0];
   cli_args a;
-  cli_args_init(&a, argc - 1, argv + 1);
+  cli_args_init(&a, argc - 1, argv + 1, cli_gen_points_usage);
   rdx_context *ctx = cli_context(RDX_BACKEND_CPU);
   const char *out_path = cli_opt(&a, "out");
   uint64_t seed = (uint64_t)cli_int(&a, "seed", 42);

@@ -5,9 +5,15 @@
 
 #include "cli.h"
 
+static const char usage[] =
+    "usage: raydex info\n"
+    "\n"
+    "Prints the version, the backends built, the CPU and GPU, whether OptiX is usable, and the\n"
+    "backend that --backend auto picks.\n";
+
 int cmd_info(int argc, char **argv) {
   cli_args a;
-  cli_args_init(&a, argc, argv);
+  cli_args_init(&a, argc, argv, usage);
   cli_args_done(&a);
   rdx_info info;
   info.size = sizeof info;

@@ -1,24 +1,28 @@
 /*
- * cmd_keys.c: `raydex keys`, the stable command-line contract for key indexes:
- *
- *   raydex keys --kind {scan,sorted,btree,hash,rx,cgrx} --backend {auto,cpu,cuda,optix}
- *               --keys K.npy [--rows R.npy] (--lookup Q.npy | --range LOHI.npy)
- *               --out OUT.npy [--counts-out C.npy] [--bucket-size N]
- *
- * --lookup without --counts-out: OUT is one u64 row id per query (the smallest among equal
- * keys), 2^64-1 for a miss. With --counts-out, or with --range: OUT holds every matching row id
- * grouped by query in query order, ascending within a query, and C the count per query.
- * Exit 0 on success, 2 with one line on stderr for bad input (also: --backend optix with a kind
- * that does not use ray tracing, or when OptiX cannot run here).
+ * cmd_keys.c: `raydex keys`, the stable command-line contract for key indexes (usage below,
+ * which `raydex keys --help` prints).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
 
+static const char usage[] =
+    "usage: raydex keys --kind {scan,sorted,btree,hash,rx,cgrx} --backend {auto,cpu,cuda,optix}\n"
+    "                   --keys K.npy [--rows R.npy] (--lookup Q.npy | --range LOHI.npy)\n"
+    "                   --out OUT.npy [--counts-out C.npy] [--bucket-size N]\n"
+    "\n"
+    "Builds a key index over the 1-D u32 or u64 column K (row ids R, default 0..n-1) and answers one\n"
+    "batch. --lookup without --counts-out: OUT is one u64 row id per query (the smallest among equal\n"
+    "keys), 2^64-1 for a miss. With --counts-out, or with --range (LOHI: (m, 2), inclusive bounds):\n"
+    "OUT holds every matching row id grouped by query in query order, ascending within a query, and\n"
+    "C the count per query. --bucket-size: keys per bucket of cgrx.\n"
+    "Exit 0 on success, 2 with one line on stderr for bad input (also: --backend optix with a kind\n"
+    "that does not use ray tracing, or when OptiX cannot run here).\n";
+
 int cmd_keys(int argc, char **argv) {
   cli_args a;
-  cli_args_init(&a, argc, argv);
+  cli_args_init(&a, argc, argv, usage);
   const char *kind_s = cli_opt(&a, "kind");
   const char *backend_s = cli_opt(&a, "backend");
   const char *keys_p = cli_opt(&a, "keys");

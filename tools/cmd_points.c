@@ -1,17 +1,6 @@
 /*
- * cmd_points.c: `raydex points`, the stable command-line contract for spatial point indexes:
- *
- *   raydex points --index {quadtree,kdtree} [--build {bottomup,topdown}] --backend {auto,cpu,cuda}
- *                 --points P.npy (--match Q.npy | --window W.npy | --within C.npy | --knn Q.npy --k K)
- *                 --out OUT.npy --counts-out CNT.npy [--leaf-capacity N] [--max-depth D]
- *                 [--box XMIN,YMIN,XMAX,YMAX]
- *
- * P: (n, 2) f64 or f32. Q: (m, 2), W: (m, 4) xmin, ymin, xmax, ymax, C: (m, 3) x, y, r, all in
- * P's dtype. OUT: u64 row numbers of P grouped by query in query order, ascending within a query
- * except kNN (ascending distance, ties by row number); CNT: u64 count per query. --box fixes the
- * index space (points outside it are bad input); without it the box is P's bounding box.
- * Exit 0 on success, 2 with one line on stderr for bad input (NaN or infinite coordinates, wrong
- * shapes or dtypes, negative radius, k outside 1..1024, points outside --box, bad options).
+ * cmd_points.c: `raydex points`, the stable command-line contract for spatial point indexes
+ * (usage below, which `raydex points --help` prints).
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,11 +9,26 @@
 
 #include "cli.h"
 
+static const char usage[] =
+    "usage: raydex points --index {quadtree,kdtree} [--build {bottomup,topdown}] --backend {auto,cpu,cuda}\n"
+    "                     --points P.npy (--match Q.npy | --window W.npy | --within C.npy | --knn Q.npy --k K)\n"
+    "                     --out OUT.npy --counts-out CNT.npy [--leaf-capacity N] [--max-depth D]\n"
+    "                     [--box XMIN,YMIN,XMAX,YMAX]\n"
+    "\n"
+    "Builds a spatial point index over P and answers one batch of queries.\n"
+    "P: (n, 2) f64 or f32. Q: (m, 2), W: (m, 4) xmin, ymin, xmax, ymax, C: (m, 3) x, y, r, all in\n"
+    "P's dtype. OUT: u64 row numbers of P grouped by query in query order, ascending within a query\n"
+    "except kNN (ascending distance, ties by row number); CNT: u64 count per query. Windows and\n"
+    "circles include their boundary; kNN is exact, k up to 1024. --box fixes the index space (points\n"
+    "outside it are bad input); without it the box is P's bounding box.\n"
+    "Exit 0 on success, 2 with one line on stderr for bad input (NaN or infinite coordinates, wrong\n"
+    "shapes or dtypes, negative radius, k outside 1..1024, points outside --box, bad options).\n";
+
 static const char *dtype_name(rdx_dtype d) { return d == RDX_F32 ? "f32" : d == RDX_F64 ? "f64" : cli_dtype_name(d); }
 
 int cmd_points(int argc, char **argv) {
   cli_args a;
-  cli_args_init(&a, argc, argv);
+  cli_args_init(&a, argc, argv, usage);
   const char *index_s = cli_opt(&a, "index"), *build_s = cli_opt(&a, "build"), *backend_s = cli_opt(&a, "backend");
   const char *points_p = cli_opt(&a, "points"), *out_p = cli_opt(&a, "out"), *counts_p = cli_opt(&a, "counts-out");
   const char *qp[4] = {cli_opt(&a, "match"), cli_opt(&a, "window"), cli_opt(&a, "within"), cli_opt(&a, "knn")};

@@ -13,15 +13,15 @@ static const struct {
   const char *help;
 } commands[] = {
     {"info", cmd_info, "version, backends built, GPU name, whether OptiX is usable"},
-    {"gen", cmd_gen, "generate keys, lookups or ranges as .npy (gen keys|lookups|ranges --help)"},
+    {"gen", cmd_gen, "generate keys, lookups, ranges, points or point queries as .npy (gen --help)"},
     {"keys", cmd_keys, "build a key index and answer point or range lookups from .npy files"},
     {"points", cmd_points, "build a point index and answer match, window, within or kNN queries from .npy files"},
-    {"bench", cmd_bench, "benchmark key indexes, CSV rows on stdout (bench keys --help)"},
+    {"bench", cmd_bench, "benchmark key or point indexes, CSV rows on stdout (bench --help)"},
     {"demo", cmd_demo, "the main job: every key index kind on the best backend, checked, as a table"},
 };
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: raydex <command> [options]\n\ncommands:\n");
+  fprintf(f, "usage: raydex <command> [options]   (raydex <command> --help for its options)\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].help);
 }
