@@ -8,7 +8,7 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: raydex keys --kind {scan,sorted,btree,hash,rx,cgrx} --backend {auto,cpu,cuda,optix}\n"
+    "usage: raydex keys --kind {scan,sorted,btree,hash,rx,cgrx} [--backend {auto,cpu,cuda,optix}]\n"
     "                   --keys K.npy [--rows R.npy] (--lookup Q.npy | --range LOHI.npy)\n"
     "                   --out OUT.npy [--counts-out C.npy] [--bucket-size N]\n"
     "\n"

@@ -10,12 +10,13 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: raydex points --index {quadtree,kdtree} [--build {bottomup,topdown}] --backend {auto,cpu,cuda}\n"
+    "usage: raydex points --index {quadtree,kdtree} [--build {bottomup,topdown}] [--backend {auto,cpu,cuda}]\n"
     "                     --points P.npy (--match Q.npy | --window W.npy | --within C.npy | --knn Q.npy --k K)\n"
     "                     --out OUT.npy --counts-out CNT.npy [--leaf-capacity N] [--max-depth D]\n"
     "                     [--box XMIN,YMIN,XMAX,YMAX]\n"
     "\n"
-    "Builds a spatial point index over P and answers one batch of queries.\n"
+    "Builds a spatial point index over P and answers one batch of queries. Defaults: a bottom-up\n"
+    "build, leaf capacity 256, depth 16 (quadtree) or 48 (k-d tree), the best backend here.\n"
     "P: (n, 2) f64 or f32. Q: (m, 2), W: (m, 4) xmin, ymin, xmax, ymax, C: (m, 3) x, y, r, all in\n"
     "P's dtype. OUT: u64 row numbers of P grouped by query in query order, ascending within a query\n"
     "except kNN (ascending distance, ties by row number); CNT: u64 count per query. Windows and\n"
