@@ -103,6 +103,28 @@ rdx_status rdx_check_context(rdx_context *ctx);
     if ((st) != RDX_OK) goto label;                                                            \
   } while (0)
 
+/* ---- sizes ---- */
+/* Overflow-checked size arithmetic. Every byte count computed from an element count (an array's,
+ * a generator's, a file's) goes through these, so a huge or hostile count is refused instead of
+ * wrapping into a small allocation that is then written past. Each returns 1 and sets *out when
+ * the exact value fits in size_t, else 0 (and leaves *out alone). */
+static inline int rdx_size_add(size_t a, size_t b, size_t *out) {
+  if (a > SIZE_MAX - b) return 0;
+  *out = a + b;
+  return 1;
+}
+static inline int rdx_size_mul(size_t a, size_t b, size_t *out) {
+  if (b != 0 && a > SIZE_MAX / b) return 0;
+  *out = a * b;
+  return 1;
+}
+/* count rows of `columns` elements of `elem_bytes` each; 0 also for a negative count or columns. */
+static inline int rdx_size_rows(int64_t count, int64_t columns, size_t elem_bytes, size_t *out) {
+  size_t row;
+  if (count < 0 || columns < 0 || (uint64_t)count > SIZE_MAX || (uint64_t)columns > SIZE_MAX) return 0;
+  return rdx_size_mul((size_t)columns, elem_bytes, &row) && rdx_size_mul((size_t)count, row, out);
+}
+
 /* ---- memory account ---- */
 /* Allocate bytes (0 allowed: returns a valid unique pointer) in where (HOST or DEVICE). `what`
  * names the caller and buffer for the out-of-memory sentence. */
