@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Build raydex and run the whole test suite: a Release build (with CUDA when nvcc is present),
 # then an ASan+UBSan build of the CPU path. GPU test entries print "skipped: no GPU" on machines
-# without one. Usage: scripts/test.sh [build-dir-prefix]
+# without one. The Release build is build/, the directory scripts/demo.sh builds, so after the demo
+# it compiles nothing. Usage: scripts/test.sh [build-dir-prefix]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 prefix=${1:-build}
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B "$prefix-release" -DCMAKE_BUILD_TYPE=Release
-cmake --build "$prefix-release" -j "$jobs"
-(cd "$prefix-release" && ctest --output-on-failure -j "$jobs")
+release=$prefix
+echo "test.sh: [1/3] Release build and its tests ($release)" >&2
+bash scripts/build.sh "$release"
+(cd "$release" && ctest --output-on-failure -j "$jobs")
 # make the GPU half's fate visible: each GPU entry says "skipped: no GPU" on machines without one
-(cd "$prefix-release" && ctest -R '\.(cuda|optix)$' -V 2>&1 | grep -E "skipped: no GPU" | sed 's/^[0-9]*: //' | sort | uniq -c) || true
+(cd "$release" && ctest -R '\.(cuda|optix)$' -V 2>&1 | grep -E "skipped: no GPU" | sed 's/^[0-9]*: //' | sort | uniq -c) || true
 # sanitizers on the CPU path (CUDA off: the CUDA runtime and ASan do not mix)
-cmake -S . -B "$prefix-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAYDEX_CUDA=OFF -DRAYDEX_SANITIZE="address;undefined"
-cmake --build "$prefix-asan" -j "$jobs"
+echo "test.sh: [2/3] ASan+UBSan build of the CPU path and its tests ($prefix-asan)" >&2
+bash scripts/build.sh "$prefix-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAYDEX_CUDA=OFF -DRAYDEX_SANITIZE="address;undefined"
 (cd "$prefix-asan" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs")
 # the install works and a consumer finds the package both ways
-bash scripts/check-install.sh "$prefix-release"
+echo "test.sh: [3/3] install check" >&2
+bash scripts/check-install.sh "$release"
 echo "test.sh: all passed"
