@@ -17,6 +17,9 @@
  *  - Mutating calls are all-or-nothing: on any failure the object is exactly as it was.
  *  - Arrays cross the API as rdx_array (pointer, rows, columns, dtype, location) so host or device
  *    memory is handed over without copies the caller did not ask for.
+ *  - Handles (contexts, indexes) carry a magic word: a pointer that is not a handle of the
+ *    expected type, or a handle of another context, is RDX_ERR_MISUSE. A destroy call frees the
+ *    handle, so using it afterwards is undefined behaviour, as in SQLite and cuBLAS.
  *
  * ABI policy: within a major version, functions are only added and option structs only grow at
  * their end (each starts with its own size, so an old caller keeps working). Enum values and
@@ -70,7 +73,7 @@ extern "C" {
   X(ERR_OPTIX, 7, "OptiX error")                                                               \
   X(ERR_IO, 8, "file input or output failed")                                                  \
   X(ERR_PARSE, 9, "malformed input file")                                                      \
-  X(ERR_MISUSE, 10, "misuse of a handle (stale, destroyed or from another context)")           \
+  X(ERR_MISUSE, 10, "misuse of a handle (not a handle, or one of another context)")            \
   X(ERR_INTERNAL, 11, "internal error")
 
 typedef enum rdx_status {
@@ -297,7 +300,7 @@ typedef struct rdx_build_options {
 RDX_API RDX_NODISCARD rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys,
                                                  rdx_array row_ids,
                                                  const rdx_build_options *opts, rdx_index **out);
-/* Destroy an index; NULL is accepted. The handle is poisoned, so later use is RDX_ERR_MISUSE. */
+/* Destroy an index; NULL is accepted. The handle is freed: using it afterwards is undefined. */
 RDX_API void rdx_index_destroy(rdx_index *idx);
 
 /* Number of keys, key dtype and kind of an index. Since 0.1. */
@@ -463,9 +466,9 @@ typedef struct rdx_points_options {
  * RDX_ERR_CUDA. On failure *out is NULL and nothing is held. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_build(rdx_context *ctx, rdx_array points,
                                                   const rdx_points_options *opts, rdx_points **out);
-/* Destroy an index; NULL is accepted. The handle is poisoned, so later use is RDX_ERR_MISUSE. */
+/* Destroy an index; NULL is accepted. The handle is freed: using it afterwards is undefined. */
 RDX_API void rdx_points_destroy(rdx_points *pts);
-/* Number of points in the index now; 0 for NULL or a dead handle. Since 0.1. */
+/* Number of points in the index now; 0 for NULL or a pointer that is not a point index. Since 0.1. */
 RDX_API int64_t rdx_points_count(const rdx_points *pts);
 /* Bytes the index holds now (resident: points with ids and codes, nodes, the id map or id bitmap
  * after updates, and on GPUs a scratch cache kept between queries and updates, at most 64 MiB +

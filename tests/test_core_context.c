@@ -1,6 +1,6 @@
 /*
  * test_core_context.c: contexts, status names, messages and misuse: bad options, NULL
- * arguments, swapped enums, stale and foreign handles, memory claimed in the wrong location, the
+ * arguments, swapped enums, garbage and foreign handles, memory claimed in the wrong location, the
  * memory limit, and that a failed call leaves the index answering as before.
  */
 #include "check.h"
@@ -110,7 +110,7 @@ static void misuse(rdx_context *ctx) {
   CHECK_EQ(out[0], 0);
   CHECK_EQ(out[1], RDX_MISS);
 
-  CASE(foreign_and_stale_handles);
+  CASE(foreign_and_garbage_handles);
   rdx_context *other = NULL;
   rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
   o.backend = RDX_BACKEND_CPU;
@@ -119,11 +119,18 @@ static void misuse(rdx_context *ctx) {
                RDX_ERR_MISUSE);
   CHECK(strstr(rdx_context_message(other), "another context") != NULL);
   rdx_context_destroy(other);
-  rdx_index_destroy(idx);
-  /* the handle is poisoned: a stale use is RDX_ERR_MISUSE, not a crash (the memory is freed, so
-   * only the magic check is exercised through a copy of the handle's bytes) */
+  rdx_index_destroy(idx); /* freed: using idx from here on would be undefined (raydex.h) */
   CHECK_STATUS(ctx, rdx_index_lookup(ctx, NULL, rdx_host_array(q, 2, RDX_U32), rdx_host_array(out, 2, RDX_U64)),
                RDX_ERR_INVALID_ARGUMENT);
+  /* memory that is not a handle is caught by the magic word */
+  uint64_t garbage[16];
+  memset(garbage, 0x5A, sizeof garbage);
+  CHECK_STATUS(ctx, rdx_index_lookup(ctx, (const rdx_index *)(void *)garbage, rdx_host_array(q, 2, RDX_U32),
+                                     rdx_host_array(out, 2, RDX_U64)),
+               RDX_ERR_MISUSE);
+  CHECK(strstr(rdx_context_message(ctx), "is not an index") != NULL);
+  CHECK_STATUS(ctx, rdx_context_set_memory_limit((rdx_context *)(void *)garbage, 0), RDX_ERR_MISUSE);
+  CHECK_EQ(rdx_index_count((const rdx_index *)(void *)garbage), 0);
   CHECK_EQ(rdx_index_count(NULL), 0);
   rdx_index_destroy(NULL);
 }

@@ -195,7 +195,6 @@ void rdx_context_destroy(rdx_context *ctx) {
   rdx_pool_destroy(ctx->pool);
   rdx_optix_context_fini(ctx);
   rdx_cuda_context_fini(ctx);
-  ctx->magic = RDX_DEAD_MAGIC;
   free(ctx);
 }
 

@@ -33,7 +33,6 @@ extern "C" {
 
 #define RDX_CONTEXT_MAGIC 0x52445843u /* "RDXC" */
 #define RDX_INDEX_MAGIC 0x52445849u   /* "RDXI" */
-#define RDX_DEAD_MAGIC 0xDEADBEEFu
 
 typedef struct rdx_pool rdx_pool;
 
@@ -89,7 +88,9 @@ rdx_status rdx_fail(rdx_context *ctx, rdx_status code, const char *fmt, ...)
     ;
 void rdx_clear_message(rdx_context *ctx);
 
-/* Validate a handle; on a stale or foreign one sets the message and returns RDX_ERR_MISUSE. */
+/* Validate a handle: NULL is RDX_ERR_INVALID_ARGUMENT, a pointer without the magic word (garbage,
+ * another object) RDX_ERR_MISUSE. A destroyed handle's memory is freed, so it cannot be told
+ * apart: using one is undefined, as in SQLite and cuBLAS. */
 rdx_status rdx_check_context(rdx_context *ctx);
 
 #define RDX_CHECK(expr)                                                                        \

@@ -15,8 +15,7 @@
 static rdx_status check_index(rdx_context *ctx, const char *fn, const rdx_index *idx) {
   if (idx == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: idx is NULL", fn);
   if (idx->magic != RDX_INDEX_MAGIC)
-    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: idx %p is not a live index (destroyed or stale)",
-                    fn, (const void *)idx);
+    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: idx %p is not an index", fn, (const void *)idx);
   if (idx->ctx != ctx)
     return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: idx %p belongs to another context", fn,
                     (const void *)idx);
@@ -123,7 +122,6 @@ rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys, rdx_array row_ids,
 fail:
   rdx_array_release(ctx, &sk);
   rdx_array_release(ctx, &sr);
-  idx->magic = RDX_DEAD_MAGIC;
   free(idx);
   return st;
 }
@@ -132,8 +130,7 @@ void rdx_index_destroy(rdx_index *idx) {
   if (idx == NULL || idx->magic != RDX_INDEX_MAGIC) return;
   if (idx->ops != NULL) idx->ops->destroy(idx->ctx, idx);
   idx->ctx->n_live_indexes--;
-  idx->magic = RDX_DEAD_MAGIC;
-  free(idx);
+  free(idx); /* the handle is gone: using it after this is undefined (raydex.h) */
 }
 
 int64_t rdx_index_count(const rdx_index *idx) {

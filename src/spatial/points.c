@@ -186,7 +186,7 @@ static rdx_sp_grid make_grid(const double *box, int depth) {
 static rdx_status check_points(rdx_context *ctx, const char *fn, const rdx_points *pts) {
   if (pts == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: pts is NULL", fn);
   if (pts->magic != RDX_POINTS_MAGIC)
-    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: pts %p is not a live point index (destroyed or stale)", fn,
+    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: pts %p is not a point index", fn,
                     (const void *)pts);
   if (pts->ctx != ctx)
     return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: pts %p belongs to another context", fn, (const void *)pts);
@@ -368,7 +368,6 @@ fail:
   rdx_sp_nodes_free(ctx, &pts->nodes);
   rdx_sp_nodes_free(ctx, &pts->host);
   if (saved_peak > ctx->peak) ctx->peak = saved_peak;
-  pts->magic = RDX_DEAD_MAGIC;
   free(pts);
   return st;
 }
@@ -389,7 +388,6 @@ void rdx_points_destroy(rdx_points *pts) {
     if (pts->live) rdx_mem_free(ctx, pts->live);
     if (pts->arena) rdx_mem_free(ctx, pts->arena);
   }
-  pts->magic = RDX_DEAD_MAGIC;
   free(pts);
 }
 
