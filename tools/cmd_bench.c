@@ -10,18 +10,20 @@
  * compared with the brute-force oracle on a sample, and (--check full, the default on GPUs) with
  * the CPU backend's sorted index on every query.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
+#include "core/core.h"
 #include "io/io.h"
 #include "keys_oracle.h"
 
 typedef enum { OP_POINT, OP_ALL, OP_RANGE, OP_RANGE_COUNT } bench_op;
 
-static const char *op_names[] = {"point", "all", "range", "range-count"};
+static const char *const op_names[] = {"point", "all", "range", "range-count"};
 
 typedef struct bench_cfg {
   rdx_backend backend;
@@ -40,44 +42,10 @@ typedef struct bench_cfg {
   const char *device;  /* GPU or CPU name */
 } bench_cfg;
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-/* A comma-separated option value, split into at most 32 entries. */
-typedef struct list_t {
-  int n;
-  char v[32][32];
-} list_t;
-
-static void split(list_t *l, const char *s, const char *dflt) {
-  if (s == NULL) s = dflt;
-  l->n = 0;
-  while (*s && l->n < 32) {
-    const char *e = strchr(s, ',');
-    size_t len = e ? (size_t)(e - s) : strlen(s);
-    if (len == 0 || len >= sizeof l->v[0]) cli_die(CLI_EXIT_BAD_INPUT, "bad list entry in '%s'", s);
-    memcpy(l->v[l->n], s, len);
-    l->v[l->n++][len] = '\0';
-    s += len + (e != NULL);
-  }
-}
-
 /* One timed pass over all batches; returns ms and leaves the last results in out/cnt. */
 static double query_pass(rdx_context *ctx, const rdx_index *idx, const bench_cfg *c, rdx_array q,
                          rdx_array out, rdx_array counts, rdx_array offsets, uint64_t *total) {
-  double t0 = now_ms();
+  double t0 = rdx_now_ms();
   *total = 0;
   for (int64_t b = 0; b < q.count; b += c->batch) {
     int64_t len = q.count - b < c->batch ? q.count - b : c->batch;
@@ -107,7 +75,7 @@ static double query_pass(rdx_context *ctx, const rdx_index *idx, const bench_cfg
       *total += t;
     }
   }
-  return now_ms() - t0;
+  return rdx_now_ms() - t0;
 }
 
 /* The references, built once per invocation and shared by every kind benchmarked. */
@@ -146,7 +114,8 @@ static uint64_t *reference_rows(rdx_array keys_h, rdx_array q_h) {
   return rows;
 }
 
-static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, rdx_array keys_h, rdx_array q_h,
+/* One CSV row; returns 0 (printing why on stderr) when the kind is not built for the backend. */
+static int bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, rdx_array keys_h, rdx_array q_h,
                       int header) {
   rdx_context *ctx = cli_context(c->backend);
   rdx_array keys = cli_place(ctx, keys_h), q = cli_place(ctx, q_h);
@@ -160,22 +129,23 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
   for (int r = -1; r < c->reps; r++) {
     rdx_index_destroy(idx);
     idx = NULL;
-    double t0 = now_ms();
+    double t0 = rdx_now_ms();
     rdx_status st = rdx_index_build(ctx, keys, rdx_no_array(), &bo, &idx);
-    double ms = now_ms() - t0;
+    double ms = rdx_now_ms() - t0;
     if (st == RDX_ERR_UNSUPPORTED) {
+      cli_progress_clear();
       fprintf(stderr, "raydex bench: skipping %s on %s: %s\n", rdx_kind_name(kind), rdx_backend_name(c->backend),
               rdx_context_message(ctx));
       free(t);
       cli_unplace(ctx, keys);
       cli_unplace(ctx, q);
       cli_context_close(ctx);
-      return;
+      return 0;
     }
     cli_must(ctx, st, "build");
     if (r >= 0) t[r] = ms;
   }
-  double build_ms = median(t, c->reps);
+  double build_ms = cli_median(t, c->reps);
   int64_t resident = 0, peak = 0;
   cli_must(ctx, rdx_index_bytes(ctx, idx, &resident, &peak), "bytes");
 
@@ -209,7 +179,7 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
     double ms = query_pass(ctx, idx, c, q, out, counts, offsets, &total);
     if (r >= 0) t[r] = ms;
   }
-  double query_ms = median(t, c->reps);
+  double query_ms = cli_median(t, c->reps);
 
   /* check the last run's answers */
   const char *check = "skipped";
@@ -230,6 +200,7 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
   char date[32];
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+  cli_progress_clear();
   if (header)
     printf("date,device,backend,kind,dtype,n,dist,uniformity,op,lookups,width,hit_ratio,zipf,batch,bucket,"
            "build_ms,query_ms,lookups_per_s,results,results_per_s,bytes_per_key,peak_bytes_per_key,check\n");
@@ -256,68 +227,126 @@ static void bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, r
   free(t);
   cli_context_close(ctx);
   if (strcmp(check, "WRONG") == 0) cli_die(CLI_EXIT_FAILURE, "%s on %s gave wrong answers", rdx_kind_name(kind), rdx_backend_name(c->backend));
+  return 1;
 }
 
 static const char usage[] =
     "usage: raydex bench keys --kind sorted[,btree,...] [--backend auto|cpu|cuda|optix] [--n 2^22]\n"
-    "            [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity PCT] [--lookups 2^22]\n"
-    "            [--op point|all|range|range-count] [--width W] [--hit-ratio 1] [--miss inside|outside]\n"
+    "            [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity 50] [--lookups 2^22]\n"
+    "            [--op point|all|range|range-count] [--width 1] [--hit-ratio 1] [--miss inside|outside]\n"
     "            [--zipf 0] [--batch M] [--reps 5] [--bucket-size 32] [--seed 1] [--header]\n"
     "            [--check full|sample|none] [--sort-queries] [--rt-flags F[,F..]] [--max-results N]\n"
+    "            [--quiet]\n"
     "\n"
-    "Builds key indexes over generated keys and times batched lookups: one CSV row on stdout per\n"
-    "combination. --kind, --backend, --lookups, --op, --width, --hit-ratio, --miss, --zipf, --batch,\n"
-    "--bucket-size and --rt-flags take comma-separated lists; every combination runs over the same\n"
-    "keys. --rt-flags are rdx_build_options.flags for rx and cgrx (16 naive, 32 default mapping, 64\n"
-    "Morton BVH; the kind column then reads e.g. cgrx+naive). --max-results caps lookups * width of\n"
-    "range batches. On --backend optix only rx and cgrx run. Each row's check column compares the\n"
-    "answers with the brute-force oracle (--check sample) and the CPU's sorted index (full).\n";
+    "Builds key indexes over generated keys (default: 2^22 uniform u32) and times batched lookups:\n"
+    "one CSV row on stdout per combination. --kind, --backend, --lookups, --op, --width, --hit-ratio,\n"
+    "--miss, --zipf, --batch, --bucket-size and --rt-flags take comma-separated lists; every\n"
+    "combination runs over the same keys. An option must apply to some entry of the lists: --width\n"
+    "and --max-results (cap on lookups * width) to range ops, --hit-ratio, --miss and --zipf to point\n"
+    "ops, --uniformity to --dist sparse, --bucket-size to cgrx, --sort-queries to sorted, --rt-flags\n"
+    "(rdx_build_options.flags: 16 naive, 32 default mapping, 64 Morton BVH; the kind column then\n"
+    "reads e.g. cgrx+naive) to rx (64 only) and cgrx. --batch 0 (the default) is the whole batch.\n"
+    "--backend optix takes rx and cgrx only, and hash takes no range op. Each row's check column\n"
+    "compares the answers with the brute-force oracle (--check sample) and the CPU's sorted index\n"
+    "(full, the default on GPUs).\n";
+
+static const char *const dist_names[] = {"dense", "sparse", "uniform"}; /* rdx_key_dist - 1 */
+static const char *const dtype_names[] = {"u32", "u64"};
+static const char *const miss_names[] = {"inside", "outside"};
+static const char *const check_names[] = {"none", "sample", "full"};
 
 int cmd_bench(int argc, char **argv) {
   if (argc >= 1 && cli_is_help(argv[0])) {
-    printf("%s\n%s", usage, cli_bench_points_usage);
-    return 0;
+    static char both[sizeof usage + 4096];
+    snprintf(both, sizeof both, "%s\n%s", usage, cli_bench_points_usage);
+    cli_usage(both, 0);
   }
-  if (argc >= 1 && strcmp(argv[0], "points") == 0) return cmd_bench_points(argc - 1, argv + 1);
+  if (argc >= 1 && strcmp(argv[0], "points") == 0) {
+    cli_set_command("raydex bench points");
+    return cmd_bench_points(argc - 1, argv + 1);
+  }
   if (argc < 1 || strcmp(argv[0], "keys") != 0) cli_die(CLI_EXIT_BAD_INPUT, "bench keys or bench points (bench --help)");
+  cli_set_command("raydex bench keys");
   cli_args a;
   cli_args_init(&a, argc - 1, argv + 1, usage);
   bench_cfg c;
   memset(&c, 0, sizeof c);
-  const char *kinds = cli_opt(&a, "kind");
-  const char *backend_l = cli_opt(&a, "backend");
-  c.n = cli_int(&a, "n", (int64_t)1 << 22);
-  const char *dt = cli_opt(&a, "dtype");
-  c.dtype = dt ? cli_dtype(dt) : RDX_U32;
-  const char *dist = cli_opt(&a, "dist");
-  c.dist = !dist || strcmp(dist, "uniform") == 0 ? RDX_DIST_UNIFORM
-           : strcmp(dist, "dense") == 0          ? RDX_DIST_DENSE
-           : strcmp(dist, "sparse") == 0         ? RDX_DIST_SPARSE
-                                                 : (cli_die(CLI_EXIT_BAD_INPUT, "--dist '%s'", dist), RDX_DIST_DENSE);
-  c.uniformity = c.dist == RDX_DIST_UNIFORM ? 1.0 : c.dist == RDX_DIST_DENSE ? 0.0 : cli_double(&a, "uniformity", 50) / 100;
-  /* these take comma-separated lists: every combination is run over the same keys */
-  const char *lookups_l = cli_opt(&a, "lookups"), *op_l = cli_opt(&a, "op"), *width_l = cli_opt(&a, "width");
-  const char *hit_l = cli_opt(&a, "hit-ratio"), *miss_l = cli_opt(&a, "miss"), *zipf_l = cli_opt(&a, "zipf");
-  const char *batch_l = cli_opt(&a, "batch"), *bucket_l = cli_opt(&a, "bucket-size");
-  const char *rtf_l = cli_opt(&a, "rt-flags");
-  int64_t max_results = cli_int(&a, "max-results", 0);
-  c.reps = (int)cli_int(&a, "reps", 5);
-  c.seed = (uint64_t)cli_int(&a, "seed", 1);
+  const char *kinds_s = cli_opt(&a, "kind");
+  if (!kinds_s) cli_die(CLI_EXIT_BAD_INPUT, "--kind is required (a comma-separated list)");
+  cli_list kind_l, be_l;
+  cli_split(&kind_l, "kind", kinds_s);
+  const char *be_s = cli_opt(&a, "backend");
+  cli_split(&be_l, "backend", be_s ? be_s : "auto");
+  rdx_kind kinds[CLI_LIST];
+  rdx_backend backends[CLI_LIST];
+  int has[RDX_KIND_CGRX - RDX_KIND_SCAN + 1] = {0};
+  for (int i = 0; i < kind_l.n; i++) kinds[i] = cli_parse_kind("kind", kind_l.v[i]), has[kinds[i] - RDX_KIND_SCAN] = 1;
+  for (int i = 0; i < be_l.n; i++) backends[i] = cli_parse_backend("backend", be_l.v[i]);
+  c.dtype = cli_choice(&a, "dtype", dtype_names, 2, 0) ? RDX_U64 : RDX_U32;
+  c.n = cli_int(&a, "n", 0, c.dtype == RDX_U32 ? (int64_t)UINT32_MAX + 1 : INT64_MAX, (int64_t)1 << 22);
+  c.dist = (rdx_key_dist)(cli_choice(&a, "dist", dist_names, 3, RDX_DIST_UNIFORM - 1) + 1);
+  c.uniformity = c.dist == RDX_DIST_UNIFORM ? 1.0 : c.dist == RDX_DIST_DENSE ? 0.0 : cli_double(&a, "uniformity", 0, 100, 50) / 100;
+  cli_applies(&a, "uniformity", c.dist == RDX_DIST_SPARSE, "--dist sparse");
+  /* the lists: every combination is run over the same keys */
+  int64_t ms[CLI_LIST], widths[CLI_LIST], batches[CLI_LIST], buckets[CLI_LIST], rtfs[CLI_LIST];
+  double hits[CLI_LIST], zipfs[CLI_LIST];
+  int ops[CLI_LIST], misses[CLI_LIST];
+  int n_m = cli_int_list(&a, "lookups", "2^22", 1, INT64_MAX, ms);
+  int n_op = cli_choice_list(&a, "op", "point", op_names, 4, ops);
+  int n_w = cli_int_list(&a, "width", "1", 1, INT64_MAX, widths);
+  int n_hit = cli_double_list(&a, "hit-ratio", "1", 0, 1, hits);
+  int n_miss = cli_choice_list(&a, "miss", "inside", miss_names, 2, misses);
+  int n_zipf = cli_double_list(&a, "zipf", "0", 0, 100, zipfs);
+  int n_batch = cli_int_list(&a, "batch", "0", 0, INT64_MAX, batches);
+  int n_bucket = cli_int_list(&a, "bucket-size", "32", 1, 65536, buckets);
+  int n_rtf = cli_int_list(&a, "rt-flags", "0", 0, 127, rtfs);
+  int64_t max_results = cli_int(&a, "max-results", 1, INT64_MAX, 0);
+  c.reps = (int)cli_int(&a, "reps", 1, 1 << 20, 5);
+  c.seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 1);
   int header = cli_flag(&a, "header");
   c.flags = cli_flag(&a, "sort-queries") ? RDX_BUILD_SORT_QUERIES : 0;
-  const char *check = cli_opt(&a, "check");
+  int check = cli_choice(&a, "check", check_names, 3, -1);
+  /* options that apply to no entry of the lists are refused, not ignored */
+  int any_point = 0, any_range = 0, any_miss = 0, any_hit = 0, cgrx_flags = 0;
+  const char *range_op = NULL;
+  for (int i = 0; i < n_op; i++) {
+    any_point |= ops[i] == OP_POINT || ops[i] == OP_ALL;
+    if (ops[i] == OP_RANGE || ops[i] == OP_RANGE_COUNT) any_range = 1, range_op = ops[i] == OP_RANGE ? "--op range" : "--op range-count";
+  }
+  for (int i = 0; i < n_hit; i++) any_miss |= hits[i] < 1, any_hit |= hits[i] > 0;
+  for (int i = 0; i < n_rtf; i++) {
+    if (rtfs[i] & ~(RDX_BUILD_CGRX_NAIVE | RDX_BUILD_CGRX_DEFAULT_MAPPING | RDX_BUILD_RT_MORTON))
+      cli_die(CLI_EXIT_BAD_INPUT, "--rt-flags %lld is not a sum of 16, 32 and 64", (long long)rtfs[i]);
+    cgrx_flags |= (int)(rtfs[i] & ~RDX_BUILD_RT_MORTON);
+  }
+  cli_applies(&a, "width", any_range, "--op range or range-count");
+  cli_applies(&a, "max-results", any_range, "--op range or range-count");
+  cli_applies(&a, "hit-ratio", any_point, "--op point or all");
+  cli_applies(&a, "miss", any_point && any_miss, "--op point or all with a --hit-ratio below 1");
+  cli_applies(&a, "zipf", any_point && any_hit, "--op point or all with a --hit-ratio above 0");
+  cli_applies(&a, "bucket-size", has[RDX_KIND_CGRX - RDX_KIND_SCAN], "--kind cgrx");
+  cli_applies(&a, "sort-queries", has[RDX_KIND_SORTED - RDX_KIND_SCAN], "--kind sorted");
+  cli_applies(&a, "rt-flags", has[RDX_KIND_CGRX - RDX_KIND_SCAN] || (has[RDX_KIND_RX - RDX_KIND_SCAN] && !cgrx_flags),
+              "--kind cgrx, or rx with 64 only");
+  for (int i = 0; i < kind_l.n; i++)
+    for (int j = 0; j < be_l.n; j++) cli_kind_fits(kinds[i], backends[j], range_op);
+  /* keys with the generator's 16 bytes a key of scratch, the oracle, the largest build, the
+   * CPU's reference index for full checks, and the largest batch with its answers */
+  int64_t m_max = 0;
+  for (int i = 0; i < n_m; i++) m_max = ms[i] > m_max ? ms[i] : m_max;
+  double nd = (double)c.n, dsize = (double)rdx_dtype_size(c.dtype), peak = 0;
+  for (int i = 0; i < kind_l.n; i++) peak = fmax(peak, cli_index_peak_bytes(kinds[i], nd));
+  double keys_need = nd * (dsize + 16 + 32) + peak + cli_index_peak_bytes(RDX_KIND_SORTED, nd);
+  double query_need = (double)m_max * (2 * dsize + 8 * 4);
+  cli_need_memory(&a, keys_need >= query_need ? "n" : "lookups", keys_need + query_need);
   cli_args_done(&a);
-  if (!kinds) cli_die(CLI_EXIT_BAD_INPUT, "--kind is required (comma-separated list)");
-  if (c.reps < 1 || c.n < 0) cli_die(CLI_EXIT_BAD_INPUT, "--reps and --n must be positive");
+
   rdx_info info;
   info.size = sizeof info;
   if (rdx_info_get(&info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
-  list_t L_be, L_rtf;
-  split(&L_be, backend_l, "auto");
-  split(&L_rtf, rtf_l, "0");
   int gpu = 0;
-  for (int i = 0; i < L_be.n; i++) {
-    rdx_context *probe = cli_context(cli_backend(L_be.v[i]));
+  for (int i = 0; i < be_l.n; i++) {
+    rdx_context *probe = cli_context(backends[i]);
     gpu |= rdx_context_backend(probe) != RDX_BACKEND_CPU;
     cli_context_close(probe);
   }
@@ -326,10 +355,12 @@ int cmd_bench(int argc, char **argv) {
   for (char *p = device; *p; p++)
     if (*p == ',') *p = ' ';
   c.device = device;
-  c.check = !check ? (gpu ? 2 : 1) : strcmp(check, "full") == 0 ? 2 : strcmp(check, "sample") == 0 ? 1 : 0;
+  c.check = check >= 0 ? check : gpu ? 2 : 1;
 
+  double t_start = rdx_now_ms();
   rdx_context *gen = cli_context(RDX_BACKEND_CPU);
   rdx_array keys;
+  cli_progress("generating %lld keys", (long long)c.n);
   cli_must(gen, rdx_gen_keys(gen, c.n, c.dtype, c.dist, c.uniformity, c.seed, &keys), "keys");
   bench_ref ref;
   memset(&ref, 0, sizeof ref);
@@ -337,66 +368,51 @@ int cmd_bench(int argc, char **argv) {
     if (!keys_oracle_build(&ref.oracle, keys, rdx_no_array())) cli_die(CLI_EXIT_FAILURE, "out of memory");
     ref.have_oracle = 1;
   }
-  list_t L_m, L_op, L_w, L_hit, L_miss, L_zipf, L_batch, L_bucket;
-  split(&L_m, lookups_l, "2^22");
-  split(&L_op, op_l, "point");
-  split(&L_w, width_l, "1");
-  split(&L_hit, hit_l, "1");
-  split(&L_miss, miss_l, "inside");
-  split(&L_zipf, zipf_l, "0");
-  split(&L_batch, batch_l, "0");
-  split(&L_bucket, bucket_l, "32");
-  for (int i_m = 0; i_m < L_m.n; i_m++)
-    for (int i_op = 0; i_op < L_op.n; i_op++)
-      for (int i_w = 0; i_w < L_w.n; i_w++)
-        for (int i_h = 0; i_h < L_hit.n; i_h++)
-          for (int i_mi = 0; i_mi < L_miss.n; i_mi++)
-            for (int i_z = 0; i_z < L_zipf.n; i_z++) {
-              c.m = cli_parse_int("lookups", L_m.v[i_m]);
-              c.op = (bench_op)-1;
-              for (int i = 0; i < 4; i++)
-                if (strcmp(L_op.v[i_op], op_names[i]) == 0) c.op = (bench_op)i;
-              if ((int)c.op < 0) cli_die(CLI_EXIT_BAD_INPUT, "--op '%s' is not point, all, range or range-count", L_op.v[i_op]);
-              c.width = (uint64_t)cli_parse_int("width", L_w.v[i_w]);
-              c.hit_ratio = atof(L_hit.v[i_h]);
-              c.miss = strcmp(L_miss.v[i_mi], "outside") == 0 ? RDX_MISS_OUTSIDE : RDX_MISS_INSIDE;
-              c.zipf = atof(L_zipf.v[i_z]);
-              if (c.m < 1 || c.width < 1) cli_die(CLI_EXIT_BAD_INPUT, "--lookups and --width must be >= 1");
+  int n_rows = 0;
+  for (int i_m = 0; i_m < n_m; i_m++)
+    for (int i_op = 0; i_op < n_op; i_op++)
+      for (int i_w = 0; i_w < n_w; i_w++)
+        for (int i_h = 0; i_h < n_hit; i_h++)
+          for (int i_mi = 0; i_mi < n_miss; i_mi++)
+            for (int i_z = 0; i_z < n_zipf; i_z++) {
+              c.m = ms[i_m];
+              c.op = (bench_op)ops[i_op];
+              c.width = (uint64_t)widths[i_w];
+              c.hit_ratio = hits[i_h];
+              c.miss = misses[i_mi] ? RDX_MISS_OUTSIDE : RDX_MISS_INSIDE;
+              c.zipf = zipfs[i_z];
               int ranges = c.op == OP_RANGE || c.op == OP_RANGE_COUNT;
               if (ranges && max_results > 0 && c.m > max_results / (int64_t)c.width)
                 c.m = max_results / (int64_t)c.width > 0 ? max_results / (int64_t)c.width : 1;
               /* widths only matter for ranges; hit ratios and skew only for point lookups */
               if ((!ranges && i_w > 0) || (ranges && (i_h > 0 || i_mi > 0 || i_z > 0))) continue;
               rdx_array q;
+              cli_progress("generating %lld %s", (long long)c.m, ranges ? "ranges" : "lookups");
               if (ranges)
                 cli_must(gen, rdx_gen_ranges(gen, keys, c.m, c.width, c.seed + 1, &q), "ranges");
               else
                 cli_must(gen, rdx_gen_lookups(gen, keys, c.m, c.hit_ratio, c.miss, c.zipf, c.seed + 1, &q), "lookups");
               free(ref.rows);
               ref.rows = c.check == 2 && c.op == OP_POINT ? reference_rows(keys, q) : NULL;
-              for (int i_b = 0; i_b < L_batch.n; i_b++) {
-                c.batch = cli_parse_int("batch", L_batch.v[i_b]);
-                if (c.batch <= 0 || c.batch > c.m) c.batch = c.m;
-                for (int i_be = 0; i_be < L_be.n; i_be++) {
-                  c.backend = cli_backend(L_be.v[i_be]);
-                  char *list = strdup(kinds);
-                  for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                    rdx_kind kind = cli_kind(tok);
+              for (int i_b = 0; i_b < n_batch; i_b++) {
+                c.batch = batches[i_b] == 0 || batches[i_b] > c.m ? c.m : batches[i_b];
+                for (int i_be = 0; i_be < be_l.n; i_be++) {
+                  c.backend = backends[i_be];
+                  for (int i_k = 0; i_k < kind_l.n; i_k++) {
+                    rdx_kind kind = kinds[i_k];
                     int rt = kind == RDX_KIND_RX || kind == RDX_KIND_CGRX;
-                    if (kind == RDX_KIND_HASH && ranges) continue; /* point lookups only */
-                    if (c.backend == RDX_BACKEND_OPTIX && !rt) continue; /* cuda code there: bench it on cuda */
-                    for (int i_f = 0; i_f < (rt ? L_rtf.n : 1); i_f++) {
-                      c.rt_flags = rt ? (int)cli_parse_int("rt-flags", L_rtf.v[i_f]) : 0;
+                    for (int i_f = 0; i_f < (rt ? n_rtf : 1); i_f++) {
+                      c.rt_flags = rt ? (int)rtfs[i_f] : 0;
                       /* rx knows only the Morton flag */
                       if (kind == RDX_KIND_RX && (c.rt_flags & ~RDX_BUILD_RT_MORTON)) continue;
-                      for (int i_k = 0; i_k < (kind == RDX_KIND_CGRX ? L_bucket.n : 1); i_k++) {
-                        c.bucket = (int)cli_parse_int("bucket-size", L_bucket.v[i_k]);
-                        bench_one(&c, &ref, kind, keys, q, header);
-                        header = 0;
+                      for (int i_k2 = 0; i_k2 < (kind == RDX_KIND_CGRX ? n_bucket : 1); i_k2++) {
+                        c.bucket = (int)buckets[i_k2];
+                        cli_progress("row %d: %s on %s, %lld %s", n_rows + 1, rdx_kind_name(kind),
+                                     rdx_backend_name(c.backend), (long long)c.m, op_names[c.op]);
+                        if (bench_one(&c, &ref, kind, keys, q, header)) n_rows++, header = 0;
                       }
                     }
                   }
-                  free(list);
                 }
               }
               rdx_npy_free(&q);
@@ -405,5 +421,7 @@ int cmd_bench(int argc, char **argv) {
   if (ref.have_oracle) keys_oracle_free(&ref.oracle);
   free(ref.rows);
   rdx_npy_free(&keys);
+  cli_report("%d rows over %lld %s keys in %.1f s", n_rows, (long long)c.n, cli_dtype_name(c.dtype),
+             (rdx_now_ms() - t_start) / 1e3);
   return 0;
 }

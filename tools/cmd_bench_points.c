@@ -25,21 +25,19 @@
 #include "io/io.h"
 #include "spatial/spatial.h"
 
-#define MAX_LIST 32
-
 typedef struct cfg {
   rdx_backend backend;
   const char *exp;
   int n_kinds, n_methods, n_ns, n_where, n_queries, n_types, n_engines, n_moved;
-  rdx_points_kind kinds[2];
-  rdx_points_method methods[2];
-  int64_t ns[MAX_LIST], queries[MAX_LIST];
-  int where_host[2], types[4], engines[3];
-  double moved[MAX_LIST];
+  rdx_points_kind kinds[CLI_LIST];
+  rdx_points_method methods[CLI_LIST];
+  int64_t ns[CLI_LIST], queries[CLI_LIST];
+  int where_host[CLI_LIST], types[CLI_LIST], engines[CLI_LIST];
+  double moved[CLI_LIST];
   rdx_point_dist dist;
   const char *dist_name;
   rdx_dtype dtype;
-  int cap, depth, reps, k;
+  int cap, depth, reps, k;     /* depth 0: each kind's default */
   double size;
   int64_t brute_max, cpu_max;
   uint64_t seed;
@@ -51,31 +49,14 @@ enum { E_INDEX, E_BRUTE, E_CPU };
 static const char *const engine_names[] = {"index", "brute", "cpu"};
 static const char *const type_names[] = {"match", "window", "within", "knn"};
 
-/* The position of `item` in names[0..n), or exit 2 naming the option. */
-static int name_index(const char *option, const char *const *names, int n, const char *item) {
-  for (int j = 0; j < n; j++)
-    if (strcmp(item, names[j]) == 0) return j;
-  cli_die(CLI_EXIT_BAD_INPUT, "--%s '%s'", option, item);
-  return -1;
-}
 static const rdx_points_query_type api_types[] = {RDX_POINTS_MATCH, RDX_POINTS_WINDOW, RDX_POINTS_WITHIN, RDX_POINTS_KNN};
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 
 static rdx_points *build(rdx_context *ctx, const cfg *c, rdx_points_kind kind, rdx_points_method method, rdx_array p) {
   rdx_points_options o = RDX_POINTS_OPTIONS_INIT;
   o.kind = kind;
   o.method = kind == RDX_POINTS_KDTREE ? RDX_POINTS_BOTTOM_UP : method;
   o.leaf_capacity = c->cap;
-  o.max_depth = kind == RDX_POINTS_KDTREE ? 0 : c->depth;
+  o.max_depth = c->depth;
   o.use_box = true; /* the distribution's whole domain, so moved points stay inside */
   rdx_gen_points_box(c->dist, o.box);
   rdx_points *pts = NULL;
@@ -96,7 +77,11 @@ typedef struct row {
   double size, moved, ms, p[3], per_s, bytes, peak;
 } row;
 
+static int n_rows; /* rows emitted */
+
 static void emit(const cfg *c, rdx_context *ctx, const row *r) {
+  cli_progress_clear();
+  n_rows++;
   char date[32];
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
@@ -164,6 +149,8 @@ static void exp_build(const cfg *c, int hdr) {
           rdx_array in = c->where_host[w] ? ph : pd;
           rdx_points *pts = NULL;
           double p[3] = {0, 0, 0};
+          cli_progress("build: %s %s, %lld points", kind_name(c->kinds[k]), method_name(c->kinds[k], c->methods[mi]),
+                       (long long)c->ns[ni]);
           for (int r = -1; r < c->reps; r++) {
             rdx_points_destroy(pts);
             double t0 = rdx_now_ms();
@@ -179,7 +166,7 @@ static void exp_build(const cfg *c, int hdr) {
           rr.engine = "index";
           rr.where = c->where_host[w] || !cli_is_gpu(ctx) ? "host" : "device";
           rr.n = c->ns[ni];
-          rr.ms = median(t, c->reps);
+          rr.ms = cli_median(t, c->reps);
           memcpy(rr.p, p, sizeof p);
           rr.per_s = rr.n / (rr.ms / 1e3);
           describe(ctx, pts, &rr);
@@ -274,6 +261,8 @@ static void exp_query(const cfg *c, int hdr) {
         memset(&checked, 0, sizeof checked);
         for (int mi = 0; mi < c->n_queries; mi++) {
           int64_t m = c->queries[mi];
+          cli_progress("query: %s, %lld %s queries over %lld points", kind_name(c->kinds[k]), (long long)m, type_names[type],
+                       (long long)n);
           rdx_array qm = qh;
           qm.count = m;
           answer idx_ans;
@@ -308,7 +297,7 @@ static void exp_query(const cfg *c, int hdr) {
                 cli_must(ctx, st, "brute force");
                 if (r >= 0) t[r] = rdx_now_ms() - t0;
               }
-              rr.ms = median(t, reps);
+              rr.ms = cli_median(t, reps);
               uint64_t *h = (uint64_t *)malloc((outn ? outn : 1) * 8);
               cli_must(ctx, rdx_copy(ctx, h, RDX_HOST, d, RDX_DEVICE, outn * 8), "copy back");
               int ok = idx_ans.offsets != NULL;
@@ -338,7 +327,7 @@ static void exp_query(const cfg *c, int hdr) {
                 cli_must(ec, rdx_points_query_alloc(ec, ep, qd, &pq, &res), "query");
                 if (r >= 0) t[r] = rdx_now_ms() - t0;
               }
-              rr.ms = median(t, reps);
+              rr.ms = cli_median(t, reps);
               rr.results = (int64_t)res->total;
               answer a = fetch(ec, res);
               rdx_result_free(ec, res);
@@ -467,7 +456,7 @@ static void exp_update(const cfg *c, int hdr) {
       rb.engine = "rebuild";
       rb.where = cli_is_gpu(ctx) ? "device" : "host";
       rb.n = n;
-      rb.ms = median(t, c->reps);
+      rb.ms = cli_median(t, c->reps);
       rb.per_s = n / (rb.ms / 1e3);
       describe(ctx, pts, &rb);
       rb.check = sums_ok(pts) ? "ok-sum" : "WRONG";
@@ -483,6 +472,7 @@ static void exp_update(const cfg *c, int hdr) {
         if (m > n) m = n;
         int64_t left = 0, splits = 0, merges = 0;
         double p[3] = {0, 0, 0}; /* find, plan, reserve + commit (update.c) */
+        cli_progress("update: %s, %g%% of %lld points moved", kind_name(c->kinds[k]), c->moved[mi], (long long)n);
         int64_t relayouts = 0, growths = 0;
         for (int r = -1; r < c->reps; r++) {
           /* m distinct random ids (partial Fisher-Yates) to fresh places (see --moves) */
@@ -529,7 +519,8 @@ static void exp_update(const cfg *c, int hdr) {
         double mean = 0;
         for (int r = 0; r < c->reps; r++) mean += t[r] / c->reps;
         ru.ms = mean;
-        const double med = median(t, c->reps);
+        const double med = cli_median(t, c->reps);
+        cli_progress_clear();
         fprintf(stderr, "# update %s %g%%: mean %.4f ms, median %.4f ms, max %.4f ms, %lld relayouts and %lld pool "
                 "growths in %d batches\n", update_engine(c), c->moved[mi], mean, med, t[c->reps - 1], (long long)relayouts,
                 (long long)growths, c->reps);
@@ -581,119 +572,123 @@ static void exp_update(const cfg *c, int hdr) {
 
 /* ---- options ---- */
 
-static int split_list(const char *s, char out[MAX_LIST][32]) {
-  int n = 0;
-  const char *p = s;
-  while (*p && n < MAX_LIST) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == 0 || len >= 32) cli_die(CLI_EXIT_BAD_INPUT, "bad list '%s'", s);
-    memcpy(out[n], p, len);
-    out[n][len] = 0;
-    n++;
-    p = e ? e + 1 : p + len;
-  }
-  return n;
-}
-
 const char cli_bench_points_usage[] =
     "usage: raydex bench points --exp build|query|update [--backend auto|cpu|cuda] [--index quadtree,kdtree]\n"
-    "            [--build bottomup,topdown] [--n 2^24,...] [--dist uniform|clustered|taxi] [--dtype f32|f64]\n"
-    "            [--leaf-capacity 200 (query: 1024)] [--max-depth 16] [--reps 3] [--seed 1] [--header]\n"
-    "   build:   [--where device,host]     device: points already in GPU memory; host: the call\n"
-    "                                      copies them in (end to end)\n"
-    "   query:   [--queries 2^10,...] [--type window,within,match,knn] [--k 16] [--size S]\n"
+    "            [--build bottomup,topdown] [--n 2^20,...] [--dist uniform|clustered|taxi] [--dtype f64|f32]\n"
+    "            [--leaf-capacity 200 (query: 1024)] [--max-depth 16 (k-d tree: 48)] [--reps 3] [--seed 1]\n"
+    "            [--header] [--quiet]\n"
+    "   build:   [--where device,host]     device: points already in GPU memory (the default); host:\n"
+    "                                      the call copies them in (end to end)\n"
+    "   query:   [--queries 2^16,...] [--type window,within,match,knn] [--k 16] [--size S]\n"
     "            [--engine index,brute,cpu] [--brute-max 2^16] [--cpu-max 2^20]\n"
-    "   update:  [--moved 1,2,5,10,20,50]  percent of the points moved per batch, against a rebuild\n"
+    "   update:  [--moved 1,10]            percent of the points moved per batch, against a rebuild\n"
     "            [--moves relocate|resample|uniform]  where they go: relocate (default) to another\n"
     "                                      hot-spot layout of the generator; resample to fresh samples\n"
     "                                      of the index's own layout; uniform in the box (G-PICS's\n"
     "                                      experiment)\n"
     "\n"
     "Lists are comma-separated; every combination gives one CSV row on stdout, with a check column\n"
-    "(the answers compared with another engine or a fresh build). --size is the window side or the\n"
-    "radius (default: about 64 points a query on uniform data). Timings are medians of --reps runs\n"
-    "after a warm-up; updates report the mean of --reps batches.\n";
+    "(the answers compared with another engine or a fresh build). Defaults: quadtree, bottomup,\n"
+    "uniform f64 points, window queries, the index engine. --build topdown and a list of methods\n"
+    "apply to quadtrees under --exp build; --k to knn; --size (the window side or the radius,\n"
+    "default about 64 points a query on uniform data) to window and within; --brute-max and\n"
+    "--cpu-max (the largest batch those engines answer) to their engines; brute needs a GPU.\n"
+    "Timings are medians of --reps runs after a warm-up; updates report the mean of --reps batches.\n";
+
+static const char *const exp_names[] = {"build", "query", "update"};
+static const char *const index_names[] = {"quadtree", "kdtree"};
+static const char *const method_names[] = {"bottomup", "topdown"};
+static const char *const point_dist_names[] = {"uniform", "clustered", "taxi"}; /* rdx_point_dist - 1 */
+static const char *const dtype_names[] = {"f64", "f32"};
+static const char *const where_names[] = {"device", "host"};
+static const char *const moves_names[] = {"relocate", "resample", "uniform"};
 
 int cmd_bench_points(int argc, char **argv) {
   cli_args a;
   cli_args_init(&a, argc, argv, cli_bench_points_usage);
   cfg c;
   memset(&c, 0, sizeof c);
-  c.exp = cli_opt(&a, "exp");
-  const char *b = cli_opt(&a, "backend"), *idx_l = cli_opt(&a, "index"), *build_l = cli_opt(&a, "build");
-  const char *n_l = cli_opt(&a, "n"), *dist = cli_opt(&a, "dist"), *dt = cli_opt(&a, "dtype"), *where_l = cli_opt(&a, "where");
-  const char *q_l = cli_opt(&a, "queries"), *type_l = cli_opt(&a, "type"), *eng_l = cli_opt(&a, "engine");
-  const char *moved_l = cli_opt(&a, "moved");
-  c.cap = (int)cli_int(&a, "leaf-capacity", 0);
-  c.depth = (int)cli_int(&a, "max-depth", 16);
-  c.reps = (int)cli_int(&a, "reps", 3);
-  c.k = (int)cli_int(&a, "k", 16);
-  c.size = cli_double(&a, "size", 0);
-  c.brute_max = cli_int(&a, "brute-max", (int64_t)1 << 16);
-  c.cpu_max = cli_int(&a, "cpu-max", (int64_t)1 << 20);
-  c.seed = (uint64_t)cli_int(&a, "seed", 1);
-  const char *moves = cli_opt(&a, "moves");
-  if (moves && strcmp(moves, "relocate") && strcmp(moves, "resample") && strcmp(moves, "uniform"))
-    cli_die(CLI_EXIT_BAD_INPUT, "--moves relocate|resample|uniform");
-  c.resample = moves && strcmp(moves, "resample") == 0;
-  c.uniform = moves && strcmp(moves, "uniform") == 0;
+  int v[CLI_LIST];
+  if (!cli_opt(&a, "exp")) cli_die(CLI_EXIT_BAD_INPUT, "--exp build|query|update is required");
+  int exp = cli_choice(&a, "exp", exp_names, 3, 0);
+  c.exp = exp_names[exp];
+  c.backend = cli_backend(&a, "backend");
+  if (c.backend == RDX_BACKEND_OPTIX) cli_die(CLI_EXIT_BAD_INPUT, "--backend optix runs key indexes only; use cuda for points");
+  int quadtree = 0;
+  c.n_kinds = cli_choice_list(&a, "index", "quadtree", index_names, 2, v);
+  for (int i = 0; i < c.n_kinds; i++) c.kinds[i] = v[i] ? RDX_POINTS_KDTREE : RDX_POINTS_QUADTREE, quadtree |= !v[i];
+  c.n_methods = cli_choice_list(&a, "build", "bottomup", method_names, 2, v);
+  for (int i = 0; i < c.n_methods; i++) c.methods[i] = v[i] ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP;
+  cli_applies(&a, "build", quadtree && (exp == 0 || c.n_methods == 1), "--index quadtree (a list: with --exp build)");
+  c.n_ns = cli_int_list(&a, "n", "2^20", 0, INT64_MAX, c.ns);
+  int dist = cli_choice(&a, "dist", point_dist_names, 3, 0);
+  c.dist = (rdx_point_dist)(dist + 1);
+  c.dist_name = point_dist_names[dist];
+  c.dtype = cli_choice(&a, "dtype", dtype_names, 2, 0) ? RDX_F32 : RDX_F64;
+  c.n_where = cli_choice_list(&a, "where", "device", where_names, 2, c.where_host);
+  c.n_queries = cli_int_list(&a, "queries", "2^16", 1, INT64_MAX, c.queries);
+  c.n_types = cli_choice_list(&a, "type", "window", type_names, 4, c.types);
+  c.n_engines = cli_choice_list(&a, "engine", "index", engine_names, 3, c.engines);
+  c.n_moved = cli_double_list(&a, "moved", "1,10", 0, 100, c.moved);
+  c.cap = (int)cli_int(&a, "leaf-capacity", 1, 1 << 30, exp == 1 ? 1024 : 200);
+  c.depth = (int)cli_int(&a, "max-depth", 1, quadtree ? RDX_SP_MAX_QT_DEPTH : RDX_SP_MAX_KD_DEPTH, 0);
+  c.reps = (int)cli_int(&a, "reps", 1, 1 << 20, 3);
+  c.k = (int)cli_int(&a, "k", 1, RDX_SP_MAX_K, 16);
+  c.size = cli_double(&a, "size", 0, HUGE_VAL, 0);
+  c.brute_max = cli_int(&a, "brute-max", 0, INT64_MAX, (int64_t)1 << 16);
+  c.cpu_max = cli_int(&a, "cpu-max", 0, INT64_MAX, (int64_t)1 << 20);
+  c.seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 1);
+  int moves = cli_choice(&a, "moves", moves_names, 3, 0);
+  c.resample = moves == 1;
+  c.uniform = moves == 2;
   int hdr = cli_flag(&a, "header");
-  cli_args_done(&a);
-  if (!c.exp || (strcmp(c.exp, "build") && strcmp(c.exp, "query") && strcmp(c.exp, "update")))
-    cli_die(CLI_EXIT_BAD_INPUT, "--exp build|query|update is required");
-  c.backend = cli_backend(b ? b : "auto");
-  char items[MAX_LIST][32];
-  int ni = split_list(idx_l ? idx_l : "quadtree", items);
-  for (int i = 0; i < ni && i < 2; i++) {
-    if (strcmp(items[i], "quadtree") == 0) c.kinds[c.n_kinds++] = RDX_POINTS_QUADTREE;
-    else if (strcmp(items[i], "kdtree") == 0) c.kinds[c.n_kinds++] = RDX_POINTS_KDTREE;
-    else cli_die(CLI_EXIT_BAD_INPUT, "--index '%s'", items[i]);
-  }
-  ni = split_list(build_l ? build_l : "bottomup", items);
-  for (int i = 0; i < ni && i < 2; i++) {
-    if (strcmp(items[i], "bottomup") == 0) c.methods[c.n_methods++] = RDX_POINTS_BOTTOM_UP;
-    else if (strcmp(items[i], "topdown") == 0) c.methods[c.n_methods++] = RDX_POINTS_TOP_DOWN;
-    else cli_die(CLI_EXIT_BAD_INPUT, "--build '%s'", items[i]);
-  }
-  ni = split_list(n_l ? n_l : "2^20", items);
-  for (int i = 0; i < ni; i++) c.ns[c.n_ns++] = cli_parse_int("n", items[i]);
-  c.dist_name = dist ? dist : "uniform";
-  c.dist = strcmp(c.dist_name, "taxi") == 0        ? RDX_PDIST_TAXI
-           : strcmp(c.dist_name, "clustered") == 0 ? RDX_PDIST_CLUSTERED
-           : strcmp(c.dist_name, "uniform") == 0   ? RDX_PDIST_UNIFORM
-                                                   : (cli_die(CLI_EXIT_BAD_INPUT, "--dist '%s'", c.dist_name), RDX_PDIST_UNIFORM);
-  c.dtype = !dt || strcmp(dt, "f64") == 0 ? RDX_F64
-            : strcmp(dt, "f32") == 0      ? RDX_F32
-                                          : (cli_die(CLI_EXIT_BAD_INPUT, "--dtype '%s'", dt), RDX_F64);
-  ni = split_list(where_l ? where_l : "device", items);
-  for (int i = 0; i < ni && i < 2; i++) c.where_host[c.n_where++] = strcmp(items[i], "host") == 0;
-  ni = split_list(q_l ? q_l : "2^16", items);
-  for (int i = 0; i < ni; i++) c.queries[c.n_queries++] = cli_parse_int("queries", items[i]);
-  ni = split_list(type_l ? type_l : "window", items);
-  for (int i = 0; i < ni && i < 4; i++) c.types[c.n_types++] = name_index("type", type_names, 4, items[i]);
-  ni = split_list(eng_l ? eng_l : "index", items);
-  for (int i = 0; i < ni && i < 3; i++) c.engines[c.n_engines++] = name_index("engine", engine_names, 3, items[i]);
+  /* options that apply to no entry of the lists are refused, not ignored */
+  int has_type[4] = {0}, has_engine[3] = {0};
+  for (int i = 0; i < c.n_types; i++) has_type[c.types[i]] = 1;
+  for (int i = 0; i < c.n_engines; i++) has_engine[c.engines[i]] = 1;
+  cli_applies(&a, "where", exp == 0, "--exp build");
+  cli_applies(&a, "queries", exp == 1, "--exp query");
+  cli_applies(&a, "type", exp == 1, "--exp query");
+  cli_applies(&a, "engine", exp == 1, "--exp query");
+  cli_applies(&a, "k", exp == 1 && has_type[3], "--exp query --type knn");
+  cli_applies(&a, "size", exp == 1 && (has_type[1] || has_type[2]), "--exp query --type window or within");
+  cli_applies(&a, "brute-max", exp == 1 && has_engine[E_BRUTE], "--exp query --engine brute");
+  cli_applies(&a, "cpu-max", exp == 1 && has_engine[E_CPU], "--exp query --engine cpu");
+  cli_applies(&a, "moved", exp == 2, "--exp update");
+  cli_applies(&a, "moves", exp == 2, "--exp update");
+  if (exp == 1 && !has_engine[E_INDEX])
+    cli_die(CLI_EXIT_BAD_INPUT, "--engine must include index (the other engines are checked against it)");
   /* the index runs first: brute and cpu rows are checked against it */
   for (int i = 0; i < c.n_engines; i++)
     if (c.engines[i] == E_INDEX && i > 0) c.engines[i] = c.engines[0], c.engines[0] = E_INDEX;
-  ni = split_list(moved_l ? moved_l : "1,10", items);
-  for (int i = 0; i < ni; i++) c.moved[c.n_moved++] = atof(items[i]);
-  if (c.reps < 1 || c.k < 1 || c.k > 1024 || c.n_ns == 0) cli_die(CLI_EXIT_BAD_INPUT, "--reps >= 1, --k in [1, 1024] and --n");
-  if (c.cap == 0) c.cap = strcmp(c.exp, "query") == 0 ? 1024 : 200;
+  /* the largest point set (generated, and placed on a GPU), its largest build, and the largest
+   * batch with answers of 64 points a query (k for kNN) from two engines */
+  int64_t n_max = 0, m_max = 0;
+  for (int i = 0; i < c.n_ns; i++) n_max = c.ns[i] > n_max ? c.ns[i] : n_max;
+  for (int i = 0; i < c.n_queries && exp == 1; i++) m_max = c.queries[i] > m_max ? c.queries[i] : m_max;
+  double points_need = (double)n_max * 32 * (exp == 2 ? 2 : 1) + cli_points_peak_bytes(quadtree ? RDX_POINTS_QUADTREE : RDX_POINTS_KDTREE, (double)n_max);
+  double query_need = (double)m_max * (32 + 2 * 8 * (c.k > 64 ? c.k : 64));
+  cli_need_memory(&a, points_need >= query_need ? "n" : "queries", points_need + query_need);
+  cli_args_done(&a);
+
   rdx_info info;
   info.size = sizeof info;
   if (rdx_info_get(&info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
   rdx_context *probe = cli_context(c.backend);
   int gpu = cli_is_gpu(probe);
+  char label[32];
+  cli_backend_label(label, probe, c.backend);
   cli_context_close(probe);
+  if (exp == 1 && has_engine[E_BRUTE] && !gpu) cli_die(CLI_EXIT_BAD_INPUT, "--engine brute runs on a GPU backend only");
   static char device[160];
   snprintf(device, sizeof device, "%s", gpu ? info.gpu_name : info.cpu_name);
   for (char *p = device; *p; p++)
     if (*p == ',') *p = ' ';
   c.device = device;
-  if (strcmp(c.exp, "build") == 0) exp_build(&c, hdr);
-  else if (strcmp(c.exp, "query") == 0) exp_query(&c, hdr);
+  double t0 = rdx_now_ms();
+  if (exp == 0) exp_build(&c, hdr);
+  else if (exp == 1) exp_query(&c, hdr);
   else exp_update(&c, hdr);
+  cli_report("%d rows (--exp %s) on %s in %.1f s", n_rows, c.exp, label, (rdx_now_ms() - t0) / 1e3);
   return 0;
 }

@@ -2,93 +2,105 @@
  * cmd_gen.c: `raydex gen keys|lookups|ranges`: reproducible data sets as .npy files (usage
  * below, which `raydex gen --help` prints with that of `gen points|point-queries`).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "io/io.h"
 
+static const char usage_keys[] =
+    "usage: raydex gen keys --n N [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity PCT]\n"
+    "                       [--seed S] --out K.npy [--quiet]\n"
+    "       raydex gen lookups --keys K.npy --n M [--hit-ratio H] [--miss inside|outside] [--zipf Z]\n"
+    "                          [--seed S] --out Q.npy [--quiet]\n"
+    "       raydex gen ranges --keys K.npy --n M [--width W] [--seed S] --out LOHI.npy [--quiet]\n"
+    "\n"
+    "keys: n distinct keys in random order (default u32, uniform; dense: 0..n-1; uniform: over the\n"
+    "dtype's whole range; sparse, cgRX's uniformity: (100 - PCT)% of them dense from 0, PCT% uniform\n"
+    "above, PCT in [0, 100] and required). lookups: m queries, each a hit with probability H (default\n"
+    "1), picking a key by Zipf(Z) over key positions (Z in [0, 100], default 0: uniform), else a miss\n"
+    "inside (default) or outside the key range. ranges: (m, 2) bounds [lo, lo + W - 1] (W default 1)\n"
+    "with lo a key picked uniformly. The same seed (default 42) gives the same file. On success one\n"
+    "line on stderr says what was written (--quiet: none).\n";
+
+static const char *const what_names[] = {"keys", "lookups", "ranges", "points", "point-queries"};
+static const char *const dist_names[] = {"dense", "sparse", "uniform"}; /* rdx_key_dist - 1 */
+static const char *const dtype_names[] = {"u32", "u64"};
+static const char *const miss_names[] = {"inside", "outside"};
+
 static rdx_array read_keys(rdx_context *ctx, const char *path) {
-  rdx_array k;
   int ndim;
-  rdx_status st = rdx_npy_read(ctx, path, &k, &ndim);
-  if (st != RDX_OK) cli_die_status(ctx, st, "--keys");
+  rdx_array k = cli_read_npy(ctx, "keys", path, &ndim);
   if (ndim != 1 || (k.dtype != RDX_U32 && k.dtype != RDX_U64))
-    cli_die(CLI_EXIT_BAD_INPUT, "--keys %s must be 1-D u32 or u64", path);
+    cli_die(CLI_EXIT_BAD_INPUT, "--keys %s must be 1-D u32 or u64 (it is %d-D %s)", path, ndim, cli_dtype_name(k.dtype));
   return k;
 }
 
-static const char usage_keys[] =
-    "usage: raydex gen keys --n N [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity PCT]\n"
-    "                       [--seed S] --out K.npy\n"
-    "       raydex gen lookups --keys K.npy --n M [--hit-ratio H] [--miss inside|outside] [--zipf Z]\n"
-    "                          [--seed S] --out Q.npy\n"
-    "       raydex gen ranges --keys K.npy --n M --width W [--seed S] --out LOHI.npy\n"
-    "\n"
-    "keys: n distinct keys in random order (dense: 0..n-1; uniform: over the dtype's whole range;\n"
-    "sparse, cgRX's uniformity: (100 - PCT)% of them dense from 0, PCT% uniform above). lookups: m\n"
-    "queries, each a hit with probability H (default 1), picking a key by Zipf(Z) over key positions\n"
-    "(0: uniform), else a miss inside or outside the key range. ranges: (m, 2) bounds [lo, lo + W - 1]\n"
-    "with lo a key picked uniformly. The same seed gives the same file.\n";
-
 int cmd_gen(int argc, char **argv) {
   if (argc >= 1 && cli_is_help(argv[0])) {
-    printf("%s\n%s", usage_keys, cli_gen_points_usage);
-    return 0;
+    static char both[sizeof usage_keys + 2048];
+    snprintf(both, sizeof both, "%s\n%s", usage_keys, cli_gen_points_usage);
+    cli_usage(both, 0);
   }
   if (argc < 1) cli_die(CLI_EXIT_BAD_INPUT, "what to generate: keys, lookups, ranges, points or point-queries");
-  if (strcmp(argv[0], "points") == 0 || strcmp(argv[0], "point-queries") == 0) return cmd_gen_points(argc, argv);
-  const char *what = argv[0];
+  int what = -1;
+  for (int i = 0; i < 5; i++)
+    if (strcmp(argv[0], what_names[i]) == 0) what = i;
+  if (what < 0) cli_die(CLI_EXIT_BAD_INPUT, "cannot generate '%s' (keys, lookups, ranges, points or point-queries)", argv[0]);
+  static char name[40];
+  snprintf(name, sizeof name, "raydex gen %s", what_names[what]);
+  cli_set_command(name);
+  if (what >= 3) return cmd_gen_points(argc, argv);
   cli_args a;
   cli_args_init(&a, argc - 1, argv + 1, usage_keys);
+  int64_t keys_bytes = 0;
+  const char *keys_p = what == 0 ? NULL : cli_input(&a, "keys", 1, &keys_bytes);
+  const char *out_p = cli_output(&a, "out", 1);
+  uint64_t seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 42);
+  rdx_dtype dtype = cli_choice(&a, "dtype", dtype_names, 2, 0) ? RDX_U64 : RDX_U32;
+  rdx_key_dist dist = (rdx_key_dist)(cli_choice(&a, "dist", dist_names, 3, RDX_DIST_UNIFORM - 1) + 1);
+  double uni = cli_double(&a, "uniformity", 0, 100, -1);
+  double hit = cli_double(&a, "hit-ratio", 0, 1, 1.0);
+  rdx_miss_kind miss = cli_choice(&a, "miss", miss_names, 2, 0) ? RDX_MISS_OUTSIDE : RDX_MISS_INSIDE;
+  double zipf = cli_double(&a, "zipf", 0, 100, 0.0);
+  int64_t width = cli_int(&a, "width", 1, INT64_MAX, 1);
+  /* u32 keys are distinct, so at most 2^32 of them */
+  int64_t n = cli_int(&a, "n", 0, what == 0 && dtype == RDX_U32 ? (int64_t)UINT32_MAX + 1 : INT64_MAX, -1);
+  if (n < 0) cli_die(CLI_EXIT_BAD_INPUT, "--n is required");
+  cli_applies(&a, "dtype", what == 0, "gen keys (lookups and ranges take the keys' dtype)");
+  cli_applies(&a, "dist", what == 0, "gen keys");
+  cli_applies(&a, "uniformity", what == 0 && dist == RDX_DIST_SPARSE, "gen keys --dist sparse");
+  if (what == 0 && dist == RDX_DIST_SPARSE && uni < 0) cli_die(CLI_EXIT_BAD_INPUT, "--dist sparse needs --uniformity PCT");
+  cli_applies(&a, "hit-ratio", what == 1, "gen lookups");
+  cli_applies(&a, "miss", what == 1 && hit < 1, "gen lookups with --hit-ratio below 1");
+  cli_applies(&a, "zipf", what == 1 && hit > 0, "gen lookups with --hit-ratio above 0");
+  cli_applies(&a, "width", what == 2, "gen ranges");
+  /* The generators' peak: keys hold 16 bytes per key besides the output; lookups sort two
+   * 8-byte copies of the keys and keep 16 bytes of gaps per key (at most one key per 4 bytes). */
+  double out_bytes = (double)n * (what == 2 ? 2 : 1) * (what == 0 ? (dtype == RDX_U64 ? 8 : 4) : 8);
+  double peak = what == 0 ? out_bytes + 16.0 * (double)n : out_bytes + 9.0 * (double)keys_bytes;
+  cli_need_memory(&a, "n", peak);
+  cli_args_done(&a);
+
   rdx_context *ctx = cli_context(RDX_BACKEND_CPU);
-  const char *out_path = cli_opt(&a, "out");
-  uint64_t seed = (uint64_t)cli_int(&a, "seed", 42);
-  rdx_array out;
-  rdx_status st;
-  if (strcmp(what, "keys") == 0) {
-    int64_t n = cli_int(&a, "n", -1);
-    const char *dt = cli_opt(&a, "dtype");
-    const char *dist_s = cli_opt(&a, "dist");
-    double uni = cli_double(&a, "uniformity", -1);
-    cli_args_done(&a);
-    if (n < 0 || !out_path) cli_die(CLI_EXIT_BAD_INPUT, "gen keys needs --n and --out");
-    rdx_key_dist dist = RDX_DIST_UNIFORM;
-    if (dist_s && strcmp(dist_s, "dense") == 0) dist = RDX_DIST_DENSE;
-    else if (dist_s && strcmp(dist_s, "sparse") == 0) dist = RDX_DIST_SPARSE;
-    else if (dist_s && strcmp(dist_s, "uniform") != 0)
-      cli_die(CLI_EXIT_BAD_INPUT, "--dist '%s' is not dense, sparse or uniform", dist_s);
-    if (dist == RDX_DIST_SPARSE && uni < 0) cli_die(CLI_EXIT_BAD_INPUT, "--dist sparse needs --uniformity PCT");
-    st = rdx_gen_keys(ctx, n, dt ? cli_dtype(dt) : RDX_U32, dist, uni < 0 ? 1.0 : uni / 100.0, seed, &out);
-  } else if (strcmp(what, "lookups") == 0) {
-    const char *kp = cli_opt(&a, "keys");
-    int64_t m = cli_int(&a, "n", -1);
-    double hit = cli_double(&a, "hit-ratio", 1.0);
-    const char *miss = cli_opt(&a, "miss");
-    double zipf = cli_double(&a, "zipf", 0.0);
-    cli_args_done(&a);
-    if (!kp || m < 0 || !out_path) cli_die(CLI_EXIT_BAD_INPUT, "gen lookups needs --keys, --n and --out");
-    rdx_miss_kind mk = RDX_MISS_INSIDE;
-    if (miss && strcmp(miss, "outside") == 0) mk = RDX_MISS_OUTSIDE;
-    else if (miss && strcmp(miss, "inside") != 0) cli_die(CLI_EXIT_BAD_INPUT, "--miss '%s' is not inside or outside", miss);
-    rdx_array k = read_keys(ctx, kp);
-    st = rdx_gen_lookups(ctx, k, m, hit, mk, zipf, seed, &out);
-    rdx_npy_free(&k);
-  } else if (strcmp(what, "ranges") == 0) {
-    const char *kp = cli_opt(&a, "keys");
-    int64_t m = cli_int(&a, "n", -1);
-    int64_t w = cli_int(&a, "width", 1);
-    cli_args_done(&a);
-    if (!kp || m < 0 || !out_path || w < 1) cli_die(CLI_EXIT_BAD_INPUT, "gen ranges needs --keys, --n, --width >= 1 and --out");
-    rdx_array k = read_keys(ctx, kp);
-    st = rdx_gen_ranges(ctx, k, m, (uint64_t)w, seed, &out);
-    rdx_npy_free(&k);
-  } else {
-    cli_die(CLI_EXIT_BAD_INPUT, "cannot generate '%s' (keys, lookups, ranges, points or point-queries)", what);
-  }
-  if (st != RDX_OK) cli_die_status(ctx, st, what);
-  st = rdx_npy_write(ctx, out_path, out, out.columns == 1 ? 1 : 2);
-  if (st != RDX_OK) cli_die_status(ctx, st, "--out");
+  rdx_array k = keys_p ? read_keys(ctx, keys_p) : rdx_no_array(), out;
+  cli_progress("generating %lld %s", (long long)n, what_names[what]);
+  double t0 = rdx_now_ms();
+  if (what == 0) cli_must(ctx, rdx_gen_keys(ctx, n, dtype, dist, uni < 0 ? 1.0 : uni / 100.0, seed, &out), "keys");
+  else if (what == 1) cli_must(ctx, rdx_gen_lookups(ctx, k, n, hit, miss, zipf, seed, &out), "lookups");
+  else cli_must(ctx, rdx_gen_ranges(ctx, k, n, (uint64_t)width, seed, &out), "ranges");
+  double ms = rdx_now_ms() - t0;
+  cli_write_npy(ctx, "out", out, what == 2 ? 2 : 1);
+  cli_commit_outputs();
+  char size_s[32], how[64];
+  if (what == 0 && dist == RDX_DIST_SPARSE) snprintf(how, sizeof how, "sparse, uniformity %g%%", uni);
+  if (what == 0 && dist != RDX_DIST_SPARSE) snprintf(how, sizeof how, "%s", dist_names[dist - 1]);
+  if (what == 1) snprintf(how, sizeof how, "hit ratio %g, zipf %g", hit, zipf);
+  if (what == 2) snprintf(how, sizeof how, "width %lld", (long long)width);
+  cli_report("wrote %s: %lld %s %s (%s), %s, %.1f ms", out_p, (long long)n, cli_dtype_name(out.dtype), what_names[what], how,
+             cli_bytes(size_s, (double)n * (what == 2 ? 2 : 1) * (double)rdx_dtype_size(out.dtype)), ms);
+  rdx_npy_free(&k);
   rdx_npy_free(&out);
   cli_context_close(ctx);
   return 0;

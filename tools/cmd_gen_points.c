@@ -3,80 +3,89 @@
  * and spatial query batches as .npy files (src/io/gen_points.c; usage below, which `raydex gen
  * points --help` prints).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "io/io.h"
 
-static rdx_dtype float_dtype(const char *s) {
-  if (s == NULL || strcmp(s, "f64") == 0) return RDX_F64;
-  if (strcmp(s, "f32") == 0) return RDX_F32;
-  cli_die(CLI_EXIT_BAD_INPUT, "--dtype '%s' is not f32 or f64", s);
-}
-
 const char cli_gen_points_usage[] =
     "usage: raydex gen points --n N [--dist uniform|clustered|taxi] [--dtype f64|f32] [--seed S] --out P.npy\n"
+    "                         [--quiet]\n"
     "       raydex gen point-queries --points P.npy --type match|window|within|knn --n M [--size S]\n"
-    "                                [--seed S] --out Q.npy\n"
+    "                                [--seed S] --out Q.npy [--quiet]\n"
     "\n"
-    "uniform and clustered points lie in [0, 1)^2; taxi points in an NYC-sized box in feet. --size is\n"
-    "the window side or the radius, in the points' units (default 1% of the box's larger side).\n";
+    "uniform (the default) and clustered points lie in [0, 1)^2; taxi points in an NYC-sized box in\n"
+    "feet; f64 by default. Queries take the points' dtype. --size (window and within only) is the\n"
+    "window side or the radius, in the points' units (default 1% of the box's larger side). The same\n"
+    "seed (default 42) gives the same file.\n";
+
+static const char *const dist_names[] = {"uniform", "clustered", "taxi"}; /* rdx_point_dist - 1 */
+static const char *const dtype_names[] = {"f64", "f32"};
+static const char *const type_names[] = {"match", "window", "within", "knn"};
+static const int type_columns[] = {2, 4, 3, 2};
+
+/* 1% of the larger side of the points' bounding box (1% of 1 for an empty or single point). */
+static double default_size(rdx_array p) {
+  double b[4] = {0, 0, 0, 0};
+  for (int64_t i = 0; i < p.count; i++)
+    for (int c = 0; c < 2; c++) {
+      double v = p.dtype == RDX_F64 ? ((const double *)p.data)[2 * i + c] : ((const float *)p.data)[2 * i + c];
+      if (i == 0 || v < b[c]) b[c] = v;
+      if (i == 0 || v > b[2 + c]) b[2 + c] = v;
+    }
+  double w = b[2] - b[0] > b[3] - b[1] ? b[2] - b[0] : b[3] - b[1];
+  return 0.01 * (w > 0 ? w : 1);
+}
 
 int cmd_gen_points(int argc, char **argv) {
-  const char *what = argv[0];
+  int queries = strcmp(argv[0], "point-queries") == 0;
   cli_args a;
   cli_args_init(&a, argc - 1, argv + 1, cli_gen_points_usage);
+  int64_t points_bytes = 0;
+  const char *points_p = queries ? cli_input(&a, "points", 1, &points_bytes) : NULL;
+  const char *out_p = cli_output(&a, "out", 1);
+  uint64_t seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 42);
+  int64_t n = cli_int(&a, "n", 0, INT64_MAX, -1);
+  if (n < 0) cli_die(CLI_EXIT_BAD_INPUT, "--n is required");
+  rdx_point_dist dist = (rdx_point_dist)(cli_choice(&a, "dist", dist_names, 3, 0) + 1);
+  rdx_dtype dtype = cli_choice(&a, "dtype", dtype_names, 2, 0) ? RDX_F32 : RDX_F64;
+  int type = cli_choice(&a, "type", type_names, 4, -1);
+  if (queries && type < 0) cli_die(CLI_EXIT_BAD_INPUT, "--type is required (match, window, within or knn)");
+  double size = cli_double(&a, "size", 0, HUGE_VAL, -1);
+  cli_applies(&a, "dist", !queries, "gen points");
+  cli_applies(&a, "dtype", !queries, "gen points (queries take the points' dtype)");
+  cli_applies(&a, "type", queries, "gen point-queries");
+  cli_applies(&a, "size", queries && (type == 1 || type == 2), "gen point-queries --type window or within");
+  /* the output (at most 8 bytes a coordinate) twice over, and the points read */
+  double out_bytes = (double)n * 8 * (queries ? type_columns[type] : 2);
+  cli_need_memory(&a, "n", 2 * out_bytes + (double)points_bytes);
+  cli_args_done(&a);
+
   rdx_context *ctx = cli_context(RDX_BACKEND_CPU);
-  const char *out_path = cli_opt(&a, "out");
-  uint64_t seed = (uint64_t)cli_int(&a, "seed", 42);
-  int64_t n = cli_int(&a, "n", -1);
-  rdx_array out;
-  rdx_status st;
-  if (strcmp(what, "points") == 0) {
-    const char *dist_s = cli_opt(&a, "dist"), *dt = cli_opt(&a, "dtype");
-    cli_args_done(&a);
-    if (n < 0 || !out_path) cli_die(CLI_EXIT_BAD_INPUT, "gen points needs --n and --out");
-    rdx_point_dist dist = RDX_PDIST_UNIFORM;
-    if (dist_s && strcmp(dist_s, "clustered") == 0) dist = RDX_PDIST_CLUSTERED;
-    else if (dist_s && strcmp(dist_s, "taxi") == 0) dist = RDX_PDIST_TAXI;
-    else if (dist_s && strcmp(dist_s, "uniform") != 0)
-      cli_die(CLI_EXIT_BAD_INPUT, "--dist '%s' is not uniform, clustered or taxi", dist_s);
-    st = rdx_gen_points(ctx, n, dist, float_dtype(dt), seed, &out);
-  } else {
-    const char *pp = cli_opt(&a, "points"), *type_s = cli_opt(&a, "type");
-    double size = cli_double(&a, "size", -1);
-    cli_args_done(&a);
-    if (!pp || !type_s || n < 0 || !out_path)
-      cli_die(CLI_EXIT_BAD_INPUT, "gen point-queries needs --points, --type, --n and --out");
-    static const char *const types[4] = {"match", "window", "within", "knn"};
-    int type = -1;
-    for (int i = 0; i < 4; i++)
-      if (strcmp(type_s, types[i]) == 0) type = i;
-    if (type < 0) cli_die(CLI_EXIT_BAD_INPUT, "--type '%s' is not match, window, within or knn", type_s);
-    rdx_array p;
+  rdx_array p = rdx_no_array(), out;
+  if (queries) {
     int nd;
-    st = rdx_npy_read(ctx, pp, &p, &nd);
-    if (st != RDX_OK) cli_die_status(ctx, st, "--points");
+    p = cli_read_npy(ctx, "points", points_p, &nd);
     if (nd != 2 || p.columns != 2 || (p.dtype != RDX_F32 && p.dtype != RDX_F64))
-      cli_die(CLI_EXIT_BAD_INPUT, "--points %s must be (n, 2) f32 or f64", pp);
-    if (size < 0) { /* 1% of the larger side of the points' box */
-      double b[4] = {0, 0, 0, 0};
-      for (int64_t i = 0; i < p.count; i++)
-        for (int c = 0; c < 2; c++) {
-          double v = p.dtype == RDX_F64 ? ((double *)p.data)[2 * i + c] : ((float *)p.data)[2 * i + c];
-          if (i == 0 || v < b[c]) b[c] = v;
-          if (i == 0 || v > b[2 + c]) b[2 + c] = v;
-        }
-      double w = b[2] - b[0] > b[3] - b[1] ? b[2] - b[0] : b[3] - b[1];
-      size = 0.01 * (w > 0 ? w : 1);
-    }
-    st = rdx_gen_point_queries(ctx, p, type, n, size, seed, &out);
-    rdx_npy_free(&p);
+      cli_die(CLI_EXIT_BAD_INPUT, "--points %s must be (n, 2) f32 or f64 (it is %d-D with %d columns, %s)", points_p, nd,
+              p.columns, cli_dtype_name(p.dtype));
+    if (size < 0) size = default_size(p);
   }
-  if (st != RDX_OK) cli_die_status(ctx, st, what);
-  st = rdx_npy_write(ctx, out_path, out, 2);
-  if (st != RDX_OK) cli_die_status(ctx, st, "--out");
+  cli_progress("generating %lld %s", (long long)n, queries ? "queries" : "points");
+  double t0 = rdx_now_ms();
+  if (queries) cli_must(ctx, rdx_gen_point_queries(ctx, p, type, n, size, seed, &out), "point-queries");
+  else cli_must(ctx, rdx_gen_points(ctx, n, dist, dtype, seed, &out), "points");
+  double ms = rdx_now_ms() - t0;
+  cli_write_npy(ctx, "out", out, 2);
+  cli_commit_outputs();
+  char size_s[32], how[64];
+  if (queries && (type == 1 || type == 2)) snprintf(how, sizeof how, "%s, size %g", type_names[type], size);
+  else snprintf(how, sizeof how, "%s", queries ? type_names[type] : dist_names[dist - 1]);
+  cli_report("wrote %s: %lld %s %s (%s), %s, %.1f ms", out_p, (long long)n, cli_dtype_name(out.dtype),
+             queries ? "queries" : "points", how, cli_bytes(size_s, (double)out.count * out.columns * (double)rdx_dtype_size(out.dtype)), ms);
+  rdx_npy_free(&p);
   rdx_npy_free(&out);
   cli_context_close(ctx);
   return 0;

@@ -1,15 +1,17 @@
 /*
- * cmd_info.c: `raydex info`: version, backends built, the GPU, OptiX and the automatic choice.
+ * cmd_info.c: `raydex info`: version, backends built, the GPU, OptiX, the automatic choice and
+ * the settings read from the environment, as they are.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 
 static const char usage[] =
-    "usage: raydex info\n"
+    "usage: raydex info [--quiet]\n"
     "\n"
-    "Prints the version, the backends built, the CPU and GPU, whether OptiX is usable, and the\n"
-    "backend that --backend auto picks.\n";
+    "Prints the version, the backends built, the CPU and GPU, whether OptiX is usable, the\n"
+    "backend that --backend auto picks, and RAYDEX_THREADS as set (or \"default\").\n";
 
 int cmd_info(int argc, char **argv) {
   cli_args a;
@@ -18,10 +20,11 @@ int cmd_info(int argc, char **argv) {
   rdx_info info;
   info.size = sizeof info;
   if (rdx_info_get(&info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
+  const char *threads = getenv("RAYDEX_THREADS");
   printf("raydex %s\n", info.version);
   printf("backends built: cpu%s%s\n", info.cuda_built ? " cuda" : "", info.optix_built ? " optix" : "");
-  printf("cpu: %s, %d threads (RAYDEX_THREADS)\n", info.cpu_name[0] ? info.cpu_name : "unknown",
-         info.cpu_threads);
+  printf("cpu: %s, %d threads\n", info.cpu_name[0] ? info.cpu_name : "unknown", info.cpu_threads);
+  printf("RAYDEX_THREADS: %s\n", threads ? threads : "default (one thread per online CPU)");
   if (info.n_gpus > 0)
     printf("gpu: %s, %d SMs, %.1f GiB, %d device(s), RT cores: %s\n", info.gpu_name, info.gpu_sms,
            (double)info.gpu_memory / (1 << 30), info.n_gpus, info.rt_cores ? "yes" : "no");

@@ -6,102 +6,137 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "core/core.h"
 
 static const char usage[] =
     "usage: raydex keys --kind {scan,sorted,btree,hash,rx,cgrx} [--backend {auto,cpu,cuda,optix}]\n"
     "                   --keys K.npy [--rows R.npy] (--lookup Q.npy | --range LOHI.npy)\n"
-    "                   --out OUT.npy [--counts-out C.npy] [--bucket-size N]\n"
+    "                   --out OUT.npy [--counts-out C.npy] [--bucket-size N] [--quiet]\n"
     "\n"
     "Builds a key index over the 1-D u32 or u64 column K (row ids R, default 0..n-1) and answers one\n"
     "batch. --lookup without --counts-out: OUT is one u64 row id per query (the smallest among equal\n"
     "keys), 2^64-1 for a miss. With --counts-out, or with --range (LOHI: (m, 2), inclusive bounds):\n"
     "OUT holds every matching row id grouped by query in query order, ascending within a query, and\n"
-    "C the count per query. --bucket-size: keys per bucket of cgrx.\n"
+    "C the count per query. --bucket-size (cgrx only, 1..65536, default 32): keys per bucket.\n"
+    "On success one line on stderr says what ran (--quiet: none); outputs appear only then.\n"
     "Exit 0 on success, 2 with one line on stderr for bad input (also: --backend optix with a kind\n"
-    "that does not use ray tracing, or when OptiX cannot run here).\n";
+    "that does not use ray tracing, or when OptiX cannot run here; --range with hash).\n";
+
+/* The scan kind reads every key per query, so it answers in chunks of this many queries and a
+ * terminal shows its progress; the other kinds answer a batch in one call. */
+#define SCAN_CHUNK 4096
+
+static rdx_array rows_of(rdx_array a, int64_t first, int64_t count) {
+  a.data = (char *)a.data + (size_t)first * (size_t)a.columns * rdx_dtype_size(a.dtype);
+  a.count = count;
+  return a;
+}
+
+static void check_column(const char *opt, const char *path, int nd, rdx_array a, int columns, rdx_dtype want) {
+  int dtype_ok = want ? a.dtype == want : a.dtype == RDX_U32 || a.dtype == RDX_U64;
+  if (nd != (columns == 1 ? 1 : 2) || a.columns != columns || !dtype_ok)
+    cli_die(CLI_EXIT_BAD_INPUT, "--%s %s must be %s %s%s (it is %d-D with %d columns, %s)", opt, path,
+            columns == 1 ? "1-D" : "(m, 2)", want ? cli_dtype_name(want) : "u32 or u64", want ? " like the keys" : "", nd,
+            a.columns, cli_dtype_name(a.dtype));
+}
 
 int cmd_keys(int argc, char **argv) {
   cli_args a;
   cli_args_init(&a, argc, argv, usage);
   const char *kind_s = cli_opt(&a, "kind");
-  const char *backend_s = cli_opt(&a, "backend");
-  const char *keys_p = cli_opt(&a, "keys");
-  const char *rows_p = cli_opt(&a, "rows");
-  const char *lookup_p = cli_opt(&a, "lookup");
-  const char *range_p = cli_opt(&a, "range");
-  const char *out_p = cli_opt(&a, "out");
-  const char *counts_p = cli_opt(&a, "counts-out");
-  int64_t bucket = cli_int(&a, "bucket-size", 0);
-  cli_args_done(&a);
   if (!kind_s) cli_die(CLI_EXIT_BAD_INPUT, "--kind is required");
-  if (!keys_p) cli_die(CLI_EXIT_BAD_INPUT, "--keys is required");
-  if (!out_p) cli_die(CLI_EXIT_BAD_INPUT, "--out is required");
-  if ((lookup_p != NULL) == (range_p != NULL))
-    cli_die(CLI_EXIT_BAD_INPUT, "give exactly one of --lookup and --range");
-  rdx_kind kind = cli_kind(kind_s);
-  rdx_backend backend = cli_backend(backend_s ? backend_s : "auto");
-  if (bucket != 0 && kind != RDX_KIND_CGRX)
-    cli_die(CLI_EXIT_BAD_INPUT, "--bucket-size applies to --kind cgrx only");
-  if (bucket < 0 || bucket > 65536) cli_die(CLI_EXIT_BAD_INPUT, "--bucket-size %lld is not in [1, 65536]", (long long)bucket);
-  rdx_context *ctx = cli_context(backend);
-  /* optix means OptiX: the kinds without rays are not quietly run on the cuda backend instead */
-  if (backend == RDX_BACKEND_OPTIX && kind != RDX_KIND_RX && kind != RDX_KIND_CGRX)
-    cli_die(CLI_EXIT_BAD_INPUT, "--backend optix runs the ray-tracing kinds rx and cgrx only; use --backend cuda for --kind %s",
-            kind_s);
+  rdx_kind kind = cli_parse_kind("kind", kind_s);
+  rdx_backend backend = cli_backend(&a, "backend");
+  int64_t keys_bytes = 0, rows_bytes = 0, q_bytes = 0;
+  const char *keys_p = cli_input(&a, "keys", 1, &keys_bytes);
+  const char *rows_p = cli_input(&a, "rows", 0, &rows_bytes);
+  const char *lookup_p = cli_input(&a, "lookup", 0, &q_bytes);
+  const char *range_p = cli_input(&a, "range", 0, &q_bytes);
+  if ((lookup_p != NULL) == (range_p != NULL)) cli_die(CLI_EXIT_BAD_INPUT, "give exactly one of --lookup and --range");
+  cli_output(&a, "out", 1);
+  const char *counts_p = cli_output(&a, "counts-out", 0);
+  int bucket = (int)cli_int(&a, "bucket-size", 1, 65536, 0);
+  cli_applies(&a, "bucket-size", kind == RDX_KIND_CGRX, "--kind cgrx");
+  cli_kind_fits(kind, backend, range_p ? "--range" : NULL);
+  /* inputs held, the build's peak (at most one key per 4 bytes), 8-byte answers per 4-byte query */
+  cli_need_memory(&a, "keys", (double)(keys_bytes + rows_bytes + q_bytes) + cli_index_peak_bytes(kind, keys_bytes / 4.0) +
+                                  4.0 * (double)q_bytes);
+  cli_args_done(&a);
 
+  rdx_context *ctx = cli_context(backend);
   int nd;
+  cli_progress("reading the inputs");
   rdx_array keys = cli_read_npy(ctx, "keys", keys_p, &nd);
-  if (nd != 1 || (keys.dtype != RDX_U32 && keys.dtype != RDX_U64))
-    cli_die(CLI_EXIT_BAD_INPUT, "--keys %s must be 1-D u32 or u64 (it is %d-D %s)", keys_p, nd, cli_dtype_name(keys.dtype));
+  check_column("keys", keys_p, nd, keys, 1, 0);
   rdx_array rows = rdx_no_array();
   if (rows_p) {
     rows = cli_read_npy(ctx, "rows", rows_p, &nd);
-    if (nd != 1 || (rows.dtype != RDX_U32 && rows.dtype != RDX_U64))
-      cli_die(CLI_EXIT_BAD_INPUT, "--rows %s must be 1-D u32 or u64 (it is %d-D %s)", rows_p, nd, cli_dtype_name(rows.dtype));
+    check_column("rows", rows_p, nd, rows, 1, 0);
     if (rows.count != keys.count)
       cli_die(CLI_EXIT_BAD_INPUT, "--rows %s has %lld entries but --keys has %lld", rows_p, (long long)rows.count, (long long)keys.count);
   }
-  rdx_array q;
-  if (lookup_p) {
-    q = cli_read_npy(ctx, "lookup", lookup_p, &nd);
-    if (nd != 1 || q.dtype != keys.dtype)
-      cli_die(CLI_EXIT_BAD_INPUT, "--lookup %s must be 1-D %s like the keys (it is %d-D %s)", lookup_p,
-              cli_dtype_name(keys.dtype), nd, cli_dtype_name(q.dtype));
-  } else {
-    q = cli_read_npy(ctx, "range", range_p, &nd);
-    if (nd != 2 || q.columns != 2 || q.dtype != keys.dtype)
-      cli_die(CLI_EXIT_BAD_INPUT, "--range %s must be (m, 2) %s like the keys (it is %d-D with %d columns, %s)", range_p,
-              cli_dtype_name(keys.dtype), nd, q.columns, cli_dtype_name(q.dtype));
-  }
+  rdx_array q = cli_read_npy(ctx, lookup_p ? "lookup" : "range", lookup_p ? lookup_p : range_p, &nd);
+  check_column(lookup_p ? "lookup" : "range", lookup_p ? lookup_p : range_p, nd, q, lookup_p ? 1 : 2, keys.dtype);
 
   rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
   bo.kind = kind;
-  bo.bucket_size = (int)bucket;
+  bo.bucket_size = bucket;
   rdx_index *idx = NULL;
-  rdx_status st = rdx_index_build(ctx, keys, rows, &bo, &idx);
-  if (st != RDX_OK) cli_die_status(ctx, st, "build");
+  cli_progress("building %s over %lld keys", kind_s, (long long)keys.count);
+  double t0 = rdx_now_ms();
+  cli_must(ctx, rdx_index_build(ctx, keys, rows, &bo, &idx), "build");
+  double build_ms = rdx_now_ms() - t0;
 
-  if (lookup_p && !counts_p) {
-    uint64_t *out = (uint64_t *)malloc((size_t)(q.count ? q.count : 1) * 8);
-    if (!out) cli_die(CLI_EXIT_FAILURE, "out of memory");
-    st = rdx_index_lookup(ctx, idx, q, rdx_host_array(out, q.count, RDX_U64));
-    if (st != RDX_OK) cli_die_status(ctx, st, "lookup");
-    cli_write_npy(ctx, "out", out_p, rdx_host_array(out, q.count, RDX_U64));
-    free(out);
-  } else {
-    rdx_result *r = NULL;
-    st = lookup_p ? rdx_index_lookup_alloc(ctx, idx, q, &r) : rdx_index_range_alloc(ctx, idx, q, &r);
-    if (st != RDX_OK) cli_die_status(ctx, st, lookup_p ? "lookup" : "range");
-    cli_write_npy(ctx, "out", out_p, rdx_host_array(r->row_ids, (int64_t)r->total, RDX_U64));
-    if (counts_p) {
-      uint64_t *c = (uint64_t *)malloc((size_t)(q.count ? q.count : 1) * 8);
-      if (!c) cli_die(CLI_EXIT_FAILURE, "out of memory");
-      for (int64_t i = 0; i < q.count; i++) c[i] = r->offsets[i + 1] - r->offsets[i];
-      cli_write_npy(ctx, "counts-out", counts_p, rdx_host_array(c, q.count, RDX_U64));
-      free(c);
-    }
-    rdx_result_free(ctx, r);
+  int64_t m = q.count, chunk = kind == RDX_KIND_SCAN ? SCAN_CHUNK : (m > 0 ? m : 1);
+  uint64_t hits = 0, total = 0;
+  size_t m_bytes = 0;
+  if (!rdx_size_rows(m + 1, 1, 8, &m_bytes)) cli_die(CLI_EXIT_FAILURE, "%lld queries are too many", (long long)m);
+  uint64_t *per_query = (uint64_t *)malloc(m_bytes); /* row ids (lookups), else counts */
+  uint64_t *offsets = (uint64_t *)malloc((size_t)(chunk + 1) * 8), *found = NULL;
+  if (!per_query || !offsets) cli_die(CLI_EXIT_FAILURE, "out of memory for %lld answers", (long long)m);
+  t0 = rdx_now_ms();
+  int all = counts_p != NULL || range_p != NULL;
+  for (int64_t b = 0; b < m; b += chunk) {
+    int64_t len = m - b < chunk ? m - b : chunk;
+    cli_progress("answering %lld queries: %.0f%%", (long long)m, 100.0 * (double)b / (double)m);
+    rdx_array qb = rows_of(q, b, len), pb = rdx_host_array(per_query + b, len, RDX_U64);
+    if (!all) cli_must(ctx, rdx_index_lookup(ctx, idx, qb, pb), "lookup");
+    else cli_must(ctx, range_p ? rdx_index_range_count(ctx, idx, qb, pb) : rdx_index_lookup_count(ctx, idx, qb, pb), "count");
   }
+  for (int64_t i = 0; i < m; i++) hits += all ? per_query[i] > 0 : per_query[i] != RDX_MISS, total += all ? per_query[i] : 0;
+  if (all) { /* the second phase: every match, chunk by chunk after the counts */
+    size_t found_bytes = 0;
+    if (total > (uint64_t)INT64_MAX || !rdx_size_mul((size_t)total, 8, &found_bytes) || !(found = (uint64_t *)malloc(found_bytes + 8)))
+      cli_die(CLI_EXIT_FAILURE, "out of memory for %llu result rows", (unsigned long long)total);
+    uint64_t base = 0;
+    for (int64_t b = 0; b < m; b += chunk) {
+      int64_t len = m - b < chunk ? m - b : chunk;
+      uint64_t n_found = 0;
+      cli_progress("collecting %llu rows: %.0f%%", (unsigned long long)total, 100.0 * (double)b / (double)m);
+      rdx_array qb = rows_of(q, b, len), ob = rdx_host_array(offsets, len + 1, RDX_U64);
+      cli_must(ctx, rdx_counts_to_offsets(ctx, rdx_host_array(per_query + b, len, RDX_U64), ob, &n_found), "offsets");
+      rdx_array fb = rdx_host_array(found + base, (int64_t)n_found, RDX_U64);
+      cli_must(ctx, range_p ? rdx_index_range_fill(ctx, idx, qb, ob, fb) : rdx_index_lookup_fill(ctx, idx, qb, ob, fb), "fill");
+      base += n_found;
+    }
+  }
+  double query_ms = rdx_now_ms() - t0;
+
+  if (all) {
+    cli_write_npy(ctx, "out", rdx_host_array(found, (int64_t)total, RDX_U64), 1);
+    if (counts_p) cli_write_npy(ctx, "counts-out", rdx_host_array(per_query, m, RDX_U64), 1);
+  } else {
+    cli_write_npy(ctx, "out", rdx_host_array(per_query, m, RDX_U64), 1);
+  }
+  cli_commit_outputs();
+  char label[32], rows_s[48] = "";
+  if (all) snprintf(rows_s, sizeof rows_s, ", %llu rows", (unsigned long long)total);
+  cli_report("%s on %s, %lld keys, %lld %s, %llu %s%s, build %.1f ms, query %.1f ms", kind_s,
+             cli_backend_label(label, ctx, backend), (long long)keys.count, (long long)m, range_p ? "ranges" : "lookups",
+             (unsigned long long)hits, range_p ? "non-empty" : "hits", rows_s, build_ms, query_ms);
+  free(per_query);
+  free(offsets);
+  free(found);
   rdx_index_destroy(idx);
   rdx_npy_free(&keys);
   rdx_npy_free(&rows);

@@ -1,5 +1,6 @@
 /*
- * raydex.c: the raydex program: one subcommand per concept, each in its own cmd_*.c file.
+ * raydex.c: the raydex program's commands: one subcommand per concept, each in its own cmd_*.c
+ * file, dispatched by cli_main (main.c calls it; the CLI fuzz target calls it through cli_check).
  * Exit status 0 on success, 2 with one line on stderr for bad input, 1 for other failures.
  */
 #include <stdio.h>
@@ -12,7 +13,7 @@ static const struct {
   int (*fn)(int, char **);
   const char *help;
 } commands[] = {
-    {"info", cmd_info, "version, backends built, GPU name, whether OptiX is usable"},
+    {"info", cmd_info, "version, backends built, GPU name, whether OptiX is usable, settings"},
     {"gen", cmd_gen, "generate keys, lookups, ranges, points or point queries as .npy (gen --help)"},
     {"keys", cmd_keys, "build a key index and answer point or range lookups from .npy files"},
     {"points", cmd_points, "build a point index and answer match, window, within or kNN queries from .npy files"},
@@ -20,30 +21,32 @@ static const struct {
     {"demo", cmd_demo, "the main job: every key index kind on the best backend, checked, as a table"},
 };
 
-static void usage(FILE *f) {
-  fprintf(f, "usage: raydex <command> [options]   (raydex <command> --help for its options)\n\ncommands:\n");
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].help);
+static const char *usage(void) {
+  static char text[1024];
+  size_t k = (size_t)snprintf(text, sizeof text,
+                              "usage: raydex <command> [options]   (raydex <command> --help for its options)\n\n"
+                              "commands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0] && k < sizeof text; i++)
+    k += (size_t)snprintf(text + k, sizeof text - k, "  %-6s %s\n", commands[i].name, commands[i].help);
+  return text;
 }
 
-int main(int argc, char **argv) {
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-    usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? CLI_EXIT_BAD_INPUT : 0;
-  }
-  if (strcmp(argv[1], "--version") == 0) {
-    printf("raydex %s\n", rdx_version_string());
-    return 0;
+int cli_main(int argc, char **argv) {
+  if (argc < 1) cli_usage(usage(), CLI_EXIT_BAD_INPUT);
+  if (cli_is_help(argv[0])) cli_usage(usage(), 0);
+  if (strcmp(argv[0], "--version") == 0) {
+    static char version[64];
+    snprintf(version, sizeof version, "raydex %s\n", rdx_version_string());
+    cli_usage(version, 0);
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-    if (strcmp(argv[1], commands[i].name) == 0) {
+    if (strcmp(argv[0], commands[i].name) == 0) {
       static char name[64];
       snprintf(name, sizeof name, "raydex %s", commands[i].name);
       cli_set_command(name);
-      return commands[i].fn(argc - 2, argv + 2);
+      return commands[i].fn(argc - 1, argv + 1);
     }
   }
-  fprintf(stderr, "raydex: unknown command '%s'\n", argv[1]);
-  usage(stderr);
-  return CLI_EXIT_BAD_INPUT;
+  cli_set_command("raydex");
+  cli_die(CLI_EXIT_BAD_INPUT, "unknown command '%s' (raydex --help lists them)", argv[0]);
 }

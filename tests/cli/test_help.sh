@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `--help` on every command: exit 0, the usage on stdout and nothing on stderr, and every option
-# the command's parser takes (its cli_opt, cli_int, cli_double and cli_flag calls in tools/) named
-# in that usage. The text does not depend on the backend, so tests/CMakeLists.txt runs it once.
+# the command's parser takes (its cli_*(&a, "name") calls in tools/, and --quiet, which every
+# command takes) named in that usage. The text does not depend on the backend, so tests/CMakeLists.txt runs it once.
 # Usage: test_help.sh RAYDEX [BACKEND]
 set -u
 rdx=$1
@@ -28,9 +28,9 @@ for c in "${checks[@]}"; do
   # shellcheck disable=SC2086
   "$rdx" $words --no-such-option 1 --help > "$tmp/out2" 2>&1 && cmp -s "$tmp/out" "$tmp/out2" ||
     bad "raydex $words: --help after a bad option must print the same usage"
-  opts=$(grep -oE 'cli_(opt|int|flag|double)\(&a, "[a-z0-9-]+"' "$src/$file" | sed -E 's/.*"([a-z0-9-]+)"/\1/' | sort -u)
+  opts=$(grep -oE 'cli_[a-z_]+\(&a, "[a-z0-9-]+"' "$src/$file" | sed -E 's/.*"([a-z0-9-]+)"/\1/' | sort -u)
   [ -n "$opts" ] || [ "$file" = cmd_info.c ] || bad "$file: no options found (has the parser changed?)"
-  for o in $opts; do
+  for o in $opts quiet; do
     grep -q -- "--$o\b" "$tmp/out" || bad "raydex $words --help does not name --$o, which $file parses"
   done
 done

@@ -10,12 +10,11 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-if ! "$rdx" keys --kind sorted --backend "$backend" --keys /dev/null --lookup /dev/null --out "$tmp/x" 2>"$tmp/err"; then
-  if grep -q "cannot run here" "$tmp/err"; then echo "skipped: no GPU ($(cat "$tmp/err"))"; exit 77; fi
-fi
-
 # the baselines must exist everywhere; the ray-tracing kinds where their backend is built
 "$rdx" gen keys --n 10 --dtype u32 --seed 3 --out "$tmp/probe.npy"
+if ! "$rdx" keys --kind sorted --backend "$backend" --keys "$tmp/probe.npy" --lookup "$tmp/probe.npy" --out "$tmp/x" 2>"$tmp/err"; then
+  if grep -q "cannot run here" "$tmp/err"; then echo "skipped: no GPU ($(cat "$tmp/err"))"; exit 77; fi
+fi
 kinds="scan sorted btree hash"
 if [ "$backend" = optix ]; then
   # optix runs rx and cgrx only: the other kinds exit 2 with one line, never a quiet cuda run
