@@ -4,6 +4,7 @@
  * memory limit, and that a failed call leaves the index answering as before.
  */
 #include "check.h"
+#include "core/core.h"
 #include "keys_check.h"
 
 static void statuses(void) {
@@ -135,6 +136,88 @@ static void misuse(rdx_context *ctx) {
   rdx_index_destroy(NULL);
 }
 
+/* Sizes past what the account can count are refused before rounding, in every location. */
+static void malloc_sizes(rdx_context *ctx) {
+  CASE(malloc_sizes_past_the_account);
+  static const size_t sizes[] = {SIZE_MAX, SIZE_MAX - 63, (size_t)INT64_MAX + 1};
+  const rdx_location where[] = {RDX_HOST, RDX_DEVICE};
+  int64_t before = 0, after = 0;
+  rdx_context_memory(ctx, &before, NULL);
+  for (int w = 0; w < (rdx_context_backend(ctx) == RDX_BACKEND_CPU ? 1 : 2); w++)
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      void *p = &after;
+      CHECK_STATUS(ctx, rdx_malloc(ctx, &p, sizes[i], where[w]),
+                   where[w] == RDX_HOST ? RDX_ERR_HOST_OUT_OF_MEMORY : RDX_ERR_DEVICE_OUT_OF_MEMORY);
+      CHECK(p == NULL);
+      CHECK(strstr(rdx_context_message(ctx), "2^63 - 1") != NULL);
+    }
+  rdx_context_memory(ctx, &after, NULL);
+  CHECK_EQ(after, before);
+  void *p = NULL;
+  CHECK_OK(ctx, rdx_malloc(ctx, &p, 0, RDX_HOST)); /* a valid pointer for 0 bytes */
+  CHECK(p != NULL);
+  rdx_free(ctx, p, RDX_HOST);
+}
+
+/* Each variable the library reads, set to a value it does not accept, makes context creation
+ * fail with a message naming the variable and the value, escaped. */
+static void environment(void) {
+  CASE(context_environment);
+  static const struct {
+    const char *name, *value, *shown;
+  } bad[] = {{"RAYDEX_THREADS", "0", "'0'"},          {"RAYDEX_THREADS", "4097", "'4097'"},
+             {"RAYDEX_THREADS", "8x", "'8x'"},        {"RAYDEX_THREADS", " 4", "' 4'"},
+             {"RAYDEX_THREADS", "-1", "'-1'"},        {"RAYDEX_THREADS", "", "''"},
+             {"RAYDEX_THREADS", "99999999999999999999", "'99999999999999999999'"},
+             {"RAYDEX_TRACE", "yes", "'yes'"},        {"RAYDEX_BVH", "3", "'3'"},
+             {"RAYDEX_SP_UPDATE", "Plan", "'Plan'"},  {"RAYDEX_SP_REACH", "4097", "'4097'"},
+             {"RAYDEX_SP_REACH", "", "''"},           {"RAYDEX_SP_NODES", "heap", "'heap'"},
+             {"RAYDEX_SP_AHEAD", "1", "'1'"},         {"RAYDEX_FORK", "2", "'2'"},
+             {"RAYDEX_STREAM_PRIO", "no", "'no'"},    {"RAYDEX_CSR_SORT", "packedx", "'packedx'"},
+             {"RAYDEX_CSR_SORT", "\x01\x7f\\", "'\\x01\\x7f\\\\'"}};
+  static const struct {
+    const char *name, *value;
+  } good[] = {{"RAYDEX_THREADS", "1"},    {"RAYDEX_THREADS", "4096"},   {"RAYDEX_BVH", "4"},
+              {"RAYDEX_BVH", ""},         {"RAYDEX_SP_UPDATE", "merge"}, {"RAYDEX_SP_REACH", "0"},
+              {"RAYDEX_CSR_SORT", "auto"}, {"RAYDEX_FORK", "0"},         {"RAYDEX_STREAM_PRIO", "1"}};
+  rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
+  o.backend = RDX_BACKEND_CPU;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0] + sizeof good / sizeof good[0]; i++) {
+    int is_bad = i < sizeof bad / sizeof bad[0];
+    const char *name = is_bad ? bad[i].name : good[i - sizeof bad / sizeof bad[0]].name;
+    const char *value = is_bad ? bad[i].value : good[i - sizeof bad / sizeof bad[0]].value;
+    char *saved = getenv(name) ? strdup(getenv(name)) : NULL;
+    setenv(name, value, 1);
+    rdx_context *c = NULL;
+    rdx_status st = rdx_context_create(&o, &c);
+    if (is_bad) {
+      char want[128];
+      snprintf(want, sizeof want, "%s must be", name);
+      if (st != RDX_ERR_INVALID_ARGUMENT || strstr(rdx_context_message(c), want) == NULL ||
+          strstr(rdx_context_message(c), bad[i].shown) == NULL)
+        CHECK_FAIL_("%s=%s: %s (%s)", name, bad[i].shown, rdx_status_name(st), rdx_context_message(c));
+    } else if (st != RDX_OK) {
+      CHECK_FAIL_("%s='%s' refused: %s", name, value, rdx_context_message(c));
+    }
+    rdx_context_destroy(c);
+    if (saved) setenv(name, saved, 1);
+    else unsetenv(name);
+    free(saved);
+  }
+}
+
+static void escape(void) {
+  CASE(escape_untrusted_bytes);
+  char e[16];
+  CHECK(strcmp(rdx_escape(e, sizeof e, "ab\\c\x01\xff", 6), "ab\\\\c\\x01\\xff") == 0);
+  CHECK(strcmp(rdx_escape(e, 8, "abcdefg", 7), "abcdefg") == 0);    /* exactly fits */
+  CHECK(strcmp(rdx_escape(e, 8, "abcdefghij", 10), "abcd...") == 0); /* cut */
+  CHECK(strcmp(rdx_escape(e, 8, "abc\x01", 4), "abc\\x01") == 0);
+  CHECK(strcmp(rdx_escape(e, 8, "abcd\x01", 5), "abcd...") == 0);   /* no escape is split */
+  CHECK(strcmp(rdx_escape(e, 8, "a\0b", 3), "a\\x00b") == 0);       /* NUL is a byte like any other */
+  CHECK(strcmp(rdx_escape(e, 3, "abcdef", 6), "ab") == 0);          /* no room for "..." */
+}
+
 static void memory_limit(rdx_context *ctx) {
   CASE(memory_limit);
   enum { N = 100000 };
@@ -171,6 +254,9 @@ int main(int argc, char **argv) {
   statuses();
   context_options();
   misuse(ctx);
+  malloc_sizes(ctx);
+  environment();
+  escape();
   memory_limit(ctx);
   return check_end(ctx);
 }

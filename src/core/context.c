@@ -84,6 +84,33 @@ rdx_status rdx_fail(rdx_context *ctx, rdx_status code, const char *fmt, ...) {
 
 void rdx_clear_message(rdx_context *ctx) { ctx->message[0] = '\0'; }
 
+/* Characters rdx_escape writes for byte c. */
+static size_t escaped_width(unsigned c) { return c == '\\' ? 2 : c >= 0x20 && c < 0x7F ? 1 : 4; }
+
+const char *rdx_escape(char *out, size_t cap, const void *bytes, size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *b = (const unsigned char *)bytes;
+  if (cap == 0) return out;
+  /* the whole text if it fits, else as much as fits before "..." (no escape is split) */
+  size_t need = 0;
+  for (size_t i = 0; i < len && need < cap; i++) need += escaped_width(b[i]);
+  int cut = need > cap - 1;
+  size_t room = cut && cap > 4 ? cap - 4 : cap - 1, n = 0;
+  for (size_t i = 0; i < len && n + escaped_width(b[i]) <= room; i++) {
+    unsigned c = b[i];
+    if (escaped_width(c) == 1) {
+      out[n++] = (char)c;
+    } else if (c == '\\') {
+      out[n++] = '\\', out[n++] = '\\';
+    } else {
+      out[n++] = '\\', out[n++] = 'x', out[n++] = hex[c >> 4], out[n++] = hex[c & 15];
+    }
+  }
+  if (cut && cap > 4) memcpy(out + n, "...", 3), n += 3;
+  out[n] = '\0';
+  return out;
+}
+
 rdx_status rdx_check_context(rdx_context *ctx) {
   if (ctx == NULL) return RDX_ERR_INVALID_ARGUMENT;
   if (ctx->magic != RDX_CONTEXT_MAGIC) return RDX_ERR_MISUSE;
@@ -93,7 +120,10 @@ rdx_status rdx_check_context(rdx_context *ctx) {
 
 int rdx_trace_on(void) {
   static int on = -1;
-  if (on < 0) on = getenv("RAYDEX_TRACE") != NULL;
+  if (on < 0) {
+    const char *e = getenv("RAYDEX_TRACE");
+    on = e != NULL && *e != '\0'; /* empty means unset, as for every variable (rdx_env_check) */
+  }
   return on;
 }
 
@@ -139,6 +169,66 @@ static rdx_backend pick_auto(void) {
   return RDX_BACKEND_CUDA;
 }
 
+/* The environment variables the library reads and what each accepts: a word from `words`
+ * ("a|b"; empty means unset, the default), or else a decimal integer in [lo, hi]. The tuning
+ * variables are comparison knobs that a later change removes; RAYDEX_SP_REACH's reader takes any
+ * value, the empty one too, as a number, so it is an integer here. */
+static const struct env_var {
+  const char *name;
+  const char *words; /* NULL: an integer */
+  int64_t lo, hi;
+} env_vars[] = {
+    {"RAYDEX_THREADS", NULL, 1, 4096},       /* CPU threads (pool.c) */
+    {"RAYDEX_TRACE", "1|events", 0, 0},      /* rdx_trace marks */
+    {"RAYDEX_BVH", "2|4", 0, 0},             /* soft BVH width (rt/bvh.c) */
+    {"RAYDEX_SP_UPDATE", "plan|paged|merge|rebuild", 0, 0},
+    {"RAYDEX_SP_REACH", NULL, 0, 4096},
+    {"RAYDEX_SP_NODES", "sort", 0, 0},
+    {"RAYDEX_SP_AHEAD", "0|tight", 0, 0},
+    {"RAYDEX_FORK", "0|1", 0, 0},
+    {"RAYDEX_STREAM_PRIO", "0|1", 0, 0},
+    {"RAYDEX_CSR_SORT", "auto|packed|segmented", 0, 0},
+};
+
+static int env_word_ok(const char *words, const char *v) {
+  size_t n = strlen(v);
+  if (n == 0) return 1;
+  for (const char *w = words; *w;) {
+    size_t k = strcspn(w, "|");
+    if (k == n && memcmp(w, v, n) == 0) return 1;
+    w += k + (w[k] == '|');
+  }
+  return 0;
+}
+
+static int env_int_ok(const char *v, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  if (*v == '\0') return 0;
+  for (; *v; v++) {
+    if (*v < '0' || *v > '9') return 0;
+    x = x * 10 + (*v - '0');
+    if (x > hi) return 0;
+  }
+  return x >= lo;
+}
+
+rdx_status rdx_env_check(rdx_context *ctx) {
+  for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
+    const struct env_var *e = &env_vars[i];
+    const char *v = getenv(e->name);
+    if (v == NULL || (e->words ? env_word_ok(e->words, v) : env_int_ok(v, e->lo, e->hi))) continue;
+    char shown[RDX_ESCAPE_SHORT];
+    rdx_escape(shown, sizeof shown, v, strlen(v));
+    if (e->words)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "rdx_context_create: %s must be one of %s or empty ('%s')",
+                      e->name, e->words, shown);
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "rdx_context_create: %s must be an integer in [%lld, %lld] ('%s')", e->name,
+                    (long long)e->lo, (long long)e->hi, shown);
+  }
+  return RDX_OK;
+}
+
 rdx_status rdx_context_create(const rdx_context_options *opts, rdx_context **out) {
   rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
   if (out == NULL) return RDX_ERR_INVALID_ARGUMENT;
@@ -172,6 +262,7 @@ rdx_status rdx_context_create(const rdx_context_options *opts, rdx_context **out
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
                     "rdx_context_create: memory_limit %lld is negative",
                     (long long)o.memory_limit);
+  RDX_CHECK(rdx_env_check(ctx));
   if (o.backend == RDX_BACKEND_AUTO) o.backend = pick_auto();
   ctx->backend = o.backend;
   if (o.backend == RDX_BACKEND_CUDA || o.backend == RDX_BACKEND_OPTIX) {

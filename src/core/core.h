@@ -93,6 +93,19 @@ void rdx_clear_message(rdx_context *ctx);
  * apart: using one is undefined, as in SQLite and cuBLAS. */
 rdx_status rdx_check_context(rdx_context *ctx);
 
+/* Untrusted bytes (a file's header, a path, an environment variable) made printable for a
+ * message: printable ASCII stays, a backslash is doubled, any other byte becomes \xNN. At most
+ * cap - 1 characters are written (and a NUL); an escape that does not fit ends the text with
+ * "...". Returns out. */
+const char *rdx_escape(char *out, size_t cap, const void *bytes, size_t len);
+/* rdx_escape's buffer size for the short strings messages quote (keys, values, dtypes). */
+#define RDX_ESCAPE_SHORT 64
+
+/* Check the RAYDEX_* environment variables the library reads (rdx_context_create's first step):
+ * an unparsable or out-of-range value is RDX_ERR_INVALID_ARGUMENT naming the variable and the
+ * value, so a typo is never silently ignored. The reading sites may then trust what they read. */
+rdx_status rdx_env_check(rdx_context *ctx);
+
 #define RDX_CHECK(expr)                                                                        \
   do {                                                                                         \
     rdx_status rdx_check_st_ = (expr);                                                         \
@@ -108,7 +121,14 @@ rdx_status rdx_check_context(rdx_context *ctx);
 /* Overflow-checked size arithmetic. Every byte count computed from an element count (an array's,
  * a generator's, a file's) goes through these, so a huge or hostile count is refused instead of
  * wrapping into a small allocation that is then written past. Each returns 1 and sets *out when
- * the exact value fits in size_t, else 0 (and leaves *out alone). */
+ * the exact value fits in size_t, else 0 (and leaves *out alone).
+ *
+ * Bound: rdx_array_check refuses an array of more than RDX_MAX_ARRAY_BYTES (2^56, the largest
+ * user address space, x86-64's with 5-level paging, so no real array is refused). Every array
+ * that reaches an index therefore has fewer than 2^54 elements, and a buffer of count times any
+ * per-element size below 1 KiB (pairs, triangles, nodes per key or point) fits size_t: the
+ * internal buffers sized that way need no check of their own. */
+#define RDX_MAX_ARRAY_BYTES ((uint64_t)1 << 56)
 static inline int rdx_size_add(size_t a, size_t b, size_t *out) {
   if (a > SIZE_MAX - b) return 0;
   *out = a + b;

@@ -88,6 +88,10 @@ static rdx_status oom(rdx_context *ctx, const char *what, size_t bytes, rdx_loca
 rdx_status rdx_mem_alloc(rdx_context *ctx, const char *what, void **ptr, size_t bytes,
                          rdx_location where) {
   *ptr = NULL;
+  /* Checked before any rounding or accounting: the host block is rounded up to 64 bytes and the
+   * account is int64_t, so a larger request would wrap into a small block. */
+  if ((uint64_t)bytes > (uint64_t)INT64_MAX)
+    return oom(ctx, what, bytes, where, "more than 2^63 - 1 bytes, past what the account can count");
   if (ctx->fail_countdown > 0 && --ctx->fail_countdown == 0)
     return oom(ctx, what, bytes, where, "fault injected");
   if (ctx->memory_limit > 0 && (int64_t)bytes > ctx->memory_limit - ctx->in_use)
@@ -201,6 +205,11 @@ rdx_status rdx_array_check(rdx_context *ctx, const char *fn, const char *name, r
   if (a.columns < 1)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.columns %d is not positive", fn, name,
                     a.columns);
+  size_t bytes;
+  if (!rdx_size_rows(a.count, a.columns, rdx_dtype_size(a.dtype), &bytes) || bytes > RDX_MAX_ARRAY_BYTES)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "%s: %s.count %lld of %d x %zu bytes is more than an address space holds (2^56 bytes)",
+                    fn, name, (long long)a.count, a.columns, rdx_dtype_size(a.dtype));
   if (a.data == NULL && a.count > 0)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.data is NULL but count is %lld", fn,
                     name, (long long)a.count);
@@ -229,9 +238,12 @@ rdx_status rdx_array_check(rdx_context *ctx, const char *fn, const char *name, r
 rdx_status rdx_array_stage(rdx_context *ctx, const char *what, rdx_array a, int copy_in,
                            rdx_staged *out) {
   rdx_location loc = rdx_compute_location(ctx);
-  out->bytes = (size_t)a.count * (size_t)a.columns * rdx_dtype_size(a.dtype);
   out->owned = 0;
   out->data = a.data;
+  out->bytes = 0;
+  if (!rdx_size_rows(a.count, a.columns, rdx_dtype_size(a.dtype), &out->bytes))
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: array count %lld of %d x %zu bytes overflows size_t",
+                    what, (long long)a.count, a.columns, rdx_dtype_size(a.dtype));
   int here = (loc == RDX_DEVICE) == (a.where == RDX_DEVICE);
   if (here) return RDX_OK;
   RDX_CHECK(rdx_mem_alloc(ctx, what, &out->data, out->bytes, loc));
