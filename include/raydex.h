@@ -147,7 +147,8 @@ RDX_API size_t rdx_dtype_size(rdx_dtype dtype);
  * are only read, even though `data` is not const; output arrays are written in place. */
 typedef struct rdx_array {
   void *data;            /* first element; may be NULL only when count == 0 */
-  int64_t count;         /* number of rows, >= 0; batches past 2^31 are fine */
+  int64_t count;         /* number of rows, >= 0; batches past 2^31 are fine; count x columns x
+                            dtype size is at most 2^56 bytes (more than any address space holds) */
   int32_t columns;       /* elements per row, >= 1 (2 for [lo, hi] bounds, 2 for x,y points) */
   rdx_dtype dtype;       /* element type */
   rdx_location where;    /* host or device memory */
@@ -205,8 +206,11 @@ typedef struct rdx_context_options {
 
 /* Create a context. opts may be NULL for defaults. *out is set even on failure (unless out is
  * NULL), so rdx_context_message explains it; the caller always destroys it.
- * Returns RDX_OK, RDX_ERR_NO_BACKEND (backend not built, no GPU), RDX_ERR_INVALID_ARGUMENT,
- * RDX_ERR_HOST_OUT_OF_MEMORY (then *out is NULL).
+ * Returns RDX_OK, RDX_ERR_NO_BACKEND (backend not built, no GPU), RDX_ERR_INVALID_ARGUMENT (also
+ * for an environment variable the library reads that is set to a value it does not accept; the
+ * message names it: RAYDEX_THREADS, an integer in [1, 4096]; RAYDEX_TRACE, 1 or events; and the
+ * tuning variables RAYDEX_BVH, RAYDEX_SP_*, RAYDEX_FORK, RAYDEX_STREAM_PRIO, RAYDEX_CSR_SORT; an
+ * empty value means unset, except for the integers), RDX_ERR_HOST_OUT_OF_MEMORY (then *out is NULL).
  * GPU contexts take device memory from CUDA's stream-ordered pool of their device and leave
  * freed memory there for reuse (cudaMalloc and cudaFree would cost milliseconds per gigabyte and
  * synchronise the device); every context also keeps up to 256 MiB of freed large host blocks.
@@ -272,7 +276,10 @@ typedef struct rdx_build_options {
   rdx_kind kind;        /* 0 = RDX_KIND_SORTED */
   int bucket_size;      /* cgrx: keys per bucket (1..65536); 0 = 32 */
   int flags;            /* kind-specific RDX_BUILD_* flags; 0 = the kind's defaults */
-  double load_factor;   /* hash: target fill of the table in (0, 0.95]; 0 = 0.5 */
+  double load_factor;   /* hash: target fill of the table in (0, 0.95]; 0 = 0.5. The table has
+                           n / load_factor slots in at most 2^32 windows (128 GiB): 4 slots each for
+                           u32 keys, 2 for u64, so n / load_factor must stay below 2^34 (u32 keys)
+                           or 2^33 (u64 keys), else RDX_ERR_INVALID_ARGUMENT */
 } rdx_build_options;
 
 #define RDX_BUILD_OPTIONS_INIT {sizeof(rdx_build_options), RDX_KIND_SORTED, 0, 0, 0.0}
@@ -294,7 +301,9 @@ typedef struct rdx_build_options {
                                                order (which keeps every leaf box within one row) */
 
 /* Build an index over keys (u32 or u64, 1-D) with row ids (NULL data for implied 0..n-1, else u32
- * or u64 of the same count). Arrays may be on the host or, for GPU contexts, on the device.
+ * or u64 of the same count). Arrays may be on the host or, for GPU contexts, on the device. No row
+ * id may be RDX_MISS (2^64-1, the miss marker): every kind refuses it with RDX_ERR_INVALID_ARGUMENT
+ * naming its position.
  * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT, RDX_ERR_UNSUPPORTED (kind not on this backend),
  * RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA, RDX_ERR_OPTIX. On failure *out is NULL. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys,
@@ -321,15 +330,19 @@ RDX_API RDX_NODISCARD rdx_status rdx_index_lookup(rdx_context *ctx, const rdx_in
 /* Point lookups returning every match, two-phase. counts[i] (u64) = number of keys equal to
  * queries[i]. Then offsets (u64, count + 1, the exclusive prefix sum of counts; see
  * rdx_counts_to_offsets) and row_ids (u64, offsets[count] entries) receive the matches of query i
- * in row_ids[offsets[i] .. offsets[i+1]) in ascending order. Since 0.1. */
+ * in row_ids[offsets[i] .. offsets[i+1]) in ascending order.
+ * The fill checks the offsets before it writes anything, and counts the batch again to do so:
+ * offsets[0] must be 0, offsets[count] <= row_ids.count, and each offsets[i+1] - offsets[i] the
+ * count of query i (so they never descend). Offsets that do not are RDX_ERR_INVALID_ARGUMENT
+ * naming the first wrong query, and row_ids is then untouched. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_index_lookup_count(rdx_context *ctx, const rdx_index *idx,
                                                         rdx_array queries, rdx_array counts);
 RDX_API RDX_NODISCARD rdx_status rdx_index_lookup_fill(rdx_context *ctx, const rdx_index *idx,
                                                        rdx_array queries, rdx_array offsets,
                                                        rdx_array row_ids);
 
-/* Range lookups over bounds, an (m, 2) array of [lo, hi] in the key dtype, two-phase as above.
- * Hash indexes answer RDX_ERR_UNSUPPORTED. Since 0.1. */
+/* Range lookups over bounds, an (m, 2) array of [lo, hi] in the key dtype, two-phase as above,
+ * with the same checks of the offsets. Hash indexes answer RDX_ERR_UNSUPPORTED. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_index_range_count(rdx_context *ctx, const rdx_index *idx,
                                                        rdx_array bounds, rdx_array counts);
 RDX_API RDX_NODISCARD rdx_status rdx_index_range_fill(rdx_context *ctx, const rdx_index *idx,
@@ -366,7 +379,8 @@ RDX_API void rdx_result_free(rdx_context *ctx, rdx_result *result);
 /* Copy bytes between any two locations the context reaches. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_copy(rdx_context *ctx, void *dst, rdx_location dst_where,
                                           const void *src, rdx_location src_where, size_t bytes);
-/* Allocate / free memory in a location through the context's account (counted and limited). */
+/* Allocate / free memory in a location through the context's account (counted and limited). A
+ * size past 2^63 - 1 bytes is refused as out of memory before anything is allocated. */
 RDX_API RDX_NODISCARD rdx_status rdx_malloc(rdx_context *ctx, void **ptr, size_t bytes,
                                             rdx_location where);
 RDX_API void rdx_free(rdx_context *ctx, void *ptr, rdx_location where);
@@ -378,7 +392,10 @@ RDX_API void rdx_free(rdx_context *ctx, void *ptr, rdx_location where);
 /* Read path into a host array allocated by raydex (free with rdx_npy_free). *ndim (may be NULL)
  * receives 1 or 2; a 1-D file gives columns == 1. Anything but the formats above is
  * RDX_ERR_PARSE with a sentence naming the problem; a missing or unreadable file is RDX_ERR_IO.
- * On failure out->data is NULL. Since 0.1. */
+ * The header is read as strictly as numpy reads it: versions 1.0, 2.0 and 3.0; a dict with exactly
+ * the keys descr, fortran_order (True or False) and shape (a tuple of non-negative integers),
+ * each once; only spaces and a final newline after it; printable ASCII throughout. Messages show
+ * the file's bytes escaped (\xNN). On failure out->data is NULL. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_npy_read(rdx_context *ctx, const char *path, rdx_array *out,
                                               int *ndim);
 /* Write a host array as 1-D (ndim 1, columns must be 1) or 2-D (ndim 2). Since 0.1. */

@@ -249,6 +249,18 @@ rdx_status rdx_scan_counts_cpu(rdx_context *ctx, const uint64_t *counts, int64_t
   return RDX_OK;
 }
 
+int64_t rdx_find_u64_cpu(const uint64_t *p, int64_t n, uint64_t value) {
+  for (int64_t i = 0; i < n; i++)
+    if (p[i] == value) return i;
+  return -1;
+}
+
+int64_t rdx_offsets_check_cpu(const uint64_t *offsets, const uint64_t *counts, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (offsets[i + 1] < offsets[i] || offsets[i + 1] - offsets[i] != counts[i]) return i;
+  return -1;
+}
+
 rdx_status rdx_fill_u64(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones) {
   if (rdx_is_gpu(ctx)) return rdx_fill_u64_cuda(ctx, p, n, all_ones);
   memset(p, all_ones ? 0xFF : 0, (size_t)n * 8);

@@ -81,11 +81,16 @@ typedef struct rdx_hash_layout {
 } rdx_hash_layout;
 
 /* Size the table for n >= 1 entries at the load factor (0, 0.95]. Returns 0, or -1 when it
- * would need more than 2^32 windows (128 GiB of slots). */
+ * would need more than 2^32 windows (128 GiB of slots). The slot count is bounded in double
+ * before it is converted, so a tiny load factor (1e-300: n / load_factor is inf) is refused
+ * instead of overflowing the conversion. */
 RDX_HD int rdx_hash_plan(rdx_hash_layout *L, int64_t n, int key_bits, double load_factor) {
   L->key_bits = key_bits;
   L->slots = key_bits == 32 ? RDX_HASH32_SLOTS : RDX_HASH64_SLOTS;
   L->n = n;
+  L->n_windows = 0;
+  const int64_t most = ((int64_t)1 << 32) * L->slots; /* slots in 2^32 windows */
+  if (!((double)n / load_factor < (double)most)) return -1;
   int64_t want = (int64_t)((double)n / load_factor); /* ceil(n / load_factor), at least n + 1 */
   while ((double)want * load_factor < (double)n || want <= n) want++;
   L->n_windows = (uint64_t)((want + L->slots - 1) / L->slots);

@@ -8,6 +8,7 @@
  * the index is untouched).
  */
 #include "keys/keys.h"
+#include "keys/hash_hd.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,22 @@ static rdx_status check_index(rdx_context *ctx, const char *fn, const rdx_index 
 }
 
 static int is_key_dtype(rdx_dtype d) { return d == RDX_U32 || d == RDX_U64; }
+
+/* Row id 2^64-1 is RDX_MISS, what rdx_index_lookup answers for a miss: a row with that id could
+ * not be told from one, so every kind refuses it here (u32 row ids cannot hold it). */
+static rdx_status check_row_ids(rdx_context *ctx, const char *fn, rdx_array rows) {
+  if (rows.dtype != RDX_U64 || rows.count == 0) return RDX_OK;
+  int64_t at = -1;
+  if (rows.where == RDX_DEVICE)
+    RDX_CHECK(rdx_find_u64_cuda(ctx, (const uint64_t *)rows.data, rows.count, RDX_MISS, &at));
+  else
+    at = rdx_find_u64_cpu((const uint64_t *)rows.data, rows.count, RDX_MISS);
+  if (at >= 0)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "%s: row_ids[%lld] is 2^64-1, the miss marker RDX_MISS, which no row may have", fn,
+                    (long long)at);
+  return RDX_OK;
+}
 
 rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys, rdx_array row_ids,
                            const rdx_build_options *opts, rdx_index **out) {
@@ -72,7 +89,16 @@ rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys, rdx_array row_ids,
     if (row_ids.count != keys.count)
       return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids.count %lld != keys.count %lld",
                       fn, (long long)row_ids.count, (long long)keys.count);
+    RDX_CHECK(check_row_ids(ctx, fn, row_ids));
   }
+  /* The table's size comes from n / load_factor: a tiny factor asks for more windows than a
+   * table may have (2^32, 128 GiB), refused before anything is sized from it. */
+  rdx_hash_layout hl;
+  if (o.kind == RDX_KIND_HASH && keys.count > 0 &&
+      rdx_hash_plan(&hl, keys.count, keys.dtype == RDX_U32 ? 32 : 64, o.load_factor) != 0)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "%s: opts->load_factor %g needs a hash table of more than 2^32 windows (128 GiB) for "
+                    "%lld keys", fn, o.load_factor, (long long)keys.count);
   const rdx_key_ops *ops = rdx_keys_find_ops(o.kind, ctx->backend);
   if (ops == NULL)
     return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: kind %s is not available on backend %s", fn,
@@ -179,18 +205,57 @@ static rdx_status check_u64_out(rdx_context *ctx, const char *fn, const char *na
   return RDX_OK;
 }
 
-/* Read offsets[n] (the number of row ids) wherever offsets live. */
-static rdx_status read_total(rdx_context *ctx, rdx_array offsets, uint64_t *total) {
-  const uint64_t *last = (const uint64_t *)offsets.data + (offsets.count - 1);
-  if (offsets.where == RDX_DEVICE) return rdx_copy(ctx, total, RDX_HOST, last, RDX_DEVICE, 8);
-  *total = *last;
+/* Read p[i] wherever p lives. */
+static rdx_status read_u64(rdx_context *ctx, const uint64_t *p, rdx_location where, int64_t i, uint64_t *v) {
+  if (where == RDX_DEVICE) return rdx_copy(ctx, v, RDX_HOST, p + i, RDX_DEVICE, 8);
+  *v = p[i];
   return RDX_OK;
 }
 
+/* A fill's offsets come from the caller, so before anything is written they must be exactly the
+ * exclusive scan of this batch's counts: offsets[0] == 0 and offsets[i + 1] - offsets[i] ==
+ * count i, never descending (offsets[n] <= row_ids.count is checked before). Then no fill can
+ * write outside row_ids[0, offsets[n]). The batch is counted again for it, as the points fill
+ * does (spatial/query.c). offsets and queries are in the compute location. */
+static rdx_status check_offsets(rdx_context *ctx, const char *fn, const rdx_index *idx, rdx_key_op op,
+                                const void *queries, int64_t n, const uint64_t *offsets) {
+  rdx_location loc = rdx_compute_location(ctx);
+  uint64_t lo = 0, hi = 0, count = 0;
+  RDX_CHECK(read_u64(ctx, offsets, loc, 0, &lo));
+  if (lo != 0) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets[0] is %llu, not 0", fn, (unsigned long long)lo);
+  uint64_t *counts = NULL;
+  int64_t bad = -1;
+  rdx_status st;
+  RDX_CHECK(rdx_mem_alloc(ctx, fn, (void **)&counts, (size_t)n * 8, loc));
+  rdx_key_op count_op = op == RDX_KEY_LOOKUP_FILL ? RDX_KEY_LOOKUP_COUNT : RDX_KEY_RANGE_COUNT;
+  RDX_CHECK_GOTO(idx->ops == NULL ? rdx_fill_u64(ctx, counts, n, 0)
+                                  : idx->ops->query(ctx, idx, count_op, queries, n, counts, NULL),
+                 st, done);
+  if (rdx_is_gpu(ctx))
+    RDX_CHECK_GOTO(rdx_offsets_check_cuda(ctx, fn, offsets, counts, n, &bad), st, done);
+  else
+    bad = rdx_offsets_check_cpu(offsets, counts, n);
+  if (bad < 0) goto done;
+  RDX_CHECK_GOTO(read_u64(ctx, offsets, loc, bad, &lo), st, done);
+  RDX_CHECK_GOTO(read_u64(ctx, offsets, loc, bad + 1, &hi), st, done);
+  RDX_CHECK_GOTO(read_u64(ctx, counts, loc, bad, &count), st, done);
+  if (hi < lo)
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets descend at query %lld (offsets[%lld] = %llu > offsets[%lld] = %llu)",
+                  fn, (long long)bad, (long long)bad, (unsigned long long)lo, (long long)bad + 1, (unsigned long long)hi);
+  else
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                  "%s: offsets do not match this batch's counts (query %lld has %llu rows, offsets give %llu)", fn,
+                  (long long)bad, (unsigned long long)count, (unsigned long long)(hi - lo));
+done:
+  rdx_mem_free(ctx, counts);
+  return st;
+}
+
 /* One body for the five query calls: `in` is the queries or bounds; `a` the counts / row ids;
- * `b` the filled row ids (fills only, with a = offsets). */
+ * `b` the filled row ids (fills only, with a = offsets). `own_offsets`: a fill's offsets were
+ * made by rdx_result_make from this batch's counts, so they need no check. */
 static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, rdx_array in,
-                            rdx_array a, rdx_array b) {
+                            rdx_array a, rdx_array b, int own_offsets) {
   const char *fn = op_name(op);
   RDX_CHECK(rdx_check_context(ctx));
   RDX_CHECK(check_index(ctx, fn, idx));
@@ -215,25 +280,32 @@ static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op o
                     fn);
   int64_t n = in.count;
   uint64_t total = 0;
+  rdx_array rows_out = b; /* a fill's written part, row_ids[0, offsets[n]) */
   if (fill) {
     RDX_CHECK(check_u64_out(ctx, fn, "offsets", a, n + 1));
     RDX_CHECK(check_u64_out(ctx, fn, "row_ids", b, -1));
-    RDX_CHECK(read_total(ctx, a, &total));
+    RDX_CHECK(read_u64(ctx, (const uint64_t *)a.data, a.where, n, &total));
     if ((uint64_t)b.count < total)
       return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
                       "%s: row_ids.count %lld < offsets[%lld] = %llu", fn, (long long)b.count,
                       (long long)n, (unsigned long long)total);
+    rows_out.count = (int64_t)total;
   } else {
     RDX_CHECK(check_u64_out(ctx, fn, op == RDX_KEY_LOOKUP ? "row_ids" : "counts", a, n));
   }
-  if (n == 0 || (fill && total == 0)) return RDX_OK;
+  if (n == 0) /* offsets is {0}: its one entry is offsets[n] */
+    return fill && total != 0
+               ? rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets[0] is %llu, not 0", fn, (unsigned long long)total)
+               : RDX_OK;
 
   rdx_status st = RDX_OK;
   rdx_staged sq = {0}, sa = {0}, sb = {0};
   RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, in, 1, &sq), st, done);
   RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, a, fill, &sa), st, done); /* offsets are inputs */
-  if (fill) RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, b, 0, &sb), st, done);
   uint64_t *out = (uint64_t *)sa.data;
+  if (fill && !own_offsets) RDX_CHECK_GOTO(check_offsets(ctx, fn, idx, op, sq.data, n, out), st, done);
+  if (fill && total == 0) goto done; /* nothing to write */
+  if (fill) RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, rows_out, 0, &sb), st, done);
   if (idx->ops == NULL) { /* empty index */
     if (!fill) st = rdx_fill_u64(ctx, out, n, op == RDX_KEY_LOOKUP);
   } else {
@@ -245,9 +317,6 @@ static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op o
   }
   if (st != RDX_OK) goto done;
   if (fill) {
-    rdx_array rows_out = b;
-    rows_out.count = (int64_t)total; /* only the written part travels back */
-    sb.bytes = (size_t)total * 8;
     st = rdx_array_unstage(ctx, rows_out, &sb);
   } else {
     st = rdx_array_unstage(ctx, a, &sa);
@@ -262,23 +331,23 @@ done:
 
 rdx_status rdx_index_lookup(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
                             rdx_array row_ids) {
-  return run_query(ctx, idx, RDX_KEY_LOOKUP, queries, row_ids, rdx_no_array());
+  return run_query(ctx, idx, RDX_KEY_LOOKUP, queries, row_ids, rdx_no_array(), 0);
 }
 rdx_status rdx_index_lookup_count(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
                                   rdx_array counts) {
-  return run_query(ctx, idx, RDX_KEY_LOOKUP_COUNT, queries, counts, rdx_no_array());
+  return run_query(ctx, idx, RDX_KEY_LOOKUP_COUNT, queries, counts, rdx_no_array(), 0);
 }
 rdx_status rdx_index_lookup_fill(rdx_context *ctx, const rdx_index *idx, rdx_array queries,
                                  rdx_array offsets, rdx_array row_ids) {
-  return run_query(ctx, idx, RDX_KEY_LOOKUP_FILL, queries, offsets, row_ids);
+  return run_query(ctx, idx, RDX_KEY_LOOKUP_FILL, queries, offsets, row_ids, 0);
 }
 rdx_status rdx_index_range_count(rdx_context *ctx, const rdx_index *idx, rdx_array bounds,
                                  rdx_array counts) {
-  return run_query(ctx, idx, RDX_KEY_RANGE_COUNT, bounds, counts, rdx_no_array());
+  return run_query(ctx, idx, RDX_KEY_RANGE_COUNT, bounds, counts, rdx_no_array(), 0);
 }
 rdx_status rdx_index_range_fill(rdx_context *ctx, const rdx_index *idx, rdx_array bounds,
                                 rdx_array offsets, rdx_array row_ids) {
-  return run_query(ctx, idx, RDX_KEY_RANGE_FILL, bounds, offsets, row_ids);
+  return run_query(ctx, idx, RDX_KEY_RANGE_FILL, bounds, offsets, row_ids, 0);
 }
 
 rdx_status rdx_counts_to_offsets(rdx_context *ctx, rdx_array counts, rdx_array offsets,
@@ -317,8 +386,7 @@ static rdx_status alloc_count(void *arg, rdx_array counts) {
 }
 static rdx_status alloc_fill(void *arg, rdx_array offsets, rdx_array rows) {
   const alloc_arg *a = (const alloc_arg *)arg;
-  return a->range ? rdx_index_range_fill(a->ctx, a->idx, a->in, offsets, rows)
-                  : rdx_index_lookup_fill(a->ctx, a->idx, a->in, offsets, rows);
+  return run_query(a->ctx, a->idx, a->range ? RDX_KEY_RANGE_FILL : RDX_KEY_LOOKUP_FILL, a->in, offsets, rows, 1);
 }
 
 static rdx_status run_alloc(rdx_context *ctx, const rdx_index *idx, rdx_array in, int range,

@@ -18,8 +18,10 @@ extern "C" {
 /* Build input, already in the backend's memory. */
 typedef struct rdx_key_input {
   const void *keys;          /* n keys of key_dtype */
-  const void *rows;          /* n row ids of row_dtype, or NULL for implied 0..n-1 */
-  int64_t n;                 /* >= 1 (empty key sets never reach an ops table) */
+  const void *rows;          /* n row ids of row_dtype, or NULL for implied 0..n-1; never
+                                RDX_MISS (index.c refuses it) */
+  int64_t n;                 /* >= 1 (empty key sets never reach an ops table), < 2^54
+                                (RDX_MAX_ARRAY_BYTES), so n times a per-key size fits size_t */
   rdx_dtype key_dtype;       /* RDX_U32 or RDX_U64 */
   rdx_dtype row_dtype;       /* RDX_U32 or RDX_U64; meaningless when rows == NULL */
   rdx_build_options opts;    /* normalised: every field set */
@@ -101,6 +103,14 @@ rdx_status rdx_scan_counts_cpu(rdx_context *ctx, const uint64_t *counts, int64_t
                                uint64_t *offsets, uint64_t *total);
 rdx_status rdx_scan_counts_cuda(rdx_context *ctx, const uint64_t *counts, int64_t n,
                                 uint64_t *offsets, uint64_t *total);
+/* Checks of caller input (index.c), in the backend's memory. find: the smallest i < n with
+ * p[i] == value, or -1. offsets_check: the smallest i < n whose span is wrong, offsets[i + 1] <
+ * offsets[i] or offsets[i + 1] - offsets[i] != counts[i], or -1. */
+int64_t rdx_find_u64_cpu(const uint64_t *p, int64_t n, uint64_t value);
+rdx_status rdx_find_u64_cuda(rdx_context *ctx, const uint64_t *p, int64_t n, uint64_t value, int64_t *first);
+int64_t rdx_offsets_check_cpu(const uint64_t *offsets, const uint64_t *counts, int64_t n);
+rdx_status rdx_offsets_check_cuda(rdx_context *ctx, const char *fn, const uint64_t *offsets, const uint64_t *counts,
+                                  int64_t n, int64_t *first);
 /* Set n u64 values to all-zero or all-one bits (RDX_MISS) in the backend's memory. */
 rdx_status rdx_fill_u64(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones);
 rdx_status rdx_fill_u64_cuda(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones);

@@ -24,3 +24,12 @@ rdx_status rdx_fill_u64_cuda(rdx_context *ctx, uint64_t *p, int64_t n, int all_o
   (void)p, (void)n, (void)all_ones;
   return none(ctx);
 }
+rdx_status rdx_find_u64_cuda(rdx_context *ctx, const uint64_t *p, int64_t n, uint64_t value, int64_t *first) {
+  (void)p, (void)n, (void)value, (void)first;
+  return none(ctx);
+}
+rdx_status rdx_offsets_check_cuda(rdx_context *ctx, const char *fn, const uint64_t *offsets, const uint64_t *counts,
+                                  int64_t n, int64_t *first) {
+  (void)fn, (void)offsets, (void)counts, (void)n, (void)first;
+  return none(ctx);
+}
