@@ -68,24 +68,14 @@ static void leave(int code) {
 
 void cli_set_command(const char *name) { command = name; }
 
-/* Copies src with control bytes as \xNN, so a message is one line whatever the user typed. */
-static void escape(char *dst, size_t cap, const char *src) {
-  size_t k = 0;
-  for (const unsigned char *p = (const unsigned char *)src; *p && k + 5 < cap; p++) {
-    if (*p < 0x20 || *p == 0x7f) k += (size_t)snprintf(dst + k, cap - k, "\\x%02x", *p);
-    else dst[k++] = (char)*p;
-  }
-  dst[k] = '\0';
-}
-
-void cli_die(int code, const char *fmt, ...) {
-  char raw[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(raw, sizeof raw, fmt, ap);
-  va_end(ap);
+/* Prints "<command>: <text><lib>" on one line and leaves: text (which quotes the user's values)
+ * escaped here, lib a library message, which the library has escaped already. */
+static void die_line(int code, const char *text, const char *lib) CLI_NORETURN;
+static void die_line(int code, const char *text, const char *lib) {
   int k = snprintf(message, sizeof message, "%s: ", command);
-  escape(message + k, sizeof message - (size_t)k, raw);
+  rdx_escape(message + k, sizeof message - (size_t)k, text, strlen(text));
+  k = (int)strlen(message);
+  snprintf(message + k, sizeof message - (size_t)k, "%s", lib);
   if (!check_jump) {
     cli_progress_clear();
     fprintf(stderr, "%s\n", message);
@@ -93,12 +83,22 @@ void cli_die(int code, const char *fmt, ...) {
   leave(code);
 }
 
+void cli_die(int code, const char *fmt, ...) {
+  char text[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  die_line(code, text, "");
+}
+
 void cli_die_status(rdx_context *ctx, rdx_status st, const char *what) {
   int bad_input = st == RDX_ERR_INVALID_ARGUMENT || st == RDX_ERR_PARSE || st == RDX_ERR_IO ||
                   st == RDX_ERR_UNSUPPORTED || st == RDX_ERR_NO_BACKEND;
   const char *msg = ctx ? rdx_context_message(ctx) : "";
-  cli_die(bad_input ? CLI_EXIT_BAD_INPUT : CLI_EXIT_FAILURE, "%s: %s%s%s", what, rdx_status_name(st),
-          *msg ? ": " : "", msg);
+  char text[256];
+  snprintf(text, sizeof text, "%s: %s%s", what, rdx_status_name(st), *msg ? ": " : "");
+  die_line(bad_input ? CLI_EXIT_BAD_INPUT : CLI_EXIT_FAILURE, text, msg);
 }
 
 int cli_check(int argc, char **argv) {
@@ -579,10 +579,11 @@ rdx_context *cli_context(rdx_backend b) {
   rdx_context *ctx = NULL;
   rdx_status st = rdx_context_create(&o, &ctx);
   if (st != RDX_OK) {
-    char msg[1100];
+    char text[64], msg[1100];
+    snprintf(text, sizeof text, "backend %s cannot run here: ", rdx_backend_name(b));
     snprintf(msg, sizeof msg, "%s", ctx ? rdx_context_message(ctx) : "no memory");
     rdx_context_destroy(ctx);
-    cli_die(CLI_EXIT_BAD_INPUT, "backend %s cannot run here: %s", rdx_backend_name(b), msg);
+    die_line(CLI_EXIT_BAD_INPUT, text, msg);
   }
   if (n_opened == 0) atexit(close_all);
   if (n_opened < (int)(sizeof opened / sizeof opened[0])) opened[n_opened++] = ctx;

@@ -30,7 +30,7 @@
 #define CLI_PRINTF(f, a)
 #endif
 
-/* Print "raydex <cmd>: <message>" on one line (control bytes escaped), remove pending output
+/* Print "raydex <cmd>: <message>" on one line (bytes escaped by rdx_escape), remove pending output
  * temporaries and exit 2 (bad input) or 1 (failure). */
 void cli_die(int code, const char *fmt, ...) CLI_PRINTF(2, 3) CLI_NORETURN;
 /* Exit with the context's message: 2 for statuses caused by the input, 1 otherwise. */
