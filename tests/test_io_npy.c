@@ -2,8 +2,11 @@
  * test_io_npy.c: the .npy reader and writer: round trips of every supported dtype and shape,
  * and every malformed input the reader must refuse with RDX_ERR_PARSE and a sentence (truncated
  * header or data, garbage, wrong magic, big-endian or unknown dtypes, Fortran order, 0-D and 3-D
- * arrays, overflowing shapes, trailing bytes), plus a mutation loop over valid files (the CI
- * stand-in for tests/fuzz/fuzz_npy.c) that must never crash or leak.
+ * arrays, overflowing shapes, trailing bytes), the header parsed as strictly as numpy parses it
+ * (issue 26: repeated keys, bytes after the dict, NUL and control bytes, unknown versions,
+ * malformed shapes and booleans; what numpy writes still read), messages that quote file bytes
+ * and paths escaped, plus a mutation loop over valid files (the CI stand-in for
+ * tests/fuzz/fuzz_npy.c) that must never crash or leak.
  */
 #include "check.h"
 #include "io/io.h"
@@ -18,19 +21,25 @@ static void write_raw(const void *buf, size_t len) {
   fclose(f);
 }
 
+/* A .npy of format major.0 whose header is the h bytes of dict, padded as numpy pads it (spaces
+ * and a final newline, to a multiple of 64) unless raw, followed by `data` bytes. */
+static size_t make_version(unsigned char *buf, int major, const char *dict, size_t h, int raw, size_t data) {
+  size_t pre = major == 1 ? 10 : 12, total = pre + h + 1, pad = raw ? 0 : (64 - total % 64) % 64;
+  size_t hl = raw ? h : h + pad + 1;
+  memcpy(buf, "\x93NUMPY", 6);
+  buf[6] = (unsigned char)major, buf[7] = 0;
+  for (size_t i = 0; i < pre - 8; i++) buf[8 + i] = (unsigned char)(hl >> (8 * i));
+  memcpy(buf + pre, dict, h);
+  if (!raw) {
+    memset(buf + pre + h, ' ', pad);
+    buf[pre + h + pad] = '\n';
+  }
+  for (size_t i = 0; i < data; i++) buf[pre + hl + i] = (unsigned char)(i * 7);
+  return pre + hl + data;
+}
 /* a header-only .npy (format 1.0) with the given dict, followed by `data` bytes */
 static size_t make(unsigned char *buf, const char *dict, size_t data) {
-  size_t h = strlen(dict);
-  size_t total = 10 + h + 1, pad = (64 - total % 64) % 64;
-  memcpy(buf, "\x93NUMPY\x01\x00", 8);
-  size_t hl = h + pad + 1;
-  buf[8] = (unsigned char)(hl & 255);
-  buf[9] = (unsigned char)(hl >> 8);
-  memcpy(buf + 10, dict, h);
-  memset(buf + 10 + h, ' ', pad);
-  buf[10 + h + pad] = '\n';
-  for (size_t i = 0; i < data; i++) buf[10 + hl + i] = (unsigned char)(i * 7);
-  return 10 + hl + data;
+  return make_version(buf, 1, dict, strlen(dict), 0, data);
 }
 
 static void expect_parse_error(rdx_context *ctx, const void *buf, size_t len, const char *needle) {
@@ -107,7 +116,113 @@ int main(int argc, char **argv) {
   expect_parse_error(ctx, buf, len, "not a dict");
   len = make(buf, "{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", 8);
   buf[6] = 9;
-  expect_parse_error(ctx, buf, len, "format version 9");
+  expect_parse_error(ctx, buf, len, "format version 9.0");
+
+  CASE(npy_strict_header);
+  /* numpy's reader refuses these (ast.literal_eval, then the exact key set and value types); so
+   * does this one, and its messages quote the header's bytes escaped */
+  static const struct {
+    const char *dict, *needle;
+  } refused[] = {
+      {"{'descr': '<u8', 'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", "repeats the key 'descr'"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (1,), } x", "has 'x"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }}", "has '}"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }\n ", "byte 0x0a at offset 57"},
+      {"{'descr': '<u8', 'fortran_order': False,\t'shape': (1,), }", "byte 0x09 at offset 40"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (1,), \x1b}", "byte 0x1b"},
+      {"{'descr': '<\xc3\xa4" "8', 'fortran_order': False, 'shape': (1,), }", "byte 0xc3"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (1,,), }", "malformed shape ('(1,,)'"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (,), }", "malformed shape ('(,)'"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (-1,), }", "malformed shape ('(-1,)'"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (+1,), }", "malformed shape"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (1 1), }", "malformed shape ('(1 1)'"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (1), }", "malformed shape ('(1)'"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (01,), }", "malformed shape"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': 1, }", "malformed shape"},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (1,", "malformed shape"},
+      {"{'descr': '<u8', 'fortran_order': Falsey, 'shape': (1,), }", "malformed fortran_order ('Falsey'"},
+      {"{'descr': '<u8', 'fortran_order': True1, 'shape': (1,), }", "malformed fortran_order"},
+      {"{'descr': '<u8', 'fortran_order': 0, 'shape': (1,), }", "malformed fortran_order"},
+      {"{'descr': '<u8', 'fortran_order': false, 'shape': (1,), }", "malformed fortran_order"},
+      {"{'descr': 8, 'fortran_order': False, 'shape': (1,), }", "malformed descr ('8'"},
+      {"{'descr' '<u8', 'fortran_order': False, 'shape': (1,), }", "lacks ':' after 'descr'"},
+      {"{'descr': '<u8' 'fortran_order': False, 'shape': (1,), }", "malformed after 'descr'"},
+      {"{,}", "malformed key (',}')"},
+      {"{'descr': '<u8',, 'fortran_order': False, 'shape': (1,), }", "malformed key"},
+      {"{'de\\scr': '<u8', 'fortran_order': False, 'shape': (1,), }", "unknown key 'de\\\\scr'"},
+      {"{'descr': '<u\\8', 'fortran_order': False, 'shape': (1,), }", "dtype '<u\\\\8'"},
+      {"{}", "lacks descr"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    len = make(buf, refused[i].dict, 8);
+    expect_parse_error(ctx, buf, len, refused[i].needle);
+  }
+  /* a NUL inside the header */
+  len = make_version(buf, 1, "{'descr': '<u8',\0'fortran_order': False, 'shape': (1,), }", 56, 0, 8);
+  expect_parse_error(ctx, buf, len, "byte 0x00 at offset 16");
+  /* a long key is quoted capped */
+  char dict[600];
+  snprintf(dict, sizeof dict, "{'%0400d': 1, }", 7);
+  len = make(buf, dict, 0);
+  expect_parse_error(ctx, buf, len, "unknown key '0000");
+  CHECK(strlen(rdx_context_message(ctx)) < 200 && strstr(rdx_context_message(ctx), "...'") != NULL);
+  /* versions: x.1 and 4.0 are not numpy's */
+  len = make(buf, "{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", 8);
+  buf[7] = 1;
+  expect_parse_error(ctx, buf, len, "format version 1.1");
+  buf[6] = 2;
+  expect_parse_error(ctx, buf, len, "format version 2.1");
+  buf[6] = 0, buf[7] = 0;
+  expect_parse_error(ctx, buf, len, "format version 0.0");
+
+  CASE(npy_strict_header_accepts_numpy);
+  /* what numpy writes or reads, parsed to the same array */
+  static const struct {
+    const char *dict;
+    int64_t rows;
+    int cols, ndim;
+  } accepted[] = {
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (1, 2,), }", 1, 2, 2},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (2,)}", 2, 1, 1},
+      {"{\"descr\": \"<u8\", \"fortran_order\": False, \"shape\": (2,), }", 2, 1, 1},
+      {"{'shape': (2, 1), 'fortran_order': True, 'descr': '<u8', }", 2, 1, 2},
+      {"{ 'descr' : '<u8' , 'fortran_order' : False , 'shape' : ( 2 , ) , }", 2, 1, 1},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (0,), }", 0, 1, 1},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (0, 3), }", 0, 3, 2},
+  };
+  for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++)
+    for (int major = 1; major <= 3; major++) {
+      size_t data = (size_t)accepted[i].rows * (size_t)accepted[i].cols * 8;
+      len = make_version(buf, major, accepted[i].dict, strlen(accepted[i].dict), 0, data);
+      rdx_array m;
+      int nd = 0;
+      rdx_status st = rdx_npy_parse(ctx, "accepted", buf, len, &m, &nd);
+      if (st != RDX_OK) {
+        CHECK_FAIL_("version %d.0, %s: %s", major, accepted[i].dict, rdx_context_message(ctx));
+        continue;
+      }
+      CHECK_EQ(m.count, accepted[i].rows);
+      CHECK_EQ(m.columns, accepted[i].cols);
+      CHECK_EQ(nd, accepted[i].ndim);
+      rdx_npy_free(&m);
+    }
+  /* no final newline (numpy does not insist on one) */
+  {
+    const char *d = "{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }   ";
+    len = make_version(buf, 1, d, strlen(d), 1, 8);
+    rdx_array m;
+    CHECK_OK(ctx, rdx_npy_parse(ctx, "raw", buf, len, &m, NULL));
+    rdx_npy_free(&m);
+  }
+
+  CASE(npy_paths_escaped);
+  CHECK_STATUS(ctx, rdx_npy_read(ctx, "/nonexistent/a\x01" "b\nc.npy", &a, NULL), RDX_ERR_IO);
+  CHECK(strstr(rdx_context_message(ctx), "/nonexistent/a\\x01b\\x0ac.npy") != NULL);
+  CHECK_STATUS(ctx, rdx_npy_read(ctx, "/tmp", &a, NULL), RDX_ERR_IO); /* a directory */
+  CHECK(strstr(rdx_context_message(ctx), "/tmp is not a regular file") != NULL);
+  CHECK(a.data == NULL);
+  CHECK_STATUS(ctx, rdx_npy_write(ctx, "/nonexistent/\x7f.npy", rdx_host_array(buf, 1, RDX_U64), 1), RDX_ERR_IO);
+  CHECK(strstr(rdx_context_message(ctx), "/nonexistent/\\x7f.npy") != NULL);
 
   CASE(npy_mutations);
   /* valid files, mutated at random: every outcome is OK or PARSE, never a crash or leak */
