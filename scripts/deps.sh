@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Install what building and testing raydex needs from Debian's packages, when it is missing.
+# Install what building and testing raydex needs from Debian's packages, when it is missing
+# (clang and its libFuzzer runtime for the fuzz targets).
 # Run as root (CI and the README do). CUDA (nvcc) is used when present and never required.
 set -euo pipefail
-need=()
-for tool in cmake:cmake gcc:gcc g++:g++ make:make nm:binutils pkg-config:pkg-config; do
-  command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  echo "deps.sh: installing ${need[*]}"
+apt_install() {
+  echo "deps.sh: installing $*"
   export DEBIAN_FRONTEND=noninteractive
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+  $SUDO apt-get install -y -qq --no-install-recommends "$@"
+}
+need=()
+for tool in cmake:cmake gcc:gcc g++:g++ make:make nm:binutils pkg-config:pkg-config clang:clang; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then apt_install "${need[@]}"; fi
+# libFuzzer's runtime, for the fuzz targets (RAYDEX_FUZZ=ON in scripts/test.sh), matching clang's version
+if [ ! -f "$(clang -print-file-name="libclang_rt.fuzzer-$(uname -m).a")" ]; then
+  apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 fi
 echo "deps.sh: build dependencies present ($(cmake --version | head -1); nvcc: $(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || echo none))"

@@ -1,9 +1,12 @@
 /*
  * fuzz_npy.c: libFuzzer target for the .npy parser. Every input must give RDX_OK or
- * RDX_ERR_PARSE with a message, never a crash, hang or leak.
- *   clang -fsanitize=fuzzer,address -Iinclude -Isrc tests/fuzz/fuzz_npy.c src/io/npy.c \
- *     src/core/context.c src/core/memory.c src/core/pool.c src/core/nocuda.c -o fuzz_npy
- *   ./fuzz_npy tests/fuzz/corpus_npy -dict=tests/fuzz/npy.dict
+ * RDX_ERR_PARSE with a message, never a crash, hang or leak. Built and run by CTest's fuzz_npy
+ * entry in a RAYDEX_FUZZ=ON build (tests/CMakeLists.txt, scripts/test.sh), over the seeds in
+ * corpus_npy/ (valid files of every dtype and version, and the refused headers of issue 26) with
+ * npy.dict. To fuzz longer by hand:
+ *   CC=clang cmake -S . -B build-fuzz -DRAYDEX_CUDA=OFF -DRAYDEX_FUZZ=ON
+ *   cmake --build build-fuzz --target raydex_fuzzers
+ *   build-fuzz/tests/fuzz_npy -dict=tests/fuzz/npy.dict -max_total_time=600 /tmp/npy-corpus tests/fuzz/corpus_npy
  */
 #include <stdint.h>
 #include <stdlib.h>
