@@ -637,17 +637,19 @@ double cli_median(double *v, int n) {
 
 /* ---- memory estimates ---- */
 
-/* Host bytes per key an index build holds at its peak (index plus scratch), the larger of u32
- * and u64 keys: `raydex bench keys` peak_bytes_per_key, 2^20 uniform keys, CPU backend. */
-double cli_index_peak_bytes(rdx_kind kind, double n_keys) {
-  switch (kind) {
-    case RDX_KIND_RX: return 144 * n_keys;
-    case RDX_KIND_BTREE: return 40 * n_keys;
-    default: return 32 * n_keys;
-  }
+/* Whether an index on backend b is built in host memory: the CPU's, and auto's where no CUDA
+ * backend was built (a GPU build's peak is in device memory, which the library refuses itself). */
+static int builds_on_host(rdx_backend b) { return b == RDX_BACKEND_CPU || (b == RDX_BACKEND_AUTO && !rdx_cuda_built()); }
+
+/* Host bytes per key a CPU build holds at its peak (index plus scratch), the larger of u32 and
+ * u64 keys: `raydex bench keys` peak_bytes_per_key, 2^20 uniform keys, CPU backend. */
+double cli_index_peak_bytes(rdx_kind kind, double n_keys, rdx_backend b) {
+  if (!builds_on_host(b)) return 0;
+  return (kind == RDX_KIND_RX ? 144 : kind == RDX_KIND_BTREE ? 40 : 32) * n_keys;
 }
 
 /* The same for point indexes (`raydex bench points --exp build`, 2^20 uniform f64 points). */
-double cli_points_peak_bytes(rdx_points_kind kind, double n_points) {
+double cli_points_peak_bytes(rdx_points_kind kind, double n_points, rdx_backend b) {
+  if (!builds_on_host(b)) return 0;
   return (kind == RDX_POINTS_KDTREE ? 80 : 330) * n_points;
 }

@@ -101,9 +101,10 @@ void cli_commit_outputs(void);
 /* Refuses, naming --name and its value, work whose memory estimate exceeds what the machine
  * has (MemAvailable, else physical memory). */
 void cli_need_memory(cli_args *a, const char *name, double bytes);
-/* Host bytes an index build over n keys or points holds at its peak, coarsely (cli.c). */
-double cli_index_peak_bytes(rdx_kind kind, double n_keys);
-double cli_points_peak_bytes(rdx_points_kind kind, double n_points);
+/* Host bytes an index build over n keys or points holds at its peak on backend b, coarsely
+ * (cli.c); 0 for a build on a GPU. */
+double cli_index_peak_bytes(rdx_kind kind, double n_keys, rdx_backend b);
+double cli_points_peak_bytes(rdx_points_kind kind, double n_points, rdx_backend b);
 /* "1.5 GiB" */
 const char *cli_bytes(char buf[32], double bytes);
 

@@ -656,8 +656,6 @@ int cmd_bench_points(int argc, char **argv) {
   cli_applies(&a, "cpu-max", exp == 1 && has_engine[E_CPU], "--exp query --engine cpu");
   cli_applies(&a, "moved", exp == 2, "--exp update");
   cli_applies(&a, "moves", exp == 2, "--exp update");
-  if (exp == 1 && !has_engine[E_INDEX])
-    cli_die(CLI_EXIT_BAD_INPUT, "--engine must include index (the other engines are checked against it)");
   /* the index runs first: brute and cpu rows are checked against it */
   for (int i = 0; i < c.n_engines; i++)
     if (c.engines[i] == E_INDEX && i > 0) c.engines[i] = c.engines[0], c.engines[0] = E_INDEX;
@@ -666,7 +664,7 @@ int cmd_bench_points(int argc, char **argv) {
   int64_t n_max = 0, m_max = 0;
   for (int i = 0; i < c.n_ns; i++) n_max = c.ns[i] > n_max ? c.ns[i] : n_max;
   for (int i = 0; i < c.n_queries && exp == 1; i++) m_max = c.queries[i] > m_max ? c.queries[i] : m_max;
-  double points_need = (double)n_max * 32 * (exp == 2 ? 2 : 1) + cli_points_peak_bytes(quadtree ? RDX_POINTS_QUADTREE : RDX_POINTS_KDTREE, (double)n_max);
+  double points_need = (double)n_max * 32 * (exp == 2 ? 2 : 1) + cli_points_peak_bytes(quadtree ? RDX_POINTS_QUADTREE : RDX_POINTS_KDTREE, (double)n_max, c.backend);
   double query_need = (double)m_max * (32 + 2 * 8 * (c.k > 64 ? c.k : 64));
   cli_need_memory(&a, points_need >= query_need ? "n" : "queries", points_need + query_need);
   cli_args_done(&a);

@@ -49,7 +49,7 @@ int cmd_demo(int argc, char **argv) {
    * build (rx), the queries and answers, and the range rows uniform keys give on average */
   double dsize = (double)rdx_dtype_size(dtype), nd = (double)n, span = dtype == RDX_U32 ? 0x1p32 : 0x1p64;
   double rows_per_range = (double)width * nd / span < nd ? (double)width * nd / span : nd;
-  cli_need_memory(&a, "n", nd * (dsize + 16 + 32) + cli_index_peak_bytes(RDX_KIND_RX, nd) + (double)m * (dsize + 8) +
+  cli_need_memory(&a, "n", nd * (dsize + 16 + 32) + cli_index_peak_bytes(RDX_KIND_RX, nd, backend) + (double)m * (dsize + 8) +
                                (double)mr * (2 * dsize + 16 + 8 * rows_per_range));
   cli_args_done(&a);
   rdx_context *ctx = cli_context(backend);

@@ -59,7 +59,7 @@ int cmd_keys(int argc, char **argv) {
   cli_applies(&a, "bucket-size", kind == RDX_KIND_CGRX, "--kind cgrx");
   cli_kind_fits(kind, backend, range_p ? "--range" : NULL);
   /* inputs held, the build's peak (at most one key per 4 bytes), 8-byte answers per 4-byte query */
-  cli_need_memory(&a, "keys", (double)(keys_bytes + rows_bytes + q_bytes) + cli_index_peak_bytes(kind, keys_bytes / 4.0) +
+  cli_need_memory(&a, "keys", (double)(keys_bytes + rows_bytes + q_bytes) + cli_index_peak_bytes(kind, keys_bytes / 4.0, backend) +
                                   4.0 * (double)q_bytes);
   cli_args_done(&a);
 

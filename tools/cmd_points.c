@@ -83,7 +83,7 @@ int cmd_points(int argc, char **argv) {
   if (box_s) parse_box(box_s, o.box), o.use_box = true;
   /* inputs held, the build's peak (a point per 8 bytes at least), results of 8 bytes per point
    * and query at least */
-  cli_need_memory(&a, "points", (double)(p_bytes + q_bytes) + cli_points_peak_bytes(o.kind, p_bytes / 8.0) +
+  cli_need_memory(&a, "points", (double)(p_bytes + q_bytes) + cli_points_peak_bytes(o.kind, p_bytes / 8.0, backend) +
                                     2.0 * (double)q_bytes);
   cli_args_done(&a);
 
