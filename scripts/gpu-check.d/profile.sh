@@ -23,10 +23,10 @@ prof knn_qt knn_warp_kernel 1 "${full[@]}" -- bench points --exp query --backend
 # kernel of one warm-up and one timed pass
 for kind in rx cgrx; do
   prof range_$kind soft_query_kernel 2 SpeedOfLight Occupancy LaunchStats -- bench keys --backend cuda --kind $kind \
-    --bucket-size 32 --n 2^26 --dtype u32 --dist dense --op range-count --width 256 --lookups 2^16 --reps 1 --check none
+    --n 2^26 --dtype u32 --dist dense --op range-count --width 256 --lookups 2^16 --reps 1 --check none
 done
 # point lookups at 2^24 keys (issue 3's per-byte target at 2^24), one batch of 2^24 each
 for kind in rx cgrx; do
   prof point24_$kind soft_query_kernel 2 SpeedOfLight Occupancy LaunchStats WarpStateStats -- bench keys --backend cuda \
-    --kind $kind --bucket-size 32 --n 2^24 --dtype u32 --dist sparse --uniformity 100 --lookups 2^24 --reps 1 --check none
+    --kind $kind --n 2^24 --dtype u32 --dist sparse --uniformity 100 --lookups 2^24 --reps 1 --check none
 done
