@@ -189,6 +189,12 @@ int main(int argc, char **argv) {
     CHECK_STATUS(ctx, rdx_points_query_fill(ctx, pts, rdx_host_matrix(c3, 2, 3, RDX_F64), &q, rdx_host_array(offs, 3, RDX_U64),
                                             rdx_host_array(rows, 4, RDX_U64)),
                  RDX_ERR_INVALID_ARGUMENT);
+    /* an empty batch's one offset must be 0, as for the key fills */
+    uint64_t rows9[9];
+    CHECK_STATUS(ctx, rdx_points_query_fill(ctx, pts, rdx_host_matrix(c3, 0, 3, RDX_F64), &q, rdx_host_array(offs + 2, 1, RDX_U64),
+                                            rdx_host_array(rows9, 9, RDX_U64)),
+                 RDX_ERR_INVALID_ARGUMENT);
+    expect_message(ctx, "offsets[0] is 9, not 0");
     rdx_result *r = (rdx_result *)1;
     CHECK_STATUS(ctx, rdx_points_query_alloc(ctx, pts, rdx_host_matrix(c3, 2, 3, RDX_F64), NULL, &r), RDX_ERR_INVALID_ARGUMENT);
     CHECK(r == NULL);

@@ -547,7 +547,10 @@ static rdx_status run_query(rdx_context *ctx, const rdx_points *pts, qop op, rdx
   } else {
     RDX_CHECK(check_u64(ctx, fn, "counts", a, m));
   }
-  if (m == 0) return RDX_OK;
+  if (m == 0) /* offsets is {0}: its one entry is offsets[m] (as the key fills check) */
+    return op == Q_FILL && total != 0
+               ? rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets[0] is %llu, not 0", fn, (unsigned long long)total)
+               : RDX_OK;
 
   rdx_status st = RDX_OK;
   rdx_staged sq = {0}, sa = {0}, sb = {0};
