@@ -45,6 +45,16 @@ static cli_file files[MAX_FILES];
 static int n_files;
 static cli_args *current; /* the parser whose `used` array leave() frees */
 
+/* The names of the choices, in their enums' order. */
+const char *const cli_key_dists[3] = {"dense", "sparse", "uniform"};      /* rdx_key_dist - 1 */
+const char *const cli_key_dtypes[2] = {"u32", "u64"};
+const char *const cli_misses[2] = {"inside", "outside"};                 /* rdx_miss_kind - 1 */
+const char *const cli_point_dists[3] = {"uniform", "clustered", "taxi"}; /* rdx_point_dist - 1 */
+const char *const cli_point_dtypes[2] = {"f64", "f32"};
+const char *const cli_point_indexes[2] = {"quadtree", "kdtree"};
+const char *const cli_point_builds[2] = {"bottomup", "topdown"};
+const char *const cli_query_types[4] = {"match", "window", "within", "knn"}; /* rdx_gen_point_queries' type */
+
 static void forget_files(void) {
   for (int i = 0; i < n_files; i++) {
     if (files[i].written) unlink(files[i].tmp);
@@ -354,26 +364,29 @@ void cli_split(cli_list *l, const char *name, const char *s) {
   }
 }
 
-int cli_int_list(cli_args *a, const char *name, const char *dflt, int64_t lo, int64_t hi, int64_t *v) {
+/* --name's list, or dflt's when absent. */
+static void option_list(cli_args *a, const char *name, const char *dflt, cli_list *l) {
   const char *s = cli_opt(a, name);
+  cli_split(l, name, s ? s : dflt);
+}
+
+int cli_int_list(cli_args *a, const char *name, const char *dflt, int64_t lo, int64_t hi, int64_t *v) {
   cli_list l;
-  cli_split(&l, name, s ? s : dflt);
+  option_list(a, name, dflt, &l);
   for (int i = 0; i < l.n; i++) v[i] = cli_parse_int(name, l.v[i], lo, hi);
   return l.n;
 }
 
 int cli_double_list(cli_args *a, const char *name, const char *dflt, double lo, double hi, double *v) {
-  const char *s = cli_opt(a, name);
   cli_list l;
-  cli_split(&l, name, s ? s : dflt);
+  option_list(a, name, dflt, &l);
   for (int i = 0; i < l.n; i++) v[i] = cli_parse_double(name, l.v[i], lo, hi);
   return l.n;
 }
 
 int cli_choice_list(cli_args *a, const char *name, const char *dflt, const char *const *names, int n_names, int *v) {
-  const char *s = cli_opt(a, name);
   cli_list l;
-  cli_split(&l, name, s ? s : dflt);
+  option_list(a, name, dflt, &l);
   for (int i = 0; i < l.n; i++) v[i] = cli_parse_choice(name, l.v[i], names, n_names);
   return l.n;
 }

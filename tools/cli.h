@@ -141,6 +141,10 @@ rdx_array cli_read_npy(rdx_context *ctx, const char *opt, const char *path, int 
 /* The median of v[0..n) (sorts v). */
 double cli_median(double *v, int n);
 
+/* The names of the choices, in their enums' order (cli_key_dists[d - 1] for rdx_key_dist d). */
+extern const char *const cli_key_dists[3], *const cli_key_dtypes[2], *const cli_misses[2], *const cli_point_dists[3],
+    *const cli_point_dtypes[2], *const cli_point_indexes[2], *const cli_point_builds[2], *const cli_query_types[4];
+
 int cmd_info(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_keys(int argc, char **argv);

@@ -206,14 +206,13 @@ static int bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, rd
            "build_ms,query_ms,lookups_per_s,results,results_per_s,bytes_per_key,peak_bytes_per_key,check\n");
   double secs = query_ms / 1e3;
   uint64_t results = c->op == OP_POINT ? (uint64_t)m : total;
-  static const char *dist_names[] = {"", "dense", "sparse", "uniform"};
   char kind_label[64];
   snprintf(kind_label, sizeof kind_label, "%s%s%s%s%s", rdx_kind_name(kind), c->flags & RDX_BUILD_SORT_QUERIES ? "+sortq" : "",
            bo.flags & RDX_BUILD_CGRX_NAIVE ? "+naive" : "", bo.flags & RDX_BUILD_CGRX_DEFAULT_MAPPING ? "+defmap" : "",
            bo.flags & RDX_BUILD_RT_MORTON ? "+morton" : "");
   printf("%s,%s,%s,%s,%s,%lld,%s,%g,%s,%lld,%llu,%g,%g,%lld,%d,%.3f,%.3f,%.4g,%llu,%.4g,%.3f,%.3f,%s\n", date,
          c->device, rdx_backend_name(rdx_context_backend(ctx)), kind_label, cli_dtype_name(c->dtype),
-         (long long)c->n, dist_names[c->dist], c->uniformity * 100, op_names[c->op], (long long)m,
+         (long long)c->n, cli_key_dists[c->dist - 1], c->uniformity * 100, op_names[c->op], (long long)m,
          (unsigned long long)c->width, c->hit_ratio, c->zipf, (long long)c->batch, kind == RDX_KIND_CGRX ? c->bucket : 0,
          build_ms, query_ms, (double)m / secs, (unsigned long long)results, (double)results / secs,
          c->n ? (double)resident / (double)c->n : 0.0, c->n ? (double)peak / (double)c->n : 0.0, check);
@@ -250,9 +249,6 @@ static const char usage[] =
     "compares the answers with the brute-force oracle (--check sample) and the CPU's sorted index\n"
     "(full, the default on GPUs).\n";
 
-static const char *const dist_names[] = {"dense", "sparse", "uniform"}; /* rdx_key_dist - 1 */
-static const char *const dtype_names[] = {"u32", "u64"};
-static const char *const miss_names[] = {"inside", "outside"};
 static const char *const check_names[] = {"none", "sample", "full"};
 
 int cmd_bench(int argc, char **argv) {
@@ -282,9 +278,9 @@ int cmd_bench(int argc, char **argv) {
   int has[RDX_KIND_CGRX - RDX_KIND_SCAN + 1] = {0};
   for (int i = 0; i < kind_l.n; i++) kinds[i] = cli_parse_kind("kind", kind_l.v[i]), has[kinds[i] - RDX_KIND_SCAN] = 1;
   for (int i = 0; i < be_l.n; i++) backends[i] = cli_parse_backend("backend", be_l.v[i]);
-  c.dtype = cli_choice(&a, "dtype", dtype_names, 2, 0) ? RDX_U64 : RDX_U32;
+  c.dtype = cli_choice(&a, "dtype", cli_key_dtypes, 2, 0) ? RDX_U64 : RDX_U32;
   c.n = cli_int(&a, "n", 0, c.dtype == RDX_U32 ? (int64_t)UINT32_MAX + 1 : INT64_MAX, (int64_t)1 << 22);
-  c.dist = (rdx_key_dist)(cli_choice(&a, "dist", dist_names, 3, RDX_DIST_UNIFORM - 1) + 1);
+  c.dist = (rdx_key_dist)(cli_choice(&a, "dist", cli_key_dists, 3, RDX_DIST_UNIFORM - 1) + 1);
   c.uniformity = c.dist == RDX_DIST_UNIFORM ? 1.0 : c.dist == RDX_DIST_DENSE ? 0.0 : cli_double(&a, "uniformity", 0, 100, 50) / 100;
   cli_applies(&a, "uniformity", c.dist == RDX_DIST_SPARSE, "--dist sparse");
   /* the lists: every combination is run over the same keys */
@@ -295,7 +291,7 @@ int cmd_bench(int argc, char **argv) {
   int n_op = cli_choice_list(&a, "op", "point", op_names, 4, ops);
   int n_w = cli_int_list(&a, "width", "1", 1, INT64_MAX, widths);
   int n_hit = cli_double_list(&a, "hit-ratio", "1", 0, 1, hits);
-  int n_miss = cli_choice_list(&a, "miss", "inside", miss_names, 2, misses);
+  int n_miss = cli_choice_list(&a, "miss", "inside", cli_misses, 2, misses);
   int n_zipf = cli_double_list(&a, "zipf", "0", 0, 100, zipfs);
   int n_batch = cli_int_list(&a, "batch", "0", 0, INT64_MAX, batches);
   int n_bucket = cli_int_list(&a, "bucket-size", "32", 1, 65536, buckets);

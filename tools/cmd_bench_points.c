@@ -47,7 +47,6 @@ typedef struct cfg {
 
 enum { E_INDEX, E_BRUTE, E_CPU };
 static const char *const engine_names[] = {"index", "brute", "cpu"};
-static const char *const type_names[] = {"match", "window", "within", "knn"};
 
 static const rdx_points_query_type api_types[] = {RDX_POINTS_MATCH, RDX_POINTS_WINDOW, RDX_POINTS_WITHIN, RDX_POINTS_KNN};
 
@@ -261,7 +260,7 @@ static void exp_query(const cfg *c, int hdr) {
         memset(&checked, 0, sizeof checked);
         for (int mi = 0; mi < c->n_queries; mi++) {
           int64_t m = c->queries[mi];
-          cli_progress("query: %s, %lld %s queries over %lld points", kind_name(c->kinds[k]), (long long)m, type_names[type],
+          cli_progress("query: %s, %lld %s queries over %lld points", kind_name(c->kinds[k]), (long long)m, cli_query_types[type],
                        (long long)n);
           rdx_array qm = qh;
           qm.count = m;
@@ -281,7 +280,7 @@ static void exp_query(const cfg *c, int hdr) {
             rr.build = method_name(c->kinds[k], c->methods[0]);
             rr.engine = engine_names[eng];
             rr.where = eng == E_CPU || !cli_is_gpu(ctx) ? "host" : "device";
-            rr.type = type_names[type];
+            rr.type = cli_query_types[type];
             rr.n = n, rr.queries = m, rr.k = type == 3 ? c->k : 0, rr.size = type == 3 || type == 0 ? 0 : qsize;
             int reps = eng == E_BRUTE ? (c->reps < 2 ? c->reps : 2) : c->reps;
             if (eng == E_BRUTE) { /* no index: every query against every point, on the GPU */
@@ -596,10 +595,6 @@ const char cli_bench_points_usage[] =
     "Timings are medians of --reps runs after a warm-up; updates report the mean of --reps batches.\n";
 
 static const char *const exp_names[] = {"build", "query", "update"};
-static const char *const index_names[] = {"quadtree", "kdtree"};
-static const char *const method_names[] = {"bottomup", "topdown"};
-static const char *const point_dist_names[] = {"uniform", "clustered", "taxi"}; /* rdx_point_dist - 1 */
-static const char *const dtype_names[] = {"f64", "f32"};
 static const char *const where_names[] = {"device", "host"};
 static const char *const moves_names[] = {"relocate", "resample", "uniform"};
 
@@ -615,19 +610,19 @@ int cmd_bench_points(int argc, char **argv) {
   c.backend = cli_backend(&a, "backend");
   if (c.backend == RDX_BACKEND_OPTIX) cli_die(CLI_EXIT_BAD_INPUT, "--backend optix runs key indexes only; use cuda for points");
   int quadtree = 0;
-  c.n_kinds = cli_choice_list(&a, "index", "quadtree", index_names, 2, v);
+  c.n_kinds = cli_choice_list(&a, "index", "quadtree", cli_point_indexes, 2, v);
   for (int i = 0; i < c.n_kinds; i++) c.kinds[i] = v[i] ? RDX_POINTS_KDTREE : RDX_POINTS_QUADTREE, quadtree |= !v[i];
-  c.n_methods = cli_choice_list(&a, "build", "bottomup", method_names, 2, v);
+  c.n_methods = cli_choice_list(&a, "build", "bottomup", cli_point_builds, 2, v);
   for (int i = 0; i < c.n_methods; i++) c.methods[i] = v[i] ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP;
   cli_applies(&a, "build", quadtree && (exp == 0 || c.n_methods == 1), "--index quadtree (a list: with --exp build)");
   c.n_ns = cli_int_list(&a, "n", "2^20", 0, INT64_MAX, c.ns);
-  int dist = cli_choice(&a, "dist", point_dist_names, 3, 0);
+  int dist = cli_choice(&a, "dist", cli_point_dists, 3, 0);
   c.dist = (rdx_point_dist)(dist + 1);
-  c.dist_name = point_dist_names[dist];
-  c.dtype = cli_choice(&a, "dtype", dtype_names, 2, 0) ? RDX_F32 : RDX_F64;
+  c.dist_name = cli_point_dists[dist];
+  c.dtype = cli_choice(&a, "dtype", cli_point_dtypes, 2, 0) ? RDX_F32 : RDX_F64;
   c.n_where = cli_choice_list(&a, "where", "device", where_names, 2, c.where_host);
   c.n_queries = cli_int_list(&a, "queries", "2^16", 1, INT64_MAX, c.queries);
-  c.n_types = cli_choice_list(&a, "type", "window", type_names, 4, c.types);
+  c.n_types = cli_choice_list(&a, "type", "window", cli_query_types, 4, c.types);
   c.n_engines = cli_choice_list(&a, "engine", "index", engine_names, 3, c.engines);
   c.n_moved = cli_double_list(&a, "moved", "1,10", 0, 100, c.moved);
   c.cap = (int)cli_int(&a, "leaf-capacity", 1, 1 << 30, exp == 1 ? 1024 : 200);

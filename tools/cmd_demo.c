@@ -33,13 +33,11 @@ static const char usage[] =
     "prints build time, throughput and bytes per key. The scan kind reads the whole column per\n"
     "query, so it answers the first 2^10 queries only. Integers take 2^k and 1e6 forms.\n";
 
-static const char *const dtype_names[] = {"u32", "u64"};
-
 int cmd_demo(int argc, char **argv) {
   cli_args a;
   cli_args_init(&a, argc, argv, usage);
   rdx_backend backend = cli_backend(&a, "backend");
-  rdx_dtype dtype = cli_choice(&a, "dtype", dtype_names, 2, 0) ? RDX_U64 : RDX_U32;
+  rdx_dtype dtype = cli_choice(&a, "dtype", cli_key_dtypes, 2, 0) ? RDX_U64 : RDX_U32;
   int64_t n = cli_int(&a, "n", 1, dtype == RDX_U32 ? (int64_t)UINT32_MAX + 1 : INT64_MAX, (int64_t)1 << 22);
   int64_t m = cli_int(&a, "lookups", 1, INT64_MAX, (int64_t)1 << 22);
   int64_t mr = cli_int(&a, "ranges", 1, INT64_MAX, (int64_t)1 << 16);

@@ -25,9 +25,6 @@ static const char usage_keys[] =
     "line on stderr says what was written (--quiet: none).\n";
 
 static const char *const what_names[] = {"keys", "lookups", "ranges", "points", "point-queries"};
-static const char *const dist_names[] = {"dense", "sparse", "uniform"}; /* rdx_key_dist - 1 */
-static const char *const dtype_names[] = {"u32", "u64"};
-static const char *const miss_names[] = {"inside", "outside"};
 
 static rdx_array read_keys(rdx_context *ctx, const char *path) {
   int ndim;
@@ -58,11 +55,11 @@ int cmd_gen(int argc, char **argv) {
   const char *keys_p = what == 0 ? NULL : cli_input(&a, "keys", 1, &keys_bytes);
   const char *out_p = cli_output(&a, "out", 1);
   uint64_t seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 42);
-  rdx_dtype dtype = cli_choice(&a, "dtype", dtype_names, 2, 0) ? RDX_U64 : RDX_U32;
-  rdx_key_dist dist = (rdx_key_dist)(cli_choice(&a, "dist", dist_names, 3, RDX_DIST_UNIFORM - 1) + 1);
+  rdx_dtype dtype = cli_choice(&a, "dtype", cli_key_dtypes, 2, 0) ? RDX_U64 : RDX_U32;
+  rdx_key_dist dist = (rdx_key_dist)(cli_choice(&a, "dist", cli_key_dists, 3, RDX_DIST_UNIFORM - 1) + 1);
   double uni = cli_double(&a, "uniformity", 0, 100, -1);
   double hit = cli_double(&a, "hit-ratio", 0, 1, 1.0);
-  rdx_miss_kind miss = cli_choice(&a, "miss", miss_names, 2, 0) ? RDX_MISS_OUTSIDE : RDX_MISS_INSIDE;
+  rdx_miss_kind miss = cli_choice(&a, "miss", cli_misses, 2, 0) ? RDX_MISS_OUTSIDE : RDX_MISS_INSIDE;
   double zipf = cli_double(&a, "zipf", 0, 100, 0.0);
   int64_t width = cli_int(&a, "width", 1, INT64_MAX, 1);
   /* u32 keys are distinct, so at most 2^32 of them */
@@ -95,7 +92,7 @@ int cmd_gen(int argc, char **argv) {
   cli_commit_outputs();
   char size_s[32], how[64];
   if (what == 0 && dist == RDX_DIST_SPARSE) snprintf(how, sizeof how, "sparse, uniformity %g%%", uni);
-  if (what == 0 && dist != RDX_DIST_SPARSE) snprintf(how, sizeof how, "%s", dist_names[dist - 1]);
+  if (what == 0 && dist != RDX_DIST_SPARSE) snprintf(how, sizeof how, "%s", cli_key_dists[dist - 1]);
   if (what == 1) snprintf(how, sizeof how, "hit ratio %g, zipf %g", hit, zipf);
   if (what == 2) snprintf(how, sizeof how, "width %lld", (long long)width);
   cli_report("wrote %s: %lld %s %s (%s), %s, %.1f ms", out_p, (long long)n, cli_dtype_name(out.dtype), what_names[what], how,

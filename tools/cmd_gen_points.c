@@ -21,9 +21,6 @@ const char cli_gen_points_usage[] =
     "window side or the radius, in the points' units (default 1% of the box's larger side). The same\n"
     "seed (default 42) gives the same file.\n";
 
-static const char *const dist_names[] = {"uniform", "clustered", "taxi"}; /* rdx_point_dist - 1 */
-static const char *const dtype_names[] = {"f64", "f32"};
-static const char *const type_names[] = {"match", "window", "within", "knn"};
 static const int type_columns[] = {2, 4, 3, 2};
 
 /* 1% of the larger side of the points' bounding box (1% of 1 for an empty or single point). */
@@ -49,9 +46,9 @@ int cmd_gen_points(int argc, char **argv) {
   uint64_t seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 42);
   int64_t n = cli_int(&a, "n", 0, INT64_MAX, -1);
   if (n < 0) cli_die(CLI_EXIT_BAD_INPUT, "--n is required");
-  rdx_point_dist dist = (rdx_point_dist)(cli_choice(&a, "dist", dist_names, 3, 0) + 1);
-  rdx_dtype dtype = cli_choice(&a, "dtype", dtype_names, 2, 0) ? RDX_F32 : RDX_F64;
-  int type = cli_choice(&a, "type", type_names, 4, -1);
+  rdx_point_dist dist = (rdx_point_dist)(cli_choice(&a, "dist", cli_point_dists, 3, 0) + 1);
+  rdx_dtype dtype = cli_choice(&a, "dtype", cli_point_dtypes, 2, 0) ? RDX_F32 : RDX_F64;
+  int type = cli_choice(&a, "type", cli_query_types, 4, -1);
   if (queries && type < 0) cli_die(CLI_EXIT_BAD_INPUT, "--type is required (match, window, within or knn)");
   double size = cli_double(&a, "size", 0, HUGE_VAL, -1);
   cli_applies(&a, "dist", !queries, "gen points");
@@ -81,8 +78,8 @@ int cmd_gen_points(int argc, char **argv) {
   cli_write_npy(ctx, "out", out, 2);
   cli_commit_outputs();
   char size_s[32], how[64];
-  if (queries && (type == 1 || type == 2)) snprintf(how, sizeof how, "%s, size %g", type_names[type], size);
-  else snprintf(how, sizeof how, "%s", queries ? type_names[type] : dist_names[dist - 1]);
+  if (queries && (type == 1 || type == 2)) snprintf(how, sizeof how, "%s, size %g", cli_query_types[type], size);
+  else snprintf(how, sizeof how, "%s", queries ? cli_query_types[type] : cli_point_dists[dist - 1]);
   cli_report("wrote %s: %lld %s %s (%s), %s, %.1f ms", out_p, (long long)n, cli_dtype_name(out.dtype),
              queries ? "queries" : "points", how, cli_bytes(size_s, (double)out.count * out.columns * (double)rdx_dtype_size(out.dtype)), ms);
   rdx_npy_free(&p);

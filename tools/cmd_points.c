@@ -29,9 +29,6 @@ static const char usage[] =
     "Exit 0 on success, 2 with one line on stderr for bad input (NaN or infinite coordinates, wrong\n"
     "shapes or dtypes, negative radius, k outside 1..1024, points outside --box, bad options).\n";
 
-static const char *const index_names[] = {"quadtree", "kdtree"};
-static const char *const build_names[] = {"bottomup", "topdown"};
-static const char *const qnames[4] = {"match", "window", "within", "knn"};
 
 /* XMIN,YMIN,XMAX,YMAX: four finite numbers, min <= max. */
 static void parse_box(const char *s, double box[4]) {
@@ -56,9 +53,9 @@ int cmd_points(int argc, char **argv) {
   cli_args_init(&a, argc, argv, usage);
   rdx_points_options o = RDX_POINTS_OPTIONS_INIT;
   if (!cli_opt(&a, "index")) cli_die(CLI_EXIT_BAD_INPUT, "--index is required (quadtree or kdtree)");
-  int kd = cli_choice(&a, "index", index_names, 2, 0);
+  int kd = cli_choice(&a, "index", cli_point_indexes, 2, 0);
   o.kind = kd ? RDX_POINTS_KDTREE : RDX_POINTS_QUADTREE;
-  o.method = cli_choice(&a, "build", build_names, 2, 0) ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP;
+  o.method = cli_choice(&a, "build", cli_point_builds, 2, 0) ? RDX_POINTS_TOP_DOWN : RDX_POINTS_BOTTOM_UP;
   if (kd && o.method == RDX_POINTS_TOP_DOWN) cli_die(CLI_EXIT_BAD_INPUT, "--build topdown applies to --index quadtree only");
   rdx_backend backend = cli_backend(&a, "backend");
   if (backend == RDX_BACKEND_OPTIX) cli_die(CLI_EXIT_BAD_INPUT, "--backend optix runs key indexes only; use cuda for points");
@@ -67,7 +64,7 @@ int cmd_points(int argc, char **argv) {
   const char *qp[4];
   int t = -1;
   for (int i = 0; i < 4; i++) {
-    qp[i] = cli_input(&a, qnames[i], 0, &q_bytes);
+    qp[i] = cli_input(&a, cli_query_types[i], 0, &q_bytes);
     if (qp[i] && t >= 0) cli_die(CLI_EXIT_BAD_INPUT, "give exactly one of --match, --window, --within and --knn");
     if (qp[i]) t = i;
   }
@@ -94,13 +91,13 @@ int cmd_points(int argc, char **argv) {
   if (nd != 2 || pts_a.columns != 2 || (pts_a.dtype != RDX_F32 && pts_a.dtype != RDX_F64))
     cli_die(CLI_EXIT_BAD_INPUT, "--points %s must be (n, 2) f32 or f64 (it is %d-D with %d columns, %s)", points_p, nd,
             pts_a.columns, cli_dtype_name(pts_a.dtype));
-  rdx_array q = cli_read_npy(ctx, qnames[t], qp[t], &nd);
+  rdx_array q = cli_read_npy(ctx, cli_query_types[t], qp[t], &nd);
   if (nd != 2 || q.columns != qcols[t] || q.dtype != pts_a.dtype)
-    cli_die(CLI_EXIT_BAD_INPUT, "--%s %s must be (m, %d) %s like the points (it is %d-D with %d columns, %s)", qnames[t], qp[t],
+    cli_die(CLI_EXIT_BAD_INPUT, "--%s %s must be (m, %d) %s like the points (it is %d-D with %d columns, %s)", cli_query_types[t], qp[t],
             qcols[t], cli_dtype_name(pts_a.dtype), nd, q.columns, cli_dtype_name(q.dtype));
 
   rdx_points *pts = NULL;
-  cli_progress("building a %s over %lld points", index_names[kd], (long long)pts_a.count);
+  cli_progress("building a %s over %lld points", cli_point_indexes[kd], (long long)pts_a.count);
   double t0 = rdx_now_ms();
   cli_must(ctx, rdx_points_build(ctx, pts_a, &o, &pts), "build");
   double build_ms = rdx_now_ms() - t0;
@@ -108,9 +105,9 @@ int cmd_points(int argc, char **argv) {
   pq.type = qtypes[t];
   pq.k = k;
   rdx_result *r = NULL;
-  cli_progress("answering %lld %s queries", (long long)q.count, qnames[t]);
+  cli_progress("answering %lld %s queries", (long long)q.count, cli_query_types[t]);
   t0 = rdx_now_ms();
-  cli_must(ctx, rdx_points_query_alloc(ctx, pts, q, &pq, &r), qnames[t]);
+  cli_must(ctx, rdx_points_query_alloc(ctx, pts, q, &pq, &r), cli_query_types[t]);
   double query_ms = rdx_now_ms() - t0;
   cli_write_npy(ctx, "out", rdx_host_array(r->row_ids, (int64_t)r->total, RDX_U64), 1);
   uint64_t *c = (uint64_t *)malloc((size_t)(q.count ? q.count : 1) * 8);
@@ -119,9 +116,9 @@ int cmd_points(int argc, char **argv) {
   cli_write_npy(ctx, "counts-out", rdx_host_array(c, q.count, RDX_U64), 1);
   cli_commit_outputs();
   char label[32];
-  cli_report("%s (%s) on %s, %lld points, %lld %s queries, %llu results, build %.1f ms, query %.1f ms", index_names[kd],
-             kd ? "median" : build_names[o.method == RDX_POINTS_TOP_DOWN], cli_backend_label(label, ctx, backend),
-             (long long)pts_a.count, (long long)q.count, qnames[t], (unsigned long long)r->total, build_ms, query_ms);
+  cli_report("%s (%s) on %s, %lld points, %lld %s queries, %llu results, build %.1f ms, query %.1f ms", cli_point_indexes[kd],
+             kd ? "median" : cli_point_builds[o.method == RDX_POINTS_TOP_DOWN], cli_backend_label(label, ctx, backend),
+             (long long)pts_a.count, (long long)q.count, cli_query_types[t], (unsigned long long)r->total, build_ms, query_ms);
   free(c);
   rdx_result_free(ctx, r);
   rdx_points_destroy(pts);
