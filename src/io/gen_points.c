@@ -10,8 +10,10 @@
  * depth in the paper); the rest are uniform in the box. So it is skewed, clustered at several
  * scales and duplicate-heavy like the real data.
  *
- * Generation runs in chunks of 65536 points on the context's threads, each chunk with its own
- * generator seeded from (seed, chunk), so the output depends on the seed only.
+ * Points and queries are made in chunks of 65536 on the context's threads, each chunk with its
+ * own generator (rdx_rng_seed_chunk), so the output depends on the seed only. Neither holds
+ * anything but its output (and a few KiB of hot spots), and every size is overflow-checked
+ * before the output is allocated.
  */
 #include "io/io.h"
 
@@ -61,7 +63,7 @@ static void put(void *out, int f64, int64_t i, double x, double y) {
 static void gen_task(void *arg, int64_t t, int thread) {
   gen_job *j = (gen_job *)arg;
   rdx_rng r;
-  rdx_rng_seed(&r, j->seed * 0x9E3779B97F4A7C15ull + (uint64_t)t * 0xD1B54A32D192ED03ull + 1);
+  rdx_rng_seed_chunk(&r, j->seed, t);
   int64_t lo = t * GCHUNK, hi = lo + GCHUNK < j->n ? lo + GCHUNK : j->n;
   for (int64_t i = lo; i < hi; i++) {
     double x, y;
@@ -97,28 +99,27 @@ static void gen_task(void *arg, int64_t t, int thread) {
   }
 }
 
-static rdx_status alloc_out(rdx_context *ctx, const char *fn, int64_t rows, int cols, rdx_dtype dtype, rdx_array *out) {
-  size_t bytes = (size_t)rows * (size_t)cols * rdx_dtype_size(dtype);
-  memset(out, 0, sizeof *out);
-  out->data = malloc(bytes ? bytes : 1);
-  if (out->data == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: %zu bytes", fn, bytes);
-  out->count = rows;
-  out->columns = cols;
-  out->dtype = dtype;
-  out->where = RDX_HOST;
+static rdx_status check_point_dtype(rdx_context *ctx, const char *fn, const char *what, rdx_dtype dtype) {
+  if (dtype != RDX_F32 && dtype != RDX_F64)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s must be f32 or f64 (dtype 0x%x)", fn, what, (unsigned)dtype);
   return RDX_OK;
+}
+
+rdx_status rdx_gen_points_bytes(rdx_context *ctx, int64_t n, rdx_dtype dtype, size_t *bytes) {
+  static const char fn[] = "rdx_gen_points";
+  RDX_CHECK(check_point_dtype(ctx, fn, "points", dtype));
+  return rdx_gen_out_bytes(ctx, fn, "n", n, 2, dtype, bytes);
 }
 
 rdx_status rdx_gen_points(rdx_context *ctx, int64_t n, rdx_point_dist dist, rdx_dtype dtype, uint64_t seed,
                           rdx_array *out) {
   static const char fn[] = "rdx_gen_points";
+  size_t bytes;
   memset(out, 0, sizeof *out);
-  if (dtype != RDX_F32 && dtype != RDX_F64)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: dtype must be f32 or f64", fn);
-  if (n < 0) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: n %lld is negative", fn, (long long)n);
+  RDX_CHECK(rdx_gen_points_bytes(ctx, n, dtype, &bytes));
   if (dist != RDX_PDIST_UNIFORM && dist != RDX_PDIST_CLUSTERED && dist != RDX_PDIST_TAXI)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: unknown distribution %d", fn, (int)dist);
-  RDX_CHECK(alloc_out(ctx, fn, n, 2, dtype, out));
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: unknown distribution (%d)", fn, (int)dist);
+  RDX_CHECK(rdx_gen_alloc(ctx, fn, "n", n, 2, dtype, out));
   gen_job j;
   memset(&j, 0, sizeof j);
   j.n = n, j.dist = dist, j.f64 = dtype == RDX_F64, j.seed = seed, j.out = out->data;
@@ -162,40 +163,35 @@ void rdx_gen_points_box(rdx_point_dist dist, double box[4]) {
   memcpy(box, dist == RDX_PDIST_TAXI ? TAXI_BOX : unit, 4 * sizeof(double));
 }
 
-rdx_status rdx_gen_point_queries(rdx_context *ctx, rdx_array points, int type, int64_t m, double size, uint64_t seed,
-                                 rdx_array *out) {
-  static const char fn[] = "rdx_gen_point_queries";
-  memset(out, 0, sizeof *out);
-  if ((points.dtype != RDX_F32 && points.dtype != RDX_F64) || points.columns != 2 || points.where != RDX_HOST)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: points must be a host (n, 2) f32 or f64 array", fn);
-  if (type < 0 || type > 3) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: query type %d", fn, type);
-  if (m < 0 || !(size >= 0) || !isfinite(size))
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: need m >= 0 and a finite size >= 0 (m %lld, size %g)", fn,
-                    (long long)m, size);
-  int f64 = points.dtype == RDX_F64, cols = type == 1 ? 4 : type == 2 ? 3 : 2;
-  int64_t n = points.count;
-  double b[4] = {0, 0, 1, 1};
-  if (n > 0) {
-    b[0] = b[1] = INFINITY, b[2] = b[3] = -INFINITY;
-    for (int64_t i = 0; i < n; i++) {
-      double x = f64 ? ((const double *)points.data)[2 * i] : ((const float *)points.data)[2 * i];
-      double y = f64 ? ((const double *)points.data)[2 * i + 1] : ((const float *)points.data)[2 * i + 1];
-      if (x < b[0]) b[0] = x;
-      if (y < b[1]) b[1] = y;
-      if (x > b[2]) b[2] = x;
-      if (y > b[3]) b[3] = y;
-    }
-  }
-  RDX_CHECK(alloc_out(ctx, fn, m, cols, points.dtype, out));
+/* Columns of a query type's rows: match and kNN (x, y), window (xmin, ymin, xmax, ymax), within
+ * (x, y, r); 0 for a type that is none of these. */
+static int query_columns(int type) { return type == 0 || type == 3 ? 2 : type == 1 ? 4 : type == 2 ? 3 : 0; }
+
+typedef struct query_job {
+  rdx_array points, out;
+  int type;
+  double size, box[4];
+  uint64_t seed;
+} query_job;
+
+static inline double coord(rdx_array a, int64_t i) {
+  return a.dtype == RDX_F64 ? ((const double *)a.data)[i] : ((const float *)a.data)[i];
+}
+
+static void query_task(void *arg, int64_t t, int thread) {
+  const query_job *j = (const query_job *)arg;
+  const double *b = j->box, size = j->size;
+  int64_t n = j->points.count, lo = t * GCHUNK, hi = lo + GCHUNK < j->out.count ? lo + GCHUNK : j->out.count;
+  int cols = j->out.columns, f64 = j->out.dtype == RDX_F64, type = j->type;
   rdx_rng r;
-  rdx_rng_seed(&r, seed);
-  for (int64_t i = 0; i < m; i++) {
+  (void)thread;
+  rdx_rng_seed_chunk(&r, j->seed, t);
+  for (int64_t i = lo; i < hi; i++) {
     double cx, cy;
     int near = n > 0 && rdx_rng_double(&r) < (type == 0 ? 0.5 : 0.8);
     if (near) {
       int64_t p = (int64_t)rdx_rng_below(&r, (uint64_t)n);
-      cx = f64 ? ((const double *)points.data)[2 * p] : ((const float *)points.data)[2 * p];
-      cy = f64 ? ((const double *)points.data)[2 * p + 1] : ((const float *)points.data)[2 * p + 1];
+      cx = coord(j->points, 2 * p), cy = coord(j->points, 2 * p + 1);
       if (type != 0) { /* not exactly on the point: a little way off, up to a quarter of the size */
         cx += size * 0.25 * (2 * rdx_rng_double(&r) - 1);
         cy += size * 0.25 * (2 * rdx_rng_double(&r) - 1);
@@ -208,9 +204,47 @@ rdx_status rdx_gen_point_queries(rdx_context *ctx, rdx_array points, int type, i
     if (type == 1) v[0] = cx - size / 2, v[1] = cy - size / 2, v[2] = cx + size / 2, v[3] = cy + size / 2;
     if (type == 2) v[2] = size;
     for (int c = 0; c < cols; c++) {
-      if (f64) ((double *)out->data)[i * cols + c] = v[c];
-      else ((float *)out->data)[i * cols + c] = (float)v[c];
+      if (f64) ((double *)j->out.data)[i * cols + c] = v[c];
+      else ((float *)j->out.data)[i * cols + c] = (float)v[c];
     }
   }
-  return RDX_OK;
+}
+
+rdx_status rdx_gen_point_queries_bytes(rdx_context *ctx, rdx_dtype dtype, int type, int64_t m, size_t *bytes) {
+  static const char fn[] = "rdx_gen_point_queries";
+  RDX_CHECK(check_point_dtype(ctx, fn, "points", dtype));
+  if (query_columns(type) == 0)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: query type is not 0 to 3 (%d)", fn, type);
+  return rdx_gen_out_bytes(ctx, fn, "m", m, query_columns(type), dtype, bytes);
+}
+
+rdx_status rdx_gen_point_queries(rdx_context *ctx, rdx_array points, int type, int64_t m, double size, uint64_t seed,
+                                 rdx_array *out) {
+  static const char fn[] = "rdx_gen_point_queries";
+  size_t bytes;
+  memset(out, 0, sizeof *out);
+  RDX_CHECK(rdx_array_check(ctx, fn, "points", points));
+  if (points.columns != 2 || points.where == RDX_DEVICE)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: points must be a host (n, 2) array (columns %d)", fn,
+                    (int)points.columns);
+  RDX_CHECK(rdx_gen_point_queries_bytes(ctx, points.dtype, type, m, &bytes));
+  if (!(size >= 0) || !isfinite(size))
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: size must be finite and >= 0 (%g)", fn, size);
+  query_job j = {.points = points, .type = type, .size = size, .box = {0, 0, 1, 1}, .seed = seed};
+  if (points.count > 0) {
+    double *b = j.box;
+    b[0] = b[1] = INFINITY, b[2] = b[3] = -INFINITY;
+    for (int64_t i = 0; i < points.count; i++) {
+      double x = coord(points, 2 * i), y = coord(points, 2 * i + 1);
+      if (x < b[0]) b[0] = x;
+      if (y < b[1]) b[1] = y;
+      if (x > b[2]) b[2] = x;
+      if (y > b[3]) b[3] = y;
+    }
+  }
+  RDX_CHECK(rdx_gen_alloc(ctx, fn, "m", m, query_columns(type), points.dtype, out));
+  j.out = *out;
+  rdx_status st = rdx_parallel_for(ctx, (m + GCHUNK - 1) / GCHUNK, query_task, &j);
+  if (st != RDX_OK) rdx_npy_free(out);
+  return st;
 }

@@ -24,6 +24,26 @@ uint64_t rdx_rng_next(rdx_rng *r);
 uint64_t rdx_rng_below(rdx_rng *r, uint64_t bound);
 /* Uniform in [0, 1). */
 double rdx_rng_double(rdx_rng *r);
+/* The generator of chunk `chunk` of a batch made from `seed`: batches are made in chunks on the
+ * thread pool, each chunk from its own generator, so they depend on the seed only. */
+void rdx_rng_seed_chunk(rdx_rng *r, uint64_t seed, int64_t chunk);
+
+/* ---- a keyed pseudo-random permutation (the key generator's; exposed for its tests) ----
+ * A bijection of [0, last] (last + 1 values, up to 2^64) chosen by a seed: a Feistel network of
+ * RDX_PERM_ROUNDS rounds on the k-bit numbers, 2^k the smallest power of two above last, and
+ * cycle-walking (Black and Rogaway 2002): a result past last is permuted again until it lands in
+ * [0, last]. A Feistel network is a bijection whatever its round function; with four rounds or
+ * more of pseudo-random round functions it is a pseudo-random permutation (Luby and Rackoff
+ * 1988), so the image of any range is a pseudo-random subset in pseudo-random order. The walk
+ * averages under two steps since 2^k <= 2 (last + 1). O(1) memory and time per value. */
+#define RDX_PERM_ROUNDS 6
+typedef struct rdx_perm {
+  uint64_t last;                   /* the largest value permuted: the domain is [0, last] */
+  int bits;                        /* k, 0..64: last < 2^k, and 2^(k-1) <= last when k > 0 */
+  uint64_t keys[RDX_PERM_ROUNDS];  /* round keys, from the seed */
+} rdx_perm;
+void rdx_perm_init(rdx_perm *p, uint64_t last, uint64_t seed);
+uint64_t rdx_perm_at(const rdx_perm *p, uint64_t x); /* x <= last; the result is <= last */
 
 /* Zipf over ranks 1..n with exponent s >= 0 (s = 0 is uniform), by rejection-inversion
  * (Hoermann and Derflinger 1996): exact for every s, O(1) per draw, no table. */
@@ -42,8 +62,10 @@ typedef enum rdx_key_dist {
   RDX_DIST_UNIFORM = 3  /* n distinct keys uniform over the whole width (sparse with u = 100%) */
 } rdx_key_dist;
 
-/* n distinct keys of dtype (u32/u64) in random order, malloc'd host array. uniformity in [0,1]
- * is used by SPARSE only. Row ids are implied: a key's position is its row id. */
+/* n distinct keys of dtype (u32/u64) in random order, malloc'd host array (free with
+ * rdx_npy_free). uniformity in [0,1] is used by SPARSE only. Row ids are implied: a key's position
+ * is its row id. The same seed gives the same keys whatever the thread count; no scratch beyond
+ * the output (see rdx_gen_keys_bytes). */
 rdx_status rdx_gen_keys(rdx_context *ctx, int64_t n, rdx_dtype dtype, rdx_key_dist dist,
                         double uniformity, uint64_t seed, rdx_array *out);
 
@@ -84,6 +106,35 @@ void rdx_gen_points_box(rdx_point_dist dist, double box[4]);
  * (m, 2): near existing points (80%) or anywhere. */
 rdx_status rdx_gen_point_queries(rdx_context *ctx, rdx_array points, int type, int64_t m, double size, uint64_t seed,
                                  rdx_array *out);
+
+/* ---- memory: what a generator needs, known before it runs ----
+ *
+ * Each rdx_gen_*_bytes sets *bytes to the most host bytes the generator holds at once for that
+ * request (its malloc'd output plus its scratch; the inputs the caller holds are not counted),
+ * computed without allocating, so a caller can refuse a request that cannot fit before running
+ * it. They refuse what the generator refuses for its sizes, with the same status and sentence:
+ * a negative count, or one whose bytes do not fit in size_t (RDX_ERR_INVALID_ARGUMENT, the
+ * sentence naming the count and the byte count). They read only counts and dtypes, so a caller
+ * can ask from a .npy header before reading the data. */
+rdx_status rdx_gen_keys_bytes(rdx_context *ctx, int64_t n, rdx_dtype dtype, size_t *bytes);
+/* Inside misses need a sorted copy of the keys (n_keys elements of dtype) and a guide table of
+ * at most n_keys / 64 + 2 entries of 8 bytes; it is counted whenever a miss may be drawn from a
+ * non-empty key set (m > 0, hit_ratio < 1), since misses outside fall back to inside ones when
+ * the keys reach both ends of the width. */
+rdx_status rdx_gen_lookups_bytes(rdx_context *ctx, int64_t n_keys, rdx_dtype dtype, int64_t m, double hit_ratio,
+                                 rdx_miss_kind miss, size_t *bytes);
+rdx_status rdx_gen_ranges_bytes(rdx_context *ctx, rdx_dtype dtype, int64_t m, size_t *bytes);
+rdx_status rdx_gen_points_bytes(rdx_context *ctx, int64_t n, rdx_dtype dtype, size_t *bytes);
+rdx_status rdx_gen_point_queries_bytes(rdx_context *ctx, rdx_dtype dtype, int type, int64_t m, size_t *bytes);
+
+/* The generators' output: count rows of `columns` elements of dtype, malloc'd (rdx_npy_free
+ * frees it). rdx_gen_out_bytes computes its bytes with the overflow-checked helpers and refuses,
+ * as fn, a negative count or one whose bytes do not fit in size_t; rdx_gen_alloc also allocates
+ * (RDX_ERR_HOST_OUT_OF_MEMORY when malloc fails) and leaves *out empty on failure. */
+rdx_status rdx_gen_out_bytes(rdx_context *ctx, const char *fn, const char *what, int64_t count, int columns,
+                             rdx_dtype dtype, size_t *bytes);
+rdx_status rdx_gen_alloc(rdx_context *ctx, const char *fn, const char *what, int64_t count, int columns,
+                         rdx_dtype dtype, rdx_array *out);
 
 #ifdef __cplusplus
 }
