@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,15 @@ static void forget_files(void) {
     free(files[i].tmp);
   }
   n_files = 0;
+}
+
+/* SIGINT, SIGTERM, SIGHUP: remove the temporaries (unlink is async-signal-safe), then die of
+ * the signal as if not caught, so an interrupted command leaves no file behind either. */
+static void on_signal(int sig) {
+  for (int i = 0; i < n_files; i++)
+    if (files[i].written) unlink(files[i].tmp);
+  signal(sig, SIG_DFL);
+  raise(sig);
 }
 
 static void leave(int code) CLI_NORETURN;
@@ -474,6 +484,11 @@ const char *cli_output(cli_args *a, const char *name, int required) {
   }
   snprintf(tmp, t, "%s/.%s.tmp.%ld", dir, base, (long)getpid());
   add_file(name, path, canon, tmp);
+  if (!check_jump) { /* the fuzzer keeps its own handlers */
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
+  }
   return path;
 }
 

@@ -41,6 +41,11 @@ done
 "$rdx" bench --help > "$tmp/out" && grep -q "raydex bench keys" "$tmp/out" && grep -q "raydex bench points" "$tmp/out" ||
   bad "raydex bench --help must show bench keys and bench points"
 "$rdx" --help > "$tmp/out" && for c in info gen keys points bench demo; do grep -q "^  $c " "$tmp/out" || bad "raydex --help lacks $c"; done
+# the defaults the points usage states are the library's (src/spatial/spatial.h)
+def() { sed -n "s/^#define RDX_SP_DEFAULT_$1 \([0-9]*\).*/\1/p" "$src/../src/spatial/spatial.h"; }
+"$rdx" points --help > "$tmp/out"
+grep -q "leaf capacity $(def CAPACITY)" "$tmp/out" && grep -q "depth $(def QT_DEPTH) (quadtree" "$tmp/out" &&
+  grep -q "or $(def KD_DEPTH)" "$tmp/out" || bad "raydex points --help must give the library's defaults"
 # no arguments: the usage on stderr, exit 2
 "$rdx" > /dev/null 2> "$tmp/err"
 [ $? -eq 2 ] && grep -q "^usage: raydex" "$tmp/err" || bad "raydex without a command must exit 2 with the usage on stderr"
