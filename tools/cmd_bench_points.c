@@ -588,9 +588,9 @@ const char cli_bench_points_usage[] =
     "\n"
     "Lists are comma-separated; every combination gives one CSV row on stdout, with a check column\n"
     "(the answers compared with another engine or a fresh build). Defaults: quadtree, bottomup,\n"
-    "uniform f64 points, window queries, the index engine. --build topdown and a list of methods\n"
-    "apply to quadtrees under --exp build; --k to knn; --size (the window side or the radius,\n"
-    "default about 64 points a query on uniform data) to window and within; --brute-max and\n"
+    "uniform f64 points, window queries, the index engine. --build applies to quadtrees, a list of\n"
+    "methods to --exp build only (query and update build with one); --k to knn; --size (the side or\n"
+    "radius, default about 64 points a query on uniform data) to window and within; --brute-max and\n"
     "--cpu-max (the largest batch those engines answer) to their engines; brute needs a GPU.\n"
     "Timings are medians of --reps runs after a warm-up; updates report the mean of --reps batches.\n";
 
