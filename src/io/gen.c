@@ -165,6 +165,7 @@ static inline uint64_t perm_mix(uint64_t half, uint64_t key) {
 void rdx_perm_init(rdx_perm *p, uint64_t last, uint64_t seed) {
   p->last = last;
   p->bits = last ? 64 - __builtin_clzll(last) : 0;
+  p->rounds = p->bits <= 8 ? RDX_PERM_ROUNDS : 6; /* see io.h */
   for (int r = 0; r < RDX_PERM_ROUNDS; r++) p->keys[r] = splitmix64(&seed);
 }
 
@@ -177,7 +178,7 @@ static inline uint64_t feistel_round(uint64_t x, int lo_bits, int hi_bits, uint6
 
 uint64_t rdx_perm_at(const rdx_perm *p, uint64_t x) {
   do {
-    for (int r = 0, lo_bits = p->bits / 2; r < RDX_PERM_ROUNDS; r++, lo_bits = p->bits - lo_bits)
+    for (int r = 0, lo_bits = p->bits / 2; r < p->rounds; r++, lo_bits = p->bits - lo_bits)
       x = feistel_round(x, lo_bits, p->bits - lo_bits, p->keys[r]);
   } while (x > p->last);
   return x;
@@ -189,7 +190,7 @@ uint64_t rdx_perm_at(const rdx_perm *p, uint64_t x) {
  * finish one by one. */
 #define PERM_LANES 16
 static void perm_lanes(const rdx_perm *p, uint64_t *x, int k) {
-  for (int r = 0, lo_bits = p->bits / 2; r < RDX_PERM_ROUNDS; r++, lo_bits = p->bits - lo_bits)
+  for (int r = 0, lo_bits = p->bits / 2; r < p->rounds; r++, lo_bits = p->bits - lo_bits)
     for (int l = 0; l < k; l++) x[l] = feistel_round(x[l], lo_bits, p->bits - lo_bits, p->keys[r]);
   for (int l = 0; l < k; l++)
     if (x[l] > p->last) x[l] = rdx_perm_at(p, x[l]);
