@@ -536,9 +536,12 @@ void cli_need_memory(cli_args *a, const char *name, double bytes) {
   double have = available_memory();
   if (bytes <= have) return;
   int i = find(a, name, 0);
+  const char *value = i >= 0 && i + 1 < a->argc ? a->argv[i + 1] : "(default)";
   char need_s[32], have_s[32];
-  cli_die(CLI_EXIT_BAD_INPUT, "--%s %s needs about %s of memory, more than the %s available here", name,
-          i >= 0 && i + 1 < a->argc ? a->argv[i + 1] : "(default)", cli_bytes(need_s, bytes), cli_bytes(have_s, have));
+  if (!(bytes < (double)RDX_MAX_ARRAY_BYTES))
+    cli_die(CLI_EXIT_BAD_INPUT, "--%s %s needs more memory than an address space holds", name, value);
+  cli_die(CLI_EXIT_BAD_INPUT, "--%s %s needs about %s of memory, more than the %s available here", name, value,
+          cli_bytes(need_s, bytes), cli_bytes(have_s, have));
 }
 
 /* ---- names ---- */

@@ -326,7 +326,7 @@ int cmd_bench(int argc, char **argv) {
               "--kind cgrx, or rx with 64 only");
   for (int i = 0; i < kind_l.n; i++)
     for (int j = 0; j < be_l.n; j++) cli_kind_fits(kinds[i], backends[j], range_op);
-  /* keys with the generator's 16 bytes a key of scratch and the oracle's 32, the largest host
+  /* keys, the lookup generator's sorted copy and the oracle's 32 bytes a key, the largest host
    * build, the CPU's reference index for full checks, and the largest batch with its answers */
   int64_t m_max = 0;
   for (int i = 0; i < n_m; i++) m_max = ms[i] > m_max ? ms[i] : m_max;
@@ -336,7 +336,7 @@ int cmd_bench(int argc, char **argv) {
     full |= check < 0 && backends[j] != RDX_BACKEND_CPU; /* --check full is the default on GPUs */
     for (int i = 0; i < kind_l.n; i++) peak = fmax(peak, cli_index_peak_bytes(kinds[i], nd, backends[j]));
   }
-  double keys_need = nd * (dsize + 16 + (check ? 32 : 0)) + peak + (full ? cli_index_peak_bytes(RDX_KIND_SORTED, nd, RDX_BACKEND_CPU) : 0);
+  double keys_need = nd * (2 * dsize + (check ? 32 : 0)) + peak + (full ? cli_index_peak_bytes(RDX_KIND_SORTED, nd, RDX_BACKEND_CPU) : 0);
   double query_need = (double)m_max * (2 * dsize + 8 * 4);
   cli_need_memory(&a, keys_need >= query_need ? "n" : "lookups", keys_need + query_need);
   cli_args_done(&a);

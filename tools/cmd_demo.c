@@ -43,11 +43,11 @@ int cmd_demo(int argc, char **argv) {
   int64_t mr = cli_int(&a, "ranges", 1, INT64_MAX, (int64_t)1 << 16);
   int64_t width = cli_int(&a, "width", 1, INT64_MAX, (int64_t)1 << 16);
   uint64_t seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 7);
-  /* keys (generated with 16 bytes a key of scratch), the oracle's sorted pairs, the largest
-   * build (rx), the queries and answers, and the range rows uniform keys give on average */
+  /* keys, the lookup generator's sorted copy, the oracle's sorted pairs, the largest build
+   * (rx), the queries and answers, and the range rows uniform keys give on average */
   double dsize = (double)rdx_dtype_size(dtype), nd = (double)n, span = dtype == RDX_U32 ? 0x1p32 : 0x1p64;
   double rows_per_range = (double)width * nd / span < nd ? (double)width * nd / span : nd;
-  cli_need_memory(&a, "n", nd * (dsize + 16 + 32) + cli_index_peak_bytes(RDX_KIND_RX, nd, backend) + (double)m * (dsize + 8) +
+  cli_need_memory(&a, "n", nd * (2 * dsize + 32) + cli_index_peak_bytes(RDX_KIND_RX, nd, backend) + (double)m * (dsize + 8) +
                                (double)mr * (2 * dsize + 16 + 8 * rows_per_range));
   cli_args_done(&a);
   rdx_context *ctx = cli_context(backend);

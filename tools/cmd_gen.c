@@ -2,6 +2,7 @@
  * cmd_gen.c: `raydex gen keys|lookups|ranges`: reproducible data sets as .npy files (usage
  * below, which `raydex gen --help` prints with that of `gen points|point-queries`).
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,11 +74,12 @@ int cmd_gen(int argc, char **argv) {
   cli_applies(&a, "miss", what == 1 && hit < 1, "gen lookups with --hit-ratio below 1");
   cli_applies(&a, "zipf", what == 1 && hit > 0, "gen lookups with --hit-ratio above 0");
   cli_applies(&a, "width", what == 2, "gen ranges");
-  /* The generators' peak: keys hold 16 bytes per key besides the output; lookups sort two
-   * 8-byte copies of the keys and keep 16 bytes of gaps per key (at most one key per 4 bytes). */
-  double out_bytes = (double)n * (what == 2 ? 2 : 1) * (what == 0 ? (dtype == RDX_U64 ? 8 : 4) : 8);
-  double peak = what == 0 ? out_bytes + 16.0 * (double)n : out_bytes + 9.0 * (double)keys_bytes;
-  cli_need_memory(&a, "n", peak);
+  /* the generator's peak (io.h), sized for u64 keys until the keys' file is read, and the keys */
+  size_t peak = 0;
+  rdx_status st = what == 0   ? rdx_gen_keys_bytes(NULL, n, dtype, &peak)
+                  : what == 1 ? rdx_gen_lookups_bytes(NULL, keys_bytes / 8, RDX_U64, n, hit, miss, &peak)
+                              : rdx_gen_ranges_bytes(NULL, RDX_U64, n, &peak);
+  cli_need_memory(&a, "n", st == RDX_OK ? (double)peak + (double)keys_bytes : HUGE_VAL);
   cli_args_done(&a);
 
   rdx_context *ctx = cli_context(RDX_BACKEND_CPU);

@@ -21,7 +21,6 @@ const char cli_gen_points_usage[] =
     "window side or the radius, in the points' units (default 1% of the box's larger side). The same\n"
     "seed (default 42) gives the same file.\n";
 
-static const int type_columns[] = {2, 4, 3, 2};
 
 /* 1% of the larger side of the points' bounding box (1% of 1 for an empty or single point). */
 static double default_size(rdx_array p) {
@@ -55,9 +54,11 @@ int cmd_gen_points(int argc, char **argv) {
   cli_applies(&a, "dtype", !queries, "gen points (queries take the points' dtype)");
   cli_applies(&a, "type", queries, "gen point-queries");
   cli_applies(&a, "size", queries && (type == 1 || type == 2), "gen point-queries --type window or within");
-  /* the output (at most 8 bytes a coordinate) twice over, and the points read */
-  double out_bytes = (double)n * 8 * (queries ? type_columns[type] : 2);
-  cli_need_memory(&a, "n", 2 * out_bytes + (double)points_bytes);
+  /* the generator's peak (io.h), sized for f64 points until the points' file is read, and the
+   * points */
+  size_t peak = 0;
+  rdx_status st = queries ? rdx_gen_point_queries_bytes(NULL, RDX_F64, type, n, &peak) : rdx_gen_points_bytes(NULL, n, dtype, &peak);
+  cli_need_memory(&a, "n", st == RDX_OK ? (double)peak + (double)points_bytes : HUGE_VAL);
   cli_args_done(&a);
 
   rdx_context *ctx = cli_context(RDX_BACKEND_CPU);
