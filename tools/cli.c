@@ -460,6 +460,8 @@ const char *cli_output(cli_args *a, const char *name, int required) {
   if (!exists && errno != ENOENT) cli_die(CLI_EXIT_BAD_INPUT, "--%s %s cannot be checked: %s", name, path, strerror(errno));
   if (exists && S_ISDIR(st.st_mode)) cli_die(CLI_EXIT_BAD_INPUT, "--%s %s is a directory, not a file", name, path);
   if (exists && !S_ISREG(st.st_mode)) cli_die(CLI_EXIT_BAD_INPUT, "--%s %s is not a regular file", name, path);
+  /* the rename would replace a read-only file that writing in place could not change */
+  if (exists && access(path, W_OK) != 0) cli_die(CLI_EXIT_BAD_INPUT, "--%s %s is not writable", name, path);
   /* the directory: "/" for /x, "." for x; canonical for comparison, as given for the temporary */
   size_t dir_len = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
   char dir[4096];
