@@ -222,10 +222,11 @@ static rdx_status check_offsets(rdx_context *ctx, const char *fn, const rdx_inde
   rdx_location loc = rdx_compute_location(ctx);
   uint64_t lo = 0, hi = 0, count = 0;
   RDX_CHECK(read_u64(ctx, offsets, loc, 0, &lo));
-  if (lo != 0) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets[0] is %llu, not 0", fn, (unsigned long long)lo);
+  if (lo != 0)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets[0] is %llu, not 0", fn, (unsigned long long)lo);
   uint64_t *counts = NULL;
   int64_t bad = -1;
-  rdx_status st;
+  rdx_status st = RDX_OK;
   RDX_CHECK(rdx_mem_alloc(ctx, fn, (void **)&counts, (size_t)n * 8, loc));
   rdx_key_op count_op = op == RDX_KEY_LOOKUP_FILL ? RDX_KEY_LOOKUP_COUNT : RDX_KEY_RANGE_COUNT;
   RDX_CHECK_GOTO(idx->ops == NULL ? rdx_fill_u64(ctx, counts, n, 0)
@@ -240,8 +241,9 @@ static rdx_status check_offsets(rdx_context *ctx, const char *fn, const rdx_inde
   RDX_CHECK_GOTO(read_u64(ctx, offsets, loc, bad + 1, &hi), st, done);
   RDX_CHECK_GOTO(read_u64(ctx, counts, loc, bad, &count), st, done);
   if (hi < lo)
-    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets descend at query %lld (offsets[%lld] = %llu > offsets[%lld] = %llu)",
-                  fn, (long long)bad, (long long)bad, (unsigned long long)lo, (long long)bad + 1, (unsigned long long)hi);
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                  "%s: offsets descend at query %lld (offsets[%lld] = %llu > offsets[%lld] = %llu)", fn,
+                  (long long)bad, (long long)bad, (unsigned long long)lo, (long long)bad + 1, (unsigned long long)hi);
   else
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
                   "%s: offsets do not match this batch's counts (query %lld has %llu rows, offsets give %llu)", fn,
