@@ -14,7 +14,8 @@
  * hits must be keys. Checked against a sorted copy of the keys on sparse, uniform, clustered and
  * tiny key sets, u32 and u64, with duplicates; dense key sets (no inside miss exists) must fail
  * with RDX_ERR_INVALID_ARGUMENT and say so. The inside misses are uniform over the absent values
- * (a chi-square-free check: each of two gaps gets its share within 6 sigma).
+ * (a chi-square-free check: each of two gaps gets its share within 6 sigma). Ranges start at a
+ * key, each key about as often, and end width - 1 above it or at the top of the width.
  *
  * Every generator's output depends on the seed only: one thread and four give the same bytes.
  * Sizes: a negative count and one whose bytes overflow (2^61 u64 keys) are refused with
@@ -459,6 +460,34 @@ int main(int argc, char **argv) {
       rdx_npy_free(&pts);
     }
   }
+  CASE(gen_ranges_bounds);
+  for (int dt = 0; dt < 2; dt++) {
+    /* lo a key, hi = lo + width - 1 clamped at the top of the width; each key drawn */
+    rdx_dtype dtype = dt ? RDX_U64 : RDX_U32;
+    uint64_t top = dt ? UINT64_MAX : UINT32_MAX, width = 1000;
+    uint64_t v[] = {top, 5, top - 998, top - 999, 0, 123456};
+    rdx_array keys = host_keys(dtype, v, 6), r;
+    int64_t m = 60000, seen[6] = {0};
+    CHECK_OK(ctx, rdx_gen_ranges(ctx, keys, m, width, check_rand_(), &r));
+    CHECK_EQ(r.columns, 2);
+    for (int64_t i = 0; r.data && i < m; i++) {
+      uint64_t lo = at(r, 2 * i), hi = at(r, 2 * i + 1);
+      int k = 0;
+      while (k < 6 && v[k] != lo) k++;
+      if (k == 6 || hi != (top - lo < width - 1 ? top : lo + width - 1)) {
+        CHECK_FAIL_("range %lld is [%llu, %llu]", (long long)i, (unsigned long long)lo, (unsigned long long)hi);
+        break;
+      }
+      seen[k]++;
+    }
+    for (int k = 0; k < 6; k++) CHECK(seen[k] > m / 6 - 1000 && seen[k] < m / 6 + 1000);
+    rdx_npy_free(&r);
+    CHECK_STATUS(ctx, rdx_gen_ranges(ctx, keys, 10, 0, 1, &r), RDX_ERR_INVALID_ARGUMENT);
+    keys.count = 0;
+    CHECK_STATUS(ctx, rdx_gen_ranges(ctx, keys, 10, 5, 1, &r), RDX_ERR_INVALID_ARGUMENT);
+    CHECK(r.data == NULL);
+    free((void *)keys.data);
+  }
   CASE(gen_sizes_refused);
   {
     rdx_array out, keys, pts;
@@ -496,6 +525,11 @@ int main(int argc, char **argv) {
                   "hit ratio is not in [0, 1] (1.5)");
     check_refused(ctx, rdx_gen_lookups_bytes(ctx, -1, RDX_U32, 10, 0.5, RDX_MISS_INSIDE, &bytes), &out,
                   "keys.count is negative (-1)");
+    /* without a context: the status alone */
+    CHECK_EQ(rdx_gen_keys_bytes(NULL, (int64_t)1 << 61, RDX_U64, &bytes), RDX_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rdx_gen_points_bytes(NULL, -1, RDX_F64, &bytes), RDX_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rdx_gen_keys_bytes(NULL, 10, RDX_U64, &bytes), RDX_OK);
+    CHECK_EQ(bytes, 80);
   }
   CASE(gen_bytes);
   {

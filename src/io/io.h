@@ -119,7 +119,8 @@ rdx_status rdx_gen_point_queries(rdx_context *ctx, rdx_array points, int type, i
  * it. They refuse what the generator refuses for its sizes, with the same status and sentence:
  * a negative count, or one whose bytes do not fit in size_t (RDX_ERR_INVALID_ARGUMENT, the
  * sentence naming the count and the byte count). They read only counts and dtypes, so a caller
- * can ask from a .npy header before reading the data. */
+ * can ask from a .npy header before reading the data, and need no context: with ctx NULL they
+ * return the status alone. */
 rdx_status rdx_gen_keys_bytes(rdx_context *ctx, int64_t n, rdx_dtype dtype, size_t *bytes);
 /* Inside misses need a sorted copy of the keys (n_keys elements of dtype) and a guide table of
  * at most n_keys / 64 + 2 entries of 8 bytes; it is counted whenever a miss may be drawn from a
