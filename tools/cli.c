@@ -139,6 +139,7 @@ const char *cli_message(void) { return message; }
 void cli_report(const char *fmt, ...) {
   if (quiet || check_jump) return;
   cli_progress_clear();
+  fflush(stdout); /* what the command printed comes first, also when stdout is a pipe */
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "%s: ", command);
