@@ -1,6 +1,6 @@
 /*
  * cgrx.h: the cgrx kind's state, shared by its CPU (cgrx.c), CUDA (cgrx.cu) and OptiX
- * (src/rt/optix/) code, and the internal entry points the tests use to build scenes with the
+ * (src/keys/optix/) code, and the internal entry points the tests use to build scenes with the
  * paper's versions of the construction (RDX_CGRX_PAPER_*). See cgrx_hd.h for the geometry.
  */
 #ifndef RDX_CGRX_H
@@ -30,7 +30,7 @@ void rdx_cgrx_plan(rdx_cgrx_impl *x, const rdx_build_options *o);
 rdx_status rdx_cgrx_scene_cpu(rdx_context *ctx, rdx_cgrx_impl *x, unsigned quirks, int morton);
 void rdx_cgrx_impl_free(rdx_context *ctx, rdx_cgrx_impl *x);
 
-/* The queries of an OPTIX-built index (src/rt/optix/optix_keys.cu): LOOKUP and the COUNT ops write
+/* The queries of an OPTIX-built index (src/keys/optix/rx_cgrx.cu): LOOKUP and the COUNT ops write
  * out; the FILL ops write each query's span (the copy is cgrx.cu's). *broken (device int) is set
  * when a ray sequence ends without an answer. */
 rdx_status rdx_cgrx_optix_query(rdx_context *ctx, const rdx_cgrx_impl *x, rdx_dtype dt, int op, const void *q,

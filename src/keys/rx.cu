@@ -2,7 +2,7 @@
  * rx.cu: the rx kind on the GPU: the soft BVH (CUDA contexts) or an OptiX GAS (OPTIX contexts),
  * built from keys in device memory; lookups one thread (soft) or one OptiX launch index per query.
  * The geometry, rays and hit program are rx_hd.h's, shared with the CPU and with the OptiX
- * programs (src/rt/optix/programs.cu).
+ * programs (src/keys/optix/programs.cu).
  */
 #include <cub/cub.cuh>
 

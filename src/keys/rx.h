@@ -1,5 +1,5 @@
 /*
- * rx.h: the rx kind's state, shared by its CPU (rx.c), CUDA (rx.cu) and OptiX (src/rt/optix/)
+ * rx.h: the rx kind's state, shared by its CPU (rx.c), CUDA (rx.cu) and OptiX (src/keys/optix/)
  * code. See rx_hd.h for the geometry.
  */
 #ifndef RDX_RX_H
@@ -37,7 +37,7 @@ typedef struct rdx_rx_impl {
 
 void rdx_rx_impl_free(rdx_context *ctx, rdx_rx_impl *x);
 rdx_status rdx_rx_facts_from_sorted_cpu(rdx_context *ctx, const rdx_entries *e, rdx_rx_impl *x);
-/* The queries of an OPTIX-built index (src/rt/optix/optix_keys.cu): op's outputs as the soft
+/* The queries of an OPTIX-built index (src/keys/optix/rx_cgrx.cu): op's outputs as the soft
  * kernels write them (rows of fills in traversal order). */
 rdx_status rdx_rx_optix_query(rdx_context *ctx, const rdx_rx_impl *x, rdx_dtype dt, int op, const void *q, int64_t n,
                               uint64_t *out, uint64_t *rows);

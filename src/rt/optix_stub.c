@@ -3,8 +3,6 @@
  * src/rt/optix/, compiled when CMake finds RAYDEX_OPTIX_DIR/include/optix.h). An OPTIX context
  * cannot be created in such a build, so the rest is never reached.
  */
-#include "keys/cgrx.h"
-#include "keys/rx.h"
 #include "rt/rt.h"
 
 #ifndef RDX_HAVE_OPTIX
@@ -34,15 +32,10 @@ rdx_status rdx_optix_trace(rdx_context *ctx, const rdx_optix_gas *g, const rdx_r
   return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "rdx_rt_trace: OptiX is not built");
 }
 
-rdx_status rdx_rx_optix_query(rdx_context *ctx, const rdx_rx_impl *x, rdx_dtype dt, int op, const void *q, int64_t n,
-                              uint64_t *out, uint64_t *rows) {
-  (void)x, (void)dt, (void)op, (void)q, (void)n, (void)out, (void)rows;
-  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "rx: OptiX is not built");
-}
-rdx_status rdx_cgrx_optix_query(rdx_context *ctx, const rdx_cgrx_impl *x, rdx_dtype dt, int op, const void *q,
-                                int64_t n, uint64_t *out, const uint64_t *offsets, rdx_cgrx_span *spans, int *broken) {
-  (void)x, (void)dt, (void)op, (void)q, (void)n, (void)out, (void)offsets, (void)spans, (void)broken;
-  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "cgrx: OptiX is not built");
+rdx_status rdx_optix_launch(rdx_context *ctx, const rdx_optix_program *prog, const rdx_optix_gas *g,
+                            void *params, size_t bytes, int64_t n) {
+  (void)g, (void)params, (void)bytes, (void)n;
+  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: OptiX is not built", prog->name);
 }
 
 #else

@@ -142,6 +142,31 @@ rdx_status rdx_optix_trace(rdx_context *ctx, const rdx_optix_gas *g, const rdx_r
                            rdx_rt_mode mode, rdx_rt_hit *hits, uint64_t *counts,
                            const uint64_t *offsets, uint32_t *ids);
 
+/* A module's OptiX programs, one pipeline (DESIGN.md §4: each module's programs live in that
+ * module; rt runs them). The module compiles its programs.cu to OptiX-IR and embeds it
+ * (cmake/optix.cmake's rdx_optix_embed); rt makes one OptiX module per IR and one pipeline per
+ * program set, on first use, once per context. The IR must define __miss__rdx and
+ * __intersection__box (RDX_OPTIX_SHARED_PROGRAMS in rt/optix/device.cuh), use at most 7 payload
+ * and 2 attribute values, and read its launch parameters from a __constant__ named `params` whose
+ * struct begins with rdx_optix_base (rt/optix/launch.h). The object must outlive the context's
+ * use of it (a static const): pipelines are found by its address. */
+typedef struct rdx_optix_program {
+  const char *name;            /* for messages, e.g. "rx" */
+  const unsigned char *ir;     /* the embedded OptiX-IR */
+  size_t ir_bytes;
+  const char *raygen;          /* entry names; anyhit and closesthit may be NULL */
+  const char *anyhit;
+  const char *closesthit;
+} rdx_optix_program;
+/* Launch prog over queries [0, n) of the batch on the scene g, on the context's stream, and wait
+ * for it. params (bytes of it, at most 512) is the program's parameter struct: rt sets its
+ * rdx_optix_base (GAS handle, primitive map, boxes, n, and the offset of each launch of up to
+ * 2^30 queries) and copies it to the device; the rest is the caller's. RDX_ERR_OPTIX when a
+ * pipeline cannot be made or a launch fails, RDX_ERR_CUDA for the copies, RDX_ERR_INTERNAL for a
+ * parameter size out of range or more program sets than a context holds (8, from 4 IR blobs). */
+rdx_status rdx_optix_launch(rdx_context *ctx, const rdx_optix_program *prog, const rdx_optix_gas *g,
+                            void *params, size_t bytes, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif

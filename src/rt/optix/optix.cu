@@ -1,8 +1,10 @@
 /*
- * optix.cu: the OptiX backend's host side: loading OptiX (optixInit, the runtime of the NVIDIA
- * driver), the context's OptiX device context, the module made from the embedded OptiX-IR, one
- * pipeline per hit program (made on first use), the compacted GAS, and the launches of
- * rdx_rt_trace, rx and cgrx, all on the context's stream.
+ * optix.cu: the OptiX backend's host side, which knows nothing of its users: loading OptiX
+ * (optixInit, the runtime of the NVIDIA driver), the context's OptiX device context, modules made
+ * from embedded OptiX-IR, one pipeline per rdx_optix_program (both made on first use), the
+ * compacted GAS, the launch helper, and rdx_rt_trace's own pipeline (programs.cu), all on the
+ * context's stream. A module's programs live in that module (DESIGN.md §4); it hands rt their
+ * IR and entry names and its launch parameters, which begin with rdx_optix_base.
  *
  * Memory: GAS buffers, id maps and scratch go through the context's memory account. The few
  * hundred bytes of shader binding tables and the launch-parameter buffer are context state, like
@@ -12,9 +14,9 @@
  * with a map from GAS primitive to input index, so OptiX and the soft builders skip exactly the
  * same primitives whatever OptiX itself does with NaN vertices.
  *
- * Build flags: ALLOW_COMPACTION (then compacted, as the RX paper does: 44% smaller) and
- * PREFER_FAST_TRACE (static scenes; the papers leave it unset, see the digest). Geometry flag
- * REQUIRE_SINGLE_ANYHIT_CALL, so every triangle reaches the any-hit program at most once.
+ * Build flags: ALLOW_COMPACTION (then compacted, as the RX paper does) and PREFER_FAST_TRACE
+ * (the scenes are static). Geometry flag REQUIRE_SINGLE_ANYHIT_CALL, so every triangle reaches
+ * the any-hit program at most once.
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,7 +31,7 @@
 #include <optix_stack_size.h>
 
 #include "core/cuda_util.cuh"
-#include "rdx_optix_ir.h"
+#include "rdx_rt_optix_ir.h"
 #include "rt/bvh_hd.h"
 #include "rt/optix/launch.h"
 
@@ -58,6 +60,7 @@ struct sbt_record {
 };
 
 struct pipe_state {
+  const rdx_optix_program *prog; /* the program set this pipeline runs (NULL: slot free) */
   OptixPipeline pipeline;
   OptixProgramGroup groups[4]; /* raygen, miss, hit (triangles), hit (boxes) */
   int n_groups;
@@ -65,13 +68,20 @@ struct pipe_state {
   OptixShaderBindingTable sbt;
 };
 
+struct module_state {
+  const unsigned char *ir;     /* the embedded OptiX-IR it was made from (NULL: slot free) */
+  OptixModule module;
+};
+
+/* Program sets and IR blobs a context can hold: rt's one, and a few per user module. */
+enum { MAX_PIPES = 8, MAX_MODULES = 4, MAX_PARAMS = 512 };
+
 struct state {
   OptixDeviceContext dc;
-  OptixModule module;
   OptixPipelineCompileOptions pco;
-  pipe_state pipes[RDX_OPTIX_N_PIPES];
-  int made[RDX_OPTIX_N_PIPES];
-  CUdeviceptr d_params;
+  module_state modules[MAX_MODULES];
+  pipe_state pipes[MAX_PIPES];
+  CUdeviceptr d_params;        /* MAX_PARAMS bytes */
   unsigned max_prims;
 };
 
@@ -93,72 +103,78 @@ void log_cb(unsigned level, const char *tag, const char *message, void *user) {
 
 state *st_of(rdx_context *ctx) { return (state *)ctx->optix; }
 
-const char *entry_names[RDX_OPTIX_N_PIPES][5] = {
-    /* raygen, anyhit, closesthit (triangles and boxes), intersection (boxes) */
-    {"__raygen__generic", "__anyhit__generic", "__closesthit__generic", "__intersection__box", NULL},
-    {"__raygen__rx", "__anyhit__rx", "__closesthit__rx", "__intersection__box", NULL},
-    {"__raygen__cgrx", NULL, "__closesthit__cgrx", "__intersection__box", NULL},
-};
-
-/* The module from the embedded OptiX-IR, on first use (OptiX compiles it for this GPU, then
+/* The module of an embedded OptiX-IR, made on first use (OptiX compiles it for this GPU, then
  * keeps it in its disk cache): contexts that never trace pay nothing. */
-rdx_status make_module(rdx_context *ctx) {
+rdx_status get_module(rdx_context *ctx, const rdx_optix_program *prog, OptixModule *out) {
   state *s = st_of(ctx);
+  module_state *free_slot = NULL;
+  for (int i = 0; i < MAX_MODULES; i++) {
+    if (s->modules[i].ir == prog->ir) {
+      *out = s->modules[i].module;
+      return RDX_OK;
+    }
+    if (s->modules[i].ir == NULL && free_slot == NULL) free_slot = &s->modules[i];
+  }
+  if (free_slot == NULL)
+    return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_optix: more than %d OptiX-IR modules (%s)", MAX_MODULES, prog->name);
   OptixModuleCompileOptions mco = {};
   mco.maxRegisterCount = OPTIX_COMPILE_DEFAULT_MAX_REGISTER_COUNT;
   mco.optLevel = OPTIX_COMPILE_OPTIMIZATION_DEFAULT;
   mco.debugLevel = OPTIX_COMPILE_DEBUG_LEVEL_MINIMAL;
   char log[2048];
   size_t log_size = sizeof log;
-  OptixResult r = optixModuleCreate(s->dc, &mco, &s->pco, (const char *)rdx_optix_ir, (size_t)rdx_optix_ir_size, log,
-                                    &log_size, &s->module);
+  OptixResult r = optixModuleCreate(s->dc, &mco, &s->pco, (const char *)prog->ir, prog->ir_bytes, log, &log_size,
+                                    &free_slot->module);
   if (r != OPTIX_SUCCESS)
-    return rdx_fail(ctx, RDX_ERR_OPTIX, "rdx_optix: optixModuleCreate: %s (%s)", optixGetErrorName(r), log);
+    return rdx_fail(ctx, RDX_ERR_OPTIX, "rdx_optix: optixModuleCreate (%s): %s (%s)", prog->name, optixGetErrorName(r),
+                    log);
+  free_slot->ir = prog->ir;
+  *out = free_slot->module;
   return RDX_OK;
 }
 
-rdx_status make_pipe(rdx_context *ctx, int which) {
+rdx_status make_pipe(rdx_context *ctx, const rdx_optix_program *prog, pipe_state *p) {
   state *s = st_of(ctx);
-  pipe_state *p = &s->pipes[which];
-  if (s->module == NULL) RDX_CHECK(make_module(ctx));
+  OptixModule module = NULL;
+  RDX_CHECK(get_module(ctx, prog, &module));
   char log[2048];
   size_t log_size;
   OptixProgramGroupOptions pgo = {};
   OptixProgramGroupDesc d[4];
   memset(d, 0, sizeof d);
   d[0].kind = OPTIX_PROGRAM_GROUP_KIND_RAYGEN;
-  d[0].raygen.module = s->module;
-  d[0].raygen.entryFunctionName = entry_names[which][0];
+  d[0].raygen.module = module;
+  d[0].raygen.entryFunctionName = prog->raygen;
   d[1].kind = OPTIX_PROGRAM_GROUP_KIND_MISS;
-  d[1].miss.module = s->module;
+  d[1].miss.module = module;
   d[1].miss.entryFunctionName = "__miss__rdx";
   for (int h = 2; h < 4; h++) {
     d[h].kind = OPTIX_PROGRAM_GROUP_KIND_HITGROUP;
-    if (entry_names[which][1]) {
-      d[h].hitgroup.moduleAH = s->module;
-      d[h].hitgroup.entryFunctionNameAH = entry_names[which][1];
+    if (prog->anyhit) {
+      d[h].hitgroup.moduleAH = module;
+      d[h].hitgroup.entryFunctionNameAH = prog->anyhit;
     }
-    if (entry_names[which][2]) {
-      d[h].hitgroup.moduleCH = s->module;
-      d[h].hitgroup.entryFunctionNameCH = entry_names[which][2];
+    if (prog->closesthit) {
+      d[h].hitgroup.moduleCH = module;
+      d[h].hitgroup.entryFunctionNameCH = prog->closesthit;
     }
     if (h == 3) {
-      d[h].hitgroup.moduleIS = s->module;
-      d[h].hitgroup.entryFunctionNameIS = entry_names[which][3];
+      d[h].hitgroup.moduleIS = module;
+      d[h].hitgroup.entryFunctionNameIS = "__intersection__box";
     }
   }
   log_size = sizeof log;
   OptixResult r = optixProgramGroupCreate(s->dc, d, 4, &pgo, log, &log_size, p->groups);
   if (r != OPTIX_SUCCESS)
-    return rdx_fail(ctx, RDX_ERR_OPTIX, "rdx_optix: program groups of pipeline %d: %s (%s)", which, optixGetErrorName(r),
-                    log);
+    return rdx_fail(ctx, RDX_ERR_OPTIX, "rdx_optix: program groups of pipeline %s: %s (%s)", prog->name,
+                    optixGetErrorName(r), log);
   p->n_groups = 4;
   OptixPipelineLinkOptions plo = {};
   plo.maxTraceDepth = 1;
   log_size = sizeof log;
   r = optixPipelineCreate(s->dc, &s->pco, &plo, p->groups, 4, log, &log_size, &p->pipeline);
   if (r != OPTIX_SUCCESS)
-    return rdx_fail(ctx, RDX_ERR_OPTIX, "rdx_optix: pipeline %d: %s (%s)", which, optixGetErrorName(r), log);
+    return rdx_fail(ctx, RDX_ERR_OPTIX, "rdx_optix: pipeline %s: %s (%s)", prog->name, optixGetErrorName(r), log);
   OptixStackSizes ss = {};
   for (int g = 0; g < 4; g++) RDX_OPTIX(ctx, optixUtilAccumulateStackSizes(p->groups[g], &ss, p->pipeline), "rdx_optix: stack sizes");
   unsigned dc_trav = 0, dc_state = 0, cont = 0;
@@ -177,33 +193,26 @@ rdx_status make_pipe(rdx_context *ctx, int which) {
   p->sbt.hitgroupRecordBase = p->sbt_buffer + 2 * sizeof(sbt_record);
   p->sbt.hitgroupRecordStrideInBytes = sizeof(sbt_record);
   p->sbt.hitgroupRecordCount = 1;
-  s->made[which] = 1;
+  p->prog = prog;
   return RDX_OK;
 }
 
-/* Launch pipeline `which` over n queries with params (offset and n set here), on the stream. */
-rdx_status launch(rdx_context *ctx, int which, const rdx_optix_gas *g, rdx_optix_params *prm, int64_t n) {
+/* The pipeline of prog, made on first use. A failed make leaves the slot free (its OptiX
+ * objects, if any, are destroyed with the context). */
+rdx_status get_pipe(rdx_context *ctx, const rdx_optix_program *prog, pipe_state **out) {
   state *s = st_of(ctx);
-  if (s == NULL) return rdx_fail(ctx, RDX_ERR_MISUSE, "rdx_optix: the context has no OptiX state");
-  if (!s->made[which]) RDX_CHECK(make_pipe(ctx, which));
-  pipe_state *p = &s->pipes[which];
-  OptixShaderBindingTable sbt = p->sbt;
-  if (g->kind == RDX_RT_AABBS) sbt.hitgroupRecordBase += sizeof(sbt_record);
-  prm->handle = g->handle;
-  prm->ids = g->ids;
-  prm->aabbs = g->aabbs;
-  prm->n = n;
-  cudaStream_t st = rdx_stream(ctx);
-  const int64_t chunk = (int64_t)1 << 30; /* OptiX: width * height * depth <= 2^30 */
-  for (int64_t off = 0; off < n; off += chunk) {
-    prm->offset = off;
-    unsigned w = (unsigned)(n - off < chunk ? n - off : chunk);
-    /* stream-ordered: the copy waits for the previous launch, the launch for the copy */
-    RDX_CUDA(ctx, cudaMemcpyAsync((void *)s->d_params, prm, sizeof *prm, cudaMemcpyHostToDevice, st), "rdx_optix: params");
-    RDX_OPTIX(ctx, optixLaunch(p->pipeline, (CUstream)st, s->d_params, sizeof *prm, &sbt, w, 1, 1), "rdx_optix: launch");
+  pipe_state *free_slot = NULL;
+  for (int i = 0; i < MAX_PIPES; i++) {
+    if (s->pipes[i].prog == prog) {
+      *out = &s->pipes[i];
+      return RDX_OK;
+    }
+    if (s->pipes[i].prog == NULL && s->pipes[i].n_groups == 0 && free_slot == NULL) free_slot = &s->pipes[i];
   }
-  /* the host's params struct is reused by the next launch: wait for the copies */
-  RDX_CUDA(ctx, cudaStreamSynchronize(st), "rdx_optix: launch");
+  if (free_slot == NULL)
+    return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_optix: more than %d pipelines (%s)", MAX_PIPES, prog->name);
+  RDX_CHECK(make_pipe(ctx, prog, free_slot));
+  *out = free_slot;
   return RDX_OK;
 }
 
@@ -259,7 +268,7 @@ extern "C" rdx_status rdx_optix_context_init(rdx_context *ctx) {
   s->pco.exceptionFlags = OPTIX_EXCEPTION_FLAG_NONE;
   s->pco.pipelineLaunchParamsVariableName = "params";
   s->pco.usesPrimitiveTypeFlags = OPTIX_PRIMITIVE_TYPE_FLAGS_TRIANGLE | OPTIX_PRIMITIVE_TYPE_FLAGS_CUSTOM;
-  RDX_CUDA(ctx, cudaMalloc((void **)&s->d_params, sizeof(rdx_optix_params)), "rdx_context_create: OptiX parameters");
+  RDX_CUDA(ctx, cudaMalloc((void **)&s->d_params, MAX_PARAMS), "rdx_context_create: OptiX parameters");
   return RDX_OK;
 }
 
@@ -267,18 +276,51 @@ extern "C" void rdx_optix_context_fini(rdx_context *ctx) {
   state *s = st_of(ctx);
   if (s == NULL) return;
   if (ctx->stream) cudaStreamSynchronize(rdx_stream(ctx));
-  for (int p = 0; p < RDX_OPTIX_N_PIPES; p++) {
+  for (int p = 0; p < MAX_PIPES; p++) {
     if (s->pipes[p].pipeline) optixPipelineDestroy(s->pipes[p].pipeline);
     for (int g = 0; g < s->pipes[p].n_groups; g++)
       if (s->pipes[p].groups[g]) optixProgramGroupDestroy(s->pipes[p].groups[g]);
     if (s->pipes[p].sbt_buffer) cudaFree((void *)s->pipes[p].sbt_buffer);
   }
-  if (s->module) optixModuleDestroy(s->module);
+  for (int m = 0; m < MAX_MODULES; m++)
+    if (s->modules[m].module) optixModuleDestroy(s->modules[m].module);
   if (s->dc) optixDeviceContextDestroy(s->dc);
   if (s->d_params) cudaFree((void *)s->d_params);
   (void)cudaGetLastError();
   free(s);
   ctx->optix = NULL;
+}
+
+/* ---- launches ---- */
+
+extern "C" rdx_status rdx_optix_launch(rdx_context *ctx, const rdx_optix_program *prog, const rdx_optix_gas *g,
+                                       void *params, size_t bytes, int64_t n) {
+  state *s = st_of(ctx);
+  if (s == NULL) return rdx_fail(ctx, RDX_ERR_MISUSE, "rdx_optix: the context has no OptiX state");
+  if (bytes < sizeof(rdx_optix_base) || bytes > MAX_PARAMS)
+    return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_optix: %s: launch parameters of %zu bytes (%zu..%d)", prog->name, bytes,
+                    sizeof(rdx_optix_base), (int)MAX_PARAMS);
+  pipe_state *p = NULL;
+  RDX_CHECK(get_pipe(ctx, prog, &p));
+  OptixShaderBindingTable sbt = p->sbt;
+  if (g->kind == RDX_RT_AABBS) sbt.hitgroupRecordBase += sizeof(sbt_record);
+  rdx_optix_base *b = (rdx_optix_base *)params;
+  b->handle = g->handle;
+  b->ids = g->ids;
+  b->aabbs = g->aabbs;
+  b->n = n;
+  cudaStream_t st = rdx_stream(ctx);
+  const int64_t chunk = (int64_t)1 << 30; /* OptiX: width * height * depth <= 2^30 */
+  for (int64_t off = 0; off < n; off += chunk) {
+    b->offset = off;
+    unsigned w = (unsigned)(n - off < chunk ? n - off : chunk);
+    /* stream-ordered: the copy waits for the previous launch, the launch for the copy */
+    RDX_CUDA(ctx, cudaMemcpyAsync((void *)s->d_params, params, bytes, cudaMemcpyHostToDevice, st), "rdx_optix: params");
+    RDX_OPTIX(ctx, optixLaunch(p->pipeline, (CUstream)st, s->d_params, bytes, &sbt, w, 1, 1), "rdx_optix: launch");
+  }
+  /* the caller's params struct may be reused or gone once this returns: wait for the copies */
+  RDX_CUDA(ctx, cudaStreamSynchronize(st), "rdx_optix: launch");
+  return RDX_OK;
 }
 
 /* ---- GAS ---- */
@@ -437,7 +479,11 @@ extern "C" int64_t rdx_optix_gas_bytes(const rdx_optix_gas *g) {
   return (int64_t)g->bytes + (g->ids ? g->n_active * 4 : 0) + g->n_active * w;
 }
 
-/* ---- launches ---- */
+/* ---- rdx_rt_trace's pipeline ---- */
+
+static const rdx_optix_program generic_program = {
+    "generic", rdx_rt_optix_ir, sizeof rdx_rt_optix_ir, "__raygen__generic", "__anyhit__generic", "__closesthit__generic",
+};
 
 extern "C" rdx_status rdx_optix_trace(rdx_context *ctx, const rdx_optix_gas *g, const rdx_ray *rays, int64_t n,
                                       rdx_rt_mode mode, rdx_rt_hit *hits, uint64_t *counts, const uint64_t *offsets,
@@ -451,7 +497,7 @@ extern "C" rdx_status rdx_optix_trace(rdx_context *ctx, const rdx_optix_gas *g, 
     }
     return rdx_cuda_sync(ctx, "rdx_rt_trace");
   }
-  rdx_optix_params p;
+  rdx_rt_optix_params p;
   memset(&p, 0, sizeof p);
   p.op = (int)mode;
   p.rays = rays;
@@ -459,40 +505,7 @@ extern "C" rdx_status rdx_optix_trace(rdx_context *ctx, const rdx_optix_gas *g, 
   p.counts = counts;
   p.offsets = offsets;
   p.out_ids = ids;
-  RDX_CHECK(launch(ctx, RDX_OPTIX_PIPE_GENERIC, g, &p, n));
+  RDX_CHECK(rdx_optix_launch(ctx, &generic_program, g, &p, sizeof p, n));
   if (mode == RDX_RT_ALL_HITS && ids != NULL) RDX_CHECK(rdx_rt_sort_ids_cuda(ctx, offsets, n, ids));
   return RDX_OK;
-}
-
-extern "C" rdx_status rdx_rx_optix_query(rdx_context *ctx, const rdx_rx_impl *x, rdx_dtype dt, int op, const void *q,
-                                         int64_t n, uint64_t *out, uint64_t *rows) {
-  const rdx_optix_gas *g = x->scene.gas;
-  rdx_optix_params p;
-  memset(&p, 0, sizeof p);
-  p.op = op;
-  p.key64 = dt == RDX_U64;
-  p.queries = q;
-  p.out = out;
-  p.rows = rows;
-  p.rx_rows = x->rows;
-  p.rx_row_width = x->row_width;
-  p.rx_unique = x->unique;
-  p.rx_rows_info = x->rows_info;
-  return launch(ctx, RDX_OPTIX_PIPE_RX, g, &p, n);
-}
-
-extern "C" rdx_status rdx_cgrx_optix_query(rdx_context *ctx, const rdx_cgrx_impl *x, rdx_dtype dt, int op, const void *q,
-                                           int64_t n, uint64_t *out, const uint64_t *offsets, rdx_cgrx_span *spans,
-                                           int *broken) {
-  (void)offsets; /* fills read the offsets through out */
-  rdx_optix_params p;
-  memset(&p, 0, sizeof p);
-  p.op = op;
-  p.key64 = dt == RDX_U64;
-  p.queries = q;
-  p.out = out;
-  p.cg = x->P;
-  p.spans = spans;
-  p.broken = broken;
-  return launch(ctx, RDX_OPTIX_PIPE_CGRX, x->scene.gas, &p, n);
 }
