@@ -1,6 +1,6 @@
 /*
  * test_keys_range_sort.c: range fills return each query's rows in ascending order, for segment
- * lengths that take every path of the per-query sort (CPU: entries.c; GPU: csr_sort.cu), checked
+ * lengths that take every path of the per-query sort (CPU: core/csr.c; GPU: core/csr_sort.cu), checked
  * row by row against the oracle on every backend.
  *
  * Keys carry chosen multiplicities, so a point range [k, k] returns exactly that many rows:
@@ -14,9 +14,11 @@
  *   lengths      0, 1, 2, 255, 256, 257, 4096, 70000 and wider      packed
  *   many_large   > 2^16 queries, most empty, some 4096 rows         packed, 17 query bits
  *   lengths_high the lengths case with rows >= 2^63                 segmented (does not fit)
- * Each case also runs with RAYDEX_CSR_SORT=segmented and =packed (the GPU's override; the CPU
- * ignores it), so both GPU sorts see every length, and with bounds in host and device memory.
+ * Each case also runs with the GPU's path forced to segmented and to packed (rdx_csr_force_sort,
+ * an internal entry point; the CPU ignores it), so both GPU sorts see every length, and with
+ * bounds in host and device memory.
  */
+#include "core/core.h"
 #include "keys_check.h"
 
 #include <time.h>
@@ -99,18 +101,17 @@ static void run_case(rdx_context *ctx, const rcase *c) {
     rdx_index *idx = NULL;
     CHECK_OK(ctx, rdx_index_build(ctx, keys, rows, &bo, &idx));
     if (idx == NULL) continue;
-    static const char *const modes[] = {NULL, "segmented", "packed"};
+    static const char *const modes[] = {"auto", "segmented", "packed"};
+    static const int methods[] = {RDX_CSR_SORT_AUTO, RDX_CSR_SORT_SEGMENTED, RDX_CSR_SORT_PACKED};
     for (int mode = 0; mode < 3; mode++) {
-      if (modes[mode]) setenv("RAYDEX_CSR_SORT", modes[mode], 1);
-      else unsetenv("RAYDEX_CSR_SORT");
+      rdx_csr_force_sort(ctx, methods[mode]);
       int failed = kc_check_range_alloc(ctx, idx, &o, bounds);
       for (int pass = 0; pass < 2; pass++)
         if (failed & (1 << pass))
-          fprintf(stderr, "  (kind %s, RAYDEX_CSR_SORT=%s, bounds in %s memory, %lld rows, %lld queries)\n",
-                  rdx_kind_name(kinds[k]), modes[mode] ? modes[mode] : "auto", pass ? "device" : "host", (long long)n,
-                  (long long)mb);
+          fprintf(stderr, "  (kind %s, GPU sort path %s, bounds in %s memory, %lld rows, %lld queries)\n",
+                  rdx_kind_name(kinds[k]), modes[mode], pass ? "device" : "host", (long long)n, (long long)mb);
     }
-    unsetenv("RAYDEX_CSR_SORT");
+    rdx_csr_force_sort(ctx, RDX_CSR_SORT_AUTO);
     rdx_index_destroy(idx);
   }
   keys_oracle_free(&o);

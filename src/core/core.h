@@ -77,6 +77,13 @@ struct rdx_context {
   int n_live_indexes;           /* indexes made in this context and not destroyed */
   void (*log_fn)(int, const char *, void *);
   void *log_user;
+  int stream_priority;          /* rdx_context_options.stream_priority (GPU contexts) */
+  struct {                      /* paths forced by tests and benchmarks, never by the environment;
+                                   0 = the library's choice. Internal: set through
+                                   rdx_rt_force_bvh_width (rt.h) and rdx_csr_force_sort */
+    int bvh_width;              /* soft BVH width, 2 or 4 (rt/bvh.c) */
+    int csr_sort;               /* RDX_CSR_SORT_* (csr_sort.cu) */
+  } force;
   char message[1024];           /* last failure sentence */
 };
 
@@ -196,6 +203,46 @@ rdx_status rdx_result_make(rdx_context *ctx, const char *fn, int64_t n_queries, 
                            rdx_status (*count)(void *arg, rdx_array counts),
                            rdx_status (*fill)(void *arg, rdx_array offsets, rdx_array rows), void *arg,
                            rdx_result **out);
+
+/* ---- CSR results (csr.c; GPU halves in csr.cu, csr_sort.cu): what every module's lookups and
+ * fills share. Arrays are in the compute location unless a `where` is given. ---- */
+/* a must be 1-D u64 with `want` entries (any count when want < 0); `name` is its name in fn. */
+rdx_status rdx_array_check_u64(rdx_context *ctx, const char *fn, const char *name, rdx_array a, int64_t want);
+/* *v = p[i], wherever p lives. */
+rdx_status rdx_read_u64(rdx_context *ctx, const uint64_t *p, rdx_location where, int64_t i, uint64_t *v);
+/* A fill call's first checks, before anything is staged: offsets is 1-D u64 of n + 1 entries,
+ * row_ids 1-D u64 with at least *total = offsets[n] entries, and offsets[0] == 0 when n == 0.
+ * RDX_ERR_INVALID_ARGUMENT naming fn otherwise. */
+rdx_status rdx_csr_fill_begin(rdx_context *ctx, const char *fn, int64_t n, rdx_array offsets, rdx_array row_ids,
+                              uint64_t *total);
+/* A fill's caller offsets (n + 1) against this batch's counts (n): offsets[0] == 0, never
+ * descending, offsets[i + 1] - offsets[i] == counts[i]. Otherwise RDX_ERR_INVALID_ARGUMENT naming
+ * fn and the first wrong query, its count given in `unit` ("rows", "ids"). */
+rdx_status rdx_csr_check_offsets(rdx_context *ctx, const char *fn, const uint64_t *offsets, const uint64_t *counts,
+                                 int64_t n, const char *unit);
+/* Exclusive scan of n counts into n + 1 offsets, both in where; *total on the host. */
+rdx_status rdx_csr_scan(rdx_context *ctx, const uint64_t *counts, int64_t n, rdx_location where, uint64_t *offsets,
+                        uint64_t *total);
+/* Sort each query's rows ascending (CSR segments: query q owns rows[offsets[q], offsets[q + 1])).
+ * On failure the rows are as they were. */
+rdx_status rdx_csr_sort(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows);
+/* The GPU's sort path, forced by tests and benchmarks (internal; AUTO is the cost model's
+ * choice, and PACKED falls back to SEGMENTED when the packed keys do not fit 64 bits). */
+enum { RDX_CSR_SORT_AUTO = 0, RDX_CSR_SORT_SEGMENTED = 1, RDX_CSR_SORT_PACKED = 2 };
+void rdx_csr_force_sort(rdx_context *ctx, int method);
+/* Set n u64 to all-zero or all-one bits (RDX_MISS). */
+rdx_status rdx_fill_u64(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones);
+/* *first = the smallest i < n with p[i] == value, or -1; p in where. */
+rdx_status rdx_find_u64(rdx_context *ctx, const uint64_t *p, int64_t n, rdx_location where, uint64_t value,
+                        int64_t *first);
+/* The GPU halves (stubs in nocuda.c). offsets_check: *first = the smallest i < n whose span is
+ * wrong (descending, or not counts[i] long), or -1. */
+rdx_status rdx_csr_scan_cuda(rdx_context *ctx, const uint64_t *counts, int64_t n, uint64_t *offsets, uint64_t *total);
+rdx_status rdx_csr_sort_cuda(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows);
+rdx_status rdx_fill_u64_cuda(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones);
+rdx_status rdx_find_u64_cuda(rdx_context *ctx, const uint64_t *p, int64_t n, uint64_t value, int64_t *first);
+rdx_status rdx_offsets_check_cuda(rdx_context *ctx, const char *fn, const uint64_t *offsets, const uint64_t *counts,
+                                  int64_t n, int64_t *first);
 
 /* ---- thread pool ---- */
 /* Run fn(arg, task, thread) for task in [0, n_tasks) on the context's threads; returns when all

@@ -1,5 +1,5 @@
 /*
- * cuda_stub.c: the CUDA glue for builds without nvcc. Every entry answers "no CUDA" so the CPU
+ * nocuda.c: the CUDA glue for builds without nvcc. Every entry answers "no CUDA" so the CPU
  * backend stays complete on its own.
  */
 #include "core.h"
@@ -44,3 +44,29 @@ void rdx_cuda_trace_mark(rdx_context *ctx, const char *what) { (void)ctx, (void)
 void rdx_cuda_trace_flush(rdx_context *ctx) { (void)ctx; }
 int rdx_cuda_is_device_pointer(const void *ptr) { (void)ptr; return 0; }
 void rdx_cuda_info(rdx_info *info) { (void)info; }
+
+/* csr.c's GPU halves */
+static rdx_status no_cuda(rdx_context *ctx) {
+  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "csr: the cuda backend is not built");
+}
+rdx_status rdx_csr_scan_cuda(rdx_context *ctx, const uint64_t *counts, int64_t n, uint64_t *offsets, uint64_t *total) {
+  (void)counts, (void)n, (void)offsets, (void)total;
+  return no_cuda(ctx);
+}
+rdx_status rdx_csr_sort_cuda(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows) {
+  (void)offsets, (void)n, (void)rows;
+  return no_cuda(ctx);
+}
+rdx_status rdx_fill_u64_cuda(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones) {
+  (void)p, (void)n, (void)all_ones;
+  return no_cuda(ctx);
+}
+rdx_status rdx_find_u64_cuda(rdx_context *ctx, const uint64_t *p, int64_t n, uint64_t value, int64_t *first) {
+  (void)p, (void)n, (void)value, (void)first;
+  return no_cuda(ctx);
+}
+rdx_status rdx_offsets_check_cuda(rdx_context *ctx, const char *fn, const uint64_t *offsets, const uint64_t *counts,
+                                  int64_t n, int64_t *first) {
+  (void)fn, (void)offsets, (void)counts, (void)n, (void)first;
+  return no_cuda(ctx);
+}

@@ -1,6 +1,6 @@
 /*
  * entries.c: sorted (key, row) entries on the CPU, the common first step of the sorted, btree
- * and cgRX builds, plus the small CSR helpers of the CPU backend.
+ * and cgRX builds (the CSR helpers of lookups and fills are core's, src/core/csr.c).
  *
  * The sort is a parallel LSD radix sort over 8-bit digits, least significant first: the row
  * digits (only when the given rows are not already ascending, so that equal keys end in row
@@ -172,97 +172,4 @@ void rdx_entries_free(rdx_context *ctx, rdx_entries *e) {
   rdx_mem_free(ctx, e->pairs);
   e->pairs = NULL;
   e->n = 0;
-}
-
-/* ---- CSR helpers on the CPU ---- */
-
-/* Each query's rows, sorted ascending. Small segments by insertion sort; larger ones by an LSD
- * radix sort over the bytes that vary within the segment (row ids below 2^32 take four passes)
- * in a per-thread scratch buffer. qsort with its comparator callback managed 15 M rows/s on
- * segments of 65536 on a 2-core Xeon (2026-11-22); the radix passes stream instead. */
-typedef struct csr_job {
-  const uint64_t *offsets;
-  uint64_t *rows;
-  int64_t n, chunk;
-  uint64_t *scratch;      /* n_threads * max_len */
-  uint64_t max_len;
-} csr_job;
-
-static void sort_segment(uint64_t *a, uint64_t len, uint64_t *tmp) {
-  if (len <= 32) {
-    for (uint64_t i = 1; i < len; i++) {
-      uint64_t v = a[i], k = i;
-      while (k > 0 && a[k - 1] > v) a[k] = a[k - 1], k--;
-      a[k] = v;
-    }
-    return;
-  }
-  uint64_t any = 0, all = ~(uint64_t)0;
-  for (uint64_t i = 0; i < len; i++) any |= a[i], all &= a[i];
-  uint64_t varies = any ^ all; /* bits that are not the same in every row */
-  uint64_t *src = a, *dst = tmp;
-  for (int shift = 0; shift < 64; shift += 8) {
-    if (((varies >> shift) & 255) == 0) continue;
-    uint64_t count[257] = {0};
-    for (uint64_t i = 0; i < len; i++) count[((src[i] >> shift) & 255) + 1]++;
-    for (int d = 0; d < 256; d++) count[d + 1] += count[d];
-    for (uint64_t i = 0; i < len; i++) dst[count[(src[i] >> shift) & 255]++] = src[i];
-    uint64_t *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != a) memcpy(a, src, len * 8);
-}
-
-static void csr_sort_task(void *arg, int64_t t, int thread) {
-  csr_job *j = (csr_job *)arg;
-  int64_t lo = t * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
-  uint64_t *tmp = j->scratch + (uint64_t)thread * j->max_len;
-  for (int64_t q = lo; q < hi; q++) {
-    uint64_t b = j->offsets[q], e = j->offsets[q + 1];
-    if (e - b > 1) sort_segment(j->rows + b, e - b, tmp);
-  }
-}
-
-rdx_status rdx_csr_sort_cpu(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows) {
-  csr_job j = {offsets, rows, n, 64, NULL, 0};
-  for (int64_t q = 0; q < n; q++)
-    if (offsets[q + 1] - offsets[q] > j.max_len) j.max_len = offsets[q + 1] - offsets[q];
-  if (j.max_len <= 32) j.max_len = 0; /* insertion sort only: no scratch */
-  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_index_range_fill: sort scratch", (void **)&j.scratch,
-                          (size_t)j.max_len * 8 * (size_t)ctx->n_threads, RDX_HOST));
-  rdx_status st = rdx_parallel_for(ctx, (n + j.chunk - 1) / j.chunk, csr_sort_task, &j);
-  rdx_mem_free(ctx, j.scratch);
-  return st;
-}
-
-rdx_status rdx_scan_counts_cpu(rdx_context *ctx, const uint64_t *counts, int64_t n,
-                               uint64_t *offsets, uint64_t *total) {
-  (void)ctx;
-  uint64_t s = 0;
-  for (int64_t i = 0; i < n; i++) {
-    offsets[i] = s;
-    s += counts[i];
-  }
-  offsets[n] = s;
-  *total = s;
-  return RDX_OK;
-}
-
-int64_t rdx_find_u64_cpu(const uint64_t *p, int64_t n, uint64_t value) {
-  for (int64_t i = 0; i < n; i++)
-    if (p[i] == value) return i;
-  return -1;
-}
-
-int64_t rdx_offsets_check_cpu(const uint64_t *offsets, const uint64_t *counts, int64_t n) {
-  for (int64_t i = 0; i < n; i++)
-    if (offsets[i + 1] < offsets[i] || offsets[i + 1] - offsets[i] != counts[i]) return i;
-  return -1;
-}
-
-rdx_status rdx_fill_u64(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones) {
-  if (rdx_is_gpu(ctx)) return rdx_fill_u64_cuda(ctx, p, n, all_ones);
-  memset(p, all_ones ? 0xFF : 0, (size_t)n * 8);
-  return RDX_OK;
 }

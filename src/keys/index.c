@@ -30,10 +30,8 @@ static int is_key_dtype(rdx_dtype d) { return d == RDX_U32 || d == RDX_U64; }
 static rdx_status check_row_ids(rdx_context *ctx, const char *fn, rdx_array rows) {
   if (rows.dtype != RDX_U64 || rows.count == 0) return RDX_OK;
   int64_t at = -1;
-  if (rows.where == RDX_DEVICE)
-    RDX_CHECK(rdx_find_u64_cuda(ctx, (const uint64_t *)rows.data, rows.count, RDX_MISS, &at));
-  else
-    at = rdx_find_u64_cpu((const uint64_t *)rows.data, rows.count, RDX_MISS);
+  RDX_CHECK(rdx_find_u64(ctx, (const uint64_t *)rows.data, rows.count, rows.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST,
+                         RDX_MISS, &at));
   if (at >= 0)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
                     "%s: row_ids[%lld] is 2^64-1, the miss marker RDX_MISS, which no row may have", fn,
@@ -193,61 +191,20 @@ static const char *op_name(rdx_key_op op) {
   return "?";
 }
 
-static rdx_status check_u64_out(rdx_context *ctx, const char *fn, const char *name, rdx_array a,
-                                int64_t want) {
-  RDX_CHECK(rdx_array_check(ctx, fn, name, a));
-  if (a.dtype != RDX_U64 || a.columns != 1)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s must be 1-D u64 (dtype 0x%x, columns %d)",
-                    fn, name, (unsigned)a.dtype, a.columns);
-  if (want >= 0 && a.count != want)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.count %lld != %lld", fn, name,
-                    (long long)a.count, (long long)want);
-  return RDX_OK;
-}
-
-/* Read p[i] wherever p lives. */
-static rdx_status read_u64(rdx_context *ctx, const uint64_t *p, rdx_location where, int64_t i, uint64_t *v) {
-  if (where == RDX_DEVICE) return rdx_copy(ctx, v, RDX_HOST, p + i, RDX_DEVICE, 8);
-  *v = p[i];
-  return RDX_OK;
-}
-
 /* A fill's offsets come from the caller, so before anything is written they must be exactly the
- * exclusive scan of this batch's counts: offsets[0] == 0 and offsets[i + 1] - offsets[i] ==
- * count i, never descending (offsets[n] <= row_ids.count is checked before). Then no fill can
- * write outside row_ids[0, offsets[n]). The batch is counted again for it, as the points fill
- * does (spatial/query.c). offsets and queries are in the compute location. */
+ * exclusive scan of this batch's counts (rdx_csr_check_offsets); then no fill can write outside
+ * row_ids[0, offsets[n]). The batch is counted again for it, as the points fill does
+ * (spatial/query.c). offsets and queries are in the compute location. */
 static rdx_status check_offsets(rdx_context *ctx, const char *fn, const rdx_index *idx, rdx_key_op op,
                                 const void *queries, int64_t n, const uint64_t *offsets) {
-  rdx_location loc = rdx_compute_location(ctx);
-  uint64_t lo = 0, hi = 0, count = 0;
-  RDX_CHECK(read_u64(ctx, offsets, loc, 0, &lo));
-  if (lo != 0)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets[0] is %llu, not 0", fn, (unsigned long long)lo);
   uint64_t *counts = NULL;
-  int64_t bad = -1;
   rdx_status st = RDX_OK;
-  RDX_CHECK(rdx_mem_alloc(ctx, fn, (void **)&counts, (size_t)n * 8, loc));
+  RDX_CHECK(rdx_mem_alloc(ctx, fn, (void **)&counts, (size_t)n * 8, rdx_compute_location(ctx)));
   rdx_key_op count_op = op == RDX_KEY_LOOKUP_FILL ? RDX_KEY_LOOKUP_COUNT : RDX_KEY_RANGE_COUNT;
   RDX_CHECK_GOTO(idx->ops == NULL ? rdx_fill_u64(ctx, counts, n, 0)
                                   : idx->ops->query(ctx, idx, count_op, queries, n, counts, NULL),
                  st, done);
-  if (rdx_is_gpu(ctx))
-    RDX_CHECK_GOTO(rdx_offsets_check_cuda(ctx, fn, offsets, counts, n, &bad), st, done);
-  else
-    bad = rdx_offsets_check_cpu(offsets, counts, n);
-  if (bad < 0) goto done;
-  RDX_CHECK_GOTO(read_u64(ctx, offsets, loc, bad, &lo), st, done);
-  RDX_CHECK_GOTO(read_u64(ctx, offsets, loc, bad + 1, &hi), st, done);
-  RDX_CHECK_GOTO(read_u64(ctx, counts, loc, bad, &count), st, done);
-  if (hi < lo)
-    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
-                  "%s: offsets descend at query %lld (offsets[%lld] = %llu > offsets[%lld] = %llu)", fn,
-                  (long long)bad, (long long)bad, (unsigned long long)lo, (long long)bad + 1, (unsigned long long)hi);
-  else
-    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
-                  "%s: offsets do not match this batch's counts (query %lld has %llu rows, offsets give %llu)", fn,
-                  (long long)bad, (unsigned long long)count, (unsigned long long)(hi - lo));
+  st = rdx_csr_check_offsets(ctx, fn, offsets, counts, n, "rows");
 done:
   rdx_mem_free(ctx, counts);
   return st;
@@ -284,21 +241,12 @@ static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op o
   uint64_t total = 0;
   rdx_array rows_out = b; /* a fill's written part, row_ids[0, offsets[n]) */
   if (fill) {
-    RDX_CHECK(check_u64_out(ctx, fn, "offsets", a, n + 1));
-    RDX_CHECK(check_u64_out(ctx, fn, "row_ids", b, -1));
-    RDX_CHECK(read_u64(ctx, (const uint64_t *)a.data, a.where, n, &total));
-    if ((uint64_t)b.count < total)
-      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
-                      "%s: row_ids.count %lld < offsets[%lld] = %llu", fn, (long long)b.count,
-                      (long long)n, (unsigned long long)total);
+    RDX_CHECK(rdx_csr_fill_begin(ctx, fn, n, a, b, &total));
     rows_out.count = (int64_t)total;
   } else {
-    RDX_CHECK(check_u64_out(ctx, fn, op == RDX_KEY_LOOKUP ? "row_ids" : "counts", a, n));
+    RDX_CHECK(rdx_array_check_u64(ctx, fn, op == RDX_KEY_LOOKUP ? "row_ids" : "counts", a, n));
   }
-  if (n == 0) /* offsets is {0}: its one entry is offsets[n] */
-    return fill && total != 0
-               ? rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets[0] is %llu, not 0", fn, (unsigned long long)total)
-               : RDX_OK;
+  if (n == 0) return RDX_OK;
 
   rdx_status st = RDX_OK;
   rdx_staged sq = {0}, sa = {0}, sb = {0};
@@ -314,8 +262,7 @@ static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op o
     const rdx_key_ops *ops = idx->ops;
     st = ops->query(ctx, idx, op, sq.data, n, out, fill ? (uint64_t *)sb.data : NULL);
     if (st == RDX_OK && op == RDX_KEY_RANGE_FILL && !ops->range_fill_sorted)
-      st = rdx_is_gpu(ctx) ? rdx_csr_sort_cuda(ctx, out, n, (uint64_t *)sb.data)
-                           : rdx_csr_sort_cpu(ctx, out, n, (uint64_t *)sb.data);
+      st = rdx_csr_sort(ctx, out, n, (uint64_t *)sb.data);
   }
   if (st != RDX_OK) goto done;
   if (fill) {
@@ -350,26 +297,6 @@ rdx_status rdx_index_range_count(rdx_context *ctx, const rdx_index *idx, rdx_arr
 rdx_status rdx_index_range_fill(rdx_context *ctx, const rdx_index *idx, rdx_array bounds,
                                 rdx_array offsets, rdx_array row_ids) {
   return run_query(ctx, idx, RDX_KEY_RANGE_FILL, bounds, offsets, row_ids, 0);
-}
-
-rdx_status rdx_counts_to_offsets(rdx_context *ctx, rdx_array counts, rdx_array offsets,
-                                 uint64_t *total) {
-  static const char fn[] = "rdx_counts_to_offsets";
-  RDX_CHECK(rdx_check_context(ctx));
-  RDX_CHECK(check_u64_out(ctx, fn, "counts", counts, -1));
-  RDX_CHECK(check_u64_out(ctx, fn, "offsets", offsets, counts.count + 1));
-  if ((counts.where == RDX_DEVICE) != (offsets.where == RDX_DEVICE))
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
-                    "%s: counts and offsets must be in the same kind of memory (%d, %d)", fn,
-                    (int)counts.where, (int)offsets.where);
-  uint64_t t = 0;
-  rdx_status st = counts.where == RDX_DEVICE
-                      ? rdx_scan_counts_cuda(ctx, (const uint64_t *)counts.data, counts.count,
-                                             (uint64_t *)offsets.data, &t)
-                      : rdx_scan_counts_cpu(ctx, (const uint64_t *)counts.data, counts.count,
-                                            (uint64_t *)offsets.data, &t);
-  if (st == RDX_OK && total) *total = t;
-  return st;
 }
 
 /* ---- convenience: count, scan, allocate, fill (core/result.c) ---- */

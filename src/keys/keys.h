@@ -95,26 +95,6 @@ rdx_status rdx_entries_build_cpu(rdx_context *ctx, const rdx_key_input *in, rdx_
 rdx_status rdx_entries_build_cuda(rdx_context *ctx, const rdx_key_input *in, rdx_entries *out);
 void rdx_entries_free(rdx_context *ctx, rdx_entries *e);
 
-/* Sort each query's rows ascending (CSR segments). */
-rdx_status rdx_csr_sort_cpu(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows);
-rdx_status rdx_csr_sort_cuda(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows);
-/* Exclusive scan of n counts into n + 1 offsets in the backend's memory; *total on the host. */
-rdx_status rdx_scan_counts_cpu(rdx_context *ctx, const uint64_t *counts, int64_t n,
-                               uint64_t *offsets, uint64_t *total);
-rdx_status rdx_scan_counts_cuda(rdx_context *ctx, const uint64_t *counts, int64_t n,
-                                uint64_t *offsets, uint64_t *total);
-/* Checks of caller input (index.c), in the backend's memory. find: the smallest i < n with
- * p[i] == value, or -1. offsets_check: the smallest i < n whose span is wrong, offsets[i + 1] <
- * offsets[i] or offsets[i + 1] - offsets[i] != counts[i], or -1. */
-int64_t rdx_find_u64_cpu(const uint64_t *p, int64_t n, uint64_t value);
-rdx_status rdx_find_u64_cuda(rdx_context *ctx, const uint64_t *p, int64_t n, uint64_t value, int64_t *first);
-int64_t rdx_offsets_check_cpu(const uint64_t *offsets, const uint64_t *counts, int64_t n);
-rdx_status rdx_offsets_check_cuda(rdx_context *ctx, const char *fn, const uint64_t *offsets, const uint64_t *counts,
-                                  int64_t n, int64_t *first);
-/* Set n u64 values to all-zero or all-one bits (RDX_MISS) in the backend's memory. */
-rdx_status rdx_fill_u64(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones);
-rdx_status rdx_fill_u64_cuda(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones);
-
 /* Ops tables, one per (kind, backend), listed in registry.c. */
 extern const rdx_key_ops rdx_scan_cpu_ops, rdx_sorted_cpu_ops, rdx_btree_cpu_ops, rdx_hash_cpu_ops;
 extern const rdx_key_ops rdx_rx_cpu_ops, rdx_cgrx_cpu_ops;

@@ -9,7 +9,6 @@
  * first write (update.c).
  */
 #include "spatial/spatial.h"
-#include "keys/keys.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -483,17 +482,6 @@ static int query_columns(rdx_points_query_type t) {
   return t == RDX_POINTS_WINDOW ? 4 : t == RDX_POINTS_WITHIN ? 3 : 2;
 }
 
-static rdx_status check_u64(rdx_context *ctx, const char *fn, const char *name, rdx_array a, int64_t want) {
-  RDX_CHECK(rdx_array_check(ctx, fn, name, a));
-  if (a.dtype != RDX_U64 || a.columns != 1)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s must be 1-D u64 (dtype %s, columns %d)", fn, name,
-                    dtype_name(a.dtype), a.columns);
-  if (want >= 0 && a.count != want)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.count %lld != %lld", fn, name, (long long)a.count,
-                    (long long)want);
-  return RDX_OK;
-}
-
 static rdx_status check_query(rdx_context *ctx, const char *fn, const rdx_points *pts, rdx_array queries,
                               const rdx_points_query *query, rdx_sp_qin *in) {
   RDX_CHECK(rdx_check_context(ctx));
@@ -535,22 +523,9 @@ static rdx_status run_query(rdx_context *ctx, const rdx_points *pts, qop op, rdx
   RDX_CHECK(check_query(ctx, fn, pts, queries, query, &in));
   int64_t m = queries.count;
   uint64_t total = 0;
-  if (op == Q_FILL) {
-    RDX_CHECK(check_u64(ctx, fn, "offsets", a, m + 1));
-    RDX_CHECK(check_u64(ctx, fn, "row_ids", b, -1));
-    const uint64_t *last = (const uint64_t *)a.data + m;
-    if (a.where == RDX_DEVICE) RDX_CHECK(rdx_copy(ctx, &total, RDX_HOST, last, RDX_DEVICE, 8));
-    else total = *last;
-    if ((uint64_t)b.count < total)
-      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids.count %lld < offsets[%lld] = %llu", fn,
-                      (long long)b.count, (long long)m, (unsigned long long)total);
-  } else {
-    RDX_CHECK(check_u64(ctx, fn, "counts", a, m));
-  }
-  if (m == 0) /* offsets is {0}: its one entry is offsets[m] (as the key fills check) */
-    return op == Q_FILL && total != 0
-               ? rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets[0] is %llu, not 0", fn, (unsigned long long)total)
-               : RDX_OK;
+  if (op == Q_FILL) RDX_CHECK(rdx_csr_fill_begin(ctx, fn, m, a, b, &total)); /* core/csr.c, as the key fills */
+  else RDX_CHECK(rdx_array_check_u64(ctx, fn, "counts", a, m));
+  if (m == 0) return RDX_OK;
 
   rdx_status st = RDX_OK;
   rdx_staged sq = {0}, sa = {0}, sb = {0};

@@ -147,17 +147,7 @@ rdx_status rdx_sp_query_cpu(rdx_context *ctx, const rdx_points *pts, const rdx_s
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&mine, (size_t)in->m * 8, RDX_HOST), st, done);
   j.counts = mine;
   RDX_CHECK_GOTO(rdx_parallel_for(ctx, tasks, count_task, &j), st, done);
-  if (offsets[0] != 0) {
-    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: offsets[0] is %llu, not 0", fn, (unsigned long long)offsets[0]);
-    goto done;
-  }
-  for (int64_t i = 0; i < in->m; i++)
-    if (offsets[i + 1] - offsets[i] != mine[i] || offsets[i + 1] < offsets[i]) {
-      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
-                    "%s: offsets do not match this batch's counts (query %lld has %llu ids, offsets give %llu)", fn,
-                    (long long)i, (unsigned long long)mine[i], (unsigned long long)(offsets[i + 1] - offsets[i]));
-      goto done;
-    }
+  RDX_CHECK_GOTO(rdx_csr_check_offsets(ctx, fn, offsets, mine, in->m, "ids"), st, done);
   j.offsets = offsets;
   j.rows = rows;
   if (in->type == RDX_SP_KNN) {

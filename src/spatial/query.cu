@@ -28,7 +28,6 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
-#include "keys/keys.h"
 #include "spatial/sp_cuda.cuh"
 
 namespace {
@@ -292,7 +291,7 @@ rdx_status gpics(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, 
     }));
     RDX_CHECK(pts->f64 ? step2<double>(ctx, v, in, g, rpos, rows) : step2<float>(ctx, v, in, g, rpos, rows));
   }
-  RDX_CHECK(rdx_csr_sort_cuda(ctx, offsets, m, rows));
+  RDX_CHECK(rdx_csr_sort(ctx, offsets, m, rows));
   rdx_status st = rdx_cuda_sync(ctx, fn);
   if (st == RDX_OK) mm.settle();
   return st;

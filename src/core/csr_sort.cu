@@ -1,48 +1,30 @@
 /*
  * csr_sort.cu: sort each query's rows ascending on the GPU (CSR segments: query q owns
- * rows[offsets[q] .. offsets[q + 1])). The last step of every range fill (index.c), of rx lookup
- * fills with duplicate keys and of spatial query fills; the API promises ascending rows per query.
+ * rows[offsets[q] .. offsets[q + 1])). The last step of every range fill (keys/index.c), of rx
+ * lookup fills with duplicate keys and of spatial query fills; the API promises ascending rows
+ * per query. The CPU half is csr.c's.
  *
  * Invariant: the caller's rows are written only by the last kernel or copy, after every sort
- * step succeeded, so a failure leaves them exactly as the fill left them (index.c's
- * all-or-nothing contract for fills into device memory). Scratch: two total-sized u64 buffers
- * plus CUB's temp storage, all through the memory account.
+ * step succeeded, so a failure leaves them exactly as the fill left them (the all-or-nothing
+ * contract of fills into device memory). Scratch: two total-sized u64 buffers plus CUB's temp
+ * storage, all through the memory account.
  *
  * Steps:
  *   1. One pass over the rows and offsets (csr_facts_kernel) finds the OR of the rows (bits of
  *      the largest row), whether any segment has a descent, and how many rows lie in segments of
  *      2..64 rows ("small") and of more than 64 ("large"). Nothing to do when every segment has
  *      <= 1 row or is already ascending (dense keys loaded in order, implied rows, most fills of
- *      narrow ranges), so those cost one read of the rows and no scratch beyond 56 bytes.
- *   2. Otherwise one of two sorts, by the cost model in choose_method:
+ *      narrow ranges), so those cost one read of the rows.
+ *   2. Otherwise one of two sorts, whichever choose_method's cost model says is faster:
  *      - packed: key = (query << row_bits) | row, one cub::DeviceRadixSort::SortKeys over just
  *        query_bits + row_bits bits, then the rows are unpacked into place; needs
- *        query_bits + row_bits <= 64.
- *      - segmented: cub::DeviceSegmentedSort::SortKeys on a copy of the rows.
- *
- * Tuned from bench/segsort_probe.cu on an NVIDIA H200 (bench/results/NVIDIA-H200/segsort.csv,
- * 2026-11-22), equal-size segments of random rows below 2^26:
- *   segment rows        16     64    256   1024  16384  65536
- *   segmented (G/s)   85.9   66.8    3.3   12.8   17.5   13.6
- *   packed    (G/s)   16.7   18.9   18.9   19.0   19.1   21.9   (7, 6, 6, 6, 6, 5 digit passes)
- * The cliff between 64 and 256 is CUB's own: with u64 keys its sm_86+ policy
- * (tuning_segmented_sort.cuh, Policy860) sorts segments of up to 16 threads x 4 items = 64 rows
- * in registers by sub-warp merge sort, and every longer segment with a 256-thread block radix
- * sort over all 64 key bits, which is mostly idle for a few hundred rows. The packed sort costs
- * the same per row whatever the segment sizes: about 113 G row-passes/s (16.7 x 7, 18.9 x 6,
- * 21.9 x 5), one pass per 8 bits sorted, pack and unpack included. So rather than a single
- * average-length threshold, choose_method estimates both times from the probe's rates:
- *   segmented: small_rows / 66.8 + large_rows / rate(large rows' mean segment length)
- *              (rate interpolated in log2 of the length over 256 .. 65536; 3.3 below 256,
- *              since 65..255-row segments take the same block path as 256)
- *   packed:    total_rows * ceil(bits / 8) / 113
- * and takes the smaller. For equal-size segments this means segmented up to 64 rows (4x faster
- * than packed there) and packed from 65 rows on, except past ~2^14 rows per segment when many
- * bits must be sorted (e.g. 2^16 queries over u64 rows near 2^44: 8 passes, 14 G/s packed vs
- * 17.5 G/s segmented). Mixed sizes weigh each path by its rows. RAYDEX_CSR_SORT=segmented|packed
- * forces a path (tests and measurements; packed still needs the bits to fit). The path taken and
- * the model's estimates go to the context's log at debug level and, with RAYDEX_TRACE set, to
- * stderr with the time of each step.
+ *        query_bits + row_bits <= 64. Its cost is the same per row whatever the segment sizes.
+ *      - segmented: cub::DeviceSegmentedSort::SortKeys on a copy of the rows. CUB sorts
+ *        segments of up to 64 u64 rows in registers and is fastest there; longer ones take a
+ *        block radix sort over all 64 bits, mostly idle for a few hundred rows.
+ *    The model's rates come from bench/segsort_probe.cu (bench/README.md, "CSR sorts", has the
+ *    table, GPU and date). Tests force a path with rdx_csr_force_sort (core.h). The path taken
+ *    and the model's estimates go to the context's log at debug level.
  */
 #include <cub/cub.cuh>
 
@@ -51,8 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cuda_util.cuh"
-#include "keys/keys.h"
+#include "cuda_util.cuh"
 
 namespace {
 
@@ -149,15 +130,15 @@ unsigned grid_for(int64_t n) {
 rdx_status get_facts(rdx_context *ctx, const uint64_t *offsets, int64_t n, const uint64_t *rows, int64_t total,
                      csr_facts *h) {
   csr_facts *d = NULL;
-  RDX_CHECK(rdx_scratch(ctx, "rdx_index_range_fill: sort facts", (void **)&d, sizeof *d));
+  RDX_CHECK(rdx_scratch(ctx, "csr sort: sort facts", (void **)&d, sizeof *d));
   rdx_status st = RDX_OK;
   cudaStream_t s = rdx_stream(ctx);
-  RDX_CUDA_GOTO(ctx, cudaMemsetAsync(d, 0, sizeof *d, s), "rdx_index_range_fill: sort facts memset", st, done);
+  RDX_CUDA_GOTO(ctx, cudaMemsetAsync(d, 0, sizeof *d, s), "csr sort: sort facts memset", st, done);
   csr_facts_kernel<<<grid_for(total > n ? total : n), 256, 0, s>>>(offsets, n, rows, total, d);
-  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_range_fill: sort facts kernel", st, done);
-  RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(h, d, sizeof *h, cudaMemcpyDeviceToHost, s), "rdx_index_range_fill: sort facts copy",
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "csr sort: sort facts kernel", st, done);
+  RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(h, d, sizeof *h, cudaMemcpyDeviceToHost, s), "csr sort: sort facts copy",
                 st, done);
-  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "rdx_index_range_fill: sort facts", st, done);
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "csr sort: sort facts", st, done);
 done:
   rdx_mem_free(ctx, d);
   return st;
@@ -190,23 +171,23 @@ rdx_status sort_packed(rdx_context *ctx, const uint64_t *offsets, int64_t n, uin
   rdx_status st = RDX_OK;
   void *a = NULL, *b = NULL, *temp = NULL;
   size_t temp_bytes = 0;
-  RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_range_fill: packed sort keys", &a, (size_t)total * 8), st, done);
-  RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_range_fill: packed sort buffer", &b, (size_t)total * 8), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, "csr sort: packed sort keys", &a, (size_t)total * 8), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, "csr sort: packed sort buffer", &b, (size_t)total * 8), st, done);
   {
     cub::DoubleBuffer<uint64_t> buf((uint64_t *)a, (uint64_t *)b);
     RDX_CUDA_GOTO(ctx, cub::DeviceRadixSort::SortKeys(NULL, temp_bytes, buf, total, 0, bits, s),
-                  "rdx_index_range_fill: packed sort size", st, done);
-    RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_range_fill: packed sort scratch", &temp, temp_bytes), st, done);
+                  "csr sort: packed sort size", st, done);
+    RDX_CHECK_GOTO(rdx_scratch(ctx, "csr sort: packed sort scratch", &temp, temp_bytes), st, done);
     pack_kernel<<<grid_for(total), 256, 0, s>>>(offsets, n, rows, total, row_bits, (uint64_t *)a);
-    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_range_fill: pack kernel", st, done);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "csr sort: pack kernel", st, done);
     RDX_CUDA_GOTO(ctx, cub::DeviceRadixSort::SortKeys(temp, temp_bytes, buf, total, 0, bits, s),
-                  "rdx_index_range_fill: packed sort", st, done);
+                  "csr sort: packed sort", st, done);
     /* surface asynchronous sort errors before the caller's rows are touched */
-    RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "rdx_index_range_fill: packed sort", st, done);
+    RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "csr sort: packed sort", st, done);
     uint64_t mask = row_bits >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << row_bits) - 1;
     unpack_kernel<<<grid_for(total), 256, 0, s>>>(buf.Current(), total, mask, rows);
-    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_range_fill: unpack kernel", st, done);
-    RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "rdx_index_range_fill: unpack", st, done);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "csr sort: unpack kernel", st, done);
+    RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "csr sort: unpack", st, done);
   }
 done:
   rdx_mem_free(ctx, temp);
@@ -218,8 +199,8 @@ done:
 /* Read one offset to the host (stream-ordered, synchronous). */
 rdx_status read_offset(rdx_context *ctx, const uint64_t *offsets, int64_t q, uint64_t *v) {
   cudaStream_t s = rdx_stream(ctx);
-  RDX_CUDA(ctx, cudaMemcpyAsync(v, offsets + q, 8, cudaMemcpyDeviceToHost, s), "rdx_index_range_fill: read offset");
-  RDX_CUDA(ctx, cudaStreamSynchronize(s), "rdx_index_range_fill: read offset");
+  RDX_CUDA(ctx, cudaMemcpyAsync(v, offsets + q, 8, cudaMemcpyDeviceToHost, s), "csr sort: read offset");
+  RDX_CUDA(ctx, cudaStreamSynchronize(s), "csr sort: read offset");
   return RDX_OK;
 }
 
@@ -229,25 +210,25 @@ rdx_status sort_segmented(rdx_context *ctx, const uint64_t *offsets, int64_t n, 
   void *a = NULL, *b = NULL, *temp = NULL;
   size_t temp_bytes = 0;
   const uint64_t *result = NULL;
-  RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_range_fill: segmented sort copy", &a, (size_t)total * 8), st, done);
-  RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_range_fill: segmented sort buffer", &b, (size_t)total * 8), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, "csr sort: segmented sort copy", &a, (size_t)total * 8), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, "csr sort: segmented sort buffer", &b, (size_t)total * 8), st, done);
   /* sort a copy: the caller's rows stay as they are until every slice has succeeded */
   RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(a, rows, (size_t)total * 8, cudaMemcpyDeviceToDevice, s),
-                "rdx_index_range_fill: segmented sort copy", st, done);
+                "csr sort: segmented sort copy", st, done);
   for (int64_t q0 = 0; q0 < n; q0 += kSlice) {
     int64_t len = n - q0 < kSlice ? n - q0 : kSlice;
     cub::DoubleBuffer<uint64_t> buf((uint64_t *)a, (uint64_t *)b);
     size_t need = 0;
     RDX_CUDA_GOTO(ctx, cub::DeviceSegmentedSort::SortKeys(NULL, need, buf, total, len, offsets + q0, offsets + q0 + 1, s),
-                  "rdx_index_range_fill: segmented sort size", st, done);
+                  "csr sort: segmented sort size", st, done);
     if (need > temp_bytes) {
       rdx_mem_free(ctx, temp);
       temp = NULL;
       temp_bytes = need;
-      RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_range_fill: segmented sort scratch", &temp, temp_bytes), st, done);
+      RDX_CHECK_GOTO(rdx_scratch(ctx, "csr sort: segmented sort scratch", &temp, temp_bytes), st, done);
     }
     RDX_CUDA_GOTO(ctx, cub::DeviceSegmentedSort::SortKeys(temp, temp_bytes, buf, total, len, offsets + q0, offsets + q0 + 1, s),
-                  "rdx_index_range_fill: segmented sort", st, done);
+                  "csr sort: segmented sort", st, done);
     if (len == n) { /* one slice: the result is wherever CUB left it */
       result = buf.Current();
       break;
@@ -258,14 +239,14 @@ rdx_status sort_segmented(rdx_context *ctx, const uint64_t *offsets, int64_t n, 
       RDX_CHECK_GOTO(read_offset(ctx, offsets, q0 + len, &hi), st, done);
       if (hi > lo)
         RDX_CUDA_GOTO(ctx, cudaMemcpyAsync((uint64_t *)a + lo, (uint64_t *)b + lo, (hi - lo) * 8, cudaMemcpyDeviceToDevice, s),
-                      "rdx_index_range_fill: segmented sort gather", st, done);
+                      "csr sort: segmented sort gather", st, done);
     }
     result = (const uint64_t *)a;
   }
-  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "rdx_index_range_fill: segmented sort", st, done);
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "csr sort: segmented sort", st, done);
   RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(rows, result, (size_t)total * 8, cudaMemcpyDeviceToDevice, s),
-                "rdx_index_range_fill: segmented sort copy back", st, done);
-  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "rdx_index_range_fill: segmented sort copy back", st, done);
+                "csr sort: segmented sort copy back", st, done);
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "csr sort: segmented sort copy back", st, done);
 done:
   rdx_mem_free(ctx, temp);
   rdx_mem_free(ctx, b);
@@ -273,10 +254,10 @@ done:
   return st;
 }
 
-/* The path taken, for the context's log (debug level) and RAYDEX_TRACE's stderr marks. */
+/* The path taken, for the context's log (debug level), or RAYDEX_TRACE's marks when set. */
 void log_debug(rdx_context *ctx, const char *msg) {
-  if (ctx->log_fn) ctx->log_fn(RDX_LOG_DEBUG, msg, ctx->log_user);
-  rdx_trace(ctx, msg);
+  if (rdx_trace_on()) rdx_trace(ctx, msg);
+  else if (ctx->log_fn) ctx->log_fn(RDX_LOG_DEBUG, msg, ctx->log_user);
 }
 
 }  // namespace
@@ -302,9 +283,8 @@ extern "C" rdx_status rdx_csr_sort_cuda(rdx_context *ctx, const uint64_t *offset
   int bits = row_bits + query_bits, fits = bits <= 64;
   double t_seg = 0, t_packed = 0;
   method m = choose_method(f, (int64_t)total, bits, &t_seg, &t_packed);
-  const char *force = getenv("RAYDEX_CSR_SORT");
-  if (force && strcmp(force, "segmented") == 0) m = M_SEGMENTED;
-  if (force && strcmp(force, "packed") == 0) m = M_PACKED;
+  if (ctx->force.csr_sort == RDX_CSR_SORT_SEGMENTED) m = M_SEGMENTED;
+  if (ctx->force.csr_sort == RDX_CSR_SORT_PACKED) m = M_PACKED;
   if (!fits) m = M_SEGMENTED;
   snprintf(msg, sizeof msg,
            "csr sort: %lld queries, %llu rows (%llu in %llu segments of 2..64, %llu in %llu longer), %d query + %d row "
