@@ -198,19 +198,28 @@ typedef struct rdx_context_options {
   int device;             /* CUDA device ordinal; 0 by default */
   int n_threads;          /* CPU backend threads; 0 = RAYDEX_THREADS or the number of cores */
   int64_t memory_limit;   /* bytes the context may hold (host for cpu, device for cuda); 0 = no limit */
-  void (*log_fn)(int level, const char *message, void *user); /* NULL = no logging */
+  void (*log_fn)(int level, const char *message, void *user); /* NULL = no logging (but see
+                             RAYDEX_TRACE at rdx_context_create) */
   void *log_user;         /* passed back to log_fn */
+  int stream_priority;    /* GPU contexts: the CUDA priority of the context's stream, as
+                             cudaStreamCreateWithPriority takes it (lower is greater; CUDA clamps it
+                             to the device's range); 0 = the default priority, which leaves the
+                             caller's other work on the device as it was. Since 0.1 */
 } rdx_context_options;
 
-#define RDX_CONTEXT_OPTIONS_INIT {sizeof(rdx_context_options), RDX_BACKEND_AUTO, 0, 0, 0, NULL, NULL}
+#define RDX_CONTEXT_OPTIONS_INIT {sizeof(rdx_context_options), RDX_BACKEND_AUTO, 0, 0, 0, NULL, NULL, 0}
 
 /* Create a context. opts may be NULL for defaults. *out is set even on failure (unless out is
  * NULL), so rdx_context_message explains it; the caller always destroys it.
  * Returns RDX_OK, RDX_ERR_NO_BACKEND (backend not built, no GPU), RDX_ERR_INVALID_ARGUMENT (also
  * for an environment variable the library reads that is set to a value it does not accept; the
  * message names it: RAYDEX_THREADS, an integer in [1, 4096]; RAYDEX_TRACE, 1 or events; and the
- * tuning variables RAYDEX_BVH, RAYDEX_SP_*, RAYDEX_FORK, RAYDEX_STREAM_PRIO, RAYDEX_CSR_SORT; an
- * empty value means unset, except for the integers), RDX_ERR_HOST_OUT_OF_MEMORY (then *out is NULL).
+ * spatial update variables RAYDEX_SP_*, until their engines go; an empty value means unset,
+ * except for the integers), RDX_ERR_CUDA (the GPU's stream or context could not be made),
+ * RDX_ERR_OPTIX, RDX_ERR_HOST_OUT_OF_MEMORY (then *out is NULL).
+ * The library reads no tuning knob from the environment: RAYDEX_THREADS sets the CPU threads when
+ * n_threads is 0, and RAYDEX_TRACE (a diagnostic) logs timing marks of some calls, each a line
+ * beginning "[raydex trace]", through log_fn at RDX_LOG_DEBUG, or on stderr when log_fn is NULL.
  * GPU contexts take device memory from CUDA's stream-ordered pool of their device and leave
  * freed memory there for reuse (cudaMalloc and cudaFree would cost milliseconds per gigabyte and
  * synchronise the device); every context also keeps up to 256 MiB of freed large host blocks.

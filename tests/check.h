@@ -5,7 +5,9 @@
  *
  * Each test program takes `--backend cpu|cuda|optix` (default cpu); CTest registers one entry
  * per backend. A GPU entry on a machine without a GPU prints "skipped: no GPU" and exits 77.
- * RDX_TEST_SEED=<n> replays a failing seed.
+ * RDX_TEST_SEED=<n> replays a failing seed. `--bvh 2` makes the soft BVHs of the contexts the
+ * test opens binary (check_force; CTest's .bvh2 entries), through the internal entry point
+ * rdx_rt_force_bvh_width, never the environment.
  */
 #ifndef RDX_CHECK_H
 #define RDX_CHECK_H
@@ -25,6 +27,14 @@ static uint64_t check_seed0_; /* the seed the run started from */
 static int check_failures_;
 static const char *check_case_ = "";
 static rdx_backend check_backend_ = RDX_BACKEND_CPU;
+static int check_bvh_width_;  /* --bvh: 2 or 4, 0 = the library's default */
+
+/* Internal (src/rt/rt.h): the soft BVH width a context's builds use when their options say 0. */
+void rdx_rt_force_bvh_width(rdx_context *ctx, int width);
+/* Apply the command line's forced paths (--bvh) to a context the test opened itself. */
+static inline void check_force(rdx_context *ctx) {
+  if (ctx != NULL && check_bvh_width_ != 0) rdx_rt_force_bvh_width(ctx, check_bvh_width_);
+}
 
 #define CHECK_FAIL_(fmt, ...)                                                                  \
   do {                                                                                         \
@@ -76,8 +86,14 @@ static inline uint64_t check_below(uint64_t n) { return n ? check_rand_() % n : 
  * when the backend cannot run here. */
 static inline rdx_context *check_begin(int argc, char **argv) {
   const char *b = "cpu";
-  for (int i = 1; i + 1 < argc; i++)
+  for (int i = 1; i + 1 < argc; i++) {
     if (strcmp(argv[i], "--backend") == 0) b = argv[i + 1];
+    if (strcmp(argv[i], "--bvh") == 0) check_bvh_width_ = atoi(argv[i + 1]);
+  }
+  if (check_bvh_width_ != 0 && check_bvh_width_ != 2 && check_bvh_width_ != 4) {
+    fprintf(stderr, "--bvh takes 2 or 4\n");
+    exit(1);
+  }
   check_backend_ = strcmp(b, "cuda") == 0    ? RDX_BACKEND_CUDA
                    : strcmp(b, "optix") == 0 ? RDX_BACKEND_OPTIX
                                              : RDX_BACKEND_CPU;
@@ -96,7 +112,9 @@ static inline rdx_context *check_begin(int argc, char **argv) {
     fprintf(stderr, "cannot create a %s context: %s\n", b, rdx_context_message(ctx));
     exit(1);
   }
-  printf("backend %s, seed %" PRIu64 " (replay with RDX_TEST_SEED)\n", b, check_seed_);
+  check_force(ctx);
+  printf("backend %s%s, seed %" PRIu64 " (replay with RDX_TEST_SEED)\n", b, check_bvh_width_ == 2 ? ", binary BVH" : "",
+         check_seed_);
   return ctx;
 }
 

@@ -169,17 +169,17 @@ static void environment(void) {
              {"RAYDEX_THREADS", "8x", "'8x'"},        {"RAYDEX_THREADS", " 4", "' 4'"},
              {"RAYDEX_THREADS", "-1", "'-1'"},        {"RAYDEX_THREADS", "", "''"},
              {"RAYDEX_THREADS", "99999999999999999999", "'99999999999999999999'"},
-             {"RAYDEX_TRACE", "yes", "'yes'"},        {"RAYDEX_BVH", "3", "'3'"},
+             {"RAYDEX_TRACE", "yes", "'yes'"},
              {"RAYDEX_SP_UPDATE", "Plan", "'Plan'"},  {"RAYDEX_SP_REACH", "4097", "'4097'"},
              {"RAYDEX_SP_REACH", "", "''"},           {"RAYDEX_SP_NODES", "heap", "'heap'"},
-             {"RAYDEX_SP_AHEAD", "1", "'1'"},         {"RAYDEX_FORK", "2", "'2'"},
-             {"RAYDEX_STREAM_PRIO", "no", "'no'"},    {"RAYDEX_CSR_SORT", "packedx", "'packedx'"},
-             {"RAYDEX_CSR_SORT", "\x01\x7f\\", "'\\x01\\x7f\\\\'"}};
+             {"RAYDEX_SP_AHEAD", "1", "'1'"},
+             {"RAYDEX_TRACE", "\x01\x7f\\", "'\\x01\\x7f\\\\'"}};
+  /* the retired tuning knobs are no longer read: any value is ignored */
   static const struct {
     const char *name, *value;
-  } good[] = {{"RAYDEX_THREADS", "1"},    {"RAYDEX_THREADS", "4096"},   {"RAYDEX_BVH", "4"},
-              {"RAYDEX_BVH", ""},         {"RAYDEX_SP_UPDATE", "merge"}, {"RAYDEX_SP_REACH", "0"},
-              {"RAYDEX_CSR_SORT", "auto"}, {"RAYDEX_FORK", "0"},         {"RAYDEX_STREAM_PRIO", "1"}};
+  } good[] = {{"RAYDEX_THREADS", "1"},       {"RAYDEX_THREADS", "4096"},     {"RAYDEX_TRACE", ""},
+              {"RAYDEX_SP_UPDATE", "merge"}, {"RAYDEX_SP_REACH", "0"},       {"RAYDEX_BVH", "3"},
+              {"RAYDEX_CSR_SORT", "packedx"}, {"RAYDEX_FORK", "2"},          {"RAYDEX_STREAM_PRIO", "no"}};
   rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
   o.backend = RDX_BACKEND_CPU;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0] + sizeof good / sizeof good[0]; i++) {
@@ -249,8 +249,42 @@ static void memory_limit(rdx_context *ctx) {
   free(keys);
 }
 
+/* RAYDEX_TRACE's lines go through the context's log function at debug level (no log_fn: stderr),
+ * and a context's stream may be given a priority (GPU contexts; CPU contexts ignore it). */
+typedef struct log_seen {
+  int lines, level;
+  char last[256];
+} log_seen;
+static void log_to(int level, const char *msg, void *user) {
+  log_seen *s = (log_seen *)user;
+  s->lines++;
+  s->level = level;
+  snprintf(s->last, sizeof s->last, "%s", msg);
+}
+static void trace_and_priority(void) {
+  CASE(context_trace_to_log);
+  setenv("RAYDEX_TRACE", "1", 1); /* read at the process's first mark: none came before */
+  log_seen seen = {0, 0, ""};
+  rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
+  o.backend = check_backend_;
+  o.log_fn = log_to;
+  o.log_user = &seen;
+  o.stream_priority = -1; /* greater than the default where the device has priorities */
+  rdx_context *c = NULL;
+  CHECK_OK(c, rdx_context_create(&o, &c));
+  if (c != NULL) {
+    rdx_trace(c, "a mark");
+    CHECK_EQ(seen.lines, 1);
+    CHECK_EQ(seen.level, RDX_LOG_DEBUG);
+    CHECK(strncmp(seen.last, "[raydex trace]", 14) == 0 && strstr(seen.last, "a mark") != NULL);
+  }
+  rdx_context_destroy(c);
+  unsetenv("RAYDEX_TRACE");
+}
+
 int main(int argc, char **argv) {
   rdx_context *ctx = check_begin(argc, argv);
+  if (getenv("RAYDEX_TRACE") == NULL) trace_and_priority(); /* it sets the variable itself */
   statuses();
   context_options();
   misuse(ctx);

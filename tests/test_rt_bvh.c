@@ -71,6 +71,8 @@ static void check_scene(int kind, const float *prims, int64_t n, const rdx_ray *
   void *dp = to_backend(prims, (size_t)n * w * 4);
   rdx_rt_scene sc;
   CHECK_OK(g_ctx, rdx_rt_scene_build(g_ctx, kind, (const float *)dp, n, NULL, &sc));
+  /* the soft tree has the width the command line forced (--bvh 2: the .bvh2 entries), else 4 */
+  if (sc.gas == NULL) CHECK_EQ(sc.bvh.width, check_bvh_width_ ? check_bvh_width_ : 4);
   free_backend(dp, prims);
   void *dr = to_backend(rays, (size_t)m * sizeof(rdx_ray));
   rdx_rt_hit *first = (rdx_rt_hit *)malloc((size_t)(m + 1) * sizeof(rdx_rt_hit));

@@ -181,8 +181,10 @@ int main(int argc, char **argv) {
     rdx_context_options o4 = o;
     o4.n_threads = 4;
     CHECK_OK(NULL, rdx_context_create(&o4, &g_a));
+    check_force(g_a);
   }
   CHECK_OK(NULL, rdx_context_create(&o, &g_b));
+  check_force(g_b);
   int64_t scale = gpu ? 8 : 1; /* the GPU machine has 16 cores for the CPU reference */
   static const int gens[] = {KS_UNIFORM, KS_DENSE, KS_SPARSE20, KS_DUP_RUNS, KS_BOUNDARIES, KS_MANY_PLANES};
   for (size_t g = 0; g < sizeof gens / sizeof gens[0]; g++)

@@ -133,6 +133,15 @@ static int trace_events(void) {
   return on;
 }
 
+/* A diagnostic the caller asked for through the environment: the context's log when it has one,
+ * else stderr, since RAYDEX_TRACE's whole point is to be seen (raydex.h, rdx_context_options). */
+void rdx_trace_line(rdx_context *ctx, const char *text) {
+  char line[600];
+  snprintf(line, sizeof line, "[raydex trace] %s", text);
+  if (ctx->log_fn) ctx->log_fn(RDX_LOG_DEBUG, line, ctx->log_user);
+  else fprintf(stderr, "%s\n", line);
+}
+
 void rdx_trace(rdx_context *ctx, const char *what) {
   if (!rdx_trace_on()) return;
   if (trace_events() && rdx_is_gpu(ctx)) {
@@ -141,7 +150,9 @@ void rdx_trace(rdx_context *ctx, const char *what) {
   }
   if (rdx_is_gpu(ctx)) (void)rdx_cuda_sync(ctx, what);
   double t = rdx_now_ms();
-  fprintf(stderr, "[raydex trace] %9.3f ms  %s\n", ctx->trace_ms > 0 ? t - ctx->trace_ms : 0.0, what);
+  char text[512];
+  snprintf(text, sizeof text, "%9.3f ms  %s", ctx->trace_ms > 0 ? t - ctx->trace_ms : 0.0, what);
+  rdx_trace_line(ctx, text);
   ctx->trace_ms = t;
 }
 
@@ -170,9 +181,9 @@ static rdx_backend pick_auto(void) {
 }
 
 /* The environment variables the library reads and what each accepts: a word from `words`
- * ("a|b"; empty means unset, the default), or else a decimal integer in [lo, hi]. The tuning
- * variables are comparison knobs that a later change removes; RAYDEX_SP_REACH's reader takes any
- * value, the empty one too, as a number, so it is an integer here. */
+ * ("a|b"; empty means unset, the default), or else a decimal integer in [lo, hi]. No tuning knob
+ * is read from the environment: tests and benchmarks force paths through internal entry points
+ * (rdx_context.force). The RAYDEX_SP_* rows go with the spatial update rewrite. */
 static const struct env_var {
   const char *name;
   const char *words; /* NULL: an integer */
@@ -180,14 +191,10 @@ static const struct env_var {
 } env_vars[] = {
     {"RAYDEX_THREADS", NULL, 1, 4096},       /* CPU threads (pool.c) */
     {"RAYDEX_TRACE", "1|events", 0, 0},      /* rdx_trace marks */
-    {"RAYDEX_BVH", "2|4", 0, 0},             /* soft BVH width (rt/bvh.c) */
     {"RAYDEX_SP_UPDATE", "plan|paged|merge|rebuild", 0, 0},
     {"RAYDEX_SP_REACH", NULL, 0, 4096},
     {"RAYDEX_SP_NODES", "sort", 0, 0},
     {"RAYDEX_SP_AHEAD", "0|tight", 0, 0},
-    {"RAYDEX_FORK", "0|1", 0, 0},
-    {"RAYDEX_STREAM_PRIO", "0|1", 0, 0},
-    {"RAYDEX_CSR_SORT", "auto|packed|segmented", 0, 0},
 };
 
 static int env_word_ok(const char *words, const char *v) {
@@ -245,6 +252,7 @@ rdx_status rdx_context_create(const rdx_context_options *opts, rdx_context **out
   ctx->magic = RDX_CONTEXT_MAGIC;
   ctx->log_fn = o.log_fn;
   ctx->log_user = o.log_user;
+  ctx->stream_priority = o.stream_priority;
   ctx->device = o.device;
   ctx->memory_limit = o.memory_limit;
   ctx->n_threads = o.n_threads > 0 ? o.n_threads : rdx_default_threads();

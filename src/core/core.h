@@ -273,17 +273,16 @@ rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t bytes, const 
 /* Independent work side by side: rdx_cuda_fork gives a second stream (a cudaStream_t) that starts
  * after everything enqueued on the context's stream so far; rdx_cuda_join makes the context's
  * stream wait for everything enqueued on that stream since. Join before returning from the call
- * that forked, on every path: its scratch is freed in the context's stream's order. The context's
- * stream has the device's greatest priority, so forked work fills what its kernels leave free
- * rather than delaying them. One fork at a time; without a side stream, or with RAYDEX_FORK=0 in
- * the environment, the fork gives the context's own stream and the work runs in order. */
+ * that forked, on every path: its scratch is freed in the context's stream's order. The side
+ * stream has the context's stream's priority. One fork at a time; without a side stream the fork
+ * gives the context's own stream and the work runs in order. */
 rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what);
 rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *what);
 /* 1 when ptr is device memory (or managed), 0 when host, from cudaPointerGetAttributes. */
 int rdx_cuda_is_device_pointer(const void *ptr);
 void rdx_cuda_info(rdx_info *info);
 
-/* ---- OptiX glue (src/rt/optix/, stubs in src/rt/optix_stub.c) ---- */
+/* ---- OptiX glue (src/rt/optix/optix.cu, stubs in src/rt/optix_stub.c) ---- */
 int rdx_optix_built(void);
 int rdx_optix_usable(void);
 rdx_status rdx_optix_context_init(rdx_context *ctx);
@@ -292,16 +291,19 @@ void rdx_optix_context_fini(rdx_context *ctx);
 /* ---- time ---- */
 double rdx_now_ms(void);
 /* Profiling marks: with RAYDEX_TRACE set in the environment, waits for the context's stream and
- * prints to stderr the milliseconds since the previous mark and `what`; otherwise nothing. For
- * finding where a call's time goes on machines without a profiler. */
+ * logs the milliseconds since the previous mark and `what`; otherwise nothing. For finding where
+ * a call's time goes on machines without a profiler. The lines go to the context's log_fn at
+ * RDX_LOG_DEBUG, or to stderr when the context has no log_fn (rdx_trace_line). */
 void rdx_trace(rdx_context *ctx, const char *what);
 /* Whether RAYDEX_TRACE is set (read once), for traces that print more than a mark. */
 int rdx_trace_on(void);
+/* One trace line, "[raydex trace] " and text, to log_fn or stderr as rdx_trace says. */
+void rdx_trace_line(rdx_context *ctx, const char *text);
 /* RAYDEX_TRACE=events on a GPU context: a mark waits for nothing; it records a CUDA event on the
- * stream and the host's clock, and rdx_trace_flush (after the call's own wait) prints, per mark,
+ * stream and the host's clock, and rdx_trace_flush (after the call's own wait) logs, per mark,
  * the GPU's time since the previous mark and how far ahead of the GPU the host enqueued it. A
- * mark the host was not ahead of is a stretch where the GPU waited for the host. Only the GPU
- * quadtree updates flush so far; other calls' marks wait for the next flush (256 at most). */
+ * mark the host was not ahead of is a stretch where the GPU waited for the host. Marks wait for
+ * the next flush (256 at most). */
 void rdx_trace_flush(rdx_context *ctx);
 void rdx_cuda_trace_mark(rdx_context *ctx, const char *what);
 void rdx_cuda_trace_flush(rdx_context *ctx);

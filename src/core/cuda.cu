@@ -33,15 +33,12 @@ extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
                     "rdx_context_create: device %d is not in [0, %d)", ctx->device, n);
   RDX_CUDA(ctx, cudaSetDevice(ctx->device), "rdx_context_create: cudaSetDevice");
-  /* The context's stream at the device's greatest priority: work forked beside it (rdx_cuda_fork)
-   * then fills what its kernels leave free instead of delaying them (RAYDEX_STREAM_PRIO=0: both
-   * at the default). */
-  int least = 0, greatest = 0;
-  const char *pe = getenv("RAYDEX_STREAM_PRIO");
-  if (!(pe && strcmp(pe, "0") == 0) && cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) greatest = 0;
-  (void)cudaGetLastError();
+  /* The context's stream at the default priority unless the caller asked for another
+   * (rdx_context_options.stream_priority): a greater one would change the caller's other work on
+   * the device. CUDA clamps the value to the device's range. */
   cudaStream_t s;
-  RDX_CUDA(ctx, cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest), "rdx_context_create: cudaStreamCreate");
+  RDX_CUDA(ctx, cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, ctx->stream_priority),
+           "rdx_context_create: cudaStreamCreate");
   ctx->stream = (void *)s;
   /* Device memory comes from the device's stream-ordered pool (cudaMallocAsync), which keeps
    * freed memory for the next allocation instead of returning it to the driver. cudaMalloc and
@@ -93,7 +90,7 @@ static cudaError_t side_make(rdx_context *ctx) {
   cudaError_t e = cudaStreamCreateWithFlags(&p->peek, cudaStreamNonBlocking);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->at, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaMallocHost(&p->buf, RDX_PEEK_MAX);
-  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&p->aux, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaStreamCreateWithPriority(&p->aux, cudaStreamNonBlocking, ctx->stream_priority);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->forked, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->joined, cudaEventDisableTiming);
   if (e != cudaSuccess) side_destroy(ctx);
@@ -123,10 +120,7 @@ extern "C" rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t by
 }
 
 extern "C" rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what) {
-  static int off = -1; /* RAYDEX_FORK=0: every fork gives the context's stream (for comparisons) */
-  if (off < 0) off = getenv("RAYDEX_FORK") && strcmp(getenv("RAYDEX_FORK"), "0") == 0;
   *stream = ctx->stream;
-  if (off) return RDX_OK;
   if (side_make(ctx) != cudaSuccess) { /* no side stream: the work runs in order on the context's */
     (void)cudaGetLastError();
     return RDX_OK;
@@ -229,8 +223,10 @@ extern "C" void rdx_cuda_trace_flush(rdx_context *ctx) {
     float at = 0.0f;
     if (i > 0) cudaEventElapsedTime(&at, trace_ev[0], trace_ev[i]);
     double host = trace_host[i] - trace_host[0];
-    fprintf(stderr, "[raydex trace] gpu %+8.3f ms at %8.3f, host at %8.3f (ahead %7.3f)  %s\n", at - prev, at, host,
-            at - host, trace_what[i]);
+    char text[512];
+    snprintf(text, sizeof text, "gpu %+8.3f ms at %8.3f, host at %8.3f (ahead %7.3f)  %s", at - prev, at, host, at - host,
+             trace_what[i]);
+    rdx_trace_line(ctx, text);
     prev = at;
   }
   trace_n = 0;

@@ -53,7 +53,7 @@ rdx_status rdx_cgrx_scene_cpu(rdx_context *ctx, rdx_cgrx_impl *x, unsigned quirk
   if (!morton) RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&codes, (size_t)x->n_slots * 8, RDX_HOST), st, done);
   emit_job j = {&x->P, quirks, tris, codes};
   rdx_parallel_for(ctx, (x->P.nb + BCHUNK - 1) / BCHUNK, emit_task, &j);
-  rdx_bvh_options bo = {codes, 0}; /* width 0: RAYDEX_BVH, else BVH4 */
+  rdx_bvh_options bo = {codes, 0}; /* width 0: the context's forced width, else BVH4 */
   st = rdx_rt_scene_build(ctx, RDX_RT_TRIANGLES, tris, x->n_slots, &bo, &x->scene);
 done:
   rdx_mem_free(ctx, tris);

@@ -90,7 +90,7 @@ rdx_status cgrx_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in)
   emit_kernel<<<rdx_grid(x->P.nb, TPB), TPB, 0, s>>>(x->P, tris, codes);
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: cgrx emit kernel", st, fail);
   {
-    rdx_bvh_options bo = {codes, 0}; /* width 0: RAYDEX_BVH, else BVH4 */
+    rdx_bvh_options bo = {codes, 0}; /* width 0: the context's forced width, else BVH4 */
     RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_TRIANGLES, tris, x->n_slots, &bo, &x->scene), st, fail);
   }
   rdx_mem_free(ctx, tris);

@@ -87,7 +87,7 @@ static rdx_status rx_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input
                    fail);
   tri_job tj = {in, tris, codes};
   rdx_parallel_for(ctx, (in->n + 65535) / 65536, tri_task, &tj);
-  rdx_bvh_options bo = {codes, 0}; /* width 0: RAYDEX_BVH, else BVH4 */
+  rdx_bvh_options bo = {codes, 0}; /* width 0: the context's forced width, else BVH4 */
   RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_TRIANGLES, tris, in->n, &bo, &x->scene), st, fail);
   rdx_mem_free(ctx, tris); /* the tree keeps its own copy, like a GAS */
   rdx_mem_free(ctx, codes);

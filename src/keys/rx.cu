@@ -143,7 +143,7 @@ rdx_status rx_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
     triangles_kernel<uint64_t><<<rdx_grid(in->n, TPB), TPB, 0, s>>>((const uint64_t *)in->keys, in->n, tris, codes);
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: rx triangles kernel", st, fail);
   {
-    rdx_bvh_options bo = {codes, 0}; /* width 0: RAYDEX_BVH, else BVH4 */
+    rdx_bvh_options bo = {codes, 0}; /* width 0: the context's forced width, else BVH4 */
     RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_TRIANGLES, tris, in->n, &bo, &x->scene), st, fail);
   }
   rdx_mem_free(ctx, tris); /* the tree (or GAS) keeps its own copy */

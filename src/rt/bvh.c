@@ -214,21 +214,14 @@ int64_t rdx_bvh_bytes(const rdx_bvh *b) {
 }
 
 rdx_status rdx_bvh_width(rdx_context *ctx, const rdx_bvh_options *opts, int *width) {
-  *width = 4;
-  if (opts && opts->width != 0) {
-    if (opts->width != 2 && opts->width != 4)
-      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "rdx_bvh_build: width must be 2 or 4 (%d)", opts->width);
-    *width = opts->width;
-    return RDX_OK;
-  }
-  const char *e = getenv("RAYDEX_BVH");
-  if (e == NULL || e[0] == '\0') return RDX_OK;
-  if (strcmp(e, "2") == 0 || strcmp(e, "4") == 0) {
-    *width = e[0] - '0';
-    return RDX_OK;
-  }
-  return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "rdx_bvh_build: RAYDEX_BVH must be 2 or 4 (%s)", e);
+  int w = opts && opts->width != 0 ? opts->width : ctx->force.bvh_width != 0 ? ctx->force.bvh_width : 4;
+  if (w != 2 && w != 4)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "rdx_bvh_build: width must be 2 or 4 (%d)", w);
+  *width = w;
+  return RDX_OK;
 }
+
+void rdx_rt_force_bvh_width(rdx_context *ctx, int width) { ctx->force.bvh_width = width; }
 
 /* The normalisation of step 2, shared with bvh.cu: per axis, the centroid box onto [0, 2^21). */
 void rdx_bvh_code_frame(const float *cb, float *lo, float *scale) {

@@ -2,11 +2,13 @@
  * rt.h: the ray-tracing engine's internal API (DESIGN.md §4): scenes of triangles or of AABBs
  * with a custom intersection, a BVH over them, and batched traversal in first-hit, closest-hit
  * and all-hits modes, on three backends:
- *   soft-CPU   raydex's LBVH (bvh.c), by default collapsed into a BVH4 (bvh4.c; RAYDEX_BVH=2 or
- *              rdx_bvh_options.width = 2 keeps the binary tree), and the stack traversals of
- *              rt_hd.h, on the thread pool;
+ *   soft-CPU   raydex's LBVH (bvh.c), by default collapsed into a BVH4 (bvh4.c;
+ *              rdx_bvh_options.width = 2 or rdx_rt_force_bvh_width keeps the binary tree), and
+ *              the stack traversals of rt_hd.h, on the thread pool;
  *   soft-CUDA  the same tree built on the GPU (bvh.cu) and the same traversal in kernels;
- *   OptiX      a compacted GAS (src/rt/optix/), with programs that call the same RDX_HD logic.
+ *   OptiX      a compacted GAS (src/rt/optix/), with programs that call the same RDX_HD logic;
+ *              rt's own programs are rdx_rt_trace's, each user module's live in that module and
+ *              run through rdx_optix_launch (rt includes nothing from its users).
  * A scene is built for the context's backend: OPTIX contexts get a GAS, CUDA contexts a device
  * BVH, CPU contexts a host BVH. Algorithms (src/keys/rx*, cgrx*) instantiate the traversal of
  * rt_hd.h with their own hit programs; rdx_rt_trace is the generic entry with the three modes.
@@ -41,8 +43,8 @@ typedef struct rdx_bvh {
 typedef struct rdx_bvh_options {
   const uint64_t *codes;    /* optional sort codes, one per input primitive in the build's
                                memory: used instead of Morton codes (must be spatially coherent) */
-  int width;                /* 2 (binary) or 4 (BVH4); 0: the environment's RAYDEX_BVH (2 or 4),
-                               else 4. Both answer the same; the switch lets a benchmark compare */
+  int width;                /* 2 (binary) or 4 (BVH4); 0: the context's forced width
+                               (rdx_rt_force_bvh_width), else 4. Both answer the same */
 } rdx_bvh_options;
 
 /* Build a BVH over n input primitives (9 floats per triangle, 6 per box) in the backend's memory.
@@ -52,9 +54,13 @@ rdx_status rdx_bvh_build_cpu(rdx_context *ctx, int kind, const float *prims, int
 rdx_status rdx_bvh_build_cuda(rdx_context *ctx, int kind, const float *prims, int64_t n,
                               const rdx_bvh_options *opts, rdx_bvh *out);
 void rdx_bvh_free(rdx_context *ctx, rdx_bvh *b);
-/* The tree width (2 or 4) a build with these options makes; fails on a bad option or a bad
- * RAYDEX_BVH value. RAYDEX_BVH is read at every build, so a test can switch it. */
+/* The tree width (2 or 4) a build with these options makes; RDX_ERR_INVALID_ARGUMENT for any
+ * other width. */
 rdx_status rdx_bvh_width(rdx_context *ctx, const rdx_bvh_options *opts, int *width);
+/* Internal, for tests and benchmarks: the width of the soft BVHs this context builds when the
+ * build's options leave it at 0 (2 or 4; 0 restores the default, 4), so every RT algorithm's
+ * tests also run on the binary tree (tests/CMakeLists.txt's .bvh2 entries, `--bvh 2`). */
+void rdx_rt_force_bvh_width(rdx_context *ctx, int width);
 /* Step 7 (bvh_hd.h): replace a finished binary tree by its BVH4, in the same memory. On failure
  * the tree is left as it was. */
 rdx_status rdx_bvh_collapse_cpu(rdx_context *ctx, rdx_bvh *b);
