@@ -20,6 +20,7 @@
 #include "core/core.h"
 #include "io/io.h"
 #include "keys_oracle.h"
+#include "rt/rt.h"
 
 typedef enum { OP_POINT, OP_ALL, OP_RANGE, OP_RANGE_COUNT } bench_op;
 
@@ -39,6 +40,8 @@ typedef struct bench_cfg {
   int check;           /* 0 none, 1 sample, 2 full */
   int flags;           /* rdx_build_options.flags */
   int rt_flags;        /* more flags for rx and cgrx only */
+  int bvh;             /* --bvh: the soft BVH width forced (2 or 4), 0 = the library's */
+  int csr_sort;        /* --csr-sort: the GPU's per-query sort path, RDX_CSR_SORT_* */
   const char *device;  /* GPU or CPU name */
 } bench_cfg;
 
@@ -118,6 +121,9 @@ static uint64_t *reference_rows(rdx_array keys_h, rdx_array q_h) {
 static int bench_one(const bench_cfg *c, const bench_ref *ref, rdx_kind kind, rdx_array keys_h, rdx_array q_h,
                       int header) {
   rdx_context *ctx = cli_context(c->backend);
+  /* the forced paths, through the library's internal entry points (comparisons, not tuning) */
+  if (c->bvh) rdx_rt_force_bvh_width(ctx, c->bvh);
+  rdx_csr_force_sort(ctx, c->csr_sort);
   rdx_array keys = cli_place(ctx, keys_h), q = cli_place(ctx, q_h);
   rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
   bo.kind = kind;
@@ -235,7 +241,7 @@ static const char usage[] =
     "            [--op point|all|range|range-count] [--width 1] [--hit-ratio 1] [--miss inside|outside]\n"
     "            [--zipf 0] [--batch M] [--reps 5] [--bucket-size 32] [--seed 1] [--header]\n"
     "            [--check full|sample|none] [--sort-queries] [--rt-flags F[,F..]] [--max-results N]\n"
-    "            [--quiet]\n"
+    "            [--bvh 4|2] [--csr-sort auto|packed|segmented] [--quiet]\n"
     "\n"
     "Builds key indexes over generated keys (default: 2^22 uniform u32) and times batched lookups:\n"
     "one CSV row on stdout per combination. --kind, --backend, --lookups, --op, --width, --hit-ratio,\n"
@@ -245,7 +251,10 @@ static const char usage[] =
     "ops, --uniformity to --dist sparse, --bucket-size to cgrx, --sort-queries to sorted, --rt-flags\n"
     "(rdx_build_options.flags: 16 naive, 32 default mapping, 64 Morton BVH; the kind column then\n"
     "reads e.g. cgrx+naive) to rx (64 only) and cgrx. --batch 0 (the default) is the whole batch.\n"
-    "--backend optix takes rx and cgrx only, and hash takes no range op. Each row's check column\n"
+    "--backend optix takes rx and cgrx only, and hash takes no range op. Two options force a path\n"
+    "the library would choose, for comparisons (the rows do not say which): --bvh 2 builds rx and\n"
+    "cgrx's soft BVH binary instead of BVH4 (cpu, cuda), and --csr-sort the GPU's sort of each\n"
+    "range's rows (--op range). Each row's check column\n"
     "compares the answers with the brute-force oracle (--check sample) and the CPU's sorted index\n"
     "(full, the default on GPUs).\n";
 
@@ -302,6 +311,9 @@ int cmd_bench(int argc, char **argv) {
   int header = cli_flag(&a, "header");
   c.flags = cli_flag(&a, "sort-queries") ? RDX_BUILD_SORT_QUERIES : 0;
   int check = cli_choice(&a, "check", check_names, 3, -1);
+  static const char *const bvh_names[] = {"4", "2"}, *const sort_names[] = {"auto", "segmented", "packed"};
+  c.bvh = cli_choice(&a, "bvh", bvh_names, 2, -1) == 1 ? 2 : 0; /* 4 is the library's default */
+  c.csr_sort = cli_choice(&a, "csr-sort", sort_names, 3, RDX_CSR_SORT_AUTO); /* names in RDX_CSR_SORT_* order */
   /* options that apply to no entry of the lists are refused, not ignored */
   int any_point = 0, any_range = 0, any_miss = 0, any_hit = 0, cgrx_flags = 0;
   const char *range_op = NULL;
@@ -322,6 +334,8 @@ int cmd_bench(int argc, char **argv) {
   cli_applies(&a, "zipf", any_point && any_hit, "--op point or all with a --hit-ratio above 0");
   cli_applies(&a, "bucket-size", has[RDX_KIND_CGRX - RDX_KIND_SCAN], "--kind cgrx");
   cli_applies(&a, "sort-queries", has[RDX_KIND_SORTED - RDX_KIND_SCAN], "--kind sorted");
+  cli_applies(&a, "bvh", has[RDX_KIND_RX - RDX_KIND_SCAN] || has[RDX_KIND_CGRX - RDX_KIND_SCAN], "--kind rx or cgrx");
+  cli_applies(&a, "csr-sort", any_range, "--op range or range-count");
   cli_applies(&a, "rt-flags", has[RDX_KIND_CGRX - RDX_KIND_SCAN] || (has[RDX_KIND_RX - RDX_KIND_SCAN] && !cgrx_flags),
               "--kind cgrx, or rx with 64 only");
   for (int i = 0; i < kind_l.n; i++)

@@ -23,7 +23,7 @@
 # uniformities); u64 at uniformity 0 and 100 %; 5 range widths (16x steps); 8 batch sizes; 3 hit
 # ratios; 4 Zipf coefficients; 3 timed runs per row (--reps 3). Both backends for (a) at the
 # targets' sizes, (b), (c), (d), (e) and the other uniformities; the baselines on the soft run. rt_bvh2.csv repeats the
-# target rows on the binary BVH (RAYDEX_BVH=2) against the soft traversal's BVH4 default.
+# target rows on the binary BVH (bench keys --bvh 2) against the soft traversal's BVH4 default.
 # Answers are checked against the oracle on a 65536-query sample in the target invocations
 # (building the oracle of 2^26 keys takes ~15 s of CPU); the other rows say "skipped": the GPU
 # tests (rt_identical, keys_rx, keys_cgrx) compare every answer with the CPU backend. Widen with
@@ -76,12 +76,12 @@ rt_run rt_range "$RT_CHECK_ALL" optix --kind rx,cgrx --bucket-size 32 --dtype u3
 rt_log "(b) ranges"
 fi
 
-# the soft traversal's binary BVH (RAYDEX_BVH=2) against its BVH4 default, same settings
+# the soft traversal's binary BVH (--bvh 2) against its BVH4 default, same settings
 if rt_part bvh2; then
-RAYDEX_BVH=2 rt_run rt_bvh2 "$RT_CHECK_ALL" cuda --kind rx,cgrx --bucket-size 32 --dtype u32 --dist sparse \
-  --uniformity 100 --lookups "$RT_LOOKUPS"
-RAYDEX_BVH=2 rt_run rt_bvh2 "$RT_CHECK_ALL" cuda --kind rx,cgrx --bucket-size 32 --dtype u32 --dist dense \
-  --op range-count --width 1,256 --lookups 2^16
+rt_run rt_bvh2 "$RT_CHECK_ALL" cuda --kind rx,cgrx --bucket-size 32 --dtype u32 --dist sparse \
+  --uniformity 100 --lookups "$RT_LOOKUPS" --bvh 2
+rt_run rt_bvh2 "$RT_CHECK_ALL" cuda --kind rx,cgrx --bucket-size 32 --dtype u32 --dist dense \
+  --op range-count --width 1,256 --lookups 2^16 --bvh 2
 rt_log "binary BVH rows"
 fi
 
