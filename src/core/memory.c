@@ -16,10 +16,9 @@ void rdx_mem_fail_after(rdx_context *ctx, int64_t n) { ctx->fail_countdown = n >
 /* The host cache. The C library hands large blocks back to the system on free and maps fresh
  * pages on the next malloc, so every call that needs a few megabytes of host scratch (an
  * update's plan, run lists copied from the device) pays a page fault per 4 KiB, which is slow in
- * the virtual machines GPUs are lent in: with this cache a traced update of 10% of 16.5M points
- * on an H200 took 23 ms instead of 41 (RAYDEX_TRACE showed the time in the steps that fill fresh
- * host buffers). Freed blocks are kept and reused by size (best fit within 2x). Sanitizer
- * builds keep nothing, so use-after-free stays visible to them. */
+ * the virtual machines GPUs are lent in (bench/README.md, "Measurements behind the library's
+ * choices"). Freed blocks are kept and reused by size (best fit within 2x). Sanitizer builds
+ * keep nothing, so use-after-free stays visible to them. */
 #if defined(__SANITIZE_ADDRESS__)
 #define RDX_HOST_CACHE_ON 0
 #elif defined(__has_feature)

@@ -19,8 +19,8 @@ __global__ void emit_kernel(rdx_cgrx_params P, float *tris, uint64_t *codes) {
 }
 
 /* At most 64 registers (8 blocks of 128 per SM): a lookup waits on dependent node loads, and the
- * resident warps of a build with more registers hide less of that latency. Measured on an H200,
- * 2^27 lookups: 2.28 -> 2.59 G/s over 2^24 keys, 1.96 -> 2.19 G/s over 2^26. */
+ * resident warps of a build with more registers hide less of that latency (bench/README.md,
+ * "Measurements behind the library's choices"). */
 template <typename K>
 __global__ void __launch_bounds__(128, 8)
     soft_query_kernel(rdx_cgrx_params P, rdx_bvh_view v, const K *q, int64_t n, int op, uint64_t *out,

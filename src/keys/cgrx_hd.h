@@ -227,8 +227,8 @@ RDX_HD rdx_ray rdx_cgrx_ray(const rdx_cgrx_params *P, int axis, double x, double
 /* Error results of a lookup that cannot happen in a correct scene (reported as internal errors). */
 /* Rays end this many steps past the last cell of their axis, where no triangle lies. Ending
  * them at the last cell's far edge (+0.5) left a moved representative at x_max half a step
- * before tmax: at t near 2^23 that is one float ulp, and OptiX on an H200 (software traversal)
- * rounded such hits past tmax and missed them (2026-11-22, dense key sets, optimized scenes). */
+ * before tmax: at t near 2^23 that is one float ulp, and OptiX's software traversal rounded such
+ * hits past tmax and missed them. */
 #define RDX_CGRX_RAY_END 8.0
 #define RDX_CGRX_MISS (-1)
 #define RDX_CGRX_BROKEN (-2)

@@ -14,9 +14,9 @@
  * Lookup: a pair of threads hashes its query and reads the home window, 32 bytes (one sector),
  * with one coalesced request: a 16-byte streaming load per thread (__ldcs: the table is touched
  * at random, caching it is useless). At load factor 0.5 almost every lookup ends in the home
- * window (simulated: 4% of u32 and 12% of u64 hits read a second, adjacent one; 1.05 and 1.18
- * windows on average), so a lookup costs one random sector plus its share of the query and
- * result streams (12 or 16 bytes, coalesced).
+ * window (bench/README.md gives the simulated share that reads a second, adjacent one), so a
+ * lookup costs one random sector plus its share of the query and result streams (12 or 16
+ * bytes, coalesced).
  */
 #include <cooperative_groups.h>
 #include <cub/cub.cuh>

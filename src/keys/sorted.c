@@ -108,9 +108,8 @@ static inline uint64_t row_at(const sorted_impl *s, int64_t i) {
 
 /* Group prefetching (Chen, Ailamaki et al.): GROUP searches advance level by level together, and
  * each level's nodes are prefetched for the whole group before any is read, so the cache misses
- * of GROUP independent searches overlap instead of queueing one after another. Measured on the
- * 2-core Xeon of CI's kind (2026-11-22, 2^22 keys, 2^22 lookups, 2 threads): 1.8 M lookups/s one
- * search at a time, 7.5 to 11.5 M/s grouped. */
+ * of GROUP independent searches overlap instead of queueing one after another (bench/README.md,
+ * "Measurements behind the library's choices"). */
 #define GROUP 16
 #define LOOKUP_GROUP(W, PAIR, KEY)                                                              \
   static void lookup_group##W(const sorted_impl *s, const query_job *j, int64_t first, int g) { \
