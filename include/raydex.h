@@ -14,12 +14,26 @@
  *  - Calls are synchronous: they return with results in caller memory.
  *  - The caller owns every buffer it passes; raydex keeps no pointer to it after the call returns.
  *    raydex owns its scratch memory, which the context's memory account counts and limits.
- *  - Mutating calls are all-or-nothing: on any failure the object is exactly as it was.
+ *  - Mutating calls are all-or-nothing: on any failure the object is exactly as it was. Queries
+ *    never change their index; a failed query leaves its outputs' contents unspecified unless its
+ *    doc says more.
  *  - Arrays cross the API as rdx_array (pointer, rows, columns, dtype, location) so host or device
  *    memory is handed over without copies the caller did not ask for.
- *  - Handles (contexts, indexes) carry a magic word: a pointer that is not a handle of the
- *    expected type, or a handle of another context, is RDX_ERR_MISUSE. A destroy call frees the
- *    handle, so using it afterwards is undefined behaviour, as in SQLite and cuBLAS.
+ *  - Handles (contexts, indexes, point indexes) carry a magic word: a pointer that is not a handle
+ *    of the expected type, or a handle of another context, is RDX_ERR_MISUSE; a NULL handle is
+ *    RDX_ERR_INVALID_ARGUMENT. Every call that takes a context may return these two for it (a NULL
+ *    context has no message to read), and every call on a GPU context may return RDX_ERR_CUDA
+ *    when the CUDA runtime fails (the message gives CUDA's error); the lists below take these as
+ *    read.
+ *  - Destroying and freeing: rdx_context_destroy, rdx_index_destroy, rdx_points_destroy,
+ *    rdx_result_free, rdx_free and rdx_npy_free return void, accept NULL (doing nothing) and
+ *    never fail. Each frees the handle or memory: any later use of it is undefined behaviour, as
+ *    in SQLite and cuBLAS (freed memory holds no magic word to check), and so is destroying a
+ *    context before the objects made in it. A call takes the context only where the object does
+ *    not know it: a result and rdx_malloc's memory belong to the memory account of the context
+ *    that made them, which rdx_result_free and rdx_free hand back to (with a NULL or destroyed
+ *    context they free nothing of it); indexes keep their context; rdx_npy_read's arrays are
+ *    plain host memory that no context counts.
  *
  * ABI policy: within a major version, functions are only added and option structs only grow at
  * their end (each starts with its own size, so an old caller keeps working). Enum values and
@@ -226,15 +240,20 @@ typedef struct rdx_context_options {
  * Both go back to the system when the context is destroyed. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_context_create(const rdx_context_options *opts,
                                                     rdx_context **out);
-/* Destroy a context. Its indexes must be destroyed first. NULL is accepted. Since 0.1. */
+/* Destroy a context and everything its memory account still holds (results and rdx_malloc
+ * memory the caller did not free). Destroy its indexes and point indexes first. Since 0.1. */
 RDX_API void rdx_context_destroy(rdx_context *ctx);
 /* The sentence describing the context's last failure, "" if none. Owned by the context, valid
- * until the next call on it. Reading it changes nothing. Since 0.1. */
+ * until the next call on it. Reading it changes nothing; a NULL or non-context pointer gives a
+ * sentence saying so. Since 0.1. */
 RDX_API const char *rdx_context_message(const rdx_context *ctx);
-/* The backend the context runs on (never AUTO). Since 0.1. */
+/* The backend the context runs on (never AUTO); RDX_BACKEND_CPU for a NULL or non-context
+ * pointer. Since 0.1. */
 RDX_API rdx_backend rdx_context_backend(const rdx_context *ctx);
 /* Change the memory limit in bytes (0 = none). Allocations that would pass it fail with
- * RDX_ERR_DEVICE_OUT_OF_MEMORY (cuda, optix) or RDX_ERR_HOST_OUT_OF_MEMORY (cpu). Since 0.1. */
+ * RDX_ERR_DEVICE_OUT_OF_MEMORY (cuda, optix) or RDX_ERR_HOST_OUT_OF_MEMORY (cpu); memory already
+ * held stays. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (bytes < 0). On failure the limit is
+ * unchanged. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_context_set_memory_limit(rdx_context *ctx, int64_t bytes);
 /* Bytes the context holds now and the most it has held since creation. Since 0.1. */
 RDX_API void rdx_context_memory(const rdx_context *ctx, int64_t *in_use, int64_t *peak);
@@ -256,7 +275,9 @@ typedef struct rdx_info {
   char cpu_name[128];           /* from /proc/cpuinfo where available */
 } rdx_info;
 
-/* Fill *info (info->size must be set). Never fails for lack of a GPU. Since 0.1. */
+/* Fill *info (info->size must be set). Never fails for lack of a GPU. Returns RDX_OK, or
+ * RDX_ERR_INVALID_ARGUMENT for a NULL info or an info->size below this header's sizeof(rdx_info),
+ * and then *info is unchanged. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_info_get(rdx_info *info);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -314,25 +335,35 @@ typedef struct rdx_build_options {
  * id may be RDX_MISS (2^64-1, the miss marker): every kind refuses it with RDX_ERR_INVALID_ARGUMENT
  * naming its position.
  * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT, RDX_ERR_UNSUPPORTED (kind not on this backend),
- * RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA, RDX_ERR_OPTIX. On failure *out is NULL. Since 0.1. */
+ * RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA, RDX_ERR_OPTIX. On failure *out is NULL and the context
+ * holds nothing more than before. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys,
                                                  rdx_array row_ids,
                                                  const rdx_build_options *opts, rdx_index **out);
-/* Destroy an index; NULL is accepted. The handle is freed: using it afterwards is undefined. */
+/* Destroy an index (see "Destroying and freeing" above). Since 0.1. */
 RDX_API void rdx_index_destroy(rdx_index *idx);
 
-/* Number of keys, key dtype and kind of an index. Since 0.1. */
+/* Number of keys, key dtype and kind of an index; 0 for a NULL or non-index pointer. Since 0.1. */
 RDX_API int64_t rdx_index_count(const rdx_index *idx);
 RDX_API rdx_dtype rdx_index_dtype(const rdx_index *idx);
 RDX_API rdx_kind rdx_index_kind(const rdx_index *idx);
 /* Bytes the index holds now (resident) and the most that its build held at once (peak, index plus
- * scratch). Since 0.1. */
+ * scratch); either pointer may be NULL. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (idx NULL),
+ * RDX_ERR_MISUSE (not an index, or one of another context); on failure nothing is written.
+ * Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_index_bytes(rdx_context *ctx, const rdx_index *idx,
                                                  int64_t *resident, int64_t *peak);
 
 /* Point lookups, fast path: row_ids[i] = the smallest row id whose key equals queries[i], or
  * RDX_MISS. queries: 1-D, the index's key dtype. row_ids: u64, same count, caller-owned, same
- * location kind as queries or any location the context can write. Since 0.1. */
+ * location kind as queries or any location the context can write.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (idx NULL; queries not 1-D of the index's key dtype;
+ * row_ids not u64 of the same count; memory the context cannot reach, or host memory claimed as
+ * device memory), RDX_ERR_MISUSE (not an index, or one of another context),
+ * RDX_ERR_*_OUT_OF_MEMORY (staging host arrays on a GPU context, scratch), RDX_ERR_CUDA,
+ * RDX_ERR_OPTIX, RDX_ERR_INTERNAL (a cgrx scene that fails its own invariant). The index is never
+ * changed; on failure row_ids' contents are unspecified (host row_ids of a GPU context are
+ * written only once the whole batch succeeded). Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_index_lookup(rdx_context *ctx, const rdx_index *idx,
                                                   rdx_array queries, rdx_array row_ids);
 
@@ -343,7 +374,10 @@ RDX_API RDX_NODISCARD rdx_status rdx_index_lookup(rdx_context *ctx, const rdx_in
  * The fill checks the offsets before it writes anything, and counts the batch again to do so:
  * offsets[0] must be 0, offsets[count] <= row_ids.count, and each offsets[i+1] - offsets[i] the
  * count of query i (so they never descend). Offsets that do not are RDX_ERR_INVALID_ARGUMENT
- * naming the first wrong query, and row_ids is then untouched. Since 0.1. */
+ * naming the first wrong query, and row_ids is then untouched.
+ * Returns what rdx_index_lookup does (counts and offsets: u64, count and count + 1 entries;
+ * row_ids: u64, at least offsets[count]). The index is never changed; on other failures the
+ * outputs' contents are unspecified. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_index_lookup_count(rdx_context *ctx, const rdx_index *idx,
                                                         rdx_array queries, rdx_array counts);
 RDX_API RDX_NODISCARD rdx_status rdx_index_lookup_fill(rdx_context *ctx, const rdx_index *idx,
@@ -351,7 +385,10 @@ RDX_API RDX_NODISCARD rdx_status rdx_index_lookup_fill(rdx_context *ctx, const r
                                                        rdx_array row_ids);
 
 /* Range lookups over bounds, an (m, 2) array of [lo, hi] in the key dtype, two-phase as above,
- * with the same checks of the offsets. Hash indexes answer RDX_ERR_UNSUPPORTED. Since 0.1. */
+ * with the same checks of the offsets. The rows of one range are in ascending order. Returns what
+ * the point calls do, and RDX_ERR_UNSUPPORTED from hash indexes. The index is never changed; on
+ * failure the outputs' contents are unspecified (row_ids untouched when the offsets are wrong).
+ * Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_index_range_count(rdx_context *ctx, const rdx_index *idx,
                                                        rdx_array bounds, rdx_array counts);
 RDX_API RDX_NODISCARD rdx_status rdx_index_range_fill(rdx_context *ctx, const rdx_index *idx,
@@ -359,7 +396,10 @@ RDX_API RDX_NODISCARD rdx_status rdx_index_range_fill(rdx_context *ctx, const rd
                                                       rdx_array row_ids);
 
 /* offsets[0] = 0, offsets[i+1] = offsets[i] + counts[i] (u64, count + 1 entries, same location as
- * counts). *total (may be NULL) receives offsets[count] on the host. Since 0.1. */
+ * counts). *total (may be NULL) receives offsets[count] on the host. Returns RDX_OK,
+ * RDX_ERR_INVALID_ARGUMENT (not 1-D u64, wrong count, counts and offsets in different kinds of
+ * memory, device memory on a CPU context), RDX_ERR_DEVICE_OUT_OF_MEMORY (scan scratch). counts
+ * is only read; on failure *total is unchanged and offsets' contents are unspecified. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_counts_to_offsets(rdx_context *ctx, rdx_array counts,
                                                        rdx_array offsets, uint64_t *total);
 
@@ -373,25 +413,37 @@ typedef struct rdx_result {
   rdx_location where;  /* where offsets and row_ids live */
 } rdx_result;
 
-/* Count, scan, allocate and fill in one call. Since 0.1. */
+/* Count, scan, allocate and fill in one call; the result lives where the queries live. Returns
+ * what the count and fill calls do (out NULL is RDX_ERR_INVALID_ARGUMENT), and
+ * RDX_ERR_*_OUT_OF_MEMORY for the result's arrays. On failure *out is NULL, nothing is held, and
+ * the index is unchanged. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_index_lookup_alloc(rdx_context *ctx, const rdx_index *idx,
                                                         rdx_array queries, rdx_result **out);
 RDX_API RDX_NODISCARD rdx_status rdx_index_range_alloc(rdx_context *ctx, const rdx_index *idx,
                                                        rdx_array bounds, rdx_result **out);
-/* Free a result of the context that made it; NULL is accepted. Since 0.1. */
+/* Free a result, given the context that made it (see "Destroying and freeing" above). Since 0.1. */
 RDX_API void rdx_result_free(rdx_context *ctx, rdx_result *result);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Device memory helpers, so C callers need no CUDA headers                                   */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Copy bytes between any two locations the context reaches. Since 0.1. */
+/* Copy bytes between any two locations the context reaches (the ranges must not overlap unless
+ * both are host memory). Returns RDX_OK (also for bytes == 0), RDX_ERR_INVALID_ARGUMENT (dst or
+ * src NULL; device memory on a CPU context), RDX_ERR_CUDA. src is only read; on failure dst's
+ * contents are unspecified. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_copy(rdx_context *ctx, void *dst, rdx_location dst_where,
                                           const void *src, rdx_location src_where, size_t bytes);
-/* Allocate / free memory in a location through the context's account (counted and limited). A
- * size past 2^63 - 1 bytes is refused as out of memory before anything is allocated. */
+/* Allocate memory in a location through the context's account (counted and limited); free it with
+ * rdx_free and the same context. A size past 2^63 - 1 bytes is refused as out of memory before
+ * anything is allocated. Returns RDX_OK (bytes == 0 gives a valid unique pointer),
+ * RDX_ERR_INVALID_ARGUMENT (ptr NULL, where not an rdx_location, device or pinned memory on a CPU
+ * context), RDX_ERR_HOST_OUT_OF_MEMORY, RDX_ERR_DEVICE_OUT_OF_MEMORY (also past the memory
+ * limit), RDX_ERR_CUDA. On failure *ptr is unchanged or NULL and nothing is held. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_malloc(rdx_context *ctx, void **ptr, size_t bytes,
                                             rdx_location where);
+/* Free memory from rdx_malloc of this context (see "Destroying and freeing" above); where is not
+ * read. On a GPU context it first waits for the device, as cudaFree does. Since 0.1. */
 RDX_API void rdx_free(rdx_context *ctx, void *ptr, rdx_location where);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -404,13 +456,19 @@ RDX_API void rdx_free(rdx_context *ctx, void *ptr, rdx_location where);
  * The header is read as strictly as numpy reads it: versions 1.0, 2.0 and 3.0; a dict with exactly
  * the keys descr, fortran_order (True or False) and shape (a tuple of non-negative integers),
  * each once; only spaces and a final newline after it; printable ASCII throughout. Messages show
- * the file's bytes escaped (\xNN). On failure out->data is NULL. Since 0.1. */
+ * the file's bytes escaped (\xNN). Also RDX_ERR_INVALID_ARGUMENT (path or out NULL) and
+ * RDX_ERR_HOST_OUT_OF_MEMORY. The array is plain host memory (malloc), not counted by the
+ * context. On failure out->data is NULL and nothing is held. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_npy_read(rdx_context *ctx, const char *path, rdx_array *out,
                                               int *ndim);
-/* Write a host array as 1-D (ndim 1, columns must be 1) or 2-D (ndim 2). Since 0.1. */
+/* Write a host array as 1-D (ndim 1, columns must be 1) or 2-D (ndim 2), replacing the file.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (path NULL, not host memory, dtype not one of the
+ * five, ndim or columns wrong), RDX_ERR_IO (cannot create or write the file). Validation failures
+ * leave the file untouched; after RDX_ERR_IO it may be partly written. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_npy_write(rdx_context *ctx, const char *path, rdx_array a,
                                                int ndim);
-/* Free an array returned by rdx_npy_read and reset it to the empty array; NULL is accepted. */
+/* Free an array returned by rdx_npy_read and reset it to the empty array (see "Destroying and
+ * freeing" above). Since 0.1. */
 RDX_API void rdx_npy_free(rdx_array *a);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -492,13 +550,15 @@ typedef struct rdx_points_options {
  * RDX_ERR_CUDA. On failure *out is NULL and nothing is held. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_build(rdx_context *ctx, rdx_array points,
                                                   const rdx_points_options *opts, rdx_points **out);
-/* Destroy an index; NULL is accepted. The handle is freed: using it afterwards is undefined. */
+/* Destroy a point index (see "Destroying and freeing" above). Since 0.1. */
 RDX_API void rdx_points_destroy(rdx_points *pts);
 /* Number of points in the index now; 0 for NULL or a pointer that is not a point index. Since 0.1. */
 RDX_API int64_t rdx_points_count(const rdx_points *pts);
 /* Bytes the index holds now (resident: points with ids and codes, nodes, the id map or id bitmap
  * after updates, and on GPUs a scratch cache kept between queries and updates, at most 64 MiB +
- * 48 bytes per point slot) and the most its build held at once (peak). Since 0.1. */
+ * 48 bytes per point slot) and the most its build held at once (peak); either pointer may be
+ * NULL. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (pts NULL), RDX_ERR_MISUSE (not a point index,
+ * or one of another context); on failure nothing is written. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_bytes(rdx_context *ctx, const rdx_points *pts,
                                                   int64_t *resident, int64_t *peak);
 
@@ -516,8 +576,10 @@ typedef struct rdx_points_info {
   int depth;                     /* deepest level with a node */
 } rdx_points_info;
 
-/* Fill *info (info->size must be set). Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT, RDX_ERR_MISUSE.
- * Since 0.1. */
+/* Fill *info (info->size must be set). Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (pts or info NULL,
+ * info->size below this header's sizeof(rdx_points_info)), RDX_ERR_MISUSE, and on GPU contexts
+ * RDX_ERR_HOST_OUT_OF_MEMORY (the nodes are read to the host). The index's answers never change;
+ * on failure *info's contents are unspecified. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_describe(rdx_context *ctx, const rdx_points *pts,
                                                      rdx_points_info *info);
 
@@ -547,7 +609,9 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_query_fill(rdx_context *ctx, const r
                                                        const rdx_points_query *query,
                                                        rdx_array offsets, rdx_array row_ids);
 /* Count, scan, allocate and fill in one call; the result lives where the queries live. Free it
- * with rdx_result_free. On failure *out is NULL. Since 0.1. */
+ * with rdx_result_free. Returns what the count and fill calls do (out NULL is
+ * RDX_ERR_INVALID_ARGUMENT), and RDX_ERR_*_OUT_OF_MEMORY for the result's arrays. On failure
+ * *out is NULL, nothing is held, and the index is unchanged. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_query_alloc(rdx_context *ctx, const rdx_points *pts,
                                                         rdx_array queries,
                                                         const rdx_points_query *query,

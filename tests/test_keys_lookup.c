@@ -4,7 +4,8 @@
  *
  * Cases: sizes 0, 1, then random; u32 and u64 keys; implied, u32 and u64 (above 2^32) row ids;
  * duplicates (many, runs across leaf blocks, all keys equal); key 0 and the maximum key; all
- * misses; u64 keys above 2^32; ranges covering nothing, everything, lo > hi, single points.
+ * misses; u64 keys above 2^32; ranges covering nothing, everything, lo > hi, single points. The
+ * oracle itself is checked first against a linear scan (oracle_self_check).
  */
 #include "keys_check.h"
 
@@ -110,8 +111,53 @@ typedef struct gen_case {
   uint64_t (*draw)(uint64_t, int64_t, int64_t);
 } gen_case;
 
+/* The oracle's self-check (STYLE rule 26), shown once: the reference every key test trusts agrees
+ * with a plain linear scan on every generator, and the check catches a corrupted reference (a
+ * changed row, a changed key, a lost entry), so a wrong oracle cannot pass silently. */
+static void oracle_self_check(void) {
+  static uint64_t (*const draws[])(uint64_t, int64_t, int64_t) = {draw_uniform, draw_dups, draw_extremes, draw_equal};
+  static const int64_t sizes[] = {0, 1, 2, 100, 1000};
+  for (size_t g = 0; g < sizeof draws / sizeof draws[0]; g++)
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+      for (int dt = 0; dt < 2; dt++)
+        for (int row_mode = 0; row_mode < 3; row_mode++) {
+          rdx_dtype dtype = dt ? RDX_U64 : RDX_U32;
+          dataset d = make(dtype, sizes[z], row_mode, 200, 0, draws[g], dt ? UINT64_MAX : UINT32_MAX);
+          uint64_t *q = (uint64_t *)malloc((size_t)(d.queries.count + 1) * 8);
+          for (int64_t i = 0; i < d.queries.count; i++) q[i] = kc_at(d.queries, i);
+          keys_oracle o;
+          CHECK(keys_oracle_build(&o, d.keys, d.rows));
+          CHECK_EQ(keys_oracle_self_check(&o, d.keys, d.rows, q, d.queries.count, 1000), 0);
+          keys_oracle_free(&o);
+          free(q);
+          ds_free(&d);
+        }
+  /* a corrupted reference is caught: every key of a set with duplicates is queried */
+  dataset d = make(RDX_U64, 1000, 1, 0, 0, draw_dups, UINT64_MAX);
+  uint64_t *q = (uint64_t *)malloc(1000 * 8);
+  for (int64_t i = 0; i < 1000; i++) q[i] = kc_at(d.keys, i);
+  keys_oracle o;
+  CHECK(keys_oracle_build(&o, d.keys, d.rows));
+  CHECK_EQ(keys_oracle_self_check(&o, d.keys, d.rows, q, 1000, 7), 0);
+  int64_t j = 500;
+  o.rows[j] ^= 1; /* a row id changed */
+  CHECK(keys_oracle_self_check(&o, d.keys, d.rows, q, 1000, 7) > 0);
+  o.rows[j] ^= 1;
+  o.keys[j] ^= (uint64_t)1 << 40; /* a key changed (and the order broken) */
+  CHECK(keys_oracle_self_check(&o, d.keys, d.rows, q, 1000, 7) > 0);
+  o.keys[j] ^= (uint64_t)1 << 40;
+  o.n--; /* the last entry lost */
+  CHECK(keys_oracle_self_check(&o, d.keys, d.rows, q, 1000, 7) > 0);
+  o.n++;
+  CHECK_EQ(keys_oracle_self_check(&o, d.keys, d.rows, q, 1000, 7), 0); /* restored */
+  keys_oracle_free(&o);
+  free(q);
+  ds_free(&d);
+}
+
 int main(int argc, char **argv) {
   rdx_context *ctx = check_begin(argc, argv);
+  if (CASE_RUN(oracle_self_check)) oracle_self_check();
   static const gen_case gens[] = {{"uniform", draw_uniform}, {"duplicates", draw_dups}, {"extremes", draw_extremes},
                                   {"all_equal", draw_equal}, {"dense", draw_dense},     {"runs", draw_runs},
                                   {"high_u64", draw_high}};

@@ -110,3 +110,39 @@ uint64_t keys_oracle_scan_count(rdx_array keys, uint64_t lo, uint64_t hi) {
   for (int64_t i = 0; i < keys.count; i++) c += at(keys, i) >= lo && at(keys, i) <= hi;
   return c;
 }
+
+/* Rows of keys in [lo, hi] by the scan, ascending, into out (the scan's count of them). */
+static void scan_rows(rdx_array keys, rdx_array rows, uint64_t lo, uint64_t hi, uint64_t *out) {
+  int64_t c = 0;
+  for (int64_t i = 0; i < keys.count; i++)
+    if (at(keys, i) >= lo && at(keys, i) <= hi) out[c++] = row_of(rows, i);
+  qsort(out, (size_t)c, 8, cmp_u64);
+}
+
+int64_t keys_oracle_self_check(const keys_oracle *o, rdx_array keys, rdx_array rows, const uint64_t *q, int64_t m,
+                               uint64_t span) {
+  int64_t bad = 0;
+  uint64_t *a = (uint64_t *)malloc((size_t)(keys.count + 1) * 8), *b = (uint64_t *)malloc((size_t)(keys.count + 1) * 8);
+  if (!a || !b) {
+    free(a);
+    free(b);
+    return -1;
+  }
+  for (int64_t i = 0; i < m; i++) {
+    bad += keys_oracle_lookup(o, q[i]) != keys_oracle_scan_lookup(keys, rows, q[i]);
+    for (int w = 0; w < 2; w++) {
+      uint64_t lo = q[i], hi = w && q[i] <= UINT64_MAX - span ? q[i] + span : q[i];
+      uint64_t c = keys_oracle_count(o, lo, hi);
+      if (c != keys_oracle_scan_count(keys, lo, hi)) {
+        bad++;
+        continue;
+      }
+      keys_oracle_rows(o, lo, hi, a);
+      scan_rows(keys, rows, lo, hi, b);
+      for (uint64_t j = 0; j < c; j++) bad += a[j] != b[j];
+    }
+  }
+  free(a);
+  free(b);
+  return bad;
+}
