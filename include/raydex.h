@@ -227,9 +227,8 @@ typedef struct rdx_context_options {
  * NULL), so rdx_context_message explains it; the caller always destroys it.
  * Returns RDX_OK, RDX_ERR_NO_BACKEND (backend not built, no GPU), RDX_ERR_INVALID_ARGUMENT (also
  * for an environment variable the library reads that is set to a value it does not accept; the
- * message names it: RAYDEX_THREADS, an integer in [1, 4096]; RAYDEX_TRACE, 1 or events; and the
- * spatial update variables RAYDEX_SP_*, until their engines go; an empty value means unset,
- * except for the integers), RDX_ERR_CUDA (the GPU's stream or context could not be made),
+ * message names it: RAYDEX_THREADS, an integer in [1, 4096]; RAYDEX_TRACE, 1 or events; an
+ * empty value means unset, except for the integers), RDX_ERR_CUDA (the GPU's stream or context could not be made),
  * RDX_ERR_OPTIX, RDX_ERR_HOST_OUT_OF_MEMORY (then *out is NULL).
  * The library reads no tuning knob from the environment: RAYDEX_THREADS sets the CPU threads when
  * n_threads is 0, and RAYDEX_TRACE (a diagnostic) logs timing marks of some calls, each a line
@@ -523,6 +522,13 @@ typedef enum rdx_points_method {
   RDX_POINTS_TOP_DOWN = 0x412    /* quadtree: sort and partition the unfinished points per level */
 } rdx_points_method;
 
+/* How an index keeps its points between updates, chosen at build for the index's life (the
+ * updates' doc below says what each costs). */
+typedef enum rdx_points_layout {
+  RDX_POINTS_PAGED = 0x421,      /* each leaf a page of slots with spare room, an id -> slot map */
+  RDX_POINTS_DENSE = 0x422       /* the points dense in key order, a bit per live id (GPU only) */
+} rdx_points_layout;
+
 typedef enum rdx_points_query_type {
   RDX_POINTS_MATCH = 0x501,      /* exact coordinates */
   RDX_POINTS_WINDOW = 0x502,     /* axis-aligned rectangle, boundary inclusive */
@@ -539,15 +545,20 @@ typedef struct rdx_points_options {
                                     codes), 0 = 16; k-d tree 1..56, 0 = 48 */
   bool use_box;                  /* true: box below is the index space; false: computed at build */
   double box[4];                 /* xmin, ymin, xmax, ymax; finite, xmin <= xmax, ymin <= ymax */
+  rdx_points_layout layout;      /* 0 = the default: RDX_POINTS_PAGED, except the k-d tree on a GPU,
+                                    which is dense; a layout the kind lacks on the context's backend
+                                    is RDX_ERR_UNSUPPORTED (see the updates below). Since 0.1 */
 } rdx_points_options;
 
-#define RDX_POINTS_OPTIONS_INIT {sizeof(rdx_points_options), RDX_POINTS_QUADTREE, RDX_POINTS_BOTTOM_UP, 0, 0, false, {0, 0, 0, 0}}
+#define RDX_POINTS_OPTIONS_INIT \
+  {sizeof(rdx_points_options), RDX_POINTS_QUADTREE, RDX_POINTS_BOTTOM_UP, 0, 0, false, {0, 0, 0, 0}, (rdx_points_layout)0}
 
 /* Build an index over points, an (n, 2) f32 or f64 array (host, or device for GPU contexts); opts
  * may be NULL for the defaults. The index keeps its own copy of the points.
  * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (bad options or array, NaN/inf coordinates, a point
- * outside a given box: the message names the first offending row), RDX_ERR_*_OUT_OF_MEMORY,
- * RDX_ERR_CUDA. On failure *out is NULL and nothing is held. Since 0.1. */
+ * outside a given box: the message names the first offending row), RDX_ERR_UNSUPPORTED (a layout
+ * the kind lacks on this backend), RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA. On failure *out is NULL
+ * and nothing is held. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_build(rdx_context *ctx, rdx_array points,
                                                   const rdx_points_options *opts, rdx_points **out);
 /* Destroy a point index (see "Destroying and freeing" above). Since 0.1. */
@@ -618,32 +629,44 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_query_alloc(rdx_context *ctx, const 
                                                         rdx_result **out);
 
 /*
- * Bulk updates. Each call is one batch and all-or-nothing: on any failure (a bad or duplicate id,
- * NaN/inf, a point outside the box, out of memory) the index is exactly as before. After any
- * sequence of updates every query answers exactly as an index freshly built from the points then
- * present (with the same ids); a quadtree then has the nodes of a fresh build with the same box
- * (only where each leaf keeps its points differs).
- * ids: u32 or u64, 1-D; points: (m, 2) of the index's dtype; host or device memory.
- * Quadtrees on a GPU page batches of up to 1/10 of the points (G-PICS's paging, planned on the
- * device: each leaf keeps a page with spare room, and an id -> slot map finds a point; about 57-62
- * bytes a point in all) and merge larger ones, sorted by Morton code, into their points, which
- * then lie in Morton order as a bottom-up build leaves them, with a bit per id (about 25 bytes a
- * point; rdx_points_bytes counts either). The k-d tree, and the CPU backend, follow G-PICS: a movement check keeps points that stay in
- * their leaf in place, the others find their new leaf, overfull leaves split and underfull
- * siblings merge, and only the leaves touched are rewritten; the first such update spreads the
- * leaves out with spare room and adds an id -> slot map (8 bytes per id). What an update adds
- * stays even if the batch then fails, which changes no answer. Since 0.1.
+ * Bulk updates (G-PICS Section 5). Each call is one batch: ids u32 or u64, 1-D; points (m, 2) of
+ * the index's dtype; host or device memory, caller-owned, not kept. An empty batch is RDX_OK and
+ * changes nothing. Each call is all-or-nothing: on any failure the points, ids and answers of the
+ * index are exactly as before. After any sequence of updates every query answers exactly as an
+ * index freshly built from the points then present (with the same ids), and a quadtree has the
+ * nodes of a fresh build with the same box (only where a leaf keeps its points differs).
+ *
+ * The layout (rdx_points_options.layout) decides how an update works and what it holds:
+ *  - RDX_POINTS_PAGED (the default; both kinds on the CPU, quadtrees on a GPU): each leaf keeps a
+ *    page of slots with spare room and an id -> slot map finds a point, so an update rewrites only
+ *    the leaves it changes. The first update spreads the leaves out and adds the map (8 bytes per
+ *    id); on a GPU, paging takes batches of up to a tenth of the points, and a larger batch
+ *    rebuilds the index, which keeps its layout.
+ *  - RDX_POINTS_DENSE (GPU only; the k-d tree's only GPU layout): the points stay dense in key
+ *    order (Morton order as a bottom-up build leaves them; k-d leaf order), with a bit per id, and
+ *    an update merges the sorted batch into them in one pass, so its cost hardly depends on the
+ *    batch. A k-d batch of more than half the points rebuilds the index instead.
+ * rdx_points_bytes counts what either holds. What an update adds to an index before it fails
+ * (pages spread out, an id map, room for growth) may stay; it changes no answer.
  */
 /* Move the points with these ids to new coordinates (points[i] is the new place of ids[i]).
- * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (unknown, erased or repeated id; coordinates),
- * RDX_ERR_MISUSE, RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA. */
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (ids or points not 1-D / (m, 2) of the right dtypes,
+ * ids.count != points.count, an id that is unknown, erased or repeated in the batch, NaN/inf
+ * coordinates, a point outside the box: the message names the first offending row),
+ * RDX_ERR_MISUSE (an index of another context), RDX_ERR_HOST_OUT_OF_MEMORY,
+ * RDX_ERR_DEVICE_OUT_OF_MEMORY, RDX_ERR_CUDA. On any failure the index's points, ids and answers
+ * are unchanged. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_move(rdx_context *ctx, rdx_points *pts, rdx_array ids,
                                                  rdx_array points);
-/* Insert points; they get ids id_end, id_end + 1, ... in order; *first_id (may be NULL) receives
- * the first. Same statuses as rdx_points_move. */
+/* Insert points; they get ids id_end, id_end + 1, ... in order. *first_id (may be NULL) receives
+ * the index's id_end before the call, the first new id, whenever pts is a live index of ctx, also
+ * for an empty or a failed batch. Returns what rdx_points_move does (no id errors), and
+ * RDX_ERR_INVALID_ARGUMENT when the ids would pass 2^63. On failure the index's points, ids and
+ * answers are unchanged. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_insert(rdx_context *ctx, rdx_points *pts,
                                                    rdx_array points, uint64_t *first_id);
-/* Erase the points with these ids. Same statuses as rdx_points_move. */
+/* Erase the points with these ids. Returns what rdx_points_move does (no coordinate errors). On
+ * failure the index's points, ids and answers are unchanged. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_erase(rdx_context *ctx, rdx_points *pts, rdx_array ids);
 
 #ifdef __cplusplus

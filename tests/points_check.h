@@ -405,11 +405,11 @@ static inline int pc_tree_ok(rdx_context *ctx, const rdx_points *pts, int report
           const double *r = reg + 4 * i;
           if (!(r[0] <= pool.x[s] && pool.x[s] <= r[2] && r[1] <= pool.y[s] && pool.y[s] <= r[3]))
             TREE_FAIL("point %llu (%g, %g) of k-d leaf %lld is outside its region", (unsigned long long)id, pool.x[s], pool.y[s], (long long)i);
-          /* a GPU repair's pool: slots in leaf order, each with a code in its leaf's range (the
-           * leaf's path left-aligned; a merged leaf's points keep their old leaves' codes) */
+          /* a dense pool (the GPU repair's): slots in leaf order, each with a code in its leaf's
+           * range (the leaf's path left-aligned; a merged leaf's points keep their old leaves' codes) */
           const int al = pts->pool.key_bytes == 4 && pts->depth > 32 ? 32 : pts->depth; /* u32 codes: 32 bits */
           const uint64_t lo = H->key[i] << (al - H->level[i]), hi = (H->key[i] + 1) << (al - H->level[i]);
-          if (pts->sorted && pts->pool.key && !(lo <= pool.key[s] && pool.key[s] < hi))
+          if (pts->layout == RDX_POINTS_DENSE && pts->pool.key && !(lo <= pool.key[s] && pool.key[s] < hi))
             TREE_FAIL("slot %lld stores code %llu, outside its k-d leaf %lld's [%llu, %llu)", (long long)s,
                       (unsigned long long)pool.key[s], (long long)i, (unsigned long long)lo, (unsigned long long)hi);
         } else {

@@ -197,8 +197,8 @@ void rdx_sp_hlist_free(rdx_context *ctx, rdx_sp_hlist *l) {
 }
 
 /* BFS order: by level, then key. A stable LSD radix sort of node positions (11-bit digits of
- * the key, then the level), O(n): an update re-links every node, so this is on its critical
- * path (a qsort of 22K shuffled nodes took 3.7 ms here, this about 1 ms with its allocations). */
+ * the key, then the level), O(n): builds sort every node once, and a comparison sort of them
+ * was several times slower (bench/results/NVIDIA-H200/UPDATES.md). */
 static rdx_status sort_bfs(rdx_context *ctx, rdx_sp_hlist *l) {
   int64_t n = l->n;
   if (n < 2) return RDX_OK;
@@ -266,45 +266,8 @@ rdx_status rdx_sp_hlist_link(rdx_context *ctx, rdx_sp_hlist *l, int kd) {
   return RDX_OK;
 }
 
-/* The same sweep over host nodes already in BFS order (the update planner's). */
-rdx_status rdx_sp_nodes_link(rdx_context *ctx, rdx_sp_nodes *nd, int kd) {
-  int sh = kd ? 1 : 2;
-  int64_t n = nd->n, c = 0;
-  const uint64_t *key = nd->key;
-  const uint8_t *level = nd->level;
-  for (int64_t i = 0; i < n; i++) {
-    int lv = level[i];
-    if (i > 0 && (lv < level[i - 1] || (lv == level[i - 1] && key[i] <= key[i - 1])))
-      return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_points: node (level %d, key %llu) appears twice or out of order", lv,
-                      (unsigned long long)key[i]);
-    if (nd->leaf[i]) continue;
-    if (c <= i) c = i + 1;
-    while (c < n && (level[c] <= lv || (level[c] == lv + 1 && (key[c] >> sh) < key[i]))) c++;
-    int64_t first = c;
-    while (c < n && level[c] == lv + 1 && (key[c] >> sh) == key[i]) c++;
-    if (c == first || (kd && c - first != 2))
-      return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_points: internal node (level %d, key %llu) has %lld children", lv,
-                      (unsigned long long)key[i], (long long)(c - first));
-    nd->fpos[i] = first;
-    nd->len[i] = c - first;
-    nd->room[i] = 0;
-  }
-  return RDX_OK;
-}
-
 rdx_status rdx_sp_hlist_to_nodes(rdx_context *ctx, const rdx_sp_hlist *l, rdx_sp_nodes *out) {
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, l->n, RDX_HOST, out));
-  for (int64_t i = 0; i < l->n; i++) rdx_sp_nodes_put(out, i, &l->v[i]);
+  for (int64_t i = 0; i < l->n; i++) rdx_sp_node_put(out, i, &l->v[i]);
   return RDX_OK;
-}
-
-void rdx_sp_nodes_put(rdx_sp_nodes *N, int64_t i, const rdx_sp_hnode *p) {
-  N->key[i] = p->key;
-  N->fpos[i] = p->fpos;
-  N->len[i] = p->len;
-  N->count[i] = p->count;
-  N->room[i] = p->leaf ? p->room : 0;
-  N->split[i] = p->split;
-  N->level[i] = (uint8_t)p->level;
-  N->leaf[i] = (uint8_t)p->leaf;
 }

@@ -12,7 +12,7 @@
  * ranks, so both backends give the same nodes (the order of points inside a leaf may differ).
  *
  * rdx_sp_kd_subtree is also what an update runs on the points of a leaf that has to split
- * (update.c), starting at that leaf's level and path.
+ * (update_cpu.c), starting at that leaf's level and path.
  *
  * Tuned for: tests and the CPU baseline; one quickselect per node, the nodes of a level in
  * parallel on the context's threads.
@@ -69,7 +69,7 @@ typedef struct split_job {
 static void split_task(void *arg, int64_t t, int thread) {
   split_job *j = (split_job *)arg;
   rdx_sp_hnode *nd = &j->out->v[j->first + t];
-  if (nd->count <= j->cap || nd->level >= j->depth) return;
+  if (rdx_sp_leaf(nd->count, nd->level, j->depth, j->cap)) return;
   int axis = nd->level & 1;
   int64_t h = nd->count / 2;
   int64_t *seg = j->perm + nd->fpos;
@@ -166,7 +166,7 @@ rdx_status rdx_sp_kd_subtree(rdx_context *ctx, const double *x, const double *y,
         RDX_CHECK_GOTO(rdx_parallel_for(ctx, end - first, split_task, &j), st, done);
       for (int64_t i = first; i < end; i++) {
         rdx_sp_hnode nd = out->v[i];
-        if (nd.count <= cap || nd.level >= depth) {
+        if (rdx_sp_leaf(nd.count, nd.level, depth, cap)) {
           out->v[i].leaf = 1;
           out->v[i].len = nd.count;
           out->v[i].room = nd.count;

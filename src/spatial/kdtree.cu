@@ -17,9 +17,8 @@
  * leaves (update_kd.cu), from many roots at once: the lists are then sorted by (root,
  * coordinate), and a root at an odd level has its points' x and y swapped.
  *
- * Cost (H200, 16.5M taxi-like f32 points, capacity 1024, 14 levels): 12.5-14 ms, two sorts, then
- * per level one random read of a rank and about 20 bytes streamed per point (15.4-16.5 ms with
- * a host round trip per level; the sort-per-level build before took 26-28 ms).
+ * Cost: two sorts, then per level one random read of a rank and about 20 bytes streamed per
+ * point, with no host round trip per level (bench/results/NVIDIA-H200/UPDATES.md).
  *
  * Limits: up to 2^32 points with u32 positions, beyond that u64.
  */
@@ -340,7 +339,6 @@ rdx_status build_kd(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_in *in
   RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), fn, st, done);
   pts->nodes = nodes;
   memset(&nodes, 0, sizeof nodes);
-  pts->sorted = 1; /* leaves in key order, dense (the codes: update_kd.cu's first repair) */
   pts->kd_levels = 0;
   for (int64_t i = 0; i < l.n; i++)
     if (l.v[i].level + 1 > pts->kd_levels) pts->kd_levels = l.v[i].level + 1;

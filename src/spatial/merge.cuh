@@ -1,62 +1,23 @@
 /*
- * merge.cuh: the merge of a sorted batch into a pool kept in key order, one streaming pass (what
- * the GPU updates of both trees share: update_qt.cu's merge of Morton codes, update_kd.cu's of
- * k-d leaf codes). The old pool's slots [0, n) hold the live points in ascending key order; the
- * batch's (key, row) entries are sorted by key. Tiles of TILE slots, one block each
- * (merge_tile_kernel), drop the slots whose id the batch claims, rank the survivors with a
- * decoupled look-back, and place them and the batch points of their tile; merge_crowded_kernel
- * places the batch points of tiles that receive more than a block caches. Among equal keys the
- * survivors come first. Costs on an H200 (PROBES.md section 18): about 0.3-0.4 ms for 16.5M
- * slots of 20 bytes, about twice a copy of the same bytes.
+ * merge.cuh: the merge of a sorted batch into a pool kept in key order, one streaming pass: the
+ * dense layout's engines share it (update_qt.cu merges Morton codes, update_kd.cu k-d leaf
+ * codes). The old pool's slots [0, n) hold the live points in ascending key order; the batch's
+ * (key, row) entries are sorted by key. Tiles of TILE slots, one block each (merge_tile_kernel),
+ * drop the slots whose id the batch claims, rank the survivors with a decoupled look-back, and
+ * place them and the batch points of their tile; merge_crowded_kernel places the batch points of
+ * tiles that receive more than a block caches. Among equal keys the survivors come first. It
+ * reads the pool once and writes the new one once (bench/results/NVIDIA-H200/UPDATES.md).
  */
 #ifndef RDX_SP_MERGE_CUH
 #define RDX_SP_MERGE_CUH
-
-#include <cooperative_groups.h>
-#include <cooperative_groups/reduce.h>
-#include <cooperative_groups/scan.h>
 
 #include "spatial/update.cuh"
 
 namespace rdx_sp {
 
-namespace cg = cooperative_groups;
-
 constexpr int TB = 512;        /* threads per block of the merge */
 constexpr int TILE = 4 * TB;   /* old pool slots per tile: one block, four slots per thread */
 constexpr int SNK = 2048;      /* batch codes a tile caches in shared memory */
-
-
-/* atomicAdd(ctr, v) for the threads that call it together, with one atomic per warp. Returns this
- * thread's old value. */
-__device__ __forceinline__ unsigned long long agg_add(unsigned long long *ctr, unsigned long long v) {
-  cg::coalesced_group g = cg::coalesced_threads();
-  unsigned long long pre = cg::exclusive_scan(g, v, cg::plus<unsigned long long>());
-  unsigned long long base = 0;
-  if (g.thread_rank() == g.size() - 1) base = atomicAdd(ctr, pre + v);
-  return g.shfl(base, g.size() - 1) + pre;
-}
-
-
-/* First of k[lo, hi) >= v (lower) or > v (upper). */
-template <typename K>
-__device__ __forceinline__ int64_t lower(const K *k, int64_t lo, int64_t hi, uint64_t v) {
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if ((uint64_t)k[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-template <typename K>
-__device__ __forceinline__ int64_t upper(const K *k, int64_t lo, int64_t hi, uint64_t v) {
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if ((uint64_t)k[mid] <= v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
 
 /* jlo[t]: the first batch entry that goes at or after tile t (codes >= the code before it). */
 template <typename K>
@@ -238,24 +199,6 @@ rdx_status merge_pool(scratch &mm, const rdx_sp_pool &src, int64_t n_old, int dr
 
 /* ---- what both merge updates do around the merge ---- */
 
-/* Internal node i of nodes o in BFS order (by level, then key): its children are the next
- * level's nodes whose key >> bits is its key (bits: 2 quadtree, 1 k-d), contiguous in BFS
- * order. Sets its fpos and len; returns len. */
-static __device__ __forceinline__ int64_t link_children(const rdx_sp_nodes &o, int64_t i, int bits) {
-  const int l = o.level[i] + 1;
-  const uint64_t k = o.key[i], first = k << bits;
-  int64_t a = i + 1, b = o.n;
-  while (a < b) {
-    int64_t mid = a + (b - a) / 2;
-    if ((int)o.level[mid] < l || ((int)o.level[mid] == l && o.key[mid] < first)) a = mid + 1;
-    else b = mid;
-  }
-  int64_t e = a;
-  while (e < o.n && (int)o.level[e] == l && (o.key[e] >> bits) == k) e++;
-  o.fpos[i] = a, o.len[i] = e - a;
-  return e - a;
-}
-
 /* Claims a batch row's id (a bit per id): false, with bad bit 1, when a row before claimed it. */
 static __device__ __forceinline__ bool claim_id(uint64_t id, uint32_t *claim, unsigned long long *bad) {
   const uint32_t bit = 1u << (id & 31);
@@ -272,22 +215,6 @@ struct mrows {
   K *k, *k2;
   uint32_t *row, *row2;
 };
-
-/* The batch's sort entries by code bits [lo, hi) (CUB): *k and *row point at the sorted ones, in
- * their buffers or the spares k2, row2. The quadtree sorts 2 D bits; the k-d tree leaves out the
- * low bits that no leaf's code uses. */
-template <typename K>
-rdx_status sort_batch(scratch &mm, int64_t m, int lo, int hi, K **k, K *k2, uint32_t **row, uint32_t *row2,
-                      const char *fn) {
-  if (m == 0) return RDX_OK;
-  cub::DoubleBuffer<K> kb(*k, k2);
-  cub::DoubleBuffer<uint32_t> rb(*row, row2);
-  RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
-    return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m, lo, hi, rdx_stream(mm.ctx));
-  }));
-  *k = kb.Current(), *row = rb.Current();
-  return RDX_OK;
-}
 
 /* The live-id bitmap, made from the dense pool src_id on the first merge update (derived state:
  * keeping it when the batch fails changes nothing), and the batch's arrays. */
@@ -386,7 +313,7 @@ static inline rdx_status live_commit(rdx_context *ctx, rdx_points *pts, const rd
 }
 
 /* The swap at the end of a merge update (only device errors can have failed before it): the
- * live ids (live_commit), the new nodes and pool (*np emptied), no id map. */
+ * live ids (live_commit), the new nodes and pool (*np emptied). */
 static inline rdx_status merge_swap(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, uint32_t *nlive,
                                     int64_t nlive_bits, const rdx_sp_nodes &nodes, rdx_sp_pool *np, int64_t n_new) {
   RDX_CHECK(live_commit(ctx, pts, b, nlive, nlive_bits));
@@ -397,11 +324,6 @@ static inline rdx_status merge_swap(rdx_context *ctx, rdx_points *pts, const rdx
   pts->pool = *np;
   pts->pool.used = n_new;
   memset(np, 0, sizeof *np);
-  pts->sorted = 1;
-  if (pts->slot) { /* the planned path's id map: a merge moves every point */
-    rdx_mem_free(ctx, pts->slot);
-    pts->slot = NULL, pts->slot_cap = 0;
-  }
   return RDX_OK;
 }
 

@@ -1,12 +1,12 @@
 /*
  * points.c: the public calls of the spatial point indexes. Validation, staging into the
  * backend's memory, the empty cases and the memory bookkeeping live here once; the backends
- * (qtree.c/.cu, kdtree.c/.cu, query.c/.cu, update.c with update_cpu.c/.cu) see only valid,
- * non-empty input in their own memory.
+ * (qtree.c/.cu, kdtree.c/.cu, query.c/.cu, and the update engines update.c picks) see only
+ * valid, non-empty input in their own memory.
  *
  * All-or-nothing: a build makes a new object and frees everything on failure; queries never
- * change an index; updates validate the whole batch and reserve every allocation before the
- * first write (update.c).
+ * change an index; updates validate the whole batch and take every allocation before the first
+ * write (update.c and its engines).
  */
 #include "spatial/spatial.h"
 
@@ -290,6 +290,14 @@ rdx_status rdx_points_build_ex(rdx_context *ctx, rdx_array points, const rdx_poi
   if (o.max_depth < 1 || o.max_depth > max_d)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->max_depth %d is not in [1, %d] for a %s", fn, o.max_depth,
                     max_d, kd ? "k-d tree" : "quadtree");
+  if (o.layout == 0) o.layout = kd && rdx_is_gpu(ctx) ? RDX_POINTS_DENSE : RDX_POINTS_PAGED;
+  if (o.layout != RDX_POINTS_PAGED && o.layout != RDX_POINTS_DENSE)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->layout 0x%x is not an rdx_points_layout", fn,
+                    (unsigned)o.layout);
+  if (o.layout == RDX_POINTS_DENSE && !rdx_is_gpu(ctx))
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: the dense layout needs a GPU backend; the CPU backend pages", fn);
+  if (o.layout == RDX_POINTS_PAGED && kd && rdx_is_gpu(ctx))
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: a k-d tree on a GPU keeps the dense layout", fn);
   if (o.use_box) {
     for (int i = 0; i < 4; i++)
       if (!isfinite(o.box[i]))
@@ -306,6 +314,7 @@ rdx_status rdx_points_build_ex(rdx_context *ctx, rdx_array points, const rdx_poi
   pts->ctx = ctx;
   pts->kind = o.kind;
   pts->method = kd ? RDX_POINTS_BOTTOM_UP : o.method;
+  pts->layout = o.layout;
   pts->dtype = points.dtype;
   pts->f64 = points.dtype == RDX_F64;
   pts->cap = o.leaf_capacity;
@@ -352,6 +361,8 @@ rdx_status rdx_points_build_ex(rdx_context *ctx, rdx_array points, const rdx_poi
     in.debug = debug;
     if (kd) st = rdx_is_gpu(ctx) ? rdx_sp_kd_build_cuda(ctx, pts, &in) : rdx_sp_kd_build_cpu(ctx, pts, &in);
     else st = rdx_is_gpu(ctx) ? rdx_sp_qt_build_cuda(ctx, pts, &in) : rdx_sp_qt_build_cpu(ctx, pts, &in);
+    if (st == RDX_OK && rdx_is_gpu(ctx) && !kd && pts->layout == RDX_POINTS_DENSE && pts->method == RDX_POINTS_TOP_DOWN)
+      st = rdx_sp_qt_dense_cuda(ctx, pts); /* a bottom-up build's pool is in Morton order already */
     if (st != RDX_OK) goto fail;
     if (rdx_is_gpu(ctx)) pts->host_stale = 1; /* copied when first needed */
     else RDX_CHECK_GOTO(rdx_sp_sync_host_nodes(ctx, pts), st, fail);
@@ -619,6 +630,7 @@ static rdx_status run_update(rdx_context *ctx, rdx_points *pts, int op, rdx_arra
   const char *fn = op == RDX_SP_MOVE ? "rdx_points_move" : op == RDX_SP_INSERT ? "rdx_points_insert" : "rdx_points_erase";
   RDX_CHECK(rdx_check_context(ctx));
   RDX_CHECK(check_points(ctx, fn, pts));
+  if (op == RDX_SP_INSERT && first_id) *first_id = pts->id_end;
   int64_t m;
   if (op != RDX_SP_INSERT) RDX_CHECK(check_ids(ctx, fn, ids));
   if (op != RDX_SP_ERASE) RDX_CHECK(check_point_array(ctx, fn, "points", points, pts->dtype));
@@ -626,7 +638,6 @@ static rdx_status run_update(rdx_context *ctx, rdx_points *pts, int op, rdx_arra
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids.count %lld != points.count %lld", fn, (long long)ids.count,
                     (long long)points.count);
   m = op == RDX_SP_INSERT ? points.count : ids.count;
-  if (op == RDX_SP_INSERT && first_id) *first_id = pts->id_end;
   if (m == 0) return RDX_OK;
   if (op == RDX_SP_INSERT && pts->id_end > (uint64_t)INT64_MAX - (uint64_t)m)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids would pass 2^63", fn);

@@ -13,8 +13,8 @@
  *     changes), so each full quadrant is stored as (code, first point, first child) and its
  *     point and child counts are differences of neighbours; the first point is the minimum
  *     the leaf-offset fix asks for. ~16 B per full quadrant, one host read of the count per
- *     level. (ReduceByKey with a 12-byte aggregate took 11.7 ms of a 26.8 ms build of 1.7e8
- *     points on an H200.)
+ *     level. (ReduceByKey with a 12-byte aggregate took over 40% of a build; the figures are in
+ *     bench/results/NVIDIA-H200/UPDATES.md.)
  *  5. Phase 2 top-down over the kept nodes only: phase 1's first-child array is line 1's scan
  *     of clen, locating each kept internal node's children among the next level's full
  *     quadrants; the nodes of each level are written by one kernel. Levels below the deepest
@@ -216,7 +216,6 @@ rdx_status build_bottom_up(rdx_context *ctx, rdx_points *pts, const rdx_sp_build
   const I *idx = ibuf.Current();
   RDX_CHECK(rdx_sp_pool_alloc(ctx, n, pts->f64, (int)sizeof(K), &pts->pool));
   pts->pool.used = n;
-  pts->sorted = 1; /* by code: what update_qt.cu's merge needs */
   gather_kernel<T, K, I><<<blocks_for(n, 256), 256, 0, s>>>((const T *)in->xy, n, keys, idx, (T *)pts->pool.x,
                                                             (T *)pts->pool.y, pts->pool.id, (K *)pts->pool.key);
   SP_LAUNCH_CHECK(ctx, "rdx_points_build: gather kernel");

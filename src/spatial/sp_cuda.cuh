@@ -83,7 +83,7 @@ struct scratch {
   }
   /* After a successful call: let the arena hold what this call needed and a quarter more, so
    * that the next, slightly larger batch fits too (best effort; a paged update plans on a second
-   * stream only with lists from the arena, update_qt.cu). */
+   * stream only with lists from the arena, update_paged.cu). */
   void settle() {
     if (!arena || want <= *arena_bytes) return;
     const size_t ask = want + want / 4;
@@ -98,20 +98,26 @@ struct scratch {
     keep_message keep(ctx); /* a failed growth is no failure of the call */
     if (rdx_scratch(ctx, "rdx_points: scratch arena", arena, grow) == RDX_OK) *arena_bytes = grow;
   }
-  /* Run a CUB algorithm: size query, temporary storage, work. f is
+  /* Temporary storage for a CUB algorithm f (its size query only), taken now so that running f
+   * later allocates nothing: updates take all their memory before their first write. f is
    * [&](void *temp, size_t &bytes) -> cudaError_t. */
   template <class F>
-  rdx_status cub(const char *what, F f) {
+  rdx_status cub_reserve(const char *what, F f) {
     size_t bytes = 0;
     cudaError_t e = f(nullptr, bytes);
     if (e != cudaSuccess) return rdx_cuda_fail(ctx, e, what);
-    if (bytes > temp_bytes || temp == nullptr) {
-      size_t grow = bytes + bytes / 4 + 256;
-      RDX_CHECK(raw(&temp, grow, what));
-      temp_bytes = grow;
-    }
+    if (bytes <= temp_bytes && temp != nullptr) return RDX_OK;
+    size_t grow = bytes + bytes / 4 + 256;
+    RDX_CHECK(raw(&temp, grow, what));
+    temp_bytes = grow;
+    return RDX_OK;
+  }
+  /* Run a CUB algorithm: size query, temporary storage, work. */
+  template <class F>
+  rdx_status cub(const char *what, F f) {
+    RDX_CHECK(cub_reserve(what, f));
     size_t have = temp_bytes;
-    e = f(temp, have);
+    cudaError_t e = f(temp, have);
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) return rdx_cuda_fail(ctx, e, what);
     return RDX_OK;
@@ -175,9 +181,8 @@ static inline unsigned blocks_for(int64_t n, int threads) {
   return (unsigned)b;
 }
 
-/* bytes (a multiple of 4) at p set to the 32-bit word v, by a kernel. At the start of a paged
- * quadtree update on an H200, cudaMemsetAsync of its 6 MB of scratch took 31 us of host time
- * and this kernel's launch 14-22 (RAYDEX_TRACE=events, PROBES.md §24); the GPU waits there. */
+/* bytes (a multiple of 4) at p set to the 32-bit word v, by a kernel: its launch costs the host
+ * less than cudaMemsetAsync, while the GPU waits for it (bench/results/NVIDIA-H200/UPDATES.md). */
 static __global__ void sp_fill_kernel(uint32_t *p, int64_t words, uint32_t v) { SP_FOR(i, words) p[i] = v; }
 static inline cudaError_t sp_fill(void *p, size_t bytes, uint32_t v, cudaStream_t s) {
   const int64_t words = (int64_t)(bytes / 4);

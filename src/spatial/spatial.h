@@ -10,12 +10,8 @@
  *
  *   pool  x[cap], y[cap]  coordinates in the index dtype, SoA (G-PICS: scans of a leaf coalesce)
  *         id[cap]         u64 ids
- *         key[cap]        quadtree: finest Morton code of the slot's point (u32 for D <= 16, else
- *                         u64), or none in a paged GPU pool (rdx_sp_qt_relayout_cuda's), whose
- *                         readers derive codes from the coordinates; k-d tree: code of the slot's leaf, from the first update on:
- *                         rdx_sp_code(level, key) on the planned path (u64), the path
- *                         left-aligned (key << (depth - level)) after a GPU repair (update_kd.cu;
- *                         u32 for depth <= 32, else u64)
+ *         key[cap]        a code per slot, whose meaning the kind and layout fix (below), or
+ *                         NULL where its readers derive it
  *   nodes (BFS order: by level, then key; children of a node are contiguous)
  *         key    u64   quadtree: Morton code at the node's level; k-d: path bits (left 0, right 1)
  *         fpos   i64   internal: index of the first child; leaf: first pool slot
@@ -26,13 +22,27 @@
  *         level  u8    root = 0
  *         leaf   u8    1 = leaf
  *
- * After a build the pool is dense (room == len) and, for a bottom-up quadtree, in Morton order
- * (a k-d tree's: in leaf order). Updates that page (the planned path, which the CPU runs; GPU
- * quadtree batches of up to 1/10 of the points, update_qt.cu) spread the leaves out with spare
- * room at their first update and keep an id -> slot map, so later updates touch only the leaves
- * that change (G-PICS's paging, with one variable-size page per leaf). Larger GPU quadtree
- * batches, and GPU k-d batches (update_kd.cu), are merged into a dense pool in key order. Either
- * way a leaf's points are slots [fpos, fpos + len) with no holes.
+ * A leaf's points are slots [fpos, fpos + len), with no holes. An index keeps the pool layout
+ * its build chose (rdx_points_options.layout) for life, and each layout has one update engine
+ * per backend and kind (update.c picks it):
+ *
+ *   layout  backend, kind   engine                    pool.key                     finds ids by
+ *   paged   CPU, both       planner, update_cpu.c     quadtree: finest Morton      slot: id ->
+ *                                                     code (u32 to depth 16, else  slot map
+ *                                                     u64); k-d: rdx_sp_code of
+ *                                                     the slot's leaf (u64), none
+ *                                                     before the first update
+ *   paged   GPU, quadtree   paging, update_paged.cu   finest Morton code, or NULL  slot
+ *   dense   GPU, quadtree   merge, update_qt.cu       finest Morton code           live: a bit
+ *   dense   GPU, k-d tree   repair, update_kd.cu      the slot's leaf's path,      per live id
+ *                                                     left-aligned, or NULL
+ *
+ * Paged: each leaf owns a page of slots [fpos, fpos + room), and an update rewrites only the
+ * pages of the leaves that change (G-PICS's paging). A build leaves room == len; the first update
+ * spreads the pages out with spare room and makes the id map. Dense: slots [0, n) hold the live
+ * points in key order (Morton order; k-d leaf order) and an update merges the sorted batch into
+ * them in one pass. A batch too large for its engine rebuilds the index in the same layout
+ * (update.c, rdx_sp_rebuilds; update.cu).
  */
 #ifndef RDX_SPATIAL_H
 #define RDX_SPATIAL_H
@@ -76,14 +86,14 @@ typedef struct rdx_sp_pool {
 /* What the last build or update did, for benchmarks and tests. */
 typedef struct rdx_sp_stats {
   double phase_ms[4];        /* build: keys+sort, phase 1, phase 2, point gather (quadtree);
-                                update: find, plan, reserve+commit, 0 (GPU quadtrees, update_qt.cu:
-                                classify+plan, split groups+node sort+allocations, commit, 0) */
-  int64_t moved, in_place, left_leaf, erased, inserted; /* last update */
+                                update: up to the host's read of the plan, from there to the first
+                                write, the writes, 0 */
+  int64_t moved, in_place, left_leaf, erased, inserted; /* last update; in_place and left_leaf
+                                                           -1 where the engine does not track them */
   int64_t splits, merges, relocated, new_leaves;
   int64_t reused_pages;      /* last update: pages of earlier ones a paged GPU quadtree reused */
+  int rebuilt;               /* last update: 1 if it rebuilt the index (update.c, rdx_sp_rebuilds) */
   int64_t relayouts, growths; /* since the build: relayouts, and growths of a paged pool */
-  int64_t ahead, ahead_missed; /* since the build: GPU quadtree batches whose split work ran ahead
-                                of the plan's read, and those whose work launched ahead did not fit */
 } rdx_sp_stats;
 
 struct rdx_points {
@@ -91,6 +101,7 @@ struct rdx_points {
   rdx_context *ctx;
   rdx_points_kind kind;
   rdx_points_method method;
+  rdx_points_layout layout;  /* RDX_POINTS_PAGED or RDX_POINTS_DENSE, for life (see above) */
   rdx_dtype dtype;
   int f64;                   /* dtype == RDX_F64 */
   int cap;                   /* leaf capacity */
@@ -103,26 +114,19 @@ struct rdx_points {
   rdx_sp_nodes nodes;        /* backend memory */
   rdx_sp_nodes host;         /* host copy of the nodes (GPU contexts); aliases `nodes` on the CPU */
   int host_stale;            /* GPU: `host` lags `nodes` (a build leaves it so: see points.c) */
-  uint64_t *slot;            /* planned path: id -> pool slot or RDX_SP_NONE, slot_cap entries; NULL
-                                before its first update */
+  uint64_t *slot;            /* paged: id -> pool slot or RDX_SP_NONE, slot_cap entries; NULL until
+                                the first update (and after a rebuild) */
   int64_t slot_cap;
-  uint32_t *live;            /* GPU updates (update_qt.cu, update_kd.cu): a bit per id, set while the id
-                                is in the index; NULL until then. At most one of slot and live. */
+  uint32_t *live;            /* dense: a bit per id, set while the id is in the index; NULL until
+                                the first update */
   int64_t live_bits;
   void *pfree;               /* paged GPU quadtrees: the pages leaves gave up, for later batches
                                 (update.cuh, pgfree), pfree_k room classes in pfree_bytes; or NULL */
   int pfree_k;
   int64_t pfree_bytes;
-  int sorted;                /* the pool's slots [0, n) hold the live points in key order with their
-                                keys: Morton codes (a GPU bottom-up build, a GPU quadtree update) or
-                                k-d leaf codes (a GPU k-d repair; a GPU k-d build leaves its pool in
-                                leaf order without codes); the merges need it */
-  struct {
-    int64_t m, surv, subnodes, groups, splits;
-  } plan_last;               /* GPU quadtree updates (paged or merged): the last batch's rows and
-                                split work, which size the next batch's split work launched ahead of
-                                its plan's read (update_qt.cu, qspec); m = 0 before the first */
   int kd_levels;             /* GPU k-d trees: 1 + the deepest node's level, 0 when not known */
+  int force_rebuild;         /* tests and benchmarks (rdx_sp_force_rebuild): 1 every update
+                                rebuilds, -1 none does that its engine can take, 0 by size */
   int64_t peak;              /* most bytes the build held */
   void *arena;               /* GPU: device scratch kept between queries and updates, or NULL */
   size_t arena_bytes;        /* its size: at most 64 MiB + 48 bytes per pool slot */
@@ -200,6 +204,7 @@ typedef struct rdx_sp_hnode {
   double split;
   int level, leaf;
 } rdx_sp_hnode;
+#include "spatial/update_hd.h"
 typedef struct rdx_sp_hlist {
   rdx_sp_hnode *v;
   int64_t n, cap;
@@ -210,13 +215,8 @@ rdx_status rdx_sp_hlist_reserve(rdx_context *ctx, rdx_sp_hlist *l, int64_t cap);
 void rdx_sp_hlist_free(rdx_context *ctx, rdx_sp_hlist *l);
 /* Sort nodes into BFS order (level, key) and set fpos/len of internal nodes to their children. */
 rdx_status rdx_sp_hlist_link(rdx_context *ctx, rdx_sp_hlist *l, int kd);
-/* Set fpos/len of the internal nodes of host nodes already in BFS order (RDX_ERR_INTERNAL if they
- * are not, or a node lacks children). */
-rdx_status rdx_sp_nodes_link(rdx_context *ctx, rdx_sp_nodes *nodes, int kd);
 /* A host rdx_sp_nodes with the list's nodes. */
 rdx_status rdx_sp_hlist_to_nodes(rdx_context *ctx, const rdx_sp_hlist *l, rdx_sp_nodes *out);
-/* Node i of host nodes N from a list node (room only for leaves). */
-void rdx_sp_nodes_put(rdx_sp_nodes *N, int64_t i, const rdx_sp_hnode *p);
 
 /* Quadtree nodes by binary search over n >= 1 sorted finest codes (host) whose quadrant at
  * (level, key) holds them all: breadth first down to leaves of <= cap points or level depth.
@@ -244,114 +244,56 @@ rdx_status rdx_sp_query_cpu(rdx_context *ctx, const rdx_points *pts, const rdx_s
 rdx_status rdx_sp_query_cuda(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, uint64_t *counts,
                              const uint64_t *offsets, uint64_t *rows);
 
-/* ---- updates (update.c drives; the backends move the points) ---- */
+/* ---- updates (update.c picks the engine; G-PICS Section 5, rules in update_hd.h) ---- */
 enum { RDX_SP_MOVE = 1, RDX_SP_INSERT = 2, RDX_SP_ERASE = 3 };
 typedef struct rdx_sp_batch {
   int op;
   int64_t m;                 /* >= 1 */
   const void *ids;           /* move/erase: m ids, backend memory */
   int ids64;                 /* ids are u64 (else u32) */
-  const void *xy;            /* move/insert: m interleaved (x, y), backend memory, validated */
+  const void *xy;            /* move/insert: m interleaved (x, y), backend memory */
   uint64_t first_id;         /* insert: id of row 0 */
-  int check_xy;              /* move/insert: xy is not validated yet; the update checks it */
-  int bad_xy;                /* out: the update found a non-finite point or one outside the box */
-} rdx_sp_batch;
-/* Whether rdx_sp_update checks the coordinates itself (batch.check_xy may be set): the GPU
- * quadtree path does, in the kernel that reads them anyway. */
-int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts);
-rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);
-/* Spread every leaf to room RDX_SP_SLACK(len) (RDX_SP_GROW(len) when wide: the GPU's paged
- * quadtree updates) in a new pool with `headroom` free slots past them, and build the id -> slot
- * map if there is none (update.c; host nodes must be current). */
-rdx_status rdx_sp_relayout(rdx_context *ctx, rdx_points *pts, int wide, int64_t headroom);
-#define RDX_SP_GROW(c) ((c) + (c) / 2 + 8)  /* room given to a relocated, merged or new leaf */
-#define RDX_SP_SLACK(c) ((c) + (c) / 4 + 4) /* room per leaf at a relayout */
-
-/* A run of a sorted list: entries [start, start + n) share `what` (a leaf, or a target code). */
-typedef struct rdx_sp_run {
-  int64_t what, start, n;
-} rdx_sp_run;
-
-/* A copy job of the update (and relayout): points to dst .. dst + n - 1 of the destination. */
-enum { RDX_SP_SEG_STAYERS = 1, RDX_SP_SEG_INCOMING = 2, RDX_SP_SEG_SCRATCH = 3 };
-typedef struct rdx_sp_seg {
-  int64_t src;               /* STAYERS: old leaf node; INCOMING: first entry of I; SCRATCH: first entry of the order */
-  int64_t n;                 /* points copied */
-  int64_t dst;               /* first destination slot */
-  uint64_t code;             /* k-d: leaf code written with the points */
-  int32_t kind;
-  int32_t to_scratch;        /* destination is the split scratch, not the pool */
-} rdx_sp_seg;
-
-/* An in-place leaf repair: removed slots out, incoming in, no relocation. */
-typedef struct rdx_sp_keep {
-  int64_t start, old_len;    /* extent of the leaf */
-  int64_t r_start, r_n;      /* its removals in R (sorted slots) */
-  int64_t i_start, i_n;      /* its incoming in I */
-  uint64_t code;             /* k-d leaf code */
-} rdx_sp_keep;
-
-/* Backend state of one update between its phases (lists R, I, P, dead flags, scratch, reserved
- * memory); opaque to update.c. */
-typedef struct rdx_sp_work rdx_sp_work;
-
-/* What `find` tells the planner (host memory, allocated through the account; update.c frees
- * r_runs and i_runs). */
-typedef struct rdx_sp_found {
-  int64_t n_remove, n_incoming, n_inplace;
-  rdx_sp_run *r_runs;        /* removals per old leaf (what = node index), by node */
-  int64_t n_r_runs;
-  rdx_sp_run *i_runs;        /* incoming per target (what = node * 5 + quadrant + 1), by target */
-  int64_t n_i_runs;
-  int64_t bad_row;           /* -1, or the first ids row that is bad: */
-  int bad_what;              /* 1 not an id of the index, 2 erased, 3 repeated in the batch */
+  int check_xy;              /* move/insert: xy is not validated yet; the engine checks it */
+  /* out, with the index unchanged: */
+  int bad_xy;                /* the engine found a non-finite point or one outside the box */
+  int64_t bad_row;           /* -1, or the ids row reported bad (update_hd.h's rule): */
+  int bad_what;              /* RDX_SP_BAD_UNKNOWN, _ERASED or _REPEATED */
   uint64_t bad_id;
-} rdx_sp_found;
+  /* out, on success: */
+  int64_t in_place;          /* moves that stayed in their leaf, or -1 where not tracked */
+} rdx_sp_batch;
+/* Whether the engine that takes this batch checks its coordinates itself, in the kernel that
+ * reads them (then points.c sets check_xy and scans only to word a failure): the GPU's do. */
+int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts);
+/* One batch, all-or-nothing: bad ids and points come back in b with RDX_ERR_INVALID_ARGUMENT. */
+rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);
+/* Whether a batch of m rows rebuilds the index rather than going through its layout's engine. */
+int rdx_sp_rebuilds(rdx_context *ctx, const rdx_points *pts, int64_t m);
+/* Tests and benchmarks only (never the environment): mode 1 makes every later update of pts a
+ * rebuild, -1 none that its layout's engine can take, 0 (the default) decides by the batch's
+ * size. Layouts whose engine takes any batch (the CPU planner, the dense quadtree) ignore it. */
+void rdx_sp_force_rebuild(rdx_points *pts, int mode);
 
-typedef struct rdx_sp_backend {
-  /* Copy every leaf's points to new_fpos[leaf] in a new pool of new_cap slots; build or refresh
-   * the id -> slot map; k-d: store each point's leaf code. Host/device nodes are updated by the
-   * caller. All-or-nothing. */
-  rdx_status (*relayout)(rdx_context *ctx, rdx_points *pts, const int64_t *new_fpos, int64_t new_cap);
-  /* Steps 1 of update.c: validate ids, movement check, leaf finding, lists R, I, P. */
-  rdx_status (*find)(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, rdx_sp_work **w, rdx_sp_found *f);
-  /* Copy the split groups' points into scratch (the segments with to_scratch), sort quadtree
-   * groups by (Morton code, id), and hand the host their codes (quadtree) or x, y, id (k-d). */
-  rdx_status (*split_gather)(rdx_context *ctx, rdx_points *pts, rdx_sp_work *w, const rdx_sp_seg *segs, int64_t n_segs,
-                             int64_t n_points, const int64_t *group_start, int64_t n_groups, uint64_t *keys_h,
-                             double *x_h, double *y_h, uint64_t *id_h);
-  /* Allocate what commit needs: pool of new_cap slots (if larger), slot map of slot_cap, device
-   * nodes, upload buffers. Changes nothing visible. */
-  rdx_status (*reserve)(rdx_context *ctx, rdx_points *pts, rdx_sp_work *w, int64_t new_cap, int64_t slot_cap,
-                        int64_t n_nodes, int64_t n_segs, int64_t n_keeps, int64_t n_order);
-  /* Write the update: erase marks, in-place moves, segment copies (pool), leaf repairs; GPU:
-   * upload new_nodes (host) into the reserved device nodes and swap them in. order[j]: scratch
-   * index of the j-th point of SCRATCH segments. */
-  rdx_status (*commit)(rdx_context *ctx, rdx_points *pts, rdx_sp_work *w, const rdx_sp_seg *segs, int64_t n_segs,
-                       const rdx_sp_keep *keeps, int64_t n_keeps, const int64_t *order, int64_t n_order,
-                       const rdx_sp_nodes *new_nodes);
-  void (*release)(rdx_context *ctx, rdx_sp_work *w);
-} rdx_sp_backend;
-extern const rdx_sp_backend rdx_sp_cpu_backend;
-extern const rdx_sp_backend rdx_sp_cuda_backend;
-/* A quadtree update on the GPU (update_qt.cu). Same contract as the planned path; bad ids come
- * back in f (bad_row >= 0), bad points in b->bad_xy, with nothing changed; pts->stats are set
- * and f->n_inplace is -1 (not tracked). With an id map (pts->slot, which rdx_sp_qt_relayout_cuda gives)
- * it pages: leaves keep their pages and the map. Without one it merges: the pool comes out
- * dense and in Morton order (pts->sorted) and pts->live replaces the map. */
-rdx_status rdx_sp_qt_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);
-/* pts->pfree freed: the paged path's pages to reuse (update.cuh, pgfree) hold only under its own
- * layout (update.c). */
-void rdx_sp_drop_pages(rdx_context *ctx, rdx_points *pts);
-/* A GPU quadtree's leaves spread out to room RDX_SP_GROW(len), headroom free slots past them:
- * rdx_sp_relayout(wide)'s moves planned on the device (update.cu; the caller does the rest of
- * what a relayout leaves behind: update.c, relayouted). */
+/* The engines: one entry point each, the same contract as rdx_sp_update (bad input in b, the
+ * index unchanged; on success pts->stats set, counts and ids left to update.c). */
+typedef rdx_status (*rdx_sp_update_fn)(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);
+rdx_status rdx_sp_update_cpu(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);    /* update_cpu.c */
+rdx_status rdx_sp_qt_paged_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b); /* update_paged.cu */
+rdx_status rdx_sp_qt_merge_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b); /* update_qt.cu */
+rdx_status rdx_sp_kd_repair_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b); /* update_kd.cu */
+rdx_status rdx_sp_rebuild_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);  /* update.cu */
+/* A GPU quadtree pool built top-down put in Morton order, as the dense layout keeps it (points.c
+ * calls it after such a build; update_qt.cu). */
+rdx_status rdx_sp_qt_dense_cuda(rdx_context *ctx, rdx_points *pts);
+/* A paged GPU quadtree's leaves spread out to room RDX_SP_GROW(len), headroom free slots past
+ * them, and its id map made or remapped (update.cu); tests call it to check the remap. */
 rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts, int64_t headroom);
-/* A k-d tree update on the GPU by rebuilding (update_kd.cu), same contract; leaves the pool
- * dense as a build does, keeps pts->live and drops the planned path's id map. */
-/* Whether a GPU k-d update of m rows rebuilds the tree rather than repairing it (update.c). */
-int rdx_sp_kd_rebuilds(const rdx_points *pts, int64_t m);
-rdx_status rdx_sp_kd_update_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, rdx_sp_found *f);
+/* pts->pfree freed (update.c). */
+void rdx_sp_drop_pages(rdx_context *ctx, rdx_points *pts);
+/* Paging takes batches of up to n / RDX_SP_PAGED_SHARE rows (update.c, rdx_sp_rebuilds). */
+#define RDX_SP_PAGED_SHARE 10
+#define RDX_SP_GROW(c) ((c) + (c) / 2 + 8)  /* room given to a relocated, merged or new leaf */
+#define RDX_SP_SLACK(c) ((c) + (c) / 4 + 4) /* room per leaf at a CPU relayout */
 
 /* ---- baselines for the benchmarks (CUDA; brute force over all points) ---- */
 rdx_status rdx_sp_brute_count_cuda(rdx_context *ctx, const void *xy, int f64, int64_t n, const rdx_sp_qin *in,

@@ -1,6 +1,6 @@
 /*
- * traverse_hd.h: walking the trees, shared by the CPU backend (query.c, update.c) and the CUDA
- * kernels (query.cu, update.cu): G-PICS Step I (each query descends and lists the leaves it
+ * traverse_hd.h: walking the trees, shared by the CPU backend (query.c, update_cpu.c) and the
+ * CUDA kernels (query.cu, update*.cu): G-PICS Step I (each query descends and lists the leaves it
  * needs), leaf finding for updates, and the exact kNN branch-and-bound.
  *
  * Both kinds use one node layout (spatial.h, rdx_sp_nodes): nodes in BFS order, children
@@ -200,17 +200,17 @@ RDX_HD int64_t rdx_sp_lower_bound_u64(const uint64_t *keys, int64_t lo, int64_t 
   return lo;
 }
 
-/* The quadtree's leaf rule, which builds and updates follow: a node is a leaf iff it holds at
+/* The leaf rule of both kinds, which builds and updates follow: a node is a leaf iff it holds at
  * most cap points or is at depth. */
-RDX_HD int rdx_sp_qt_leaf(int64_t count, int level, int depth, int64_t cap) { return count <= cap || level >= depth; }
+RDX_HD int rdx_sp_leaf(int64_t count, int level, int depth, int64_t cap) { return count <= cap || level >= depth; }
 
 /* The quadtree's split rule, for subtrees built from sorted finest codes (the planned update's
  * splits, on the host): the node at (level, key) holding keys[a, end) is a leaf by the rule above
  * (returns 1); else (returns 0) its quadrant q holds keys[b[q], b[q+1]). GPU updates find the same
- * bounds a warp at a time (update_qt.cu). */
+ * bounds a warp at a time (update_qt.cu, split_tree_kernel). */
 RDX_HD int rdx_sp_qt_quadrants(const uint64_t *keys, int64_t a, int64_t end, uint64_t key, int level, int depth,
                                int64_t cap, int64_t b[5]) {
-  if (rdx_sp_qt_leaf(end - a, level, depth, cap)) return 1;
+  if (rdx_sp_leaf(end - a, level, depth, cap)) return 1;
   int sh = 2 * (depth - level - 1);
   b[0] = a, b[4] = end;
   for (int q = 1; q < 4; q++) b[q] = rdx_sp_lower_bound_u64(keys, b[q - 1], end, (4 * key + (uint64_t)q) << sh);

@@ -1,21 +1,34 @@
 /*
- * update.cuh: what the two CUDA update paths share (update.cu: the host-planned path of the k-d
- * tree; update_qt.cu: the quadtree's merge; update_kd.cu: the k-d rebuild): reading a batch's
- * ids, bitmaps, a warp-per-leaf walk of the live slots, and the deterministic check of a batch's
- * ids behind every "bad id" message.
+ * update.cuh: what the GPU update engines share (update.cu, update_qt.cu, update_paged.cu,
+ * update_kd.cu): reading a batch, bitmaps, searches, warp-aggregated counters, the check of a
+ * batch's ids behind every "bad id" message (update_hd.h's rule), the pages a paged pool reuses,
+ * and the new tree's nodes put in BFS order (update_hd.h).
  */
 #ifndef RDX_SP_UPDATE_CUH
 #define RDX_SP_UPDATE_CUH
+
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cooperative_groups/scan.h>
 
 #include "spatial/sp_cuda.cuh"
 
 namespace rdx_sp {
 
-/* Bit s of a bitmap of u32 words (the merge's claim and live-id bitmaps). */
+namespace cg = cooperative_groups;
+
+/* Bit s of a bitmap of u32 words. */
 static __device__ __forceinline__ int bit_get(const uint32_t *b, uint64_t s) { return (b[s >> 5] >> (s & 31)) & 1u; }
 
 static __device__ __forceinline__ uint64_t id_at(const void *ids, int ids64, int64_t i) {
   return ids64 ? ((const uint64_t *)ids)[i] : ((const uint32_t *)ids)[i];
+}
+
+/* Batch row i's point, into *x, *y: false when check finds it outside the box g or not finite. */
+static __device__ __forceinline__ bool row_point(const void *xy, int f64, int64_t i, int check, const rdx_sp_grid &g,
+                                                 double *x, double *y) {
+  *x = rdx_sp_at(xy, 2 * i, f64), *y = rdx_sp_at(xy, 2 * i + 1, f64);
+  return !check || (*x >= g.x0 && *x <= g.x1 && *y >= g.y0 && *y <= g.y1); /* NaN fails too */
 }
 
 /* One warp per leaf of N (launch 32 threads per node): f(u, j, s) for the j-th point of leaf u,
@@ -30,42 +43,95 @@ __device__ __forceinline__ void for_leaf_slots(const rdx_sp_nodes &N, F f) {
   }
 }
 
+/* atomicAdd(ctr, v) for the threads that call it together, one atomic per warp; returns this
+ * thread's old value. */
+__device__ __forceinline__ unsigned long long agg_add(unsigned long long *ctr, unsigned long long v) {
+  cg::coalesced_group g = cg::coalesced_threads();
+  unsigned long long pre = cg::exclusive_scan(g, v, cg::plus<unsigned long long>());
+  unsigned long long base = 0;
+  if (g.thread_rank() == g.size() - 1) base = atomicAdd(ctr, pre + v);
+  return g.shfl(base, g.size() - 1) + pre;
+}
+
+/* First of k[lo, hi) >= v (lower) or > v (upper). */
+template <typename K>
+__device__ __forceinline__ int64_t lower(const K *k, int64_t lo, int64_t hi, uint64_t v) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if ((uint64_t)k[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+template <typename K>
+__device__ __forceinline__ int64_t upper(const K *k, int64_t lo, int64_t hi, uint64_t v) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if ((uint64_t)k[mid] <= v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The highest ancestor of old node u that the new tree makes a leaf (is_leaf(a)), or -1: u is
+ * then no node of the new tree, its points that leaf's. */
+template <class F>
+__device__ __forceinline__ int64_t leaf_above(const int64_t *parent, int64_t u, F is_leaf) {
+  int64_t top = -1;
+  for (int64_t a = parent[u]; a >= 0; a = parent[a])
+    if (is_leaf(a)) top = a;
+  return top;
+}
+
+/* The batch's sort entries by code bits [lo, hi) (CUB): *k and *row point at the sorted ones, in
+ * their buffers or the spares k2, row2. The quadtree sorts 2 D bits; the k-d tree leaves out the
+ * low bits that no leaf's code uses. */
+template <typename K>
+rdx_status sort_batch(scratch &mm, int64_t m, int lo, int hi, K **k, K *k2, uint32_t **row, uint32_t *row2,
+                      const char *fn) {
+  if (m == 0) return RDX_OK;
+  cub::DoubleBuffer<K> kb(*k, k2);
+  cub::DoubleBuffer<uint32_t> rb(*row, row2);
+  RDX_CHECK(mm.cub(fn, [&](void *tmp, size_t &bytes) {
+    return cub::DeviceRadixSort::SortPairs(tmp, bytes, kb, rb, m, lo, hi, rdx_stream(mm.ctx));
+  }));
+  *k = kb.Current(), *row = rb.Current();
+  return RDX_OK;
+}
+
 /* Bits a live-id bitmap gets for ids below id_end: a quarter more, for inserts. */
 static inline int64_t live_room(uint64_t id_end) { return (int64_t)id_end + (int64_t)id_end / 4 + 64; }
 
-/* A live-id bitmap (pts->live of the GPU update paths) of `bits` bits with the n ids pid[0..n)
- * set: those of a dense pool. */
+/* A live-id bitmap of `bits` bits with the n ids pid[0..n) set: those of a dense pool. */
 rdx_status live_bitmap(rdx_context *ctx, const uint64_t *pid, int64_t n, int64_t bits, uint32_t **out);
 
-/* The first bad row of a move or erase batch (an unknown, erased or repeated id) into f->bad_row,
- * bad_what, bad_id, as update.c reports it; f->bad_row = -1 when every id is good. */
-rdx_status check_ids(rdx_context *ctx, rdx_points *pts, const rdx_sp_batch *b, scratch &mm, rdx_sp_found *f);
+/* The reported bad row of a move or erase batch (update_hd.h) into b->bad_row, bad_what, bad_id,
+ * checked against pts->slot (paged) or pts->live (dense); b->bad_row = -1 when every id is good. */
+rdx_status check_ids(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, scratch &mm);
 
 /* Slots [from, cap) of *p zeroed, column by column (enqueued). No answer reads spare room, but
- * copies of a whole pool do (its growth, the tests' checks), and memory that was never written
- * is what compute-sanitizer's initcheck reports. */
+ * copies of a whole pool do, and memory never written is what compute-sanitizer's initcheck
+ * reports. */
 rdx_status pool_zero_from(rdx_context *ctx, rdx_sp_pool *p, int64_t from, int f64, const char *fn);
 
 /* src's used slots copied into the larger *dst, the rest of it zeroed, dst->used = src->used
  * (enqueued; the caller waits). */
 rdx_status pool_copy_used(rdx_context *ctx, rdx_sp_pool *dst, const rdx_sp_pool *src, int f64, const char *fn);
 
-/* The pages that leaves of a paged quadtree gave up, kept for later batches, so the pool's free
- * end (and the relayout when it runs short) is reached only by what the index really grew: every
- * relayout of 16.5M points cost 2-7 ms on an H200, and without reuse one came every 4-9 batches
- * of 3-5% moved (PROBES.md §25). Rooms of new pages come in classes of PAGE_UNIT slots (class k:
- * PAGE_UNIT * (k + 1) slots, k < K); a page given up goes to the largest class it covers, and a
- * new leaf takes a page of its class or of the next PAGE_REACH - 1 before the free end. Class k
- * holds cnt[k] page starts at page[off[k]..]. Takes may leave a count below zero (no page), and
- * pg_free_kernel, after the batch's moves, clamps them and adds the batch's own given-up pages,
- * so no page is reused while its points are still read. On the device, in pts->pfree: cnt (K
- * ints), off (K + 1 int64), page. */
+/* The pages that leaves of a paged quadtree gave up, kept for later batches, so that the pool's
+ * free end (and the relayout when it runs short) is reached only by what the index grew. Rooms
+ * come in classes of PAGE_UNIT slots (class k: PAGE_UNIT * (k + 1) slots, k < K); a page given up
+ * goes to the largest class it covers, and a new leaf takes a page of its class or of the next
+ * PAGE_REACH - 1 before the free end. Class k holds cnt[k] page starts at page[off[k]..]. Takes
+ * may leave a count below zero (no page); pg_free_kernel, after the batch's moves, clamps them and
+ * adds the batch's own given-up pages, so no page is reused while its points are still read. On
+ * the device, in pts->pfree: cnt (K ints), off (K + 1 int64), page. */
 enum { PAGE_UNIT = 64, PAGE_REACH = 3 };
 struct pgfree {
   int32_t *cnt;
   const int64_t *off;
   uint32_t *page;
-  int K, reach;
+  int K;
   /* The room of a new page for c points: RDX_SP_GROW(c), up to a whole class. */
   __device__ int64_t room_for(int64_t c) const {
     const int64_t r = RDX_SP_GROW(c);
@@ -76,7 +142,7 @@ struct pgfree {
   __device__ int64_t take(int64_t *room, int64_t page_base, unsigned long long *used, unsigned long long *reused) const {
     const int64_t r = *room;
     if (r <= (int64_t)PAGE_UNIT * K)
-      for (int j = (int)(r / PAGE_UNIT) - 1, j1 = j + reach; j < K && j < j1; j++) {
+      for (int j = (int)(r / PAGE_UNIT) - 1, j1 = j + PAGE_REACH; j < K && j < j1; j++) {
         const int old = atomicSub(&cnt[j], 1);
         if (old > 0) {
           atomicAdd(reused, 1ull);
@@ -91,9 +157,65 @@ struct pgfree {
 /* pts->pfree as kernels see it (K = 0: none, every page from the free end). */
 pgfree pfree_of(const rdx_points *pts);
 
-/* A new, empty pts->pfree for pts->pool.cap slots and pts->cap points a leaf (best effort: on
- * failure none, and pages come from the free end only). */
+/* A new, empty pts->pfree for pts->pool.cap slots (best effort: on failure none). */
 void pfree_reset(rdx_context *ctx, rdx_points *pts);
+
+/* ---- the new tree's nodes in BFS order (update_hd.h) ----
+ * L lists the new nodes as an engine made them: L.at(i) for i < bound (entries at level < 0
+ * unused, sorted last), L.used() of them real (device values). Their ranks are sorted (CUB), the
+ * nodes put in that order and linked; *bad gets bit 32 when the order or a node's children are
+ * wrong. alloc takes all the memory before an engine's first write; run only launches. */
+template <class L>
+__global__ void bfs_rank_kernel(L list, int64_t bound, int kd, uint64_t *k, int64_t *idx) {
+  SP_FOR(i, bound) {
+    const rdx_sp_hnode h = list.at(i);
+    k[i] = h.level < 0 ? ~0ull : rdx_sp_bfs_rank(h.level, h.key, kd), idx[i] = i;
+  }
+}
+template <class L>
+__global__ void bfs_put_kernel(L list, const int64_t *idx, rdx_sp_nodes out) {
+  SP_FOR(i, list.used()) {
+    const rdx_sp_hnode h = list.at(idx[i]);
+    rdx_sp_node_put(&out, i, &h);
+  }
+}
+template <class L>
+__global__ void bfs_link_kernel(L list, rdx_sp_nodes out, int kd, unsigned long long *bad) {
+  const int64_t n = list.used();
+  SP_FOR(i, n) if (rdx_sp_link_children(&out, n, i, kd)) atomicOr(bad, 32ull);
+}
+struct bfs_order {
+  uint64_t *k = nullptr, *k2 = nullptr;
+  int64_t *i = nullptr, *i2 = nullptr;
+  int64_t bound = 0;
+  int bits = 0, kd = 0;
+  cudaError_t sort(void *t, size_t &b, cudaStream_t s) {
+    cub::DoubleBuffer<uint64_t> kb(k, k2);
+    cub::DoubleBuffer<int64_t> ib(i, i2);
+    const cudaError_t e = cub::DeviceRadixSort::SortPairs(t, b, kb, ib, bound, 0, bits, s);
+    if (t) k = kb.Current(), i = ib.Current(), k2 = kb.Alternate(), i2 = ib.Alternate();
+    return e;
+  }
+  rdx_status alloc(scratch &mm, int64_t n_bound, int max_level, int is_kd, const char *fn) {
+    bound = n_bound, kd = is_kd, bits = rdx_sp_bfs_bits(max_level, is_kd);
+    RDX_CHECK(mm.get(&k, (size_t)bound + 1, fn));
+    RDX_CHECK(mm.get(&k2, (size_t)bound + 1, fn));
+    RDX_CHECK(mm.get(&i, (size_t)bound + 1, fn));
+    RDX_CHECK(mm.get(&i2, (size_t)bound + 1, fn));
+    return mm.cub_reserve(fn, [&](void *t, size_t &b) { return sort(t, b, rdx_stream(mm.ctx)); });
+  }
+  /* The nodes into out (allocated for bound nodes; the caller sets out->n once it knows it). */
+  template <class L>
+  rdx_status run(scratch &mm, const L &list, rdx_sp_nodes *out, unsigned long long *bad, const char *fn) {
+    cudaStream_t s = rdx_stream(mm.ctx);
+    bfs_rank_kernel<L><<<blocks_for(bound, 256), 256, 0, s>>>(list, bound, kd, k, i);
+    RDX_CHECK(mm.cub(fn, [&](void *t, size_t &b) { return sort(t, b, s); }));
+    bfs_put_kernel<L><<<blocks_for(bound, 256), 256, 0, s>>>(list, i, *out);
+    bfs_link_kernel<L><<<blocks_for(bound, 256), 256, 0, s>>>(list, *out, kd, bad);
+    RDX_CUDA(mm.ctx, cudaGetLastError(), fn);
+    return RDX_OK;
+  }
+};
 
 }  // namespace rdx_sp
 
