@@ -185,9 +185,6 @@ static void environment(void) {
              {"RAYDEX_THREADS", "-1", "'-1'"},        {"RAYDEX_THREADS", "", "''"},
              {"RAYDEX_THREADS", "99999999999999999999", "'99999999999999999999'"},
              {"RAYDEX_TRACE", "yes", "'yes'"},
-             {"RAYDEX_SP_UPDATE", "Plan", "'Plan'"},  {"RAYDEX_SP_REACH", "4097", "'4097'"},
-             {"RAYDEX_SP_REACH", "", "''"},           {"RAYDEX_SP_NODES", "heap", "'heap'"},
-             {"RAYDEX_SP_AHEAD", "1", "'1'"},
              {"RAYDEX_TRACE", "\x01\x7f\\", "'\\x01\\x7f\\\\'"}};
   /* the retired tuning knobs are no longer read: any value is ignored */
   static const struct {

@@ -183,7 +183,7 @@ static rdx_backend pick_auto(void) {
 /* The environment variables the library reads and what each accepts: a word from `words`
  * ("a|b"; empty means unset, the default), or else a decimal integer in [lo, hi]. No tuning knob
  * is read from the environment: tests and benchmarks force paths through internal entry points
- * (rdx_context.force). The RAYDEX_SP_* rows go with the spatial update rewrite. */
+ * (rdx_context.force; spatial.h, rdx_sp_force_rebuild). */
 static const struct env_var {
   const char *name;
   const char *words; /* NULL: an integer */
@@ -191,10 +191,6 @@ static const struct env_var {
 } env_vars[] = {
     {"RAYDEX_THREADS", NULL, 1, 4096},       /* CPU threads (pool.c) */
     {"RAYDEX_TRACE", "1|events", 0, 0},      /* rdx_trace marks */
-    {"RAYDEX_SP_UPDATE", "plan|paged|merge|rebuild", 0, 0},
-    {"RAYDEX_SP_REACH", NULL, 0, 4096},
-    {"RAYDEX_SP_NODES", "sort", 0, 0},
-    {"RAYDEX_SP_AHEAD", "0|tight", 0, 0},
 };
 
 static int env_word_ok(const char *words, const char *v) {
