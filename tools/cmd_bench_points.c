@@ -42,6 +42,7 @@ typedef struct cfg {
   int64_t brute_max, cpu_max;
   uint64_t seed;
   int resample, uniform;       /* --moves resample, --moves uniform */
+  rdx_points_layout layout;    /* --layout (update), 0 = the library's default */
   const char *device;
 } cfg;
 
@@ -57,6 +58,7 @@ static rdx_points *build(rdx_context *ctx, const cfg *c, rdx_points_kind kind, r
   o.leaf_capacity = c->cap;
   o.max_depth = c->depth;
   o.use_box = true; /* the distribution's whole domain, so moved points stay inside */
+  o.layout = c->layout;
   rdx_gen_points_box(c->dist, o.box);
   rdx_points *pts = NULL;
   cli_must(ctx, rdx_points_build(ctx, p, &o, &pts), "build");
@@ -392,16 +394,13 @@ static void exp_query(const cfg *c, int hdr) {
 
 /* ---- update ---- */
 
-/* The engine column of update rows: the moves' kind (resample, uniform) and then the path
- * RAYDEX_SP_UPDATE forces, e.g. update-paged or update-uniform-paged. */
+/* The engine column of update rows: the moves' kind (resample, uniform), then the layout when
+ * --layout names one, e.g. update-dense or update-uniform-paged. The layout decides the engine;
+ * batches too large for it rebuild (the stderr line counts them). */
 static const char *update_engine(const cfg *c) {
-  static const char *paths[] = {"paged", "merge", "plan", "rebuild"};
   static char name[40];
-  const char *e = getenv("RAYDEX_SP_UPDATE"), *path = NULL;
-  for (size_t i = 0; e && i < sizeof paths / sizeof *paths; i++)
-    if (strcmp(e, paths[i]) == 0) path = paths[i];
-  snprintf(name, sizeof name, "update%s%s%s", c->resample ? "-resample" : c->uniform ? "-uniform" : "", path ? "-" : "",
-           path ? path : "");
+  const char *lay = c->layout == RDX_POINTS_DENSE ? "-dense" : c->layout == RDX_POINTS_PAGED ? "-paged" : "";
+  snprintf(name, sizeof name, "update%s%s", c->resample ? "-resample" : c->uniform ? "-uniform" : "", lay);
   return name;
 }
 
@@ -470,9 +469,9 @@ static void exp_update(const cfg *c, int hdr) {
         if (m < 1) m = 1;
         if (m > n) m = n;
         int64_t left = 0, splits = 0, merges = 0;
-        double p[3] = {0, 0, 0}; /* find, plan, reserve + commit (update.c) */
+        double p[3] = {0, 0, 0}; /* spatial.h, rdx_sp_stats.phase_ms */
         cli_progress("update: %s, %g%% of %lld points moved", kind_name(c->kinds[k]), c->moved[mi], (long long)n);
-        int64_t relayouts = 0, growths = 0;
+        int64_t relayouts = 0, growths = 0, rebuilds = 0;
         for (int r = -1; r < c->reps; r++) {
           /* m distinct random ids (partial Fisher-Yates) to fresh places (see --moves) */
           for (int64_t i = 0; i < m; i++) {
@@ -501,7 +500,7 @@ static void exp_update(const cfg *c, int hdr) {
           double ms = rdx_now_ms() - t0;
           if (r >= 0) {
             t[r] = ms;
-            relayouts += pts->stats.relayouts - r0, growths += pts->stats.growths - g0;
+            relayouts += pts->stats.relayouts - r0, growths += pts->stats.growths - g0, rebuilds += pts->stats.rebuilt;
             left += pts->stats.left_leaf, splits += pts->stats.splits, merges += pts->stats.merges;
             for (int i = 0; i < 3; i++) p[i] += pts->stats.phase_ms[i] / c->reps;
           }
@@ -520,9 +519,9 @@ static void exp_update(const cfg *c, int hdr) {
         ru.ms = mean;
         const double med = cli_median(t, c->reps);
         cli_progress_clear();
-        fprintf(stderr, "# update %s %g%%: mean %.4f ms, median %.4f ms, max %.4f ms, %lld relayouts and %lld pool "
-                "growths in %d batches\n", update_engine(c), c->moved[mi], mean, med, t[c->reps - 1], (long long)relayouts,
-                (long long)growths, c->reps);
+        fprintf(stderr, "# update %s %g%%: mean %.4f ms, median %.4f ms, max %.4f ms, %lld rebuilds, %lld relayouts and "
+                "%lld pool growths in %d batches\n", update_engine(c), c->moved[mi], mean, med, t[c->reps - 1],
+                (long long)rebuilds, (long long)relayouts, (long long)growths, c->reps);
         memcpy(ru.p, p, sizeof p);
         ru.per_s = m / (ru.ms / 1e3);
         ru.left_leaf = left / c->reps, ru.splits = splits / c->reps, ru.merges = merges / c->reps;
@@ -585,6 +584,8 @@ const char cli_bench_points_usage[] =
     "                                      hot-spot layout of the generator; resample to fresh samples\n"
     "                                      of the index's own layout; uniform in the box (G-PICS's\n"
     "                                      experiment)\n"
+    "            [--layout paged|dense]    the indexes' layout (default: paged, and dense for k-d trees on a\n"
+    "                                      GPU; dense needs a GPU)\n"
     "\n"
     "Lists are comma-separated; every combination gives one CSV row on stdout, with a check column\n"
     "(the answers compared with another engine or a fresh build). Defaults: quadtree, bottomup,\n"
@@ -597,6 +598,7 @@ const char cli_bench_points_usage[] =
 static const char *const exp_names[] = {"build", "query", "update"};
 static const char *const where_names[] = {"device", "host"};
 static const char *const moves_names[] = {"relocate", "resample", "uniform"};
+static const char *const layout_names[] = {"paged", "dense"};
 
 int cmd_bench_points(int argc, char **argv) {
   cli_args a;
@@ -636,6 +638,8 @@ int cmd_bench_points(int argc, char **argv) {
   int moves = cli_choice(&a, "moves", moves_names, 3, 0);
   c.resample = moves == 1;
   c.uniform = moves == 2;
+  const int layout = cli_choice(&a, "layout", layout_names, 2, -1);
+  c.layout = layout < 0 ? (rdx_points_layout)0 : layout ? RDX_POINTS_DENSE : RDX_POINTS_PAGED;
   int hdr = cli_flag(&a, "header");
   /* options that apply to no entry of the lists are refused, not ignored */
   int has_type[4] = {0}, has_engine[3] = {0};
@@ -651,6 +655,7 @@ int cmd_bench_points(int argc, char **argv) {
   cli_applies(&a, "cpu-max", exp == 1 && has_engine[E_CPU], "--exp query --engine cpu");
   cli_applies(&a, "moved", exp == 2, "--exp update");
   cli_applies(&a, "moves", exp == 2, "--exp update");
+  cli_applies(&a, "layout", exp == 2, "--exp update");
   /* the index runs first: brute and cpu rows are checked against it */
   for (int i = 0; i < c.n_engines; i++)
     if (c.engines[i] == E_INDEX && i > 0) c.engines[i] = c.engines[0], c.engines[0] = E_INDEX;

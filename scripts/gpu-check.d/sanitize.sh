@@ -65,11 +65,11 @@ san_cli() { # san_cli <tool>: the CLI workloads, one after the other, under one 
               "--exp update --index quadtree,kdtree --moved 1,3,10,50 --leaf-capacity 32" \
               "--exp update --index quadtree --moved 2,20 --leaf-capacity 32 --moves resample" \
               "--exp update --index kdtree --moved 2 --leaf-capacity 4 --max-depth 40"; do
-    for eng in "" paged merge; do
-      [ -n "$eng" ] && [[ $args != *"--exp update --index quadtree"* ]] && continue
-      echo "\$ RAYDEX_SP_UPDATE=$eng raydex bench points $args $common" >> "$f"
-      RAYDEX_SP_UPDATE=$eng timeout "${SANITIZE_LIMIT:-420}" "$san_bin" --tool "$tool" $extra --error-exitcode 99 \
-        --print-limit 100000000 "$RDX" bench points $args $common 2>&1 | awk -f "$san_awk" >> "$f"
+    for lay in "" "--layout dense"; do # quadtrees in both layouts (each its own engine)
+      [ -n "$lay" ] && [[ $args != *"--exp update --index quadtree"* ]] && continue
+      echo "\$ raydex bench points $args $lay $common" >> "$f"
+      timeout "${SANITIZE_LIMIT:-420}" "$san_bin" --tool "$tool" $extra --error-exitcode 99 \
+        --print-limit 100000000 "$RDX" bench points $args $lay $common 2>&1 | awk -f "$san_awk" >> "$f"
       local r=${PIPESTATUS[0]}
       [ $r -ne 0 ] && [ $rc -ne 124 ] && rc=$r
     done

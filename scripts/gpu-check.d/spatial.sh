@@ -7,19 +7,15 @@
 #   spatial_query   2^10 .. 2^22 concurrent queries of each type over 16.5M uniform points, leaf
 #                   capacity 1024 (G-PICS's setting): the index, a brute-force GPU scan (to 2^16
 #                   queries; it is linear in the batch) and the CPU backend on every core (to 2^20);
-#   spatial_update  1% .. 50% of 16.5M taxi-like points moved per batch, against a rebuild
-#                   (quadtrees page batches of up to 1/10 of the points on the GPU and merge larger
-#                   ones into a Morton-ordered pool, engine "update"; each path forced on its own,
-#                   engines "update-paged" and "update-merge"; k-d trees are repaired on the
-#                   device, "update", or rebuilt, "update-rebuild", the path of batches over half
-#                   the points). The moved
-#                   points go to places of another hot-spot layout (--moves relocate, the
-#                   default); spatial_update_resample.csv: to fresh samples of the index's own
-#                   layout; spatial_update_uniform.csv: uniformly in the box (G-PICS's "random
-#                   new positions"); in both, engines "update-resample-merge" and
-#                   "update-uniform-merge" force the merge at 5-10%, which page by default.
-#                   Part "plan" (not run by default): spatial_update_plan.csv, the host-planned
-#                   path (RAYDEX_SP_UPDATE=plan), for comparison.
+#   spatial_update  1% .. 50% of 16.5M taxi-like points moved per batch, against a rebuild:
+#                   quadtrees in the default (paged) layout, engine "update" (paging to a tenth of
+#                   the points, a rebuild above), and in the dense layout, "update-dense" (the
+#                   merge); k-d trees, "update" (the repair, a rebuild above half). The moved points
+#                   go to places of another hot-spot layout (--moves relocate, the default);
+#                   spatial_update_resample.csv: to fresh samples of the index's own layout;
+#                   spatial_update_uniform.csv: uniformly in the box (G-PICS's "random new
+#                   positions"); in both, "update-resample-dense" and "update-uniform-dense" at
+#                   5-10%.
 # SPATIAL_PARTS (default "build query update") picks the parts to run.
 # Rows carry a check column (bench/README.md); bench/plot_spatial.py draws the PNGs.
 
@@ -59,22 +55,12 @@ up=(bench points --exp update --backend cuda --n 16500000 --dist taxi --dtype f3
 for idx in quadtree kdtree; do
   sp_bench spatial_update 90 "${up[@]}" --index $idx --moved 1,2,3,4,5,10,20,50 --reps 18
 done
-RAYDEX_SP_UPDATE=paged sp_bench spatial_update 90 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20 --reps 18
-RAYDEX_SP_UPDATE=merge sp_bench spatial_update 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 5
-RAYDEX_SP_UPDATE=rebuild sp_bench spatial_update 50 "${up[@]}" --index kdtree --moved 1,10,50 --reps 3
+sp_bench spatial_update 50 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 5 --layout dense
 sp_bench spatial_update_resample 90 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 18 --moves resample
 sp_bench spatial_update_uniform 90 "${up[@]}" --index quadtree --moved 1,2,3,4,5,10,20,50 --reps 18 --moves uniform
-# the merge forced where batches page by default (up to a tenth of the points)
-RAYDEX_SP_UPDATE=merge sp_bench spatial_update_resample 50 "${up[@]}" --index quadtree --moved 5,10 --reps 5 --moves resample
-RAYDEX_SP_UPDATE=merge sp_bench spatial_update_uniform 50 "${up[@]}" --index quadtree --moved 5,10 --reps 5 --moves uniform
+sp_bench spatial_update_resample 50 "${up[@]}" --index quadtree --moved 5,10 --reps 5 --moves resample --layout dense
+sp_bench spatial_update_uniform 50 "${up[@]}" --index quadtree --moved 5,10 --reps 5 --moves uniform --layout dense
 log "spatial update: $(grep -c ',update' "$OUT/csv/spatial_update.csv" 2>/dev/null) rows in $(( $(date +%s) - t_sp )) s"
 fi
 
-if [[ $parts == *" plan "* ]]; then
-RAYDEX_SP_UPDATE=plan sp_bench spatial_update_plan 50 bench points --exp update --backend cuda --index quadtree --n 16500000 \
-  --dist taxi --dtype f32 --leaf-capacity 1024 --max-depth 16 --moved 1,2,5,10,20,50 --reps 5
-# the k-d tree's planned path (the repair planned on the host, as the CPU runs it), at 1% and 10%
-RAYDEX_SP_UPDATE=plan sp_bench spatial_update_plan 50 bench points --exp update --backend cuda --index kdtree --n 16500000 \
-  --dist taxi --dtype f32 --leaf-capacity 1024 --moved 1,10 --reps 3
-fi
 grep -h "WRONG" "$OUT"/csv/spatial_*.csv 2>/dev/null | head -5 | while read -r l; do log "spatial WRONG: $l"; done
