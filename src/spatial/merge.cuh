@@ -199,14 +199,6 @@ rdx_status merge_pool(scratch &mm, const rdx_sp_pool &src, int64_t n_old, int dr
 
 /* ---- what both merge updates do around the merge ---- */
 
-/* Claims a batch row's id (a bit per id): false, with bad bit 1, when a row before claimed it. */
-static __device__ __forceinline__ bool claim_id(uint64_t id, uint32_t *claim, unsigned long long *bad) {
-  const uint32_t bit = 1u << (id & 31);
-  if (!(atomicOr(&claim[id >> 5], bit) & bit)) return true;
-  atomicOr(bad, 1ull); /* the id's second row */
-  return false;
-}
-
 /* A batch's device arrays: the claim bitmap (moves and erases: a bit per id the batch names)
  * and its (key, row) sort entries with their spares (moves and inserts). */
 template <typename K>

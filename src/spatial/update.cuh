@@ -99,6 +99,14 @@ rdx_status sort_batch(scratch &mm, int64_t m, int lo, int hi, K **k, K *k2, uint
   return RDX_OK;
 }
 
+/* Claims a batch row's id (a bit per id): false, with bad bit 1, when a row before claimed it. */
+static __device__ __forceinline__ bool claim_id(uint64_t id, uint32_t *claim, unsigned long long *bad) {
+  const uint32_t bit = 1u << (id & 31);
+  if (!(atomicOr(&claim[id >> 5], bit) & bit)) return true;
+  atomicOr(bad, 1ull); /* the id's second row */
+  return false;
+}
+
 /* Bits a live-id bitmap gets for ids below id_end: a quarter more, for inserts. */
 static inline int64_t live_room(uint64_t id_end) { return (int64_t)id_end + (int64_t)id_end / 4 + 64; }
 
@@ -161,33 +169,66 @@ pgfree pfree_of(const rdx_points *pts);
 void pfree_reset(rdx_context *ctx, rdx_points *pts);
 
 /* ---- the new tree's nodes in BFS order (update_hd.h) ----
- * L lists the new nodes as an engine made them: L.at(i) for i < bound (entries at level < 0
- * unused, sorted last), L.used() of them real (device values). Their ranks are sorted (CUB), the
- * nodes put in that order and linked; *bad gets bit 32 when the order or a node's children are
- * wrong. alloc takes all the memory before an engine's first write; run only launches. */
-template <class L>
-__global__ void bfs_rank_kernel(L list, int64_t bound, int kd, uint64_t *k, int64_t *idx) {
+ * An engine's decisions write each node they keep at its old index u (keep[u] = 1); compacted
+ * in that order (bfs_order::compact), they are in BFS order already, since old nodes are. The
+ * subtrees' nodes come in any order, a bound of entries with those at level < 0 unused; only their
+ * ranks are sorted (CUB). A node's place is its index in its own list plus the number of the
+ * other list's nodes of a lower rank (ranks are distinct), and internal nodes are then linked;
+ * *bad gets bit 32 when the order or a node's children are wrong. as_hnode(T) reads a node of
+ * type T. alloc takes all the memory before an engine's first write; the rest only launches. */
+static __device__ __forceinline__ rdx_sp_hnode as_hnode(const rdx_sp_hnode &h) { return h; }
+
+template <class T>
+struct bfs_lists {
+  const T *kept, *sub;
+  const unsigned long long *n_kept, *n_sub; /* on the device: the kept nodes, the subtrees' used ones */
+};
+
+template <class T>
+__global__ void bfs_rank_kernel(const T *sub, int64_t bound, int kd, uint64_t *k, int64_t *idx) {
   SP_FOR(i, bound) {
-    const rdx_sp_hnode h = list.at(i);
+    const rdx_sp_hnode h = as_hnode(sub[i]);
     k[i] = h.level < 0 ? ~0ull : rdx_sp_bfs_rank(h.level, h.key, kd), idx[i] = i;
   }
 }
-template <class L>
-__global__ void bfs_put_kernel(L list, const int64_t *idx, rdx_sp_nodes out) {
-  SP_FOR(i, list.used()) {
-    const rdx_sp_hnode h = list.at(idx[i]);
-    rdx_sp_node_put(&out, i, &h);
+/* The kept nodes before rank r (they ascend in rank). */
+template <class T>
+__device__ int64_t kept_below(const T *kept, int64_t n, uint64_t r, int kd) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const rdx_sp_hnode h = as_hnode(kept[mid]);
+    if (rdx_sp_bfs_rank(h.level, h.key, kd) < r) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+template <class T>
+__global__ void bfs_place_kernel(bfs_lists<T> L, const uint64_t *sk, const int64_t *si, int kd, rdx_sp_nodes out) {
+  const int64_t nk = (int64_t)*L.n_kept, ns = (int64_t)*L.n_sub;
+  SP_FOR(i, nk + ns) {
+    if (i < nk) {
+      const rdx_sp_hnode h = as_hnode(L.kept[i]);
+      rdx_sp_node_put(&out, i + lower(sk, 0, ns, rdx_sp_bfs_rank(h.level, h.key, kd)), &h);
+    } else {
+      const rdx_sp_hnode h = as_hnode(L.sub[si[i - nk]]);
+      rdx_sp_node_put(&out, i - nk + kept_below(L.kept, nk, sk[i - nk], kd), &h);
+    }
   }
 }
-template <class L>
-__global__ void bfs_link_kernel(L list, rdx_sp_nodes out, int kd, unsigned long long *bad) {
-  const int64_t n = list.used();
+template <class T>
+__global__ void bfs_link_kernel(bfs_lists<T> L, rdx_sp_nodes out, int kd, unsigned long long *bad) {
+  const int64_t n = (int64_t)(*L.n_kept + *L.n_sub);
   SP_FOR(i, n) if (rdx_sp_link_children(&out, n, i, kd)) atomicOr(bad, 32ull);
 }
+__global__ void bfs_flags_kernel(const int64_t *keep, int64_t n, uint8_t *flag) { /* keep: -1 or its kept count */
+  SP_FOR(i, n) flag[i] = keep[i] >= 0;
+}
+
+template <class T>
 struct bfs_order {
   uint64_t *k = nullptr, *k2 = nullptr;
-  int64_t *i = nullptr, *i2 = nullptr;
-  int64_t bound = 0;
+  int64_t *i = nullptr, *i2 = nullptr, bound = 0;
   int bits = 0, kd = 0;
   cudaError_t sort(void *t, size_t &b, cudaStream_t s) {
     cub::DoubleBuffer<uint64_t> kb(k, k2);
@@ -196,6 +237,18 @@ struct bfs_order {
     if (t) k = kb.Current(), i = ib.Current(), k2 = kb.Alternate(), i2 = ib.Alternate();
     return e;
   }
+  /* The n decisions' nodes tn (keep[u] >= 0 for those kept) compacted in order into *kept, their
+   * count into *n_kept (before the host's read: its scratch may fail, nothing is written). */
+  static rdx_status compact(scratch &mm, const T *tn, const int64_t *keep, int64_t n, T **kept,
+                            unsigned long long *n_kept, const char *fn) {
+    cudaStream_t s = rdx_stream(mm.ctx);
+    uint8_t *flag;
+    RDX_CHECK(mm.get(&flag, (size_t)n + 1, fn));
+    RDX_CHECK(mm.get(kept, (size_t)n + 1, fn));
+    bfs_flags_kernel<<<blocks_for(n, 256), 256, 0, s>>>(keep, n, flag);
+    return mm.cub(fn, [&](void *t, size_t &b) { return cub::DeviceSelect::Flagged(t, b, tn, flag, *kept, n_kept, n, s); });
+  }
+  /* The scratch of the subtrees' order: bound entries, ranks of levels to max_level. */
   rdx_status alloc(scratch &mm, int64_t n_bound, int max_level, int is_kd, const char *fn) {
     bound = n_bound, kd = is_kd, bits = rdx_sp_bfs_bits(max_level, is_kd);
     RDX_CHECK(mm.get(&k, (size_t)bound + 1, fn));
@@ -204,14 +257,14 @@ struct bfs_order {
     RDX_CHECK(mm.get(&i2, (size_t)bound + 1, fn));
     return mm.cub_reserve(fn, [&](void *t, size_t &b) { return sort(t, b, rdx_stream(mm.ctx)); });
   }
-  /* The nodes into out (allocated for bound nodes; the caller sets out->n once it knows it). */
-  template <class L>
-  rdx_status run(scratch &mm, const L &list, rdx_sp_nodes *out, unsigned long long *bad, const char *fn) {
+  /* The nodes into out (allocated for all of them; the caller sets out->n once it knows it). */
+  rdx_status run(scratch &mm, const bfs_lists<T> &L, int64_t kept_bound, rdx_sp_nodes *out, unsigned long long *bad,
+                 const char *fn) {
     cudaStream_t s = rdx_stream(mm.ctx);
-    bfs_rank_kernel<L><<<blocks_for(bound, 256), 256, 0, s>>>(list, bound, kd, k, i);
-    RDX_CHECK(mm.cub(fn, [&](void *t, size_t &b) { return sort(t, b, s); }));
-    bfs_put_kernel<L><<<blocks_for(bound, 256), 256, 0, s>>>(list, i, *out);
-    bfs_link_kernel<L><<<blocks_for(bound, 256), 256, 0, s>>>(list, *out, kd, bad);
+    bfs_rank_kernel<T><<<blocks_for(bound, 256), 256, 0, s>>>(L.sub, bound, kd, k, i);
+    if (bound > 0) RDX_CHECK(mm.cub(fn, [&](void *t, size_t &b) { return sort(t, b, s); }));
+    bfs_place_kernel<T><<<blocks_for(kept_bound + bound, 256), 256, 0, s>>>(L, k, i, kd, *out);
+    bfs_link_kernel<T><<<blocks_for(kept_bound + bound, 256), 256, 0, s>>>(L, *out, kd, bad);
     RDX_CUDA(mm.ctx, cudaGetLastError(), fn);
     return RDX_OK;
   }

@@ -41,7 +41,7 @@ struct ktot {
   unsigned long long bad;   /* 1 a bad id (check_ids finds which); 4 a bad point (points.c's scan
                                finds which); internal checks: 2 a merged point past the pool, 32
                                nodes out of BFS order or without their children */
-  unsigned long long nodes, groups, gpoints, splits, merges, levels;
+  unsigned long long nodes, groups, gpoints, splits, merges, levels, subused;
 };
 
 /* A leaf that splits: its `count` points are new pool slots [start, start + count). */
@@ -99,12 +99,13 @@ __global__ void kcount_kernel(rdx_sp_nodes N, const K *keys, int64_t n, int Ab, 
   }
 }
 
-__device__ void put_knode(rdx_sp_hnode *tn, ktot *tot, uint64_t key, int level, int leaf, int64_t c, int64_t fpos,
-                          double split) {
+/* A node the decisions keep, at old node u's place; kidx[u] >= 0 marks it (bfs_order::compact). */
+__device__ void put_knode(rdx_sp_hnode *tn, int64_t *kidx, int64_t u, ktot *tot, int level, int leaf, int64_t c, int64_t fpos,
+                          double split, uint64_t key) {
   rdx_sp_hnode h;
   h.key = key, h.level = level, h.leaf = leaf, h.count = c, h.split = split;
   h.len = leaf ? c : 0, h.room = h.len, h.fpos = leaf ? fpos : 0;
-  tn[agg_add(&tot->nodes, 1ull)] = h;
+  tn[u] = h, kidx[u] = (int64_t)agg_add(&tot->nodes, 1ull);
   atomicMax(&tot->levels, (unsigned long long)level + 1);
 }
 
@@ -113,13 +114,14 @@ __device__ void put_knode(rdx_sp_hnode *tn, ktot *tot, uint64_t key, int level, 
  * its subtree's points are one run already) or stays, with its split. Empty nodes stay (a k-d
  * node always has both children). */
 __global__ void kdecide_kernel(rdx_sp_nodes N, const int64_t *parent, const int64_t *A, const int64_t *C, int D, int64_t cap,
-                               rdx_sp_hnode *tn, kgroup *groups, ktot *tot) {
+                               rdx_sp_hnode *tn, int64_t *kidx, kgroup *groups, ktot *tot) {
   SP_FOR(u, N.n) {
+    kidx[u] = -1;
     if (leaf_above(parent, u, [&](int64_t a) { return rdx_sp_leaf(C[a], N.level[a], D, cap); }) >= 0) continue;
     const int l = N.level[u];
     const int64_t c = C[u];
     if (rdx_sp_leaf(c, l, D, cap)) {
-      put_knode(tn, tot, N.key[u], l, 1, c, A[u], 0.0);
+      put_knode(tn, kidx, u, tot, l, 1, c, A[u], 0.0, N.key[u]);
       if (!N.leaf[u]) agg_add(&tot->merges, 1ull);
     } else if (N.leaf[u]) {
       kgroup g;
@@ -128,7 +130,7 @@ __global__ void kdecide_kernel(rdx_sp_nodes N, const int64_t *parent, const int6
       agg_add(&tot->gpoints, (unsigned long long)c);
       agg_add(&tot->splits, 1ull);
     } else {
-      put_knode(tn, tot, N.key[u], l, 0, c, 0, N.split[u]);
+      put_knode(tn, kidx, u, tot, l, 0, c, 0, N.split[u], N.key[u]);
     }
   }
 }
@@ -177,14 +179,6 @@ __global__ void gscatter_kernel(const kgroup *g, const int64_t *gs, int64_t ng, 
 __global__ void split_fill_kernel(const int64_t *node, const double *split, int64_t n, rdx_sp_hnode *sub) {
   SP_FOR(k, n) sub[node[k]].split = split[k];
 }
-
-/* 5. The new nodes, kept then the subtrees', as bfs_order reads them. */
-struct klist {
-  const rdx_sp_hnode *kept, *sub;
-  int64_t n_base, n;
-  __device__ rdx_sp_hnode at(int64_t i) const { return i < n_base ? kept[i] : sub[i - n_base]; }
-  __device__ int64_t used() const { return n; }
-};
 
 /* The splitting leaves' subtrees (groups ng, gn points, in the new pool np): what they leave. */
 struct ksub {
@@ -348,17 +342,19 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, int A) {
 
   /* 3: the nodes, and the host's one wait before the writes that matter */
   const K *keys = (const K *)np.key;
-  int64_t *parent, *first, *C;
-  rdx_sp_hnode *tn;
+  int64_t *parent, *first, *C, *kidx;
+  rdx_sp_hnode *tn, *kept;
   kgroup *groups;
+  RDX_CHECK(mm.get(&kidx, (size_t)nn, fn));
   RDX_CHECK(mm.get(&parent, (size_t)nn, fn));
   RDX_CHECK(mm.get(&first, (size_t)nn, fn));
   RDX_CHECK(mm.get(&C, (size_t)nn, fn));
   RDX_CHECK(mm.get(&tn, (size_t)nn, fn));
   RDX_CHECK(mm.get(&groups, (size_t)nn, fn));
   kcount_kernel<K><<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, keys, n_new, A, parent, first, C);
-  kdecide_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, parent, first, C, D, cap, tn, groups, tot);
+  kdecide_kernel<<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, parent, first, C, D, cap, tn, kidx, groups, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
+  RDX_CHECK(bfs_order<rdx_sp_hnode>::compact(mm, tn, kidx, nn, &kept, &tot->nodes, fn));
   ktot H;
   RDX_CHECK(to_host(ctx, &H, tot, 1, fn));
   if (H.bad & 4) {
@@ -389,16 +385,18 @@ rdx_status repair(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b, int A) {
 
   /* 5: the new nodes in BFS order, linked, checked; then the swap */
   const int64_t n_all = n_base + sub.n;
-  bfs_order order;
+  bfs_order<rdx_sp_hnode> order;
   rdx_sp_nodes nodes;
   memset(&nodes, 0, sizeof nodes);
   uint32_t *nlive = NULL;
   int64_t nlive_bits = 0;
-  RDX_CHECK(order.alloc(mm, n_all, o.levels - 1, 1, fn));
+  RDX_CHECK(order.alloc(mm, sub.n, o.levels - 1, 1, fn));
+  H.subused = (unsigned long long)sub.n;
+  RDX_CHECK(to_device(ctx, &tot->subused, &H.subused, 1, fn));
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_all, RDX_DEVICE, &nodes));
   rdx_status st = live_grow(ctx, pts, b, &nlive, &nlive_bits, fn);
-  const klist nl = {tn, o.sub, n_base, n_all};
-  if (st == RDX_OK) st = order.run(mm, nl, &nodes, &tot->bad, fn);
+  const bfs_lists<rdx_sp_hnode> nl = {kept, o.sub, &tot->nodes, &tot->subused};
+  if (st == RDX_OK) st = order.run(mm, nl, n_base, &nodes, &tot->bad, fn);
   if (st == RDX_OK) st = to_host(ctx, &H, tot, 1, fn);
   if (st == RDX_OK && H.bad) st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the new tree is inconsistent (check %llu)", fn, H.bad);
   rdx_trace(ctx, "kd repair: nodes");

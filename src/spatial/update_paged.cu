@@ -21,8 +21,8 @@
  *     ones first (update.cuh, pgfree). Beside this, on the second stream, pg_plan_kernel (a warp a
  *     node) plans where the points of kept, moved and merged leaves go: a kept leaf repairs its
  *     page in place (update_hd.h's hole repair).
- *  4. pg_move_kernel moves every point that moves, a thread each, and updates the id map, on the
- *     second stream beside the BFS order of the new nodes.
+ *  4. The subtrees' plan, and pg_move_kernel, which moves every point that moves, a thread each,
+ *     and updates the id map, on the second stream beside the BFS order of the new nodes.
  * The nodes equal a fresh build's with the same box.
  */
 #include "spatial/update_qt.cuh"
@@ -503,13 +503,13 @@ struct paged {
   int64_t *parent, *A, *ci, *rl, *rs, *kidx;
   pgold O;
   uint8_t *have, *lf;
-  qnode *tn = nullptr, *sub = nullptr;
+  qnode *tn = nullptr, *kept = nullptr, *sub = nullptr;
   qgroup *groups;
   pgfree F;
   int32_t *saved_cnt = nullptr; /* the reuse counts before the decisions took pages, until the writes */
   int64_t page_base = 0, n_base = 0, ng = 0, n_sort = 0, n_surv = 0, n_moves = 0;
   pgdst dst;
-  bfs_order order;
+  bfs_order<qnode> order;
   rdx_sp_nodes nodes;
 
   paged(rdx_context *c, rdx_points *p, rdx_sp_batch *bt)
@@ -576,6 +576,7 @@ struct paged {
     page_base = pts->pool.used; /* new pages from here (a growth after the read keeps used) */
     pg_decide_kernel<K><<<gn, 256, 0, s>>>(pts->nodes, ik, parent, have, Q, D, cap, page_base, F, tn, kidx, groups, O, tot);
     SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
+    RDX_CHECK(bfs_order<qnode>::compact(mm, tn, kidx, nn, &kept, &tot->nodes, fn));
     RDX_CHECK(read_plan(ctx, pts, b, mm, tot, &H, go, fn)); /* the host's wait */
     rdx_trace(ctx, "qt paged: decisions, the host read them");
     n_base = (int64_t)H.nodes, ng = (int64_t)H.groups, n_sort = n_base + (int64_t)H.subnodes;
@@ -605,7 +606,7 @@ struct paged {
     RDX_CHECK(mm.get(&dst.msrc, (size_t)n_moves + 1, fn));
     RDX_CHECK(mm.get(&dst.mdst, (size_t)n_moves + 1, fn));
     RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
-    RDX_CHECK(order.alloc(mm, n_sort, D, 0, fn));
+    RDX_CHECK(order.alloc(mm, n_sort - n_base, D, 0, fn));
     RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_sort, RDX_DEVICE, &nodes));
     t2 = rdx_now_ms();
     rdx_trace(ctx, "qt paged: allocations");
@@ -619,8 +620,8 @@ struct paged {
     return e;
   }
 
-  /* 4a: the split leaves' survivors sorted, the groups' subtrees, and beside them the placement
-   * plan of the listed and the old nodes; then the subtrees' plan */
+  /* 4a: the split leaves' survivors sorted and the groups' subtrees, and beside them the
+   * placement plan of the kept and the old nodes */
   rdx_status split_and_plan(const qlist &nl) {
     const int64_t n_split = (int64_t)H.splits;
     const pcodes<T, K> pk = {(const T *)pts->pool.x, (const T *)pts->pool.y, pts->grid};
@@ -655,22 +656,21 @@ struct paged {
       }
       if (pts->pool.cap >= ((int64_t)1 << 32)) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: paged pool past 2^32 slots", fn);
     }
-    pg_plan(s, nl, n_base, n_sort, 0, pts->nodes, rl, O, dead, dst, tot);
-    RDX_CUDA(ctx, cudaGetLastError(), "rdx_points update: plan kernel");
     RDX_CHECK(fork.join(fn));
     rdx_trace(ctx, "qt paged: split work, and the placement plan beside it");
     return RDX_OK;
   }
 
-  /* 4b: the writes: the points' moves beside the new nodes' BFS order (different memory; the
-   * order's small kernels first, so the moves' large grids fill the GPU around them). Only device
-   * errors can fail from here on. */
+  /* 4b: the writes: the subtrees' plan and the points' moves beside the new nodes' BFS order
+   * (different memory; the order's small kernels first, so the moves' large grids fill the GPU
+   * around them). Only device errors can fail from here on. */
   rdx_status write() {
-    const qlist nl = {tn, sub, n_base, &tot->subused};
+    const qlist nl = {kept, sub, n_base};
     RDX_CHECK(split_and_plan(nl));
     saved_cnt = nullptr; /* the reused pages are taken */
     RDX_CHECK(fork.start(fn));
-    RDX_CHECK(order.run(mm, nl, &nodes, &tot->bad, fn));
+    RDX_CHECK(order.run(mm, bfs_lists<qnode>{kept, sub, &tot->nodes, &tot->subused}, n_base, &nodes, &tot->bad, fn));
+    pg_plan(fork.aux, nl, n_base, n_sort, 0, pts->nodes, rl, O, dead, dst, tot);
     const pgio<T> P = {(T *)pts->pool.x, (T *)pts->pool.y, pts->pool.id, pts->slot, (const T *)b->xy,
                        op == RDX_SP_INSERT ? NULL : b->ids, b->ids64, b->first_id, irow, ss};
     if (op == RDX_SP_ERASE) pg_erase_kernel<<<blocks_for(m, 256), 256, 0, fork.aux>>>(b->ids, b->ids64, m, pts->slot);

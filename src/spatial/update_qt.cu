@@ -132,6 +132,8 @@ rdx_status merge_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
   count_kernel<K><<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, keys, n_new, D, parent, have, A, C);
   decide_kernel<K><<<blocks_for(nn, 256), 256, 0, s>>>(pts->nodes, keys, parent, have, A, C, D, cap, tn, kidx, groups, tot);
   SP_LAUNCH_CHECK(ctx, "rdx_points update: plan kernels");
+  qnode *kept;
+  RDX_CHECK(bfs_order<qnode>::compact(mm, tn, kidx, nn, &kept, &tot->nodes, fn));
   qtot H;
   int go;
   RDX_CHECK(read_plan(ctx, pts, b, mm, tot, &H, &go, fn)); /* the host's wait */
@@ -143,13 +145,13 @@ rdx_status merge_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
   /* the memory the rest needs, then the subtrees and the BFS order; only device errors can fail
    * after the allocations */
   qnode *sub;
-  bfs_order O;
+  bfs_order<qnode> O;
   rdx_sp_nodes nodes;
   memset(&nodes, 0, sizeof nodes);
   uint32_t *nlive = NULL;
   int64_t nlive_bits = 0;
   RDX_CHECK(mm.get(&sub, (size_t)(n_sort - n_base) + 1, fn));
-  RDX_CHECK(O.alloc(mm, n_sort, D, 0, fn));
+  RDX_CHECK(O.alloc(mm, n_sort - n_base, D, 0, fn));
   RDX_CHECK(rdx_sp_nodes_alloc(ctx, n_sort, RDX_DEVICE, &nodes));
   rdx_status st = live_grow(ctx, pts, b, &nlive, &nlive_bits, fn);
   double t2 = rdx_now_ms();
@@ -159,8 +161,8 @@ rdx_status merge_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
     if (st == RDX_OK) split_tree_kernel<K><<<blocks_for(ng, 1), SPLIT_THREADS, 0, s>>>(groups, ng, L, D, cap, sub, tot);
     if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: split tree kernel");
   }
-  const qlist nl = {tn, sub, n_base, &tot->subused};
-  if (st == RDX_OK) st = O.run(mm, nl, &nodes, &tot->bad, fn);
+  const bfs_lists<qnode> nl = {kept, sub, &tot->nodes, &tot->subused};
+  if (st == RDX_OK) st = O.run(mm, nl, n_base, &nodes, &tot->bad, fn);
   if (st == RDX_OK) st = read_nodes(ctx, n_base, &nodes, tot, &H, fn);
   rdx_trace(ctx, "qt merge: nodes");
   if (st != RDX_OK) {

@@ -4,7 +4,8 @@
  * the leaf rule (rdx_sp_leaf) a decision per old node; nodes that split, and quadrants without a
  * node that receive points (G-PICS's materialisation), become groups whose subtrees
  * split_tree_kernel builds over the sorted codes, as a build would. The nodes then go to BFS
- * order (update.cuh, bfs_order). The result equals a fresh build's nodes with the same box.
+ * order (update.cuh, bfs_order): the kept ones are in it already, the subtrees' are sorted and
+ * merged in. The result equals a fresh build's nodes with the same box.
  */
 #ifndef RDX_SP_UPDATE_QT_CUH
 #define RDX_SP_UPDATE_QT_CUH
@@ -46,18 +47,16 @@ struct qtot {
   unsigned long long surv, pages, pgused, holes, relocs, freed, reused; /* paging */
 };
 
-/* The new nodes: the kept ones (the decisions') and the subtrees' (a bound of entries), as
- * bfs_order reads them. */
+static __device__ __forceinline__ rdx_sp_hnode as_hnode(const qnode &n) {
+  return rdx_sp_hnode{n.key, n.fpos, n.len, n.count, n.room, 0.0, n.level, n.leaf};
+}
+
+/* The new nodes as one list: the kept ones (compacted, n_base) and then the subtrees' (a bound of
+ * entries). */
 struct qlist {
   const qnode *kept, *sub;
   int64_t n_base;
-  const unsigned long long *subused;
   __device__ qnode q(int64_t i) const { return i < n_base ? kept[i] : sub[i - n_base]; }
-  __device__ rdx_sp_hnode at(int64_t i) const {
-    const qnode n = q(i);
-    return rdx_sp_hnode{n.key, n.fpos, n.len, n.count, n.room, 0.0, n.level, n.leaf};
-  }
-  __device__ int64_t used() const { return n_base + (int64_t)*subused; }
 };
 
 /* lower() by a whole warp (every lane calls it with the same arguments): 32 probes a round, so a
@@ -101,10 +100,10 @@ __device__ __forceinline__ qnode make_node(uint64_t key, int level, int leaf, in
   n.a0 = 0, n.an = 0, n.b0 = 0, n.h0 = 0, n.kind = PG_NODE;
   return n;
 }
-/* A kept node into the decisions' list; kidx[u] says where old node u went. */
+/* A node the decisions keep, at old node u's place; kidx[u] >= 0 marks it (bfs_order::compact). */
 __device__ __forceinline__ void push_node(qnode *tn, qtot *tot, const qnode &n, int64_t *kidx, int64_t u) {
-  const int64_t k = (int64_t)agg_add(&tot->nodes, 1ull);
-  tn[k] = n, kidx[u] = k;
+  kidx[u] = (int64_t)agg_add(&tot->nodes, 1ull);
+  tn[u] = n;
 }
 
 /* A subtree to build at (level, key) for c points. Its node bound: each level below holds at
