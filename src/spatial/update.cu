@@ -245,6 +245,17 @@ rdx_status check_ids_with(rdx_context *ctx, rdx_sp_batch *b, uint64_t id_end, co
 
 /* ---- rebuild ---- */
 
+/* Each id live (flag) and named once (claim bits): a bad batch sets bad bit 1, and check_ids_with
+ * words it. */
+__global__ void claim_kernel(const void *ids, int ids64, int64_t m, uint64_t id_end, const uint8_t *flag, uint32_t *claim,
+                             unsigned long long *bad) {
+  SP_FOR(i, m) {
+    const uint64_t id = id_at(ids, ids64, i);
+    if (id >= id_end || !flag[id]) atomicOr(bad, 1ull);
+    else claim_id(id, claim, bad);
+  }
+}
+
 /* Each live point to its id's place. */
 template <typename T>
 __global__ void scatter_kernel(rdx_sp_nodes N, const T *px, const T *py, const uint64_t *pid, T *x, T *y, uint8_t *flag) {
@@ -328,9 +339,15 @@ rdx_status rebuild(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
   scatter_kernel<T><<<blocks_for(pts->nodes.n * 32, 256), 256, 0, s>>>(pts->nodes, (const T *)pts->pool.x,
                                                                        (const T *)pts->pool.y, pts->pool.id, x, y, flag);
   SP_LAUNCH_CHECK(ctx, fn);
-  if (op != RDX_SP_INSERT) {
-    RDX_CHECK(check_ids_with(ctx, b, pts->id_end, nullptr, nullptr, flag, mm));
-    if (b->bad_row >= 0) return RDX_OK;
+  if (op != RDX_SP_INSERT) { /* the ids, against the flags before the batch changes them */
+    uint32_t *claim;
+    const size_t words = (size_t)(pts->id_end / 32) + 1;
+    RDX_CHECK(mm.get(&claim, words, fn));
+    RDX_CUDA(ctx, cudaMemsetAsync(claim, 0, words * 4, s), fn);
+    claim_kernel<<<blocks_for(m, 256), 256, 0, s>>>(b->ids, b->ids64, m, pts->id_end, flag, claim, bad);
+    SP_LAUNCH_CHECK(ctx, fn);
+    RDX_CHECK(to_host(ctx, &hb, bad, 1, fn));
+    if (hb & 1) return check_ids_with(ctx, b, pts->id_end, nullptr, nullptr, flag, mm);
   }
   batch_kernel<T><<<blocks_for(m, 256), 256, 0, s>>>(op, b->ids, b->ids64, (const T *)b->xy, m, b->first_id, b->check_xy,
                                                      pts->grid, x, y, flag, bad);

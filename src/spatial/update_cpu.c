@@ -484,7 +484,7 @@ static rdx_status counts(plan *P, const rdx_sp_batch *b) {
   const int64_t nn = H->n;
   RDX_CHECK(rdx_mem_alloc(P->ctx, "rdx_points: update plan", (void **)&P->cnt, ((size_t)nn * 5 + 1) * 8, RDX_HOST));
   P->rs = P->cnt + nn, P->rn = P->rs + nn, P->i_first = P->rn + nn, P->stack = P->i_first + nn + 1;
-  memset(P->rn, 0, (size_t)nn * 8);
+  memset(P->rs, 0, (size_t)nn * 16); /* rs and rn */
   for (int64_t r = 0; r < P->nr; r++) {
     if (r == 0 || P->R[r].leaf != P->R[r - 1].leaf) P->rs[P->R[r].leaf] = r;
     P->rn[P->R[r].leaf]++;
