@@ -412,6 +412,32 @@ __global__ void td_nodes_kernel(const K *qkey, const I *cnt, int64_t nq, int lev
   }
 }
 
+/* Top-down Phase 2: the children of level l's n_int internal nodes, in order (the next level's
+ * n_next codes >> 2, reduced by key), as counts *nchild and first offsets *cpos. */
+template <typename K>
+rdx_status td_children(scratch &m, const K *next_keys, int64_t n_next, int64_t n_int, int l, int64_t *d_runs,
+                       int64_t **nchild, int64_t **cpos, const char *fn) {
+  rdx_context *ctx = m.ctx;
+  cudaStream_t s = rdx_stream(ctx);
+  K *pk = nullptr;
+  RDX_CHECK(m.get(&pk, (size_t)n_int, fn));
+  RDX_CHECK(m.get(nchild, (size_t)n_int + 1, fn));
+  RDX_CHECK(m.get(cpos, (size_t)n_int + 1, fn));
+  int64_t *nc = *nchild, *cp = *cpos, runs = 0;
+  auto ck = thrust::make_transform_iterator(next_keys, shr<K>{2});
+  auto ones = thrust::make_constant_iterator((int64_t)1);
+  RDX_CHECK(m.cub("rdx_points_build: children", [&](void *t, size_t &b) {
+    return cub::DeviceReduce::ReduceByKey(t, b, ck, pk, ones, nc, d_runs, sum_op(), n_next, s);
+  }));
+  RDX_CHECK(to_host(ctx, &runs, d_runs, 1, fn));
+  if (runs != n_int)
+    return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: level %d has %lld internal nodes and %lld parents below", fn, l,
+                    (long long)n_int, (long long)runs);
+  return m.cub("rdx_points_build: child offsets", [&](void *t, size_t &b) {
+    return cub::DeviceScan::ExclusiveSum(t, b, nc, cp, n_int, s);
+  });
+}
+
 template <typename T, typename K, typename I>
 rdx_status build_top_down(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_in *in) {
   const char *fn = "rdx_points_build (top-down)";
@@ -528,27 +554,7 @@ rdx_status build_top_down(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_
         st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: level %d has internal nodes but no children", fn, l);
         break;
       }
-      /* reduce_by_key(next level's code >> 2): children per internal node, in order */
-      K *pk = nullptr;
-      st = m.get(&pk, (size_t)n_int, fn);
-      if (st == RDX_OK) st = m.get(&nchild, (size_t)n_int + 1, fn);
-      if (st == RDX_OK) st = m.get(&cpos, (size_t)n_int + 1, fn);
-      if (st != RDX_OK) break;
-      auto ck = thrust::make_transform_iterator(qkey[l + 1], shr<K>{2});
-      auto ones = thrust::make_constant_iterator((int64_t)1);
-      int64_t fn1 = F[l + 1];
-      st = m.cub("rdx_points_build: children", [&](void *t, size_t &b) {
-        return cub::DeviceReduce::ReduceByKey(t, b, ck, pk, ones, nchild, d_runs, sum_op(), fn1, s);
-      });
-      int64_t runs = 0;
-      if (st == RDX_OK) st = to_host(ctx, &runs, d_runs, 1, fn);
-      if (st == RDX_OK && runs != n_int)
-        st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: level %d has %lld internal nodes and %lld parents below", fn, l,
-                      (long long)n_int, (long long)runs);
-      if (st == RDX_OK)
-        st = m.cub("rdx_points_build: child offsets", [&](void *t, size_t &b) {
-          return cub::DeviceScan::ExclusiveSum(t, b, nchild, cpos, n_int, s);
-        });
+      st = td_children<K>(m, qkey[l + 1], F[l + 1], n_int, l, d_runs, &nchild, &cpos, fn);
       if (st != RDX_OK) break;
     }
     td_nodes_kernel<K, I><<<blocks_for(nq, 128), 128, 0, s>>>(qkey[l], qcnt[l], nq, l, last, cap, base[l], base[l + 1], ppos,

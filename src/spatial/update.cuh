@@ -221,7 +221,7 @@ __global__ void bfs_link_kernel(bfs_lists<T> L, rdx_sp_nodes out, int kd, unsign
   const int64_t n = (int64_t)(*L.n_kept + *L.n_sub);
   SP_FOR(i, n) if (rdx_sp_link_children(&out, n, i, kd)) atomicOr(bad, 32ull);
 }
-__global__ void bfs_flags_kernel(const int64_t *keep, int64_t n, uint8_t *flag) { /* keep: -1 or its kept count */
+static __global__ void bfs_flags_kernel(const int64_t *keep, int64_t n, uint8_t *flag) { /* keep: -1 or its kept count */
   SP_FOR(i, n) flag[i] = keep[i] >= 0;
 }
 
