@@ -82,8 +82,7 @@ struct scratch {
       }
   }
   /* After a successful call: let the arena hold what this call needed and a quarter more, so
-   * that the next, slightly larger batch fits too (best effort; a paged update plans on a second
-   * stream only with lists from the arena, update_paged.cu). */
+   * that the next, slightly larger batch fits too (best effort). */
   void settle() {
     if (!arena || want <= *arena_bytes) return;
     const size_t ask = want + want / 4;
