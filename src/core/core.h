@@ -56,9 +56,8 @@ struct rdx_context {
   int n_threads;                /* CPU threads in the pool, >= 1 */
   rdx_pool *pool;               /* owned; NULL until first parallel call */
   void *stream;                 /* cudaStream_t, owned; NULL on CPU */
-  void *side;                   /* cuda.cu's side streams, events and pinned bytes for
-                                   rdx_cuda_peek_* and rdx_cuda_fork, made with the
-                                   context (or, if that failed, by the first use) */
+  void *side;                   /* cuda.cu's side stream and events for rdx_cuda_fork, made
+                                   with the context (or, if that failed, by the first fork) */
   int pooled;                   /* device memory from the stream-ordered pool (cuda.cu) */
   double trace_ms;              /* time of the last rdx_trace mark */
   struct {                      /* freed large host blocks kept for reuse (memory.c) */
@@ -263,13 +262,6 @@ void rdx_cuda_free(rdx_context *ctx, void *ptr, int pinned);
 void rdx_cuda_device_sync(void);
 rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t bytes);
 rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what);
-/* A read of `bytes` (at most RDX_PEEK_MAX) of device memory as the stream has it now, which does
- * not wait for work enqueued after it: peek_start queues the copy on a side stream behind an
- * event; peek_wait waits for that copy alone and hands the bytes over. So the host can read a
- * plan while the GPU goes on with work launched ahead of the read. One peek at a time. */
-#define RDX_PEEK_MAX 4096
-rdx_status rdx_cuda_peek_start(rdx_context *ctx, const void *dev, size_t bytes, const char *what);
-rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t bytes, const char *what);
 /* Independent work side by side: rdx_cuda_fork gives a second stream (a cudaStream_t) that starts
  * after everything enqueued on the context's stream so far; rdx_cuda_join makes the context's
  * stream wait for everything enqueued on that stream since. Join before returning from the call

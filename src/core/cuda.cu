@@ -53,15 +53,12 @@ extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
       if (cudaMemPoolSetAttribute(mp, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess) ctx->pooled = 1;
     }
   }
-  (void)side_make(ctx); /* or at the first peek or fork */
+  (void)side_make(ctx); /* or at the first fork */
   (void)cudaGetLastError();
   return RDX_OK;
 }
 
 struct side_state {
-  cudaStream_t peek;         /* rdx_cuda_peek_*'s stream, event and pinned bytes */
-  cudaEvent_t at;
-  void *buf;                 /* RDX_PEEK_MAX bytes */
   cudaStream_t aux;          /* rdx_cuda_fork's stream */
   cudaEvent_t forked, joined;
 };
@@ -69,56 +66,26 @@ struct side_state {
 static void side_destroy(rdx_context *ctx) {
   side_state *p = (side_state *)ctx->side;
   if (!p) return;
-  if (p->peek) cudaStreamSynchronize(p->peek), cudaStreamDestroy(p->peek);
   if (p->aux) cudaStreamSynchronize(p->aux), cudaStreamDestroy(p->aux);
-  if (p->at) cudaEventDestroy(p->at);
   if (p->forked) cudaEventDestroy(p->forked);
   if (p->joined) cudaEventDestroy(p->joined);
-  if (p->buf) cudaFreeHost(p->buf);
   free(p);
   ctx->side = NULL;
   (void)cudaGetLastError();
 }
 
-/* Made with the context (a pinned allocation costs about a millisecond, too much for the first
- * update that peeks), or by the first peek or fork if that failed. */
+/* Made with the context, or by the first fork if that failed. */
 static cudaError_t side_make(rdx_context *ctx) {
   if (ctx->side) return cudaSuccess;
   side_state *p = (side_state *)calloc(1, sizeof *p);
   if (!p) return cudaErrorMemoryAllocation;
   ctx->side = p;
-  cudaError_t e = cudaStreamCreateWithFlags(&p->peek, cudaStreamNonBlocking);
-  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->at, cudaEventDisableTiming);
-  if (e == cudaSuccess) e = cudaMallocHost(&p->buf, RDX_PEEK_MAX);
-  if (e == cudaSuccess) e = cudaStreamCreateWithPriority(&p->aux, cudaStreamNonBlocking, ctx->stream_priority);
+  cudaError_t e = cudaStreamCreateWithPriority(&p->aux, cudaStreamNonBlocking, ctx->stream_priority);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->forked, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->joined, cudaEventDisableTiming);
   if (e != cudaSuccess) side_destroy(ctx);
   return e;
 }
-static rdx_status side_init(rdx_context *ctx, const char *what) {
-  cudaError_t e = side_make(ctx);
-  return e == cudaSuccess ? RDX_OK : rdx_cuda_fail(ctx, e, what);
-}
-
-extern "C" rdx_status rdx_cuda_peek_start(rdx_context *ctx, const void *dev, size_t bytes, const char *what) {
-  if (bytes > RDX_PEEK_MAX) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a peek of %zu bytes", what, bytes);
-  RDX_CHECK(side_init(ctx, what));
-  side_state *p = (side_state *)ctx->side;
-  RDX_CUDA(ctx, cudaEventRecord(p->at, rdx_stream(ctx)), what);
-  RDX_CUDA(ctx, cudaStreamWaitEvent(p->peek, p->at, 0), what);
-  RDX_CUDA(ctx, cudaMemcpyAsync(p->buf, dev, bytes, cudaMemcpyDeviceToHost, p->peek), what);
-  return RDX_OK;
-}
-
-extern "C" rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t bytes, const char *what) {
-  side_state *p = (side_state *)ctx->side;
-  if (!p || bytes > RDX_PEEK_MAX) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a peek wait without its start", what);
-  RDX_CUDA(ctx, cudaStreamSynchronize(p->peek), what);
-  memcpy(host, p->buf, bytes);
-  return RDX_OK;
-}
-
 extern "C" rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what) {
   *stream = ctx->stream;
   if (side_make(ctx) != cudaSuccess) { /* no side stream: the work runs in order on the context's */

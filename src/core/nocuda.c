@@ -24,14 +24,6 @@ rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t 
   return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "rdx_copy: CUDA is not built");
 }
 rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what) { (void)ctx, (void)what; return RDX_OK; }
-rdx_status rdx_cuda_peek_start(rdx_context *ctx, const void *dev, size_t bytes, const char *what) {
-  (void)dev, (void)bytes;
-  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: CUDA is not built", what);
-}
-rdx_status rdx_cuda_peek_wait(rdx_context *ctx, void *host, size_t bytes, const char *what) {
-  (void)host, (void)bytes;
-  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: CUDA is not built", what);
-}
 rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what) {
   *stream = NULL;
   return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: CUDA is not built", what);
