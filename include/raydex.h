@@ -272,6 +272,7 @@ typedef struct rdx_info {
   rdx_backend auto_backend;     /* what RDX_BACKEND_AUTO picks for key indexes */
   int cpu_threads;              /* threads the CPU backend uses by default */
   char cpu_name[128];           /* from /proc/cpuinfo where available */
+  bool have_gdal;               /* rdx_polygons_load reads GDAL/OGR formats. Since 0.1 */
 } rdx_info;
 
 /* Fill *info (info->size must be set). Never fails for lack of a GPU. Returns RDX_OK, or
@@ -668,6 +669,161 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_insert(rdx_context *ctx, rdx_points 
 /* Erase the points with these ids. Returns what rdx_points_move does (no coordinate errors). On
  * failure the index's points, ids and answers are unchanged. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_erase(rdx_context *ctx, rdx_points *pts, rdx_array ids);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Polygon layers and exact spatial joins (RayJoin)                                           */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * A polygon layer holds features (Polygon or MultiPolygon, holes allowed), each identified by its
+ * position in the input (0, 1, ...). Input is CSR, feature -> ring -> vertex:
+ *  - feature_offsets (u64, n_features + 1): feature f owns rings [fo[f], fo[f + 1]);
+ *  - ring_offsets (u64, n_rings + 1): ring r owns vertices [ro[r], ro[r + 1]);
+ *  - coords ((n_vertices, 2) of f32 or f64, x then y).
+ * All three in host memory or all in device memory (device memory on a GPU context only); they
+ * are copied, never kept.
+ *
+ * What a feature is: the points whose crossing parity over all of the feature's rings is odd
+ * (the even-odd rule), together with the feature's boundary (every point of every ring). For a
+ * valid OGC Polygon or MultiPolygon (shells, holes inside them, islands inside holes) this is
+ * exactly its closed region; ring orientation is not used, and rings of one feature may come in
+ * any order. Boundaries are closed sets throughout: a point on a feature's boundary is in it.
+ *
+ * Rings: a ring may repeat its first vertex at its end or not; both mean the same closed ring.
+ * Consecutive equal vertices are merged (a zero-length edge has no effect on the region). After
+ * that a ring needs at least 3 distinct vertices. Every coordinate must be finite and either 0
+ * or of magnitude in [2^-400, 2^400] (inside that range every exact predicate below is exact; a
+ * map in degrees, metres or any projection is far inside it). A bad feature is
+ * RDX_ERR_INVALID_ARGUMENT with a message naming the feature, the ring (its position within the
+ * feature) and the vertex; nothing is dropped silently. f32 coordinates are widened to f64
+ * (exactly); every answer is exact on the coordinates as given.
+ *
+ * Exactness: every predicate (which side of an edge a point lies, whether two edges share a point,
+ * whether a point is on an edge) is decided in exact arithmetic on the input coordinates: a
+ * floating-point filter with a proven error bound decides almost every test, and an exact
+ * expansion arithmetic (Shewchuk 1997) the rest, on host and device alike. Float32 boxes for the
+ * ray-tracing engine are rounded outward and padded (rdx_join_options.pad_ulps), so the engine
+ * never misses a candidate; answers equal an exact reference (GEOS) on every backend.
+ */
+typedef struct rdx_polygons rdx_polygons;
+
+typedef struct rdx_polygons_input {
+  size_t size;                 /* sizeof(rdx_polygons_input) */
+  rdx_array feature_offsets;   /* u64, n_features + 1 entries, [0] = 0, non-decreasing */
+  rdx_array ring_offsets;      /* u64, n_rings + 1 entries, [0] = 0, non-decreasing */
+  rdx_array coords;            /* (n_vertices, 2) f32 or f64 */
+} rdx_polygons_input;
+
+/* Make a layer in the context's backend memory (plus the host copy the CPU refinement reads).
+ * An empty layer (0 features) is valid. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (shapes, dtypes,
+ * offsets that do not start at 0, descend or overrun; a bad ring or coordinate: the message names
+ * feature, ring and vertex), RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA. On failure *out is NULL and
+ * nothing is held. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_polygons_create(rdx_context *ctx, const rdx_polygons_input *in,
+                                                     rdx_polygons **out);
+/* Read a layer from a file: raydex's own binary format (.rdxp, see rdx_polygons_save), or, when the
+ * library was built with GDAL (rdx_info.have_gdal), any polygon layer GDAL/OGR reads (GeoJSON,
+ * TopoJSON, Shapefile, GeoPackage, FlatGeobuf, WKT in CSV, ...): its first layer, or the layer
+ * named by `layer` (may be NULL). Features keep the file's order; Polygon and MultiPolygon
+ * geometries are taken, and any other geometry type is RDX_ERR_PARSE naming the feature.
+ * Returns RDX_OK, RDX_ERR_IO (cannot open or read), RDX_ERR_PARSE (truncated, corrupted or
+ * foreign file; a checksum that does not match; a version this library does not read),
+ * RDX_ERR_UNSUPPORTED (not .rdxp and no GDAL in this build), and what rdx_polygons_create
+ * returns. On failure *out is NULL. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_polygons_load(rdx_context *ctx, const char *path,
+                                                   const char *layer, rdx_polygons **out);
+/* Write the layer in raydex's binary format: a versioned header, the three arrays with the
+ * coordinates as given (f32 stays f32), and a checksum per section. The file is written to a
+ * temporary name beside it, flushed and renamed, so a failed or interrupted save leaves any
+ * previous file intact. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT, RDX_ERR_IO. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_polygons_save(rdx_context *ctx, const rdx_polygons *layer,
+                                                   const char *path);
+/* Destroy a layer (see "Destroying and freeing" above). Since 0.1. */
+RDX_API void rdx_polygons_destroy(rdx_polygons *layer);
+
+typedef struct rdx_polygons_info {
+  size_t size;                 /* sizeof(rdx_polygons_info), set by the caller */
+  int64_t n_features;
+  int64_t n_rings;
+  int64_t n_vertices;          /* distinct ring vertices kept (closing repeats and merged
+                                  duplicates not counted) */
+  int64_t n_edges;             /* = n_vertices: each ring is closed */
+  rdx_dtype dtype;             /* the coordinates' dtype as given */
+  double lo[2], hi[2];         /* bounding box (+inf / -inf when empty) */
+  int64_t bytes;               /* memory the layer holds, its join index included */
+  bool indexed;                /* rdx_polygons_build_index has run */
+} rdx_polygons_info;
+/* Fill *info. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (layer or info NULL, info->size too
+ * small), RDX_ERR_MISUSE. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_polygons_describe(rdx_context *ctx, const rdx_polygons *layer,
+                                                       rdx_polygons_info *info);
+
+/* Join options; RDX_JOIN_OPTIONS_INIT gives the defaults. */
+typedef struct rdx_join_options {
+  size_t size;                 /* sizeof(rdx_join_options) */
+  int32_t pad_ulps;            /* float32 box padding in ulps after outward rounding; 0 = the
+                                  default 2; 1..64 */
+  double group_threshold;      /* adaptive grouping of consecutive edges of a ring into one box
+                                  while area(union) / max(area) < s (RayJoin's s): 0 = the default
+                                  3.5; 1 turns grouping off; at most 64 */
+  bool planar;                 /* the caller states that R's features do not overlap (a planar
+                                  subdivision: counties, countries): PIP may take RayJoin's
+                                  nearest-edge rule. Answers are the same when the statement holds;
+                                  when it does not, a point in several features may get fewer */
+} rdx_join_options;
+#define RDX_JOIN_OPTIONS_INIT {sizeof(rdx_join_options), 0, 0.0, false}
+
+/* Build (or rebuild with other options) the layer's join index: the edges' conservative float32
+ * boxes, grouped, in a BVH (soft BVH on cpu and cuda, an OptiX GAS on optix). Joins with R build a
+ * temporary index when R has none; building it once makes later joins pay only for queries.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (options out of range), RDX_ERR_*_OUT_OF_MEMORY,
+ * RDX_ERR_CUDA, RDX_ERR_OPTIX. On failure the layer is as it was (its old index kept). Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_polygons_build_index(rdx_context *ctx, rdx_polygons *layer,
+                                                          const rdx_join_options *opts);
+
+/* Point in polygon: for each point (an (n, 2) f32 or f64 array, host or device memory, finite),
+ * the features of R containing it (boundary included).
+ * rdx_join_pip_first: first (i64, n) gets the smallest such feature index, or -1.
+ * rdx_join_pip_count / _fill: counts (u64, n) gets how many features contain point i; fill writes
+ * them ascending into features (i64, offsets[n]) at offsets (u64, n + 1, as rdx_counts_to_offsets
+ * makes). rdx_join_pip_alloc does both into a result owned by raydex (row_ids are the features).
+ * Outputs live where the points live. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (shapes, dtypes,
+ * NaN/inf, offsets that do not match the counts), RDX_ERR_MISUSE, RDX_ERR_*_OUT_OF_MEMORY,
+ * RDX_ERR_CUDA, RDX_ERR_OPTIX. The layer is never changed. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_join_pip_first(rdx_context *ctx, const rdx_polygons *r,
+                                                    rdx_array points, const rdx_join_options *opts,
+                                                    rdx_array first);
+RDX_API RDX_NODISCARD rdx_status rdx_join_pip_count(rdx_context *ctx, const rdx_polygons *r,
+                                                    rdx_array points, const rdx_join_options *opts,
+                                                    rdx_array counts);
+RDX_API RDX_NODISCARD rdx_status rdx_join_pip_fill(rdx_context *ctx, const rdx_polygons *r,
+                                                   rdx_array points, const rdx_join_options *opts,
+                                                   rdx_array offsets, rdx_array features);
+RDX_API RDX_NODISCARD rdx_status rdx_join_pip_alloc(rdx_context *ctx, const rdx_polygons *r,
+                                                    rdx_array points, const rdx_join_options *opts,
+                                                    rdx_result **out);
+
+/* Segment intersection (LSI) of two layers' boundaries. */
+typedef struct rdx_join_lsi_result {
+  int64_t n_pairs;             /* sorted unique (r, s) feature pairs whose boundaries share at
+                                  least one point (they cross, touch or overlap) */
+  int64_t *pairs;              /* 2 * n_pairs: r0, s0, r1, s1, ... ascending by (r, s) */
+  int64_t n_points;            /* with want_points: one row per intersecting edge pair (two for a
+                                  collinear overlap: its ends), sorted by (r, s, x, y) */
+  int64_t *point_pairs;        /* 2 * n_points: the (r, s) feature pair of each point */
+  double *points;              /* 2 * n_points: x, y, each the exact intersection rounded to the
+                                  nearest double */
+  rdx_location where;          /* host for a cpu context, device otherwise */
+} rdx_join_lsi_result;
+/* Every edge of S against R's index. The result is sized from the data (nothing to guess, nothing
+ * dropped). Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (out NULL, options out of range),
+ * RDX_ERR_MISUSE, RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA, RDX_ERR_OPTIX. On failure *out is NULL and
+ * nothing is held; the layers are never changed. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_join_lsi(rdx_context *ctx, const rdx_polygons *r,
+                                              const rdx_polygons *s, const rdx_join_options *opts,
+                                              bool want_points, rdx_join_lsi_result **out);
+/* Free an LSI result with the context that made it. Since 0.1. */
+RDX_API void rdx_join_lsi_free(rdx_context *ctx, rdx_join_lsi_result *result);
 
 #ifdef __cplusplus
 }
