@@ -269,3 +269,11 @@ done:
   rdx_mem_free(ctx, perm);
   return st;
 }
+
+const rdx_sp_ops rdx_sp_kd_cpu_ops = {
+    RDX_POINTS_KDTREE, RDX_BACKEND_CPU, "k-d tree",
+    0, RDX_SP_MAX_KD_DEPTH, RDX_SP_DEFAULT_KD_DEPTH, 0,              /* bottom-up only, depths, no Morton */
+    RDX_POINTS_PAGED, "the dense layout needs a GPU backend; the CPU backend pages",
+    {{rdx_sp_update_cpu, 0, 0}, {NULL, 0, 0}}, NULL, 0,             /* the planner takes any batch */
+    rdx_sp_scan_cpu, rdx_sp_kd_build_cpu, rdx_sp_query_cpu, rdx_sp_resident, rdx_sp_storage_free, NULL,
+};

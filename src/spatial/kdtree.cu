@@ -363,6 +363,14 @@ extern "C" rdx_status rdx_sp_kd_build_cuda(rdx_context *ctx, rdx_points *pts, co
   return pts->f64 ? build_t<double>(ctx, pts, in) : build_t<float>(ctx, pts, in);
 }
 
+extern "C" const rdx_sp_ops rdx_sp_kd_cuda_ops = {
+    RDX_POINTS_KDTREE, RDX_BACKEND_CUDA, "k-d tree",
+    0, RDX_SP_MAX_KD_DEPTH, RDX_SP_DEFAULT_KD_DEPTH, 0,              /* bottom-up only, depths, no Morton */
+    RDX_POINTS_DENSE, "a k-d tree on a GPU keeps the dense layout",
+    {{NULL, 0, 0}, {rdx_sp_kd_repair_cuda, RDX_SP_REPAIR_SHARE, 0}}, rdx_sp_rebuild_cuda, 1,
+    rdx_sp_scan_cuda, rdx_sp_kd_build_cuda, rdx_sp_query_cuda, rdx_sp_resident, rdx_sp_storage_free, rdx_cuda_sync,
+};
+
 rdx_status rdx_sp::kd_plan_make(rdx_context *ctx, const kd_root *roots, int64_t n_roots, int depth, int64_t cap,
                                 rdx_sp_hlist *out, kd_plan *p) {
   hbuf<seg> segs(ctx);

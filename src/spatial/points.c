@@ -1,8 +1,8 @@
 /*
  * points.c: the public calls of the spatial point indexes. Validation, staging into the
- * backend's memory, the empty cases and the memory bookkeeping live here once; the backends
- * (qtree.c/.cu, kdtree.c/.cu, query.c/.cu, and the update engines update.c picks) see only
- * valid, non-empty input in their own memory.
+ * backend's memory, the empty cases and the memory bookkeeping live here once; then each call
+ * runs the index's ops table (spatial.h, registry.c), whose functions see only valid, non-empty
+ * input in their own memory.
  *
  * All-or-nothing: a build makes a new object and frees everything on failure; queries never
  * change an index; updates validate the whole batch and take every allocation before the first
@@ -54,11 +54,20 @@ void rdx_sp_nodes_free(rdx_context *ctx, rdx_sp_nodes *nodes) {
   memset(nodes, 0, sizeof *nodes);
 }
 
-rdx_status rdx_sp_nodes_empty(rdx_context *ctx, rdx_sp_nodes *out) {
-  RDX_CHECK(rdx_sp_nodes_alloc(ctx, 1, RDX_HOST, out));
-  out->key[0] = 0, out->fpos[0] = 0, out->len[0] = 0, out->count[0] = 0, out->room[0] = 0, out->split[0] = 0;
-  out->level[0] = 0, out->leaf[0] = 1;
-  return RDX_OK;
+rdx_status rdx_sp_nodes_empty(rdx_context *ctx, rdx_location where, rdx_sp_nodes *out) {
+  rdx_sp_nodes h;
+  RDX_CHECK(rdx_sp_nodes_alloc(ctx, 1, RDX_HOST, &h));
+  h.key[0] = 0, h.fpos[0] = 0, h.len[0] = 0, h.count[0] = 0, h.room[0] = 0, h.split[0] = 0;
+  h.level[0] = 0, h.leaf[0] = 1;
+  if (where == RDX_HOST) {
+    *out = h;
+    return RDX_OK;
+  }
+  rdx_status st = rdx_sp_nodes_alloc(ctx, 1, where, out);
+  if (st == RDX_OK) st = rdx_sp_nodes_copy(ctx, out, &h);
+  if (st != RDX_OK) rdx_sp_nodes_free(ctx, out);
+  rdx_sp_nodes_free(ctx, &h);
+  return st;
 }
 
 rdx_status rdx_sp_nodes_copy(rdx_context *ctx, rdx_sp_nodes *dst, const rdx_sp_nodes *src) {
@@ -115,6 +124,17 @@ static int64_t pool_bytes(const rdx_points *pts) {
   return b;
 }
 
+void rdx_sp_storage_free(rdx_context *ctx, rdx_points *pts) {
+  rdx_sp_pool_free(ctx, &pts->pool);
+  rdx_sp_nodes_free(ctx, &pts->nodes);
+  rdx_sp_nodes_free(ctx, &pts->host);
+  if (pts->slot) rdx_mem_free(ctx, pts->slot);
+  rdx_sp_drop_pages(ctx, pts);
+  if (pts->live) rdx_mem_free(ctx, pts->live);
+  if (pts->arena) rdx_mem_free(ctx, pts->arena);
+  pts->slot = NULL, pts->live = NULL, pts->arena = NULL, pts->arena_bytes = 0;
+}
+
 int64_t rdx_sp_resident(const rdx_points *pts) {
   int64_t b = pool_bytes(pts) + (int64_t)nodes_bytes(pts->nodes.cap > pts->nodes.n ? pts->nodes.cap : pts->nodes.n);
   if (pts->host.block) b += (int64_t)nodes_bytes(pts->host.n);
@@ -148,7 +168,7 @@ rdx_sp_view rdx_sp_view_of(const rdx_points *pts) { return view_with(pts, &pts->
 rdx_sp_view rdx_sp_host_view_of(const rdx_points *pts) { return view_with(pts, &pts->host); }
 
 rdx_status rdx_sp_sync_host_nodes(rdx_context *ctx, rdx_points *pts) {
-  if (!rdx_is_gpu(ctx)) {
+  if (pts->nodes.where == RDX_HOST) {
     pts->host = pts->nodes;
     pts->host.block = NULL; /* an alias: never freed through host */
     return RDX_OK;
@@ -225,10 +245,9 @@ static void read_row(rdx_context *ctx, const void *data, int f64, int64_t row, i
 }
 
 /* Scan staged rows and turn the first violation into the sentence. */
-static rdx_status scan_rows(rdx_context *ctx, const char *fn, const char *name, const void *data, int f64, int64_t rows,
-                            int cols, const double *box, int radius_col, rdx_sp_scan *out) {
-  rdx_status st = rdx_is_gpu(ctx) ? rdx_sp_scan_cuda(ctx, data, f64, rows, cols, box, radius_col, out)
-                                  : rdx_sp_scan_cpu(ctx, data, f64, rows, cols, box, radius_col, out);
+static rdx_status scan_rows(rdx_context *ctx, const rdx_sp_ops *ops, const char *fn, const char *name, const void *data,
+                            int f64, int64_t rows, int cols, const double *box, int radius_col, rdx_sp_scan *out) {
+  rdx_status st = ops->scan(ctx, data, f64, rows, cols, box, radius_col, out);
   if (st != RDX_OK || out->bad_row < 0) return st;
   double v[4] = {0, 0, 0, 0};
   read_row(ctx, data, f64, out->bad_row, cols, v);
@@ -278,26 +297,26 @@ rdx_status rdx_points_build_ex(rdx_context *ctx, rdx_array points, const rdx_poi
   if (o.method != RDX_POINTS_BOTTOM_UP && o.method != RDX_POINTS_TOP_DOWN)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->method 0x%x is not an rdx_points_method", fn,
                     (unsigned)o.method);
-  int kd = o.kind == RDX_POINTS_KDTREE;
-  if (kd && o.method == RDX_POINTS_TOP_DOWN)
+  const rdx_sp_ops *ops = rdx_sp_find_ops(o.kind, ctx->backend);
+  if (ops == NULL)
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: kind 0x%x is not available on backend %s", fn, (unsigned)o.kind,
+                    rdx_backend_name(ctx->backend));
+  if (o.method == RDX_POINTS_TOP_DOWN && !ops->top_down)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
-                    "%s: opts->method top-down applies to quadtrees; the k-d tree has one build method", fn);
+                    "%s: opts->method top-down applies to quadtrees; the %s has one build method", fn, ops->name);
   if (o.leaf_capacity == 0) o.leaf_capacity = RDX_SP_DEFAULT_CAPACITY;
   if (o.leaf_capacity < 1 || o.leaf_capacity > (1 << 30))
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->leaf_capacity %d is not in [1, 2^30]", fn, o.leaf_capacity);
-  int max_d = kd ? RDX_SP_MAX_KD_DEPTH : RDX_SP_MAX_QT_DEPTH;
-  if (o.max_depth == 0) o.max_depth = kd ? RDX_SP_DEFAULT_KD_DEPTH : RDX_SP_DEFAULT_QT_DEPTH;
-  if (o.max_depth < 1 || o.max_depth > max_d)
+  if (o.max_depth == 0) o.max_depth = ops->default_depth;
+  if (o.max_depth < 1 || o.max_depth > ops->max_depth)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->max_depth %d is not in [1, %d] for a %s", fn, o.max_depth,
-                    max_d, kd ? "k-d tree" : "quadtree");
-  if (o.layout == 0) o.layout = kd && rdx_is_gpu(ctx) ? RDX_POINTS_DENSE : RDX_POINTS_PAGED;
+                    ops->max_depth, ops->name);
+  if (o.layout == 0) o.layout = ops->default_layout;
   if (o.layout != RDX_POINTS_PAGED && o.layout != RDX_POINTS_DENSE)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->layout 0x%x is not an rdx_points_layout", fn,
                     (unsigned)o.layout);
-  if (o.layout == RDX_POINTS_DENSE && !rdx_is_gpu(ctx))
-    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: the dense layout needs a GPU backend; the CPU backend pages", fn);
-  if (o.layout == RDX_POINTS_PAGED && kd && rdx_is_gpu(ctx))
-    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: a k-d tree on a GPU keeps the dense layout", fn);
+  if (rdx_sp_engine_of(ops, o.layout)->update == NULL)
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: %s", fn, ops->one_layout);
   if (o.use_box) {
     for (int i = 0; i < 4; i++)
       if (!isfinite(o.box[i]))
@@ -312,14 +331,15 @@ rdx_status rdx_points_build_ex(rdx_context *ctx, rdx_array points, const rdx_poi
   if (pts == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the handle", fn);
   pts->magic = RDX_POINTS_MAGIC;
   pts->ctx = ctx;
+  pts->ops = ops;
   pts->kind = o.kind;
-  pts->method = kd ? RDX_POINTS_BOTTOM_UP : o.method;
+  pts->method = o.method;
   pts->layout = o.layout;
   pts->dtype = points.dtype;
   pts->f64 = points.dtype == RDX_F64;
   pts->cap = o.leaf_capacity;
   pts->depth = o.max_depth;
-  pts->key64 = !kd && o.max_depth > 16;
+  pts->key64 = ops->morton && o.max_depth > 16;
   pts->n = points.count;
   pts->id_end = (uint64_t)points.count;
 
@@ -332,40 +352,26 @@ rdx_status rdx_points_build_ex(rdx_context *ctx, rdx_array points, const rdx_poi
   if (points.count > 0) {
     RDX_CHECK_GOTO(rdx_array_stage(ctx, "rdx_points_build: staging points", points, 1, &sp), st, fail);
     rdx_sp_scan sc;
-    RDX_CHECK_GOTO(scan_rows(ctx, fn, "points", sp.data, pts->f64, points.count, 2, o.use_box ? o.box : NULL, -1, &sc),
-                   st, fail);
+    RDX_CHECK_GOTO(
+        scan_rows(ctx, ops, fn, "points", sp.data, pts->f64, points.count, 2, o.use_box ? o.box : NULL, -1, &sc), st,
+        fail);
     if (!o.use_box) memcpy(box, sc.box, sizeof box);
   }
-  pts->grid = make_grid(box, kd ? 16 : o.max_depth);
+  pts->grid = make_grid(box, ops->morton ? o.max_depth : 16);
   if (points.count == 0) {
     /* the empty index: a root leaf holding nothing */
-    RDX_CHECK_GOTO(rdx_sp_pool_alloc(ctx, 0, pts->f64, kd ? 0 : (pts->key64 ? 8 : 4), &pts->pool), st, fail);
-    rdx_sp_nodes h;
-    RDX_CHECK_GOTO(rdx_sp_nodes_empty(ctx, &h), st, fail);
-    if (rdx_is_gpu(ctx)) {
-      st = rdx_sp_nodes_alloc(ctx, 1, RDX_DEVICE, &pts->nodes);
-      if (st == RDX_OK) st = rdx_sp_nodes_copy(ctx, &pts->nodes, &h);
-      if (st != RDX_OK) {
-        rdx_sp_nodes_free(ctx, &h);
-        goto fail;
-      }
-      pts->host = h;
-    } else {
-      pts->nodes = h;
-      RDX_CHECK_GOTO(rdx_sp_sync_host_nodes(ctx, pts), st, fail);
-    }
+    RDX_CHECK_GOTO(rdx_sp_pool_alloc(ctx, 0, pts->f64, ops->morton ? (pts->key64 ? 8 : 4) : 0, &pts->pool), st, fail);
+    RDX_CHECK_GOTO(rdx_sp_nodes_empty(ctx, rdx_compute_location(ctx), &pts->nodes), st, fail);
+    RDX_CHECK_GOTO(rdx_sp_sync_host_nodes(ctx, pts), st, fail);
   } else {
     rdx_sp_build_in in;
     in.xy = sp.data;
     in.n = points.count;
     in.debug = debug;
-    if (kd) st = rdx_is_gpu(ctx) ? rdx_sp_kd_build_cuda(ctx, pts, &in) : rdx_sp_kd_build_cpu(ctx, pts, &in);
-    else st = rdx_is_gpu(ctx) ? rdx_sp_qt_build_cuda(ctx, pts, &in) : rdx_sp_qt_build_cpu(ctx, pts, &in);
-    if (st == RDX_OK && rdx_is_gpu(ctx) && !kd && pts->layout == RDX_POINTS_DENSE && pts->method == RDX_POINTS_TOP_DOWN)
-      st = rdx_sp_qt_dense_cuda(ctx, pts); /* a bottom-up build's pool is in Morton order already */
-    if (st != RDX_OK) goto fail;
-    if (rdx_is_gpu(ctx)) pts->host_stale = 1; /* copied when first needed */
-    else RDX_CHECK_GOTO(rdx_sp_sync_host_nodes(ctx, pts), st, fail);
+    RDX_CHECK_GOTO(ops->build(ctx, pts, &in), st, fail);
+    /* the host copy: an alias of host nodes, made now; a copy of device ones, when first needed */
+    pts->host_stale = 1;
+    if (pts->nodes.where == RDX_HOST) RDX_CHECK_GOTO(rdx_sp_sync_host_nodes(ctx, pts), st, fail);
   }
   rdx_array_release(ctx, &sp);
   pts->peak = ctx->peak - base;
@@ -374,9 +380,7 @@ rdx_status rdx_points_build_ex(rdx_context *ctx, rdx_array points, const rdx_poi
   return RDX_OK;
 fail:
   rdx_array_release(ctx, &sp);
-  rdx_sp_pool_free(ctx, &pts->pool);
-  rdx_sp_nodes_free(ctx, &pts->nodes);
-  rdx_sp_nodes_free(ctx, &pts->host);
+  ops->destroy(ctx, pts);
   if (saved_peak > ctx->peak) ctx->peak = saved_peak;
   free(pts);
   return st;
@@ -389,15 +393,7 @@ rdx_status rdx_points_build(rdx_context *ctx, rdx_array points, const rdx_points
 void rdx_points_destroy(rdx_points *pts) {
   if (pts == NULL || pts->magic != RDX_POINTS_MAGIC) return;
   rdx_context *ctx = pts->ctx;
-  if (ctx != NULL && ctx->magic == RDX_CONTEXT_MAGIC) {
-    rdx_sp_pool_free(ctx, &pts->pool);
-    rdx_sp_nodes_free(ctx, &pts->nodes);
-    rdx_sp_nodes_free(ctx, &pts->host);
-    if (pts->slot) rdx_mem_free(ctx, pts->slot);
-    rdx_sp_drop_pages(ctx, pts);
-    if (pts->live) rdx_mem_free(ctx, pts->live);
-    if (pts->arena) rdx_mem_free(ctx, pts->arena);
-  }
+  if (ctx != NULL && ctx->magic == RDX_CONTEXT_MAGIC) pts->ops->destroy(ctx, pts);
   free(pts);
 }
 
@@ -408,7 +404,7 @@ int64_t rdx_points_count(const rdx_points *pts) {
 rdx_status rdx_points_bytes(rdx_context *ctx, const rdx_points *pts, int64_t *resident, int64_t *peak) {
   RDX_CHECK(rdx_check_context(ctx));
   RDX_CHECK(check_points(ctx, "rdx_points_bytes", pts));
-  if (resident) *resident = rdx_sp_resident(pts);
+  if (resident) *resident = pts->ops->bytes(pts);
   if (peak) *peak = pts->peak;
   return RDX_OK;
 }
@@ -542,7 +538,7 @@ static rdx_status run_query(rdx_context *ctx, const rdx_points *pts, qop op, rdx
   rdx_staged sq = {0}, sa = {0}, sb = {0};
   RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, queries, 1, &sq), st, done);
   rdx_sp_scan sc;
-  RDX_CHECK_GOTO(scan_rows(ctx, fn, "queries", sq.data, pts->f64, m, query_columns(query->type), NULL,
+  RDX_CHECK_GOTO(scan_rows(ctx, pts->ops, fn, "queries", sq.data, pts->f64, m, query_columns(query->type), NULL,
                            in.type == RDX_SP_WITHIN ? 2 : -1, &sc),
                  st, done);
   RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, a, op == Q_FILL, &sa), st, done); /* offsets are an input */
@@ -551,8 +547,7 @@ static rdx_status run_query(rdx_context *ctx, const rdx_points *pts, qop op, rdx
     if (pts->n == 0)
       st = rdx_fill_u64(ctx, (uint64_t *)sa.data, m, 0);
     else
-      st = rdx_is_gpu(ctx) ? rdx_sp_query_cuda(ctx, pts, &in, (uint64_t *)sa.data, NULL, NULL)
-                           : rdx_sp_query_cpu(ctx, pts, &in, (uint64_t *)sa.data, NULL, NULL);
+      st = pts->ops->query(ctx, pts, &in, (uint64_t *)sa.data, NULL, NULL);
     if (st == RDX_OK) st = rdx_array_unstage(ctx, a, &sa);
   } else {
     if (pts->n == 0) {
@@ -564,11 +559,10 @@ static rdx_status run_query(rdx_context *ctx, const rdx_points *pts, qop op, rdx
     rdx_array rows_out = b;
     rows_out.count = (int64_t)total;
     RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, rows_out, 0, &sb), st, done);
-    st = rdx_is_gpu(ctx) ? rdx_sp_query_cuda(ctx, pts, &in, NULL, (const uint64_t *)sa.data, (uint64_t *)sb.data)
-                         : rdx_sp_query_cpu(ctx, pts, &in, NULL, (const uint64_t *)sa.data, (uint64_t *)sb.data);
+    st = pts->ops->query(ctx, pts, &in, NULL, (const uint64_t *)sa.data, (uint64_t *)sb.data);
     if (st == RDX_OK) st = rdx_array_unstage(ctx, rows_out, &sb);
   }
-  if (st == RDX_OK && rdx_is_gpu(ctx)) st = rdx_cuda_sync(ctx, fn);
+  if (st == RDX_OK && pts->ops->sync) st = pts->ops->sync(ctx, fn);
 done:
   rdx_array_release(ctx, &sq);
   rdx_array_release(ctx, &sa);
@@ -651,8 +645,8 @@ static rdx_status run_update(rdx_context *ctx, rdx_points *pts, int op, rdx_arra
   rdx_sp_scan sc;
   if (op != RDX_SP_ERASE) {
     RDX_CHECK_GOTO(rdx_array_stage(ctx, fn, points, 1, &sp), st, done);
-    b.check_xy = rdx_sp_update_checks_xy(ctx, pts); /* in the update's first kernel, not a pass of its own */
-    if (!b.check_xy) RDX_CHECK_GOTO(scan_rows(ctx, fn, "points", sp.data, pts->f64, m, 2, box, -1, &sc), st, done);
+    b.check_xy = pts->ops->checks_xy; /* in the update's first kernel, not a pass of its own */
+    if (!b.check_xy) RDX_CHECK_GOTO(scan_rows(ctx, pts->ops, fn, "points", sp.data, pts->f64, m, 2, box, -1, &sc), st, done);
   }
   b.op = op;
   b.m = m;
@@ -663,11 +657,11 @@ static rdx_status run_update(rdx_context *ctx, rdx_points *pts, int op, rdx_arra
   st = rdx_sp_update(ctx, pts, &b);
   if (b.bad_xy) { /* the update saw a bad point and changed nothing: the scan says which */
     rdx_clear_message(ctx);
-    st = scan_rows(ctx, fn, "points", sp.data, pts->f64, m, 2, box, -1, &sc);
+    st = scan_rows(ctx, pts->ops, fn, "points", sp.data, pts->f64, m, 2, box, -1, &sc);
     if (st == RDX_OK) st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the update and the scan disagree on the points", fn);
     goto done;
   }
-  if (st == RDX_OK && rdx_is_gpu(ctx)) st = rdx_cuda_sync(ctx, fn);
+  if (st == RDX_OK && pts->ops->sync) st = pts->ops->sync(ctx, fn);
 done:
   rdx_array_release(ctx, &si);
   rdx_array_release(ctx, &sp);

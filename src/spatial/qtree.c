@@ -401,6 +401,14 @@ rdx_status rdx_sp_qt_build_cpu(rdx_context *ctx, rdx_points *pts, const rdx_sp_b
   return pts->method == RDX_POINTS_TOP_DOWN ? build_top_down(ctx, pts, in) : build_bottom_up(ctx, pts, in);
 }
 
+const rdx_sp_ops rdx_sp_qt_cpu_ops = {
+    RDX_POINTS_QUADTREE, RDX_BACKEND_CPU, "quadtree",
+    1, RDX_SP_MAX_QT_DEPTH, RDX_SP_DEFAULT_QT_DEPTH, 1,              /* top-down, depths, Morton */
+    RDX_POINTS_PAGED, "the dense layout needs a GPU backend; the CPU backend pages",
+    {{rdx_sp_update_cpu, 0, 0}, {NULL, 0, 0}}, NULL, 0,             /* the planner takes any batch */
+    rdx_sp_scan_cpu, rdx_sp_qt_build_cpu, rdx_sp_query_cpu, rdx_sp_resident, rdx_sp_storage_free, NULL,
+};
+
 /* ---- nodes from sorted codes by binary search (updates' split groups, test reference) ---- */
 
 rdx_status rdx_sp_qt_subtree(rdx_context *ctx, const uint64_t *keys, int64_t n, int level, uint64_t key, int depth,

@@ -601,5 +601,15 @@ rdx_status build_t(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_in *in)
 }  // namespace
 
 extern "C" rdx_status rdx_sp_qt_build_cuda(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_in *in) {
-  return pts->f64 ? build_t<double>(ctx, pts, in) : build_t<float>(ctx, pts, in);
+  RDX_CHECK(pts->f64 ? build_t<double>(ctx, pts, in) : build_t<float>(ctx, pts, in));
+  /* the dense layout keeps the pool in Morton order, as a bottom-up build leaves it already */
+  return pts->layout == RDX_POINTS_DENSE && pts->method == RDX_POINTS_TOP_DOWN ? rdx_sp_qt_dense_cuda(ctx, pts) : RDX_OK;
 }
+
+extern "C" const rdx_sp_ops rdx_sp_qt_cuda_ops = {
+    RDX_POINTS_QUADTREE, RDX_BACKEND_CUDA, "quadtree",
+    1, RDX_SP_MAX_QT_DEPTH, RDX_SP_DEFAULT_QT_DEPTH, 1,              /* top-down, depths, Morton */
+    RDX_POINTS_PAGED, NULL,                                          /* both layouts */
+    {{rdx_sp_qt_paged_cuda, RDX_SP_PAGED_SHARE, 1}, {rdx_sp_qt_merge_cuda, 0, 0}}, rdx_sp_rebuild_cuda, 1,
+    rdx_sp_scan_cuda, rdx_sp_qt_build_cuda, rdx_sp_query_cuda, rdx_sp_resident, rdx_sp_storage_free, rdx_cuda_sync,
+};

@@ -3,8 +3,10 @@
  * k-d tree, G-PICS batched queries and bulk updates). Nothing here is public.
  *
  * points.c validates every public call once, stages arrays into the backend's memory and calls
- * the backend functions declared here (*_cpu in .c files, *_cuda in .cu files, nocuda.c when CUDA
- * is not built). A backend function sees only valid, non-empty input in its own memory.
+ * the index's ops table: one per (kind, backend), found in registry.c (the keys module's shape,
+ * keys.h). A kind is added by its own files (qtree.c/.cu and kdtree.c/.cu define theirs) and one
+ * registry line; without CUDA the registry has no CUDA entries. An ops function sees only valid,
+ * non-empty input in its backend's memory.
  *
  * Storage of an index (all in backend memory, through the context's memory account):
  *
@@ -24,7 +26,7 @@
  *
  * A leaf's points are slots [fpos, fpos + len), with no holes. An index keeps the pool layout
  * its build chose (rdx_points_options.layout) for life, and each layout has one update engine
- * per backend and kind (update.c picks it):
+ * per backend and kind (the ops table's engine for the layout; update.c runs it):
  *
  *   layout  backend, kind   engine                    pool.key                     finds ids by
  *   paged   CPU, both       planner, update_cpu.c     quadtree: finest Morton      slot: id ->
@@ -83,6 +85,8 @@ typedef struct rdx_sp_pool {
   void *block;               /* x, y and id */
 } rdx_sp_pool;
 
+typedef struct rdx_sp_ops rdx_sp_ops;
+
 /* What the last build or update did, for benchmarks and tests. */
 typedef struct rdx_sp_stats {
   double phase_ms[4];        /* build: keys+sort, phase 1, phase 2, point gather (quadtree);
@@ -99,6 +103,7 @@ typedef struct rdx_sp_stats {
 struct rdx_points {
   uint32_t magic;            /* RDX_POINTS_MAGIC while alive */
   rdx_context *ctx;
+  const rdx_sp_ops *ops;     /* the (kind, backend) pair's functions, from the registry */
   rdx_points_kind kind;
   rdx_points_method method;
   rdx_points_layout layout;  /* RDX_POINTS_PAGED or RDX_POINTS_DENSE, for life (see above) */
@@ -137,8 +142,8 @@ struct rdx_points {
 /* Nodes: n entries in `where`, one allocation. */
 rdx_status rdx_sp_nodes_alloc(rdx_context *ctx, int64_t n, rdx_location where, rdx_sp_nodes *out);
 void rdx_sp_nodes_free(rdx_context *ctx, rdx_sp_nodes *nodes);
-/* The empty index's nodes: one root leaf holding nothing, on the host. */
-rdx_status rdx_sp_nodes_empty(rdx_context *ctx, rdx_sp_nodes *out);
+/* The empty index's nodes: one root leaf holding nothing, in `where`. */
+rdx_status rdx_sp_nodes_empty(rdx_context *ctx, rdx_location where, rdx_sp_nodes *out);
 /* Copy all arrays between equally sized node sets (any locations). */
 rdx_status rdx_sp_nodes_copy(rdx_context *ctx, rdx_sp_nodes *dst, const rdx_sp_nodes *src);
 /* Pool of cap slots in backend memory (x, y, id; key when with_key, of key_bytes per slot). */
@@ -157,6 +162,8 @@ static inline void rdx_sp_pool_put(rdx_sp_pool *pool, int64_t i, const void *xy,
 }
 /* Bytes held by an index now. */
 int64_t rdx_sp_resident(const rdx_points *pts);
+/* Everything an index holds freed (its handle stays). */
+void rdx_sp_storage_free(rdx_context *ctx, rdx_points *pts);
 /* View of the tree in backend memory (nodes + pool). */
 rdx_sp_view rdx_sp_view_of(const rdx_points *pts);
 /* The same with the host copy of the nodes (pool pointers stay in backend memory). */
@@ -262,38 +269,89 @@ typedef struct rdx_sp_batch {
   /* out, on success: */
   int64_t in_place;          /* moves that stayed in their leaf, or -1 where not tracked */
 } rdx_sp_batch;
-/* Whether the engine that takes this batch checks its coordinates itself, in the kernel that
- * reads them (then points.c sets check_xy and scans only to word a failure): the GPU's do. */
-int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts);
 /* One batch, all-or-nothing: bad ids and points come back in b with RDX_ERR_INVALID_ARGUMENT. */
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);
 /* Whether a batch of m rows rebuilds the index rather than going through its layout's engine. */
-int rdx_sp_rebuilds(rdx_context *ctx, const rdx_points *pts, int64_t m);
+int rdx_sp_rebuilds(const rdx_points *pts, int64_t m);
 /* Tests and benchmarks only (never the environment): mode 1 makes every later update of pts a
  * rebuild, -1 none that its layout's engine can take, 0 (the default) decides by the batch's
  * size. Layouts whose engine takes any batch (the CPU planner, the dense quadtree) ignore it. */
 void rdx_sp_force_rebuild(rdx_points *pts, int mode);
 
-/* The engines: one entry point each, the same contract as rdx_sp_update (bad input in b, the
- * index unchanged; on success pts->stats set, counts and ids left to update.c). */
+/* The engines, which the ops tables name: one entry point each, the same contract as
+ * rdx_sp_update (bad input in b, the index unchanged; on success pts->stats set, counts and ids
+ * left to update.c). */
 typedef rdx_status (*rdx_sp_update_fn)(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);
 rdx_status rdx_sp_update_cpu(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);    /* update_cpu.c */
 rdx_status rdx_sp_qt_paged_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b); /* update_paged.cu */
 rdx_status rdx_sp_qt_merge_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b); /* update_qt.cu */
 rdx_status rdx_sp_kd_repair_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b); /* update_kd.cu */
 rdx_status rdx_sp_rebuild_cuda(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);  /* update.cu */
-/* A GPU quadtree pool built top-down put in Morton order, as the dense layout keeps it (points.c
- * calls it after such a build; update_qt.cu). */
+/* A GPU quadtree pool built top-down put in Morton order, as the dense layout keeps it
+ * (rdx_sp_qt_build_cuda calls it after such a build; update_qt.cu). */
 rdx_status rdx_sp_qt_dense_cuda(rdx_context *ctx, rdx_points *pts);
 /* A paged GPU quadtree's leaves spread out to room RDX_SP_GROW(len), headroom free slots past
  * them, and its id map made or remapped (update.cu); tests call it to check the remap. */
 rdx_status rdx_sp_qt_relayout_cuda(rdx_context *ctx, rdx_points *pts, int64_t headroom);
 /* pts->pfree freed (update.c). */
 void rdx_sp_drop_pages(rdx_context *ctx, rdx_points *pts);
-/* Paging takes batches of up to n / RDX_SP_PAGED_SHARE rows (update.c, rdx_sp_rebuilds). */
+/* Paging takes batches of up to n / RDX_SP_PAGED_SHARE rows, the k-d repair up to
+ * n / RDX_SP_REPAIR_SHARE (their rdx_sp_engine.share; update.c says why). */
 #define RDX_SP_PAGED_SHARE 10
+#define RDX_SP_REPAIR_SHARE 2
 #define RDX_SP_GROW(c) ((c) + (c) / 2 + 8)  /* room given to a relocated, merged or new leaf */
 #define RDX_SP_SLACK(c) ((c) + (c) / 4 + 4) /* room per leaf at a CPU relayout */
+
+/* ---- the ops table: one per (kind, backend), listed in registry.c ----
+ * points.c validates and stages every call, handles the empty cases and the memory bookkeeping,
+ * and calls these. OPTIX contexts use the CUDA ops: no point index uses rays. */
+
+/* A layout's update engine (update.c). Batches of more than n / share rows rebuild the index in
+ * its layout through rdx_sp_ops.rebuild, as do batches that could take a slots32 engine's pool
+ * past 2^31 slots. */
+typedef struct rdx_sp_engine {
+  rdx_sp_update_fn update;   /* NULL: the pair does not offer the layout (rdx_sp_ops.one_layout) */
+  int share;                 /* 0: takes any batch (and rdx_sp_force_rebuild is ignored) */
+  int slots32;               /* 1: its lists hold 32-bit pool slots */
+} rdx_sp_engine;
+
+struct rdx_sp_ops {
+  rdx_points_kind kind;
+  rdx_backend backend;       /* CPU or CUDA */
+  const char *name;          /* "quadtree", "k-d tree": the messages' word for the kind */
+  int top_down;              /* 1: builds top-down as well as bottom-up (rdx_points_options.method) */
+  int max_depth;             /* rdx_points_options.max_depth in [1, max_depth], */
+  int default_depth;         /* default_depth when 0 */
+  int morton;                /* 1: the grid's cells and the pool's keys are Morton codes to max_depth
+                                (u32 keys to depth 16, u64 beyond); 0: the grid gives the box only,
+                                and a build leaves the pool without keys */
+  rdx_points_layout default_layout;
+  const char *one_layout;    /* the pair offers one layout: why the other is refused; else NULL */
+  rdx_sp_engine engine[2];   /* by layout: [0] paged, [1] dense (rdx_sp_engine_of) */
+  rdx_sp_update_fn rebuild;  /* the batches the engine does not take; NULL where it takes all */
+  int checks_xy;             /* 1: the engines check a batch's coordinates in the kernel that reads
+                                them, so points.c scans them only to word a failure */
+  /* The input scan: the backend's, the same for every kind. */
+  rdx_status (*scan)(rdx_context *ctx, const void *data, int f64, int64_t rows, int cols, const double *box,
+                     int radius_col, rdx_sp_scan *out);
+  /* Pool and nodes (and what the layout keeps) from n >= 1 points, by pts->method. */
+  rdx_status (*build)(rdx_context *ctx, rdx_points *pts, const rdx_sp_build_in *in);
+  rdx_status (*query)(rdx_context *ctx, const rdx_points *pts, const rdx_sp_qin *in, uint64_t *counts,
+                      const uint64_t *offsets, uint64_t *rows);
+  int64_t (*bytes)(const rdx_points *pts);
+  void (*destroy)(rdx_context *ctx, rdx_points *pts); /* frees what the index holds */
+  /* Waits for a query's or an update's device work before the call returns; NULL on the CPU. */
+  rdx_status (*sync)(rdx_context *ctx, const char *what);
+};
+
+/* The registry: ops for (kind, backend), or NULL when that pair does not exist. */
+const rdx_sp_ops *rdx_sp_find_ops(rdx_points_kind kind, rdx_backend backend);
+/* The engine of the index's layout. */
+static inline const rdx_sp_engine *rdx_sp_engine_of(const rdx_sp_ops *ops, rdx_points_layout layout) {
+  return &ops->engine[layout == RDX_POINTS_DENSE];
+}
+extern const rdx_sp_ops rdx_sp_qt_cpu_ops, rdx_sp_kd_cpu_ops; /* qtree.c, kdtree.c */
+extern const rdx_sp_ops rdx_sp_qt_cuda_ops, rdx_sp_kd_cuda_ops; /* qtree.cu, kdtree.cu */
 
 /* ---- baselines for the benchmarks (CUDA; brute force over all points) ---- */
 rdx_status rdx_sp_brute_count_cuda(rdx_context *ctx, const void *xy, int f64, int64_t n, const rdx_sp_qin *in,

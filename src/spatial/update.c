@@ -2,8 +2,9 @@
  * update.c: bulk moves, inserts and erases (G-PICS Section 5, Fig. 11): which engine takes a
  * batch, and what every engine's batch leaves behind (counts, ids, statistics, the words of a
  * failure). Each index keeps the layout its build chose, and each layout one engine per backend
- * and kind (spatial.h has the table); a batch too large for that engine rebuilds the index in the
- * same layout. The engines share their rules through update_hd.h.
+ * and kind (its ops table's rdx_sp_engine; spatial.h has the list); a batch too large for that
+ * engine rebuilds the index in the same layout (the ops' rebuild). The engines share their rules
+ * through update_hd.h.
  */
 #include "spatial/spatial.h"
 
@@ -17,25 +18,13 @@ void rdx_sp_force_rebuild(rdx_points *pts, int mode) { pts->force_rebuild = mode
  * 2^31 of them rebuilds too) and the repair up to half, above which its splitting leaves would
  * hold most points (bench/results/NVIDIA-H200/UPDATES.md). The merge and the CPU planner take any
  * batch. */
-int rdx_sp_rebuilds(rdx_context *ctx, const rdx_points *pts, int64_t m) {
-  if (!rdx_is_gpu(ctx) || (pts->kind == RDX_POINTS_QUADTREE && pts->layout == RDX_POINTS_DENSE)) return 0;
-  const int kd = pts->kind == RDX_POINTS_KDTREE;
+int rdx_sp_rebuilds(const rdx_points *pts, int64_t m) {
+  const rdx_sp_engine *e = rdx_sp_engine_of(pts->ops, pts->layout);
   const int64_t big = (int64_t)1 << 31;
-  if (!kd && (4 * (pts->n + m) + 65536 >= big || pts->pool.cap >= big)) return 1; /* paging cannot */
+  if (e->share == 0) return 0;
+  if (e->slots32 && (4 * (pts->n + m) + 65536 >= big || pts->pool.cap >= big)) return 1; /* the engine cannot */
   if (pts->force_rebuild) return pts->force_rebuild > 0;
-  return kd ? 2 * m > pts->n : m * RDX_SP_PAGED_SHARE > pts->n;
-}
-
-static rdx_sp_update_fn engine_of(rdx_context *ctx, const rdx_points *pts, int64_t m) {
-  if (!rdx_is_gpu(ctx)) return rdx_sp_update_cpu;
-  if (rdx_sp_rebuilds(ctx, pts, m)) return rdx_sp_rebuild_cuda;
-  if (pts->kind == RDX_POINTS_KDTREE) return rdx_sp_kd_repair_cuda;
-  return pts->layout == RDX_POINTS_DENSE ? rdx_sp_qt_merge_cuda : rdx_sp_qt_paged_cuda;
-}
-
-int rdx_sp_update_checks_xy(rdx_context *ctx, const rdx_points *pts) {
-  (void)pts;
-  return rdx_is_gpu(ctx);
+  return m * e->share > pts->n;
 }
 
 void rdx_sp_drop_pages(rdx_context *ctx, rdx_points *pts) {
@@ -49,7 +38,8 @@ static const char *op_name(int op) {
 
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
   static const char *why[] = {"", "is not an id of this index", "was erased", "appears twice in the batch"};
-  const rdx_sp_update_fn engine = engine_of(ctx, pts, b->m);
+  const int rebuilt = rdx_sp_rebuilds(pts, b->m);
+  const rdx_sp_update_fn engine = rebuilt ? pts->ops->rebuild : rdx_sp_engine_of(pts->ops, pts->layout)->update;
   const rdx_sp_stats was = pts->stats; /* what a failed batch leaves */
   memset(&pts->stats.moved, 0, offsetof(rdx_sp_stats, relayouts) - offsetof(rdx_sp_stats, moved));
   b->bad_row = -1, b->bad_xy = 0, b->in_place = -1;
@@ -65,7 +55,7 @@ rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b) {
     return st;
   }
   rdx_sp_stats *S = &pts->stats;
-  S->rebuilt = engine == rdx_sp_rebuild_cuda;
+  S->rebuilt = rebuilt;
   if (b->op == RDX_SP_INSERT) {
     pts->n += b->m, pts->id_end += (uint64_t)b->m;
     S->inserted = b->m;

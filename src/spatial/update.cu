@@ -295,18 +295,13 @@ rdx_status build_into(rdx_context *ctx, const rdx_points *pts, const void *xy, c
   memset(&nx->nodes, 0, sizeof nx->nodes);
   nx->n = n_new;
   if (n_new == 0) { /* the empty index, as points.c builds it */
-    rdx_sp_nodes h;
-    memset(&h, 0, sizeof h);
     rdx_status st = rdx_sp_pool_alloc(ctx, 0, pts->f64, 0, &nx->pool);
-    if (st == RDX_OK) st = rdx_sp_nodes_empty(ctx, &h);
-    if (st == RDX_OK) st = rdx_sp_nodes_alloc(ctx, 1, RDX_DEVICE, &nx->nodes);
-    if (st == RDX_OK) st = rdx_sp_nodes_copy(ctx, &nx->nodes, &h);
-    rdx_sp_nodes_free(ctx, &h);
+    if (st == RDX_OK) st = rdx_sp_nodes_empty(ctx, RDX_DEVICE, &nx->nodes);
     return st;
   }
   rdx_sp_build_in in;
   in.xy = xy, in.n = n_new, in.debug = 0;
-  RDX_CHECK(pts->kind == RDX_POINTS_KDTREE ? rdx_sp_kd_build_cuda(ctx, nx, &in) : rdx_sp_qt_build_cuda(ctx, nx, &in));
+  RDX_CHECK(pts->ops->build(ctx, nx, &in));
   remap_kernel<<<blocks_for(n_new, 256), 256, 0, rdx_stream(ctx)>>>(nx->pool.id, n_new, idl);
   return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_points update: remap kernel");
 }
