@@ -141,6 +141,16 @@ rdx_array cli_read_npy(rdx_context *ctx, const char *opt, const char *path, int 
 /* The median of v[0..n) (sorts v). */
 double cli_median(double *v, int n);
 
+/* The brute-force GPU baselines of `raydex bench points` (bench/brute.cu; without CUDA,
+ * bench/brute_nocuda.c answers RDX_ERR_NO_BACKEND): every query of type 0..3 (match, window,
+ * within, kNN; cli_query_types) against every one of the n points xy (interleaved, f32 or f64),
+ * all in device memory, on the context's GPU. Counts: counts[m]. kNN: rows[m * k], query i's
+ * min(k, n) nearest ids at i * k. */
+rdx_status bench_brute_count(rdx_context *ctx, const void *xy, int f64, int64_t n, int type, const void *q, int64_t m,
+                             uint64_t *counts);
+rdx_status bench_brute_knn(rdx_context *ctx, const void *xy, int f64, int64_t n, const void *q, int64_t m, int k,
+                           uint64_t *rows);
+
 /* The names of the choices, in their enums' order (cli_key_dists[d - 1] for rdx_key_dist d). */
 extern const char *const cli_key_dists[3], *const cli_key_dtypes[2], *const cli_misses[2], *const cli_point_dists[3],
     *const cli_point_dtypes[2], *const cli_point_indexes[2], *const cli_point_builds[2], *const cli_query_types[4];

@@ -290,11 +290,10 @@ static void exp_query(const cfg *c, int hdr) {
               uint64_t *d = NULL;
               size_t outn = type == 3 ? (size_t)m * (size_t)c->k : (size_t)m;
               cli_must(ctx, rdx_malloc(ctx, (void **)&d, (outn ? outn : 1) * 8, RDX_DEVICE), "brute output");
-              rdx_sp_qin in = {type, c->k, qd.data, m};
               for (int r = -1; r < reps; r++) {
                 double t0 = rdx_now_ms();
-                rdx_status st = type == 3 ? rdx_sp_brute_knn_cuda(ctx, pd.data, c->dtype == RDX_F64, n, &in, d)
-                                          : rdx_sp_brute_count_cuda(ctx, pd.data, c->dtype == RDX_F64, n, &in, d);
+                rdx_status st = type == 3 ? bench_brute_knn(ctx, pd.data, c->dtype == RDX_F64, n, qd.data, m, c->k, d)
+                                          : bench_brute_count(ctx, pd.data, c->dtype == RDX_F64, n, type, qd.data, m, d);
                 cli_must(ctx, st, "brute force");
                 if (r >= 0) t[r] = rdx_now_ms() - t0;
               }

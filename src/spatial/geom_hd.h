@@ -7,7 +7,7 @@
  * each rounded to nearest: on the device through __dadd_rn/__dsub_rn/__dmul_rn, which nvcc never
  * contracts into FMAs; on the host with plain C under -std=c11, where GCC does not contract either
  * (-ffp-contract=off is its ISO default). So a point passes a query on the CPU exactly when it
- * passes on the GPU and in the brute-force oracle (tests/oracle/points_oracle.c, same formulas).
+ * passes on the GPU and in the brute-force oracle (tools/oracle/points_oracle.c, same formulas).
  *
  * Pruning must never drop a point that passes. Two arguments make it safe:
  *  - Monotonicity: fl(a - b), fl(a * s) for s >= 0, floor and clamping are monotone, so the cell

@@ -353,12 +353,6 @@ static inline const rdx_sp_engine *rdx_sp_engine_of(const rdx_sp_ops *ops, rdx_p
 extern const rdx_sp_ops rdx_sp_qt_cpu_ops, rdx_sp_kd_cpu_ops; /* qtree.c, kdtree.c */
 extern const rdx_sp_ops rdx_sp_qt_cuda_ops, rdx_sp_kd_cuda_ops; /* qtree.cu, kdtree.cu */
 
-/* ---- baselines for the benchmarks (CUDA; brute force over all points) ---- */
-rdx_status rdx_sp_brute_count_cuda(rdx_context *ctx, const void *xy, int f64, int64_t n, const rdx_sp_qin *in,
-                                   uint64_t *counts);
-rdx_status rdx_sp_brute_knn_cuda(rdx_context *ctx, const void *xy, int f64, int64_t n, const rdx_sp_qin *in,
-                                 uint64_t *rows);
-
 /* ---- CPU sorting helper: stable LSD radix sort of (key, value) pairs on `bits` low key bits ---- */
 rdx_status rdx_sp_radix_sort_cpu(rdx_context *ctx, uint64_t *keys, uint64_t *vals, int64_t n, int begin_bit,
                                  int end_bit);

@@ -6,8 +6,8 @@
  * must end in 0 (valid), 2 (bad input, exactly one printable line) or 1 (a failure, also one
  * line), never in a crash, a leak, undefined behaviour or a file written.
  *   clang -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -Isrc -Itools \
- *     -Itests/oracle tests/fuzz/fuzz_cli.c tools/cli.c tools/raydex.c tools/cmd_[a-z_]*.c \
- *     tests/oracle/[a-z_]*.c build/libraydex.a -lm -lpthread -o fuzz_cli
+ *     -Itools/oracle tests/fuzz/fuzz_cli.c tools/cli.c tools/raydex.c tools/cmd_[a-z_]*.c \
+ *     tools/bench/brute_nocuda.c tools/oracle/[a-z_]*.c build/libraydex.a -lm -lpthread -o fuzz_cli
  *   ./fuzz_cli tests/fuzz/corpus_cli -dict=tests/fuzz/cli.dict
  */
 #include <stdint.h>

@@ -6,8 +6,16 @@
  *
  * Counts only for point, window and within-distance queries (what the benchmark times and
  * checks); kNN keeps a k-candidate heap per query in global scratch and writes the ids.
+ *
+ * Part of the raydex program, not of the library (brute_nocuda.c stands in without CUDA). It
+ * uses the spatial module's CUDA helpers: scratch through the context's account, its stream, and
+ * the query arithmetic the API defines (geom_hd.h), as the tests use internals.
  */
 #include "spatial/sp_cuda.cuh"
+
+extern "C" {
+#include "cli.h"
+}
 
 namespace {
 
@@ -76,32 +84,31 @@ __global__ void __launch_bounds__(BB) brute_knn_kernel(const T *xy, int64_t n, c
 
 }  // namespace
 
-extern "C" rdx_status rdx_sp_brute_count_cuda(rdx_context *ctx, const void *xy, int f64, int64_t n, const rdx_sp_qin *in,
-                                              uint64_t *counts) {
+extern "C" rdx_status bench_brute_count(rdx_context *ctx, const void *xy, int f64, int64_t n, int type, const void *q,
+                                        int64_t m, uint64_t *counts) {
   cudaStream_t s = rdx_stream(ctx);
-  unsigned grid = blocks_for(in->m, BB);
+  unsigned grid = blocks_for(m, BB);
   if (f64)
-    brute_count_kernel<double><<<grid, BB, 0, s>>>((const double *)xy, n, (const double *)in->q, in->type, in->m, counts);
+    brute_count_kernel<double><<<grid, BB, 0, s>>>((const double *)xy, n, (const double *)q, type, m, counts);
   else
-    brute_count_kernel<float><<<grid, BB, 0, s>>>((const float *)xy, n, (const float *)in->q, in->type, in->m, counts);
-  SP_LAUNCH_CHECK(ctx, "rdx_sp_brute_count_cuda: kernel");
-  return rdx_cuda_sync(ctx, "rdx_sp_brute_count_cuda");
+    brute_count_kernel<float><<<grid, BB, 0, s>>>((const float *)xy, n, (const float *)q, type, m, counts);
+  SP_LAUNCH_CHECK(ctx, "bench_brute_count: kernel");
+  return rdx_cuda_sync(ctx, "bench_brute_count");
 }
 
-/* rows: m * k ids (query i's neighbours at i * k; min(k, n) of them). */
-extern "C" rdx_status rdx_sp_brute_knn_cuda(rdx_context *ctx, const void *xy, int f64, int64_t n, const rdx_sp_qin *in,
-                                            uint64_t *rows) {
+extern "C" rdx_status bench_brute_knn(rdx_context *ctx, const void *xy, int f64, int64_t n, const void *q, int64_t m, int k,
+                                      uint64_t *rows) {
   scratch mm(ctx);
   double *hd;
   uint64_t *hi;
-  RDX_CHECK(mm.get(&hd, (size_t)in->m * (size_t)in->k, "rdx_sp_brute_knn_cuda"));
-  RDX_CHECK(mm.get(&hi, (size_t)in->m * (size_t)in->k, "rdx_sp_brute_knn_cuda"));
+  RDX_CHECK(mm.get(&hd, (size_t)m * (size_t)k, "bench_brute_knn"));
+  RDX_CHECK(mm.get(&hi, (size_t)m * (size_t)k, "bench_brute_knn"));
   cudaStream_t s = rdx_stream(ctx);
-  unsigned grid = blocks_for(in->m, BB);
+  unsigned grid = blocks_for(m, BB);
   if (f64)
-    brute_knn_kernel<double><<<grid, BB, 0, s>>>((const double *)xy, n, (const double *)in->q, in->m, in->k, hd, hi, rows);
+    brute_knn_kernel<double><<<grid, BB, 0, s>>>((const double *)xy, n, (const double *)q, m, k, hd, hi, rows);
   else
-    brute_knn_kernel<float><<<grid, BB, 0, s>>>((const float *)xy, n, (const float *)in->q, in->m, in->k, hd, hi, rows);
-  SP_LAUNCH_CHECK(ctx, "rdx_sp_brute_knn_cuda: kernel");
-  return rdx_cuda_sync(ctx, "rdx_sp_brute_knn_cuda");
+    brute_knn_kernel<float><<<grid, BB, 0, s>>>((const float *)xy, n, (const float *)q, m, k, hd, hi, rows);
+  SP_LAUNCH_CHECK(ctx, "bench_brute_knn: kernel");
+  return rdx_cuda_sync(ctx, "bench_brute_knn");
 }
