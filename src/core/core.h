@@ -10,6 +10,7 @@
 #define RDX_CORE_H
 
 #include "raydex.h"
+#include "bench_api.h" /* what the tools use too: sizes, rdx_escape, rdx_now_ms, forced paths */
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -99,14 +100,6 @@ void rdx_clear_message(rdx_context *ctx);
  * apart: using one is undefined, as in SQLite and cuBLAS. */
 rdx_status rdx_check_context(rdx_context *ctx);
 
-/* Untrusted bytes (a file's header, a path, an environment variable) made printable for a
- * message: printable ASCII stays, a backslash is doubled, any other byte becomes \xNN. At most
- * cap - 1 characters are written (and a NUL); an escape that does not fit ends the text with
- * "...". Returns out. */
-const char *rdx_escape(char *out, size_t cap, const void *bytes, size_t len);
-/* rdx_escape's buffer size for the short strings messages quote (keys, values, dtypes). */
-#define RDX_ESCAPE_SHORT 64
-
 /* Check the RAYDEX_* environment variables the library reads (rdx_context_create's first step):
  * an unparsable or out-of-range value is RDX_ERR_INVALID_ARGUMENT naming the variable and the
  * value, so a typo is never silently ignored. The reading sites may then trust what they read. */
@@ -123,36 +116,7 @@ rdx_status rdx_env_check(rdx_context *ctx);
     if ((st) != RDX_OK) goto label;                                                            \
   } while (0)
 
-/* ---- sizes ---- */
-/* Overflow-checked size arithmetic. Every byte count computed from an element count (an array's,
- * a generator's, a file's) goes through these, so a huge or hostile count is refused instead of
- * wrapping into a small allocation that is then written past. Each returns 1 and sets *out when
- * the exact value fits in size_t, else 0 (and leaves *out alone).
- *
- * Bound: rdx_array_check refuses an array of more than RDX_MAX_ARRAY_BYTES (2^56, the largest
- * user address space, x86-64's with 5-level paging, so no real array is refused). Every array
- * that reaches an index therefore has fewer than 2^54 elements, and a buffer of count times any
- * per-element size below 1 KiB (pairs, triangles, nodes per key or point) fits size_t: the
- * internal buffers sized that way need no check of their own. */
-#define RDX_MAX_ARRAY_BYTES ((uint64_t)1 << 56)
-static inline int rdx_size_add(size_t a, size_t b, size_t *out) {
-  if (a > SIZE_MAX - b) return 0;
-  *out = a + b;
-  return 1;
-}
-static inline int rdx_size_mul(size_t a, size_t b, size_t *out) {
-  if (b != 0 && a > SIZE_MAX / b) return 0;
-  *out = a * b;
-  return 1;
-}
-/* count rows of `columns` elements of `elem_bytes` each; 0 also for a negative count or columns. */
-static inline int rdx_size_rows(int64_t count, int64_t columns, size_t elem_bytes, size_t *out) {
-  size_t row;
-  if (count < 0 || columns < 0 || (uint64_t)count > SIZE_MAX || (uint64_t)columns > SIZE_MAX) return 0;
-  return rdx_size_mul((size_t)columns, elem_bytes, &row) && rdx_size_mul((size_t)count, row, out);
-}
-
-/* ---- memory account ---- */
+/* ---- memory account (the overflow-checked size helpers: bench_api.h) ---- */
 /* Allocate bytes (0 allowed: returns a valid unique pointer) in where (HOST or DEVICE). `what`
  * names the caller and buffer for the out-of-memory sentence. */
 rdx_status rdx_mem_alloc(rdx_context *ctx, const char *what, void **ptr, size_t bytes,
@@ -225,10 +189,6 @@ rdx_status rdx_csr_scan(rdx_context *ctx, const uint64_t *counts, int64_t n, rdx
 /* Sort each query's rows ascending (CSR segments: query q owns rows[offsets[q], offsets[q + 1])).
  * On failure the rows are as they were. */
 rdx_status rdx_csr_sort(rdx_context *ctx, const uint64_t *offsets, int64_t n, uint64_t *rows);
-/* The GPU's sort path, forced by tests and benchmarks (internal; AUTO is the cost model's
- * choice, and PACKED falls back to SEGMENTED when the packed keys do not fit 64 bits). */
-enum { RDX_CSR_SORT_AUTO = 0, RDX_CSR_SORT_SEGMENTED = 1, RDX_CSR_SORT_PACKED = 2 };
-void rdx_csr_force_sort(rdx_context *ctx, int method);
 /* Set n u64 to all-zero or all-one bits (RDX_MISS). */
 rdx_status rdx_fill_u64(rdx_context *ctx, uint64_t *p, int64_t n, int all_ones);
 /* *first = the smallest i < n with p[i] == value, or -1; p in where. */
@@ -253,7 +213,6 @@ void rdx_pool_destroy(rdx_pool *pool);
 int rdx_default_threads(void);
 
 /* ---- CUDA glue (src/core/cuda.cu); stubs answer RDX_ERR_NO_BACKEND when CUDA is not built ---- */
-int rdx_cuda_built(void);
 int rdx_cuda_device_count(void);
 rdx_status rdx_cuda_context_init(rdx_context *ctx);
 void rdx_cuda_context_fini(rdx_context *ctx);
@@ -280,8 +239,7 @@ int rdx_optix_usable(void);
 rdx_status rdx_optix_context_init(rdx_context *ctx);
 void rdx_optix_context_fini(rdx_context *ctx);
 
-/* ---- time ---- */
-double rdx_now_ms(void);
+/* ---- time (rdx_now_ms: bench_api.h) ---- */
 /* Profiling marks: with RAYDEX_TRACE set in the environment, waits for the context's stream and
  * logs the milliseconds since the previous mark and `what`; otherwise nothing. For finding where
  * a call's time goes on machines without a profiler. The lines go to the context's log_fn at

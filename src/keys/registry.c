@@ -41,6 +41,11 @@ static const rdx_key_ops *find(const rdx_key_ops *const *list, rdx_kind kind) {
   return NULL;
 }
 
+int rdx_keys_answers_ranges(rdx_kind kind) {
+  const rdx_key_ops *ops = find(cpu_ops, kind); /* every kind has CPU ops; its others answer alike */
+  return ops == NULL || ops->ranges;
+}
+
 const rdx_key_ops *rdx_keys_find_ops(rdx_kind kind, rdx_backend backend) {
   if (backend == RDX_BACKEND_CPU) return find(cpu_ops, kind);
 #ifdef RDX_HAVE_OPTIX

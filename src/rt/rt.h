@@ -57,10 +57,6 @@ void rdx_bvh_free(rdx_context *ctx, rdx_bvh *b);
 /* The tree width (2 or 4) a build with these options makes; RDX_ERR_INVALID_ARGUMENT for any
  * other width. */
 rdx_status rdx_bvh_width(rdx_context *ctx, const rdx_bvh_options *opts, int *width);
-/* Internal, for tests and benchmarks: the width of the soft BVHs this context builds when the
- * build's options leave it at 0 (2 or 4; 0 restores the default, 4), so every RT algorithm's
- * tests also run on the binary tree (tests/CMakeLists.txt's .bvh2 entries, `--bvh 2`). */
-void rdx_rt_force_bvh_width(rdx_context *ctx, int width);
 /* Step 7 (bvh_hd.h): replace a finished binary tree by its BVH4, in the same memory. On failure
  * the tree is left as it was. */
 rdx_status rdx_bvh_collapse_cpu(rdx_context *ctx, rdx_bvh *b);

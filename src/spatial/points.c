@@ -435,6 +435,17 @@ rdx_status rdx_points_describe(rdx_context *ctx, const rdx_points *pts, rdx_poin
   return RDX_OK;
 }
 
+rdx_sp_stats rdx_sp_stats_of(const rdx_points *pts) { return pts->stats; }
+
+rdx_status rdx_sp_tree_of(rdx_context *ctx, const rdx_points *pts, rdx_sp_tree *out) {
+  RDX_CHECK(rdx_sp_sync_host_nodes(ctx, (rdx_points *)pts)); /* a cache: refreshing it is no change */
+  const rdx_sp_nodes *h = &pts->host;
+  out->n_nodes = h->n;
+  out->key = h->key, out->fpos = h->fpos, out->len = h->len, out->count = h->count;
+  out->level = h->level, out->leaf = h->leaf;
+  return RDX_OK;
+}
+
 rdx_status rdx_sp_export_points(rdx_context *ctx, const rdx_points *pts, double *x, double *y, uint64_t *id) {
   RDX_CHECK(rdx_sp_sync_host_nodes(ctx, (rdx_points *)pts));
   int64_t used = pts->pool.used; /* the slots leaves may hold */

@@ -61,9 +61,6 @@ extern "C" {
 #define RDX_SP_DEFAULT_CAPACITY 256
 #define RDX_SP_DEFAULT_QT_DEPTH 16
 #define RDX_SP_DEFAULT_KD_DEPTH 48
-#define RDX_SP_MAX_QT_DEPTH 31
-#define RDX_SP_MAX_KD_DEPTH 56
-#define RDX_SP_MAX_K 1024
 
 typedef struct rdx_sp_nodes {
   int64_t n;                 /* nodes */
@@ -86,19 +83,6 @@ typedef struct rdx_sp_pool {
 } rdx_sp_pool;
 
 typedef struct rdx_sp_ops rdx_sp_ops;
-
-/* What the last build or update did, for benchmarks and tests. */
-typedef struct rdx_sp_stats {
-  double phase_ms[4];        /* build: keys+sort, phase 1, phase 2, point gather (quadtree);
-                                update: up to the host's read of the plan, from there to the first
-                                write, the writes, 0 */
-  int64_t moved, in_place, left_leaf, erased, inserted; /* last update; in_place and left_leaf
-                                                           -1 where the engine does not track them */
-  int64_t splits, merges, relocated, new_leaves;
-  int64_t reused_pages;      /* last update: pages of earlier ones a paged GPU quadtree reused */
-  int rebuilt;               /* last update: 1 if it rebuilt the index (update.c, rdx_sp_rebuilds) */
-  int64_t relayouts, growths; /* since the build: relayouts, and growths of a paged pool */
-} rdx_sp_stats;
 
 struct rdx_points {
   uint32_t magic;            /* RDX_POINTS_MAGIC while alive */
@@ -135,7 +119,7 @@ struct rdx_points {
   int64_t peak;              /* most bytes the build held */
   void *arena;               /* GPU: device scratch kept between queries and updates, or NULL */
   size_t arena_bytes;        /* its size: at most 64 MiB + 48 bytes per pool slot */
-  rdx_sp_stats stats;
+  rdx_sp_stats stats;        /* the last build's or update's figures (bench_api.h) */
 };
 
 /* ---- helpers (points.c) ---- */
@@ -176,9 +160,6 @@ rdx_status rdx_sp_sync_host_nodes(rdx_context *ctx, rdx_points *pts);
 #define RDX_SP_DEBUG_PAPER_LINE9 1 /* bottom-up leaf offsets as the paper's Fig. 5 line 9 (wrong) */
 rdx_status rdx_points_build_ex(rdx_context *ctx, rdx_array points, const rdx_points_options *opts, int debug,
                                rdx_points **out);
-/* Copy the live points of an index to the host as (x, y, id) triples of doubles/ids, in pool
- * order of the leaves (tests and benchmarks). Arrays of pts->n entries, caller-owned. */
-rdx_status rdx_sp_export_points(rdx_context *ctx, const rdx_points *pts, double *x, double *y, uint64_t *id);
 
 /* ---- input scans (finite, inside the box, radius >= 0) and bounding box ---- */
 typedef struct rdx_sp_scan {
@@ -273,10 +254,6 @@ typedef struct rdx_sp_batch {
 rdx_status rdx_sp_update(rdx_context *ctx, rdx_points *pts, rdx_sp_batch *b);
 /* Whether a batch of m rows rebuilds the index rather than going through its layout's engine. */
 int rdx_sp_rebuilds(const rdx_points *pts, int64_t m);
-/* Tests and benchmarks only (never the environment): mode 1 makes every later update of pts a
- * rebuild, -1 none that its layout's engine can take, 0 (the default) decides by the batch's
- * size. Layouts whose engine takes any batch (the CPU planner, the dense quadtree) ignore it. */
-void rdx_sp_force_rebuild(rdx_points *pts, int mode);
 
 /* The engines, which the ops tables name: one entry point each, the same contract as
  * rdx_sp_update (bad input in b, the index unchanged; on success pts->stats set, counts and ids

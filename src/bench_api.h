@@ -1,0 +1,209 @@
+/*
+ * bench_api.h: the internal calls the raydex program (tools/) uses beyond raydex.h, and only
+ * these: the data generators and their byte estimates, overflow-checked sizes, escaping for
+ * messages, a clock, the entry points that force a path for tests and benchmarks, the limits of
+ * the point-index options, what a point index's last build or update did, its points and nodes
+ * for the benchmarks' checks, and the brute-force oracles. Not installed, not public: the
+ * library keeps no promise here beyond its own tools and tests.
+ *
+ * Each of these is declared here alone: core.h includes this file, so the library's modules,
+ * which define them, see the same declarations. The tools include raydex.h, cli.h and this, no
+ * module header (the tools_includes test checks it).
+ */
+#ifndef RDX_BENCH_API_H
+#define RDX_BENCH_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raydex.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- sizes (core) ---- */
+/* Overflow-checked size arithmetic. Every byte count computed from an element count (an array's,
+ * a generator's, a file's) goes through these, so a huge or hostile count is refused instead of
+ * wrapping into a small allocation that is then written past. Each returns 1 and sets *out when
+ * the exact value fits in size_t, else 0 (and leaves *out alone).
+ *
+ * Bound: rdx_array_check refuses an array of more than RDX_MAX_ARRAY_BYTES (2^56, the largest
+ * user address space, x86-64's with 5-level paging, so no real array is refused). Every array
+ * that reaches an index therefore has fewer than 2^54 elements, and a buffer of count times any
+ * per-element size below 1 KiB (pairs, triangles, nodes per key or point) fits size_t: the
+ * internal buffers sized that way need no check of their own. */
+#define RDX_MAX_ARRAY_BYTES ((uint64_t)1 << 56)
+static inline int rdx_size_add(size_t a, size_t b, size_t *out) {
+  if (a > SIZE_MAX - b) return 0;
+  *out = a + b;
+  return 1;
+}
+static inline int rdx_size_mul(size_t a, size_t b, size_t *out) {
+  if (b != 0 && a > SIZE_MAX / b) return 0;
+  *out = a * b;
+  return 1;
+}
+/* count rows of `columns` elements of `elem_bytes` each; 0 also for a negative count or columns. */
+static inline int rdx_size_rows(int64_t count, int64_t columns, size_t elem_bytes, size_t *out) {
+  size_t row;
+  if (count < 0 || columns < 0 || (uint64_t)count > SIZE_MAX || (uint64_t)columns > SIZE_MAX) return 0;
+  return rdx_size_mul((size_t)columns, elem_bytes, &row) && rdx_size_mul((size_t)count, row, out);
+}
+
+/* ---- messages and time (core) ---- */
+/* Untrusted bytes (a file's header, a path, an environment variable) made printable for a
+ * message: printable ASCII stays, a backslash is doubled, any other byte becomes \xNN. At most
+ * cap - 1 characters are written (and a NUL); an escape that does not fit ends the text with
+ * "...". Returns out. */
+const char *rdx_escape(char *out, size_t cap, const void *bytes, size_t len);
+/* rdx_escape's buffer size for the short strings messages quote (keys, values, dtypes). */
+#define RDX_ESCAPE_SHORT 64
+/* Milliseconds from a monotonic clock. */
+double rdx_now_ms(void);
+/* Whether the CUDA backend is compiled in (rdx_info's cuda_built, without rdx_info_get's device
+ * queries). */
+int rdx_cuda_built(void);
+
+/* ---- paths forced by tests and benchmarks, never by the environment (core, rt, spatial) ---- */
+/* The GPU's CSR sort path (core/csr_sort.cu): AUTO is the cost model's choice, and PACKED falls
+ * back to SEGMENTED when the packed keys do not fit 64 bits. */
+enum { RDX_CSR_SORT_AUTO = 0, RDX_CSR_SORT_SEGMENTED = 1, RDX_CSR_SORT_PACKED = 2 };
+void rdx_csr_force_sort(rdx_context *ctx, int method);
+/* The width of the soft BVHs this context builds when the build's options leave it at 0 (2 or 4;
+ * 0 restores the default, 4), so every RT algorithm's tests also run on the binary tree
+ * (tests/CMakeLists.txt's .bvh2 entries, `--bvh 2`). */
+void rdx_rt_force_bvh_width(rdx_context *ctx, int width);
+/* Mode 1 makes every later update of pts a rebuild, -1 none that its layout's engine can take,
+ * 0 (the default) decides by the batch's size. Layouts whose engine takes any batch (the CPU
+ * planner, the dense quadtree) ignore it. */
+void rdx_sp_force_rebuild(rdx_points *pts, int mode);
+
+/* ---- data generators (io: gen.c, gen_points.c) ---- */
+/* Key sets. */
+typedef enum rdx_key_dist {
+  RDX_DIST_DENSE = 1,   /* 0 .. n-1 */
+  RDX_DIST_SPARSE = 2,  /* cgRX's uniformity u: 0 .. d-1 dense (d = (1-u) n) plus u n distinct keys
+                           uniform in [d, 2^w - 1] */
+  RDX_DIST_UNIFORM = 3  /* n distinct keys uniform over the whole width (sparse with u = 100%) */
+} rdx_key_dist;
+
+/* n distinct keys of dtype (u32/u64) in random order, malloc'd host array (free with
+ * rdx_npy_free). uniformity in [0,1] is used by SPARSE only. Row ids are implied: a key's position
+ * is its row id. The same seed gives the same keys whatever the thread count; no scratch beyond
+ * the output (see rdx_gen_keys_bytes). */
+rdx_status rdx_gen_keys(rdx_context *ctx, int64_t n, rdx_dtype dtype, rdx_key_dist dist,
+                        double uniformity, uint64_t seed, rdx_array *out);
+
+typedef enum rdx_miss_kind {
+  RDX_MISS_INSIDE = 1,  /* absent keys between the smallest and largest key (where possible) */
+  RDX_MISS_OUTSIDE = 2  /* keys above the largest (or below the smallest) key */
+} rdx_miss_kind;
+
+/* m lookups into keys: each a hit with probability hit_ratio, picking a key by Zipf(zipf) over
+ * key positions (0 = uniform), else a miss of the given kind. */
+rdx_status rdx_gen_lookups(rdx_context *ctx, rdx_array keys, int64_t m, double hit_ratio,
+                           rdx_miss_kind miss, double zipf, uint64_t seed, rdx_array *out);
+
+/* m ranges [lo, lo + width - 1] (clamped at the maximum) with lo a key of the set picked
+ * uniformly; an (m, 2) array. */
+rdx_status rdx_gen_ranges(rdx_context *ctx, rdx_array keys, int64_t m, uint64_t width,
+                          uint64_t seed, rdx_array *out);
+
+/* Point sets and spatial query batches. */
+typedef enum rdx_point_dist {
+  RDX_PDIST_UNIFORM = 1,    /* uniform in [0, 1)^2 */
+  RDX_PDIST_CLUSTERED = 2,  /* 64 Gaussian clusters of varied spread in [0, 1)^2, 10% background */
+  RDX_PDIST_TAXI = 3        /* taxi-pickup-like: Zipf-weighted hot spots in an NYC-sized box in feet
+                               (EPSG:2263-like), street lines, exact duplicates at taxi stands */
+} rdx_point_dist;
+
+/* n points as an (n, 2) f32 or f64 host array (malloc'd; free with rdx_npy_free), reproducible
+ * from the seed whatever the thread count. */
+rdx_status rdx_gen_points(rdx_context *ctx, int64_t n, rdx_point_dist dist, rdx_dtype dtype, uint64_t seed,
+                          rdx_array *out);
+
+/* The box a distribution's points lie in: xmin, ymin, xmax, ymax. */
+void rdx_gen_points_box(rdx_point_dist dist, double box[4]);
+
+/* m queries over a host (n, 2) point array, in its dtype. type 0 match (m, 2): half existing
+ * points, half anywhere in their box; 1 window (m, 4): squares of side `size` around existing
+ * points (80%) or anywhere; 2 within (m, 3): circles of radius `size`, centred likewise; 3 kNN
+ * (m, 2): near existing points (80%) or anywhere. */
+rdx_status rdx_gen_point_queries(rdx_context *ctx, rdx_array points, int type, int64_t m, double size, uint64_t seed,
+                                 rdx_array *out);
+
+/* Memory: what a generator needs, known before it runs.
+ *
+ * Each rdx_gen_*_bytes sets *bytes to the most host bytes the generator holds at once for that
+ * request (its malloc'd output plus its scratch; the inputs the caller holds are not counted),
+ * computed without allocating, so a caller can refuse a request that cannot fit before running
+ * it. They refuse what the generator refuses for its sizes, with the same status and sentence:
+ * a negative count, or one whose bytes do not fit in size_t (RDX_ERR_INVALID_ARGUMENT, the
+ * sentence naming the count and the byte count). They read only counts and dtypes, so a caller
+ * can ask from a .npy header before reading the data, and need no context: with ctx NULL they
+ * return the status alone. */
+rdx_status rdx_gen_keys_bytes(rdx_context *ctx, int64_t n, rdx_dtype dtype, size_t *bytes);
+/* Inside misses need a sorted copy of the keys (n_keys elements of dtype) and a guide table of
+ * at most n_keys / 64 + 2 entries of 8 bytes; it is counted whenever a miss may be drawn from a
+ * non-empty key set (m > 0, hit_ratio < 1), since misses outside fall back to inside ones when
+ * the keys reach both ends of the width. */
+rdx_status rdx_gen_lookups_bytes(rdx_context *ctx, int64_t n_keys, rdx_dtype dtype, int64_t m, double hit_ratio,
+                                 rdx_miss_kind miss, size_t *bytes);
+rdx_status rdx_gen_ranges_bytes(rdx_context *ctx, rdx_dtype dtype, int64_t m, size_t *bytes);
+rdx_status rdx_gen_points_bytes(rdx_context *ctx, int64_t n, rdx_dtype dtype, size_t *bytes);
+rdx_status rdx_gen_point_queries_bytes(rdx_context *ctx, rdx_dtype dtype, int type, int64_t m, size_t *bytes);
+
+/* ---- point indexes (spatial) ---- */
+/* The limits of rdx_points_options.max_depth (quadtree, k-d tree) and rdx_points_query.k that
+ * raydex.h states, which the program checks its options against. */
+#define RDX_SP_MAX_QT_DEPTH 31
+#define RDX_SP_MAX_KD_DEPTH 56
+#define RDX_SP_MAX_K 1024
+
+/* What the last build or update did, for benchmarks and tests (rdx_sp_stats_of). */
+typedef struct rdx_sp_stats {
+  double phase_ms[4];        /* build: keys+sort, phase 1, phase 2, point gather (quadtree);
+                                update: up to the host's read of the plan, from there to the first
+                                write, the writes, 0 */
+  int64_t moved, in_place, left_leaf, erased, inserted; /* last update; in_place and left_leaf
+                                                           -1 where the engine does not track them */
+  int64_t splits, merges, relocated, new_leaves;
+  int64_t reused_pages;      /* last update: pages of earlier ones a paged GPU quadtree reused */
+  int rebuilt;               /* last update: 1 if it rebuilt the index (update.c, rdx_sp_rebuilds) */
+  int64_t relayouts, growths; /* since the build: relayouts, and growths of a paged pool */
+} rdx_sp_stats;
+
+/* A copy of pts's figures. */
+rdx_sp_stats rdx_sp_stats_of(const rdx_points *pts);
+/* Copy the live points of an index to the host as (x, y, id) triples of doubles/ids, in pool
+ * order of the leaves (tests and benchmarks). Arrays of rdx_points_count(pts) entries,
+ * caller-owned. */
+rdx_status rdx_sp_export_points(rdx_context *ctx, const rdx_points *pts, double *x, double *y, uint64_t *id);
+/* The nodes of an index in host memory, for checks: arrays of n_nodes entries in the index's
+ * layout (spatial.h: BFS order, a leaf's points at pool slots [fpos, fpos + len)), owned by the
+ * index and valid until it next changes or is destroyed. */
+typedef struct rdx_sp_tree {
+  int64_t n_nodes;
+  const uint64_t *key;       /* quadtree: Morton code at the node's level; k-d: path bits */
+  const int64_t *fpos, *len, *count;
+  const uint8_t *level, *leaf;
+} rdx_sp_tree;
+rdx_status rdx_sp_tree_of(rdx_context *ctx, const rdx_points *pts, rdx_sp_tree *out);
+
+/* ---- key indexes (keys) ---- */
+/* Whether indexes of this kind answer range queries (the hash index does not). */
+int rdx_keys_answers_ranges(rdx_kind kind);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- the brute-force oracles (tools/oracle/): the raydex_oracle library, which the program and
+ * the tests link and which defines RDX_HAVE_ORACLE for them; the library itself never sees them ---- */
+#ifdef RDX_HAVE_ORACLE
+#include "keys_oracle.h"
+#include "points_oracle.h"
+#endif
+
+#endif /* RDX_BENCH_API_H */
