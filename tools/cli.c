@@ -21,8 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/core.h"
-#include "keys/keys.h"
+#include "bench_api.h"
 
 static const char *command = "raydex";
 static int quiet;          /* --quiet: no success line, no progress */
@@ -571,8 +570,7 @@ void cli_kind_fits(rdx_kind kind, rdx_backend backend, const char *range_opt) {
   if (backend == RDX_BACKEND_OPTIX && kind != RDX_KIND_RX && kind != RDX_KIND_CGRX)
     cli_die(CLI_EXIT_BAD_INPUT, "--backend optix runs the ray-tracing kinds rx and cgrx only; use --backend cuda for --kind %s",
             rdx_kind_name(kind));
-  const rdx_key_ops *ops = rdx_keys_find_ops(kind, RDX_BACKEND_CPU); /* every kind has CPU ops */
-  if (range_opt && ops && !ops->ranges)
+  if (range_opt && !rdx_keys_answers_ranges(kind))
     cli_die(CLI_EXIT_BAD_INPUT, "%s: UNSUPPORTED: --kind %s answers point lookups only", range_opt, rdx_kind_name(kind));
 }
 

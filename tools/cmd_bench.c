@@ -17,10 +17,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "core/core.h"
-#include "io/io.h"
-#include "keys_oracle.h"
-#include "rt/rt.h"
+#include "bench_api.h"
 
 typedef enum { OP_POINT, OP_ALL, OP_RANGE, OP_RANGE_COUNT } bench_op;
 

@@ -22,8 +22,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "io/io.h"
-#include "spatial/spatial.h"
+#include "bench_api.h"
 
 typedef struct cfg {
   rdx_backend backend;
@@ -115,19 +114,40 @@ static void describe(rdx_context *ctx, rdx_points *pts, row *r) {
 }
 
 /* Nodes equal except leaf offsets (the two build methods order points differently). */
-static int same_tree(const rdx_sp_nodes *a, const rdx_sp_nodes *b) {
-  if (a->n != b->n) return 0;
-  for (int64_t i = 0; i < a->n; i++)
+static int same_tree(const rdx_sp_tree *a, const rdx_sp_tree *b) {
+  if (a->n_nodes != b->n_nodes) return 0;
+  for (int64_t i = 0; i < a->n_nodes; i++)
     if (a->key[i] != b->key[i] || a->level[i] != b->level[i] || a->leaf[i] != b->leaf[i] || a->len[i] != b->len[i] ||
         a->count[i] != b->count[i] || (!a->leaf[i] && a->fpos[i] != b->fpos[i]))
       return 0;
   return 1;
 }
-static int sums_ok(const rdx_points *pts) {
-  int64_t s = 0;
-  for (int64_t i = 0; i < pts->host.n; i++)
-    if (pts->host.leaf[i]) s += pts->host.len[i];
-  return pts->host.n > 0 && s == pts->n && pts->host.count[0] == pts->n;
+static int sums_ok(const rdx_sp_tree *t, const rdx_points *pts) {
+  int64_t s = 0, n = rdx_points_count(pts);
+  for (int64_t i = 0; i < t->n_nodes; i++)
+    if (t->leaf[i]) s += t->len[i];
+  return t->n_nodes > 0 && s == n && t->count[0] == n;
+}
+static rdx_sp_tree tree_of(rdx_context *ctx, const rdx_points *pts) {
+  rdx_sp_tree t;
+  cli_must(ctx, rdx_sp_tree_of(ctx, pts, &t), "nodes");
+  return t;
+}
+/* A copy of a tree's nodes in one block (tree_free releases it), kept past its index. */
+static rdx_sp_tree tree_copy(const rdx_sp_tree *t) {
+  const size_t n = (size_t)t->n_nodes;
+  char *b = (char *)malloc(34 * n + 1);
+  if (b == NULL) cli_die(CLI_EXIT_FAILURE, "no memory for a copy of %lld nodes", (long long)t->n_nodes);
+  memcpy(b, t->key, 8 * n), memcpy(b + 8 * n, t->fpos, 8 * n), memcpy(b + 16 * n, t->len, 8 * n);
+  memcpy(b + 24 * n, t->count, 8 * n), memcpy(b + 32 * n, t->level, n), memcpy(b + 33 * n, t->leaf, n);
+  rdx_sp_tree c = {t->n_nodes,           (const uint64_t *)b,         (const int64_t *)(b + 8 * n),
+                   (const int64_t *)(b + 16 * n), (const int64_t *)(b + 24 * n), (const uint8_t *)(b + 32 * n),
+                   (const uint8_t *)(b + 33 * n)};
+  return c;
+}
+static void tree_free(rdx_sp_tree *t) {
+  free((void *)t->key);
+  memset(t, 0, sizeof *t);
 }
 
 /* ---- build ---- */
@@ -141,7 +161,7 @@ static void exp_build(const cfg *c, int hdr) {
     cli_must(gen, rdx_gen_points(gen, c->ns[ni], c->dist, c->dtype, c->seed + (uint64_t)ni, &ph), "points");
     rdx_array pd = cli_place(ctx, ph);
     for (int k = 0; k < c->n_kinds; k++) {
-      rdx_sp_nodes keep;
+      rdx_sp_tree keep; /* the first method's nodes, which the second's must equal */
       memset(&keep, 0, sizeof keep);
       int have_keep = 0;
       for (int mi = 0; mi < c->n_methods; mi++) {
@@ -158,7 +178,8 @@ static void exp_build(const cfg *c, int hdr) {
             pts = build(ctx, c, c->kinds[k], c->methods[mi], in);
             double ms = rdx_now_ms() - t0;
             if (r >= 0) t[r] = ms;
-            for (int i = 0; i < 3; i++) p[i] += r >= 0 ? pts->stats.phase_ms[i] / c->reps : 0;
+            const rdx_sp_stats st = rdx_sp_stats_of(pts);
+            for (int i = 0; i < 3; i++) p[i] += r >= 0 ? st.phase_ms[i] / c->reps : 0;
           }
           row rr;
           memset(&rr, 0, sizeof rr);
@@ -171,14 +192,14 @@ static void exp_build(const cfg *c, int hdr) {
           memcpy(rr.p, p, sizeof p);
           rr.per_s = rr.n / (rr.ms / 1e3);
           describe(ctx, pts, &rr);
-          rr.check = sums_ok(pts) ? "ok-sum" : "WRONG";
-          if (sums_ok(pts) && c->kinds[k] == RDX_POINTS_QUADTREE) {
+          const rdx_sp_tree tree = tree_of(ctx, pts);
+          rr.check = sums_ok(&tree, pts) ? "ok-sum" : "WRONG";
+          if (sums_ok(&tree, pts) && c->kinds[k] == RDX_POINTS_QUADTREE) {
             if (!have_keep) {
-              cli_must(gen, rdx_sp_nodes_alloc(gen, pts->host.n, RDX_HOST, &keep), "copy");
-              cli_must(gen, rdx_sp_nodes_copy(gen, &keep, &pts->host), "copy");
+              keep = tree_copy(&tree);
               have_keep = 1;
             } else {
-              rr.check = same_tree(&keep, &pts->host) ? "ok-bu=td" : "WRONG";
+              rr.check = same_tree(&keep, &tree) ? "ok-bu=td" : "WRONG";
             }
           }
           if (hdr) header(), hdr = 0;
@@ -187,7 +208,7 @@ static void exp_build(const cfg *c, int hdr) {
           if (strcmp(rr.check, "WRONG") == 0) cli_die(CLI_EXIT_FAILURE, "build check failed at n %lld", (long long)rr.n);
         }
       }
-      if (have_keep) rdx_sp_nodes_free(gen, &keep);
+      if (have_keep) tree_free(&keep);
     }
     cli_unplace(ctx, pd);
     rdx_npy_free(&ph);
@@ -456,7 +477,8 @@ static void exp_update(const cfg *c, int hdr) {
       rb.ms = cli_median(t, c->reps);
       rb.per_s = n / (rb.ms / 1e3);
       describe(ctx, pts, &rb);
-      rb.check = sums_ok(pts) ? "ok-sum" : "WRONG";
+      const rdx_sp_tree tree = tree_of(ctx, pts);
+      rb.check = sums_ok(&tree, pts) ? "ok-sum" : "WRONG";
       if (hdr) header(), hdr = 0;
       emit(c, ctx, &rb);
       int64_t *perm = (int64_t *)malloc((size_t)(n ? n : 1) * 8);
@@ -493,15 +515,16 @@ static void exp_update(const cfg *c, int hdr) {
             if (c->uniform) to_box(&np, c->dist);
           }
           rdx_array idd = cli_place(ctx, rdx_host_array(ids, m, RDX_U64)), npd = cli_place(ctx, np);
+          const rdx_sp_stats was = rdx_sp_stats_of(pts);
           double t0 = rdx_now_ms();
-          const int64_t r0 = pts->stats.relayouts, g0 = pts->stats.growths;
           cli_must(ctx, rdx_points_move(ctx, pts, idd, npd), "move");
           double ms = rdx_now_ms() - t0;
           if (r >= 0) {
+            const rdx_sp_stats st = rdx_sp_stats_of(pts);
             t[r] = ms;
-            relayouts += pts->stats.relayouts - r0, growths += pts->stats.growths - g0, rebuilds += pts->stats.rebuilt;
-            left += pts->stats.left_leaf, splits += pts->stats.splits, merges += pts->stats.merges;
-            for (int i = 0; i < 3; i++) p[i] += pts->stats.phase_ms[i] / c->reps;
+            relayouts += st.relayouts - was.relayouts, growths += st.growths - was.growths, rebuilds += st.rebuilt;
+            left += st.left_leaf, splits += st.splits, merges += st.merges;
+            for (int i = 0; i < 3; i++) p[i] += st.phase_ms[i] / c->reps;
           }
           cli_unplace(ctx, idd);
           cli_unplace(ctx, npd);

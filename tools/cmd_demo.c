@@ -10,9 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
-#include "io/io.h"
-#include "keys_oracle.h"
+#include "bench_api.h"
 
 static rdx_array prefix(rdx_array a, int64_t n) {
   if (a.count > n) a.count = n;

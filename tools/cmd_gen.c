@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "io/io.h"
+#include "bench_api.h"
 
 static const char usage_keys[] =
     "usage: raydex gen keys --n N [--dtype u32|u64] [--dist dense|sparse|uniform] [--uniformity PCT]\n"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "io/io.h"
+#include "bench_api.h"
 
 const char cli_gen_points_usage[] =
     "usage: raydex gen points --n N [--dist uniform|clustered|taxi] [--dtype f64|f32] [--seed S] --out P.npy\n"

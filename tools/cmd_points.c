@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
-#include "spatial/spatial.h"
+#include "bench_api.h"
 
 static const char usage[] =
     "usage: raydex points --index {quadtree,kdtree} [--build {bottomup,topdown}] [--backend {auto,cpu,cuda}]\n"
