@@ -5,8 +5,8 @@
  * (cli.c aborts if a command reaches a context or an output write under cli_check). Every input
  * must end in 0 (valid), 2 (bad input, exactly one printable line) or 1 (a failure, also one
  * line), never in a crash, a leak, undefined behaviour or a file written.
- *   clang -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -Isrc -Itools \
- *     -Itools/oracle tests/fuzz/fuzz_cli.c tools/cli.c tools/raydex.c tools/cmd_[a-z_]*.c \
+ *   clang -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -DRDX_HAVE_ORACLE -Iinclude -Isrc \
+ *     -Itools -Itools/oracle tests/fuzz/fuzz_cli.c tools/cli.c tools/raydex.c tools/cmd_[a-z_]*.c \
  *     tools/bench/brute_nocuda.c tools/oracle/[a-z_]*.c build/libraydex.a -lm -lpthread -o fuzz_cli
  *   ./fuzz_cli tests/fuzz/corpus_cli -dict=tests/fuzz/cli.dict
  */
