@@ -8,6 +8,8 @@
  */
 #include <string.h>
 
+#include <utility>
+
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
@@ -153,200 +155,193 @@ unsigned grid_for(int64_t n) {
   return g > 65535u * 8 ? 65535u * 8 : g;
 }
 
+/* A build's scratch, released together whatever step fails (rdx_mem_free takes NULL). */
+struct build_scratch {
+  uint32_t *flags, *active, *idx, *idx2, *kept, *newidx, *parent;
+  uint64_t *codes, *codes2;
+  float *partial;
+  rdx_lbvh_node *tree;
+  void *temp;
+  size_t temp_bytes;
+  int *found;
+};
+
+void release(rdx_context *ctx, build_scratch *b) {
+  void *all[] = {b->flags, b->active, b->idx,   b->idx2,    b->kept, b->newidx, b->parent,
+                 b->codes, b->codes2, b->partial, b->tree, b->temp,  b->found};
+  for (void *p : all) rdx_mem_free(ctx, p);
+  memset(b, 0, sizeof *b);
+}
+
+const char build_what[] = "rdx_bvh_build";
+
+/* Step 1: boxes, active flags, the centroid box cb; b->active gets the active input indices and
+ * *n their number. */
+rdx_status select_active(rdx_context *ctx, build_scratch *b, int kind, const float *prims, int64_t n_in, float *cb,
+                         int64_t *n) {
+  const char *what = build_what;
+  cudaStream_t s = rdx_stream(ctx);
+  unsigned gb = rdx_grid(n_in, TPB) < 1024 ? rdx_grid(n_in, TPB) : 1024;
+  float hp[6 * 1024];
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->flags, (size_t)n_in * 4));
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->partial, (size_t)gb * 6 * 4));
+  boxes_kernel<<<gb, TPB, 0, s>>>(kind, prims, n_in, b->flags, b->partial);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_bvh_build: boxes kernel");
+  RDX_CUDA(ctx, cudaMemcpyAsync(hp, b->partial, (size_t)gb * 6 * 4, cudaMemcpyDeviceToHost, s), what);
+  /* the selected count goes after the indices, at an 8-byte aligned place */
+  int64_t n_even = (n_in + 1) & ~(int64_t)1;
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->active, (size_t)n_even * 4 + 8));
+  int64_t *d_count = (int64_t *)(b->active + n_even);
+  thrust::counting_iterator<uint32_t> it(0);
+  RDX_CUDA(ctx, cub::DeviceSelect::Flagged(NULL, b->temp_bytes, it, b->flags, b->active, d_count, n_in, s), what);
+  RDX_CHECK(rdx_scratch(ctx, what, &b->temp, b->temp_bytes));
+  RDX_CUDA(ctx, cub::DeviceSelect::Flagged(b->temp, b->temp_bytes, it, b->flags, b->active, d_count, n_in, s), what);
+  RDX_CUDA(ctx, cudaMemcpyAsync(n, d_count, 8, cudaMemcpyDeviceToHost, s), what);
+  RDX_CUDA(ctx, cudaStreamSynchronize(s), what);
+  rdx_mem_free(ctx, b->temp), b->temp = NULL, b->temp_bytes = 0;
+  rdx_mem_free(ctx, b->flags), b->flags = NULL;
+  rdx_mem_free(ctx, b->partial), b->partial = NULL;
+  for (int a = 0; a < 3; a++) cb[a] = INFINITY, cb[3 + a] = -INFINITY;
+  for (unsigned g = 0; g < gb; g++)
+    for (int a = 0; a < 3; a++) {
+      cb[a] = fminf(cb[a], hp[g * 6 + a]);
+      cb[3 + a] = fmaxf(cb[3 + a], hp[g * 6 + 3 + a]);
+    }
+  return RDX_OK;
+}
+
+/* Steps 2 and 3: the n active primitives' codes (the caller's, or Morton codes in the centroid
+ * box's frame), sorted with their indices into b->codes and b->idx. */
+rdx_status sort_codes(rdx_context *ctx, build_scratch *b, int kind, const float *prims, int64_t n,
+                      const uint64_t *user, const float *cb) {
+  const char *what = build_what;
+  cudaStream_t s = rdx_stream(ctx);
+  frame f;
+  rdx_bvh_code_frame(cb, f.lo, f.scale);
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->codes, (size_t)n * 8));
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->codes2, (size_t)n * 8));
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->idx, (size_t)n * 4));
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->idx2, (size_t)n * 4));
+  codes_kernel<<<grid_for(n), TPB, 0, s>>>(kind, prims, b->active, n, user, f, b->codes, b->idx);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_bvh_build: codes kernel");
+  rdx_mem_free(ctx, b->active), b->active = NULL;
+  cub::DoubleBuffer<uint64_t> kb(b->codes, b->codes2);
+  cub::DoubleBuffer<uint32_t> vb(b->idx, b->idx2);
+  int end_bit = user ? 64 : 63;
+  RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(NULL, b->temp_bytes, kb, vb, n, 0, end_bit, s), what);
+  RDX_CHECK(rdx_scratch(ctx, what, &b->temp, b->temp_bytes));
+  RDX_CUDA(ctx, cub::DeviceRadixSort::SortPairs(b->temp, b->temp_bytes, kb, vb, n, 0, end_bit, s), "rdx_bvh_build: sort");
+  RDX_CUDA(ctx, cudaStreamSynchronize(s), what);
+  rdx_mem_free(ctx, b->temp), b->temp = NULL, b->temp_bytes = 0;
+  if (kb.Current() != b->codes) std::swap(b->codes, b->codes2);
+  if (vb.Current() != b->idx) std::swap(b->idx, b->idx2);
+  rdx_mem_free(ctx, b->codes2), b->codes2 = NULL;
+  rdx_mem_free(ctx, b->idx2), b->idx2 = NULL;
+  return RDX_OK;
+}
+
+/* The tree over the n sorted primitives: leaf-ordered copies, then (n > RDX_RT_LEAF_MAX) steps 4
+ * to 6, radix tree, collapse and renumber, boxes. *root receives node 0 (on the host once the
+ * stream is synchronized). */
+rdx_status make_tree(rdx_context *ctx, build_scratch *b, int kind, const float *prims, int64_t n, rdx_bvh *out,
+                     rdx_bvh_node *root) {
+  const char *what = build_what;
+  cudaStream_t s = rdx_stream(ctx);
+  const int w = kind == RDX_RT_TRIANGLES ? 9 : 6;
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&out->prims, (size_t)n * w * 4, RDX_DEVICE));
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&out->ids, (size_t)n * 4, RDX_DEVICE));
+  gather_kernel<<<grid_for(n), TPB, 0, s>>>(kind, prims, b->idx, n, out->prims, out->ids);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_bvh_build: gather kernel");
+  rdx_mem_free(ctx, b->idx), b->idx = NULL;
+  if (n <= RDX_RT_LEAF_MAX) {
+    memset(root, 0, sizeof *root);
+    root->child[0] = 0;
+    root->count[0] = (uint32_t)n;
+    root->child[1] = RDX_BVH_NONE;
+    root->count[1] = 0;
+    for (int a = 0; a < 3; a++) root->box[1][a] = INFINITY, root->box[1][3 + a] = -INFINITY;
+    float hprims[9 * RDX_RT_LEAF_MAX];
+    RDX_CUDA(ctx, cudaMemcpyAsync(hprims, out->prims, (size_t)n * w * 4, cudaMemcpyDeviceToHost, s), what);
+    RDX_CUDA(ctx, cudaStreamSynchronize(s), what);
+    rdx_lbvh_leaf_box(kind, hprims, 0, (uint32_t)n, root->box[0]);
+    out->n_nodes = 1;
+    RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&out->nodes, sizeof *root, RDX_DEVICE));
+    RDX_CUDA(ctx, cudaMemcpyAsync(out->nodes, root, sizeof *root, cudaMemcpyHostToDevice, s), what);
+    return RDX_OK;
+  }
+  int64_t n_int = n - 1;
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->tree, (size_t)n_int * sizeof(rdx_lbvh_node)));
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->kept, (size_t)n_int * 4));
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->newidx, (size_t)n_int * 4));
+  internal_kernel<<<grid_for(n_int), TPB, 0, s>>>(b->codes, n, b->tree);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_bvh_build: internal kernel");
+  kept_kernel<<<grid_for(n_int), TPB, 0, s>>>(b->tree, n_int, b->kept);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_bvh_build: kept kernel");
+  RDX_CUDA(ctx, cub::DeviceScan::ExclusiveSum(NULL, b->temp_bytes, b->kept, b->newidx, n_int, s), what);
+  RDX_CHECK(rdx_scratch(ctx, what, &b->temp, b->temp_bytes));
+  RDX_CUDA(ctx, cub::DeviceScan::ExclusiveSum(b->temp, b->temp_bytes, b->kept, b->newidx, n_int, s), what);
+  uint32_t last[2];
+  RDX_CUDA(ctx, cudaMemcpyAsync(&last[0], b->newidx + n_int - 1, 4, cudaMemcpyDeviceToHost, s), what);
+  RDX_CUDA(ctx, cudaMemcpyAsync(&last[1], b->kept + n_int - 1, 4, cudaMemcpyDeviceToHost, s), what);
+  RDX_CUDA(ctx, cudaStreamSynchronize(s), what);
+  rdx_mem_free(ctx, b->temp), b->temp = NULL, b->temp_bytes = 0;
+  int64_t total = (int64_t)last[0] + last[1];
+  out->n_nodes = total;
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&out->nodes, (size_t)total * sizeof(rdx_bvh_node), RDX_DEVICE));
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->parent, (size_t)total * 12));
+  RDX_CUDA(ctx, cudaMemsetAsync(b->parent + 2 * total, 0, (size_t)total * 4, s), what);
+  emit_kernel<<<grid_for(n_int), TPB, 0, s>>>(b->tree, b->newidx, n_int, out->nodes, b->parent, b->parent + total);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_bvh_build: emit kernel");
+  refit_kernel<<<grid_for(total), TPB, 0, s>>>(kind, out->prims, out->nodes, total, b->parent, b->parent + total,
+                                               (unsigned *)(b->parent + 2 * total));
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_bvh_build: refit kernel");
+  RDX_CUDA(ctx, cudaMemcpyAsync(root, out->nodes, sizeof *root, cudaMemcpyDeviceToHost, s), what);
+  return RDX_OK;
+}
+
+/* Whether two primitives share a box (out->coincident), and the tree's box from its root. */
+rdx_status finish(rdx_context *ctx, build_scratch *b, int kind, int64_t n, const rdx_bvh_node *root, rdx_bvh *out) {
+  const char *what = build_what;
+  cudaStream_t s = rdx_stream(ctx);
+  RDX_CHECK(rdx_scratch(ctx, what, (void **)&b->found, 4));
+  RDX_CUDA(ctx, cudaMemsetAsync(b->found, 0, 4, s), what);
+  coincident_kernel<<<grid_for(n), TPB, 0, s>>>(kind, out->prims, b->codes, n, b->found);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_bvh_build: coincident kernel");
+  RDX_CUDA(ctx, cudaMemcpyAsync(&out->coincident, b->found, 4, cudaMemcpyDeviceToHost, s), what);
+  RDX_CUDA(ctx, cudaStreamSynchronize(s), what);
+  float rb[6];
+  rdx_lbvh_union(root->box[0], root->box[1], rb);
+  for (int a = 0; a < 3; a++) out->lo[a] = rb[a], out->hi[a] = rb[3 + a];
+  return RDX_OK;
+}
+
 }  // namespace
 
 extern "C" rdx_status rdx_bvh_build_cuda(rdx_context *ctx, int kind, const float *prims, int64_t n_in,
                                          const rdx_bvh_options *opts, rdx_bvh *out) {
-  static const char what[] = "rdx_bvh_build";
   memset(out, 0, sizeof *out);
   out->kind = kind;
   out->n_input = n_in;
   for (int a = 0; a < 3; a++) out->lo[a] = INFINITY, out->hi[a] = -INFINITY;
   if (n_in >= (int64_t)UINT32_MAX)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %lld primitives exceed 2^32 - 1", what, (long long)n_in);
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %lld primitives exceed 2^32 - 1", build_what, (long long)n_in);
   int width = 4;
   RDX_CHECK(rdx_bvh_width(ctx, opts, &width));
   out->width = width;
   if (n_in == 0) return RDX_OK;
-  cudaStream_t s = rdx_stream(ctx);
-  int w = kind == RDX_RT_TRIANGLES ? 9 : 6;
-  rdx_status st = RDX_OK;
-  uint32_t *flags = NULL, *active = NULL, *idx = NULL, *idx2 = NULL, *kept = NULL, *newidx = NULL, *parent = NULL;
-  uint64_t *codes = NULL, *codes2 = NULL;
-  float *partial = NULL;
-  rdx_lbvh_node *tree = NULL;
-  void *temp = NULL;
-  size_t temp_bytes = 0;
-  int *found = NULL;
+  build_scratch b;
+  memset(&b, 0, sizeof b);
+  float cb[6];
   int64_t n = 0;
-  unsigned gb = rdx_grid(n_in, TPB) < 1024 ? rdx_grid(n_in, TPB) : 1024;
-  float hp[6 * 1024];
-  const uint64_t *user = opts ? opts->codes : NULL;
-
-  /* 1: boxes, active flags, centroid box */
-  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&flags, (size_t)n_in * 4), st, fail);
-  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&partial, (size_t)gb * 6 * 4), st, fail);
-  boxes_kernel<<<gb, TPB, 0, s>>>(kind, prims, n_in, flags, partial);
-  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_bvh_build: boxes kernel", st, fail);
-  RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(hp, partial, (size_t)gb * 6 * 4, cudaMemcpyDeviceToHost, s), what, st, fail);
-  {
-    /* active indices: select the flagged positions */
-    /* the selected count goes after the indices, at an 8-byte aligned place */
-    int64_t n_even = (n_in + 1) & ~(int64_t)1;
-    RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&active, (size_t)n_even * 4 + 8), st, fail);
-    int64_t *d_count = (int64_t *)(active + n_even);
-    thrust::counting_iterator<uint32_t> it(0);
-    RDX_CUDA_GOTO(ctx, cub::DeviceSelect::Flagged(NULL, temp_bytes, it, flags, active, d_count, n_in, s), what, st, fail);
-    RDX_CHECK_GOTO(rdx_scratch(ctx, what, &temp, temp_bytes), st, fail);
-    RDX_CUDA_GOTO(ctx, cub::DeviceSelect::Flagged(temp, temp_bytes, it, flags, active, d_count, n_in, s), what, st, fail);
-    RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&n, d_count, 8, cudaMemcpyDeviceToHost, s), what, st, fail);
-    RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), what, st, fail);
-    rdx_mem_free(ctx, temp);
-    temp = NULL;
-    temp_bytes = 0;
-  }
-  rdx_mem_free(ctx, flags);
-  flags = NULL;
-  rdx_mem_free(ctx, partial);
-  partial = NULL;
+  rdx_bvh_node root;
+  rdx_status st = select_active(ctx, &b, kind, prims, n_in, cb, &n);
   out->n_prims = n;
-  if (n == 0) goto done;
-  {
-    float cb[6] = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    for (unsigned b = 0; b < gb; b++)
-      for (int a = 0; a < 3; a++) {
-        cb[a] = fminf(cb[a], hp[b * 6 + a]);
-        cb[3 + a] = fmaxf(cb[3 + a], hp[b * 6 + 3 + a]);
-      }
-    frame f;
-    rdx_bvh_code_frame(cb, f.lo, f.scale);
-    /* 2, 3: codes, sort */
-    RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&codes, (size_t)n * 8), st, fail);
-    RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&codes2, (size_t)n * 8), st, fail);
-    RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&idx, (size_t)n * 4), st, fail);
-    RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&idx2, (size_t)n * 4), st, fail);
-    codes_kernel<<<grid_for(n), TPB, 0, s>>>(kind, prims, active, n, user, f, codes, idx);
-    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_bvh_build: codes kernel", st, fail);
-    rdx_mem_free(ctx, active);
-    active = NULL;
-    cub::DoubleBuffer<uint64_t> kb(codes, codes2);
-    cub::DoubleBuffer<uint32_t> vb(idx, idx2);
-    int end_bit = user ? 64 : 63;
-    RDX_CUDA_GOTO(ctx, cub::DeviceRadixSort::SortPairs(NULL, temp_bytes, kb, vb, n, 0, end_bit, s), what, st, fail);
-    RDX_CHECK_GOTO(rdx_scratch(ctx, what, &temp, temp_bytes), st, fail);
-    RDX_CUDA_GOTO(ctx, cub::DeviceRadixSort::SortPairs(temp, temp_bytes, kb, vb, n, 0, end_bit, s), "rdx_bvh_build: sort",
-                  st, fail);
-    RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), what, st, fail);
-    rdx_mem_free(ctx, temp);
-    temp = NULL;
-    temp_bytes = 0;
-    if (kb.Current() != codes) {
-      uint64_t *t = codes;
-      codes = codes2;
-      codes2 = t;
-    }
-    if (vb.Current() != idx) {
-      uint32_t *t = idx;
-      idx = idx2;
-      idx2 = t;
-    }
-    rdx_mem_free(ctx, codes2);
-    rdx_mem_free(ctx, idx2);
-    codes2 = NULL;
-    idx2 = NULL;
-
-    /* leaf-ordered primitives */
-    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->prims, (size_t)n * w * 4, RDX_DEVICE), st, fail);
-    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->ids, (size_t)n * 4, RDX_DEVICE), st, fail);
-    gather_kernel<<<grid_for(n), TPB, 0, s>>>(kind, prims, idx, n, out->prims, out->ids);
-    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_bvh_build: gather kernel", st, fail);
-    rdx_mem_free(ctx, idx);
-    idx = NULL;
-
-    rdx_bvh_node root;
-    if (n <= RDX_RT_LEAF_MAX) {
-      memset(&root, 0, sizeof root);
-      root.child[0] = 0;
-      root.count[0] = (uint32_t)n;
-      root.child[1] = RDX_BVH_NONE;
-      root.count[1] = 0;
-      for (int a = 0; a < 3; a++) root.box[1][a] = INFINITY, root.box[1][3 + a] = -INFINITY;
-      float hprims[9 * RDX_RT_LEAF_MAX];
-      RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(hprims, out->prims, (size_t)n * w * 4, cudaMemcpyDeviceToHost, s), what, st, fail);
-      RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), what, st, fail);
-      rdx_lbvh_leaf_box(kind, hprims, 0, (uint32_t)n, root.box[0]);
-      out->n_nodes = 1;
-      RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->nodes, sizeof root, RDX_DEVICE), st, fail);
-      RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(out->nodes, &root, sizeof root, cudaMemcpyHostToDevice, s), what, st, fail);
-    } else {
-      /* 4: radix tree; 5: collapse and renumber; 6: boxes */
-      int64_t n_int = n - 1;
-      RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&tree, (size_t)n_int * sizeof(rdx_lbvh_node)), st, fail);
-      RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&kept, (size_t)n_int * 4), st, fail);
-      RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&newidx, (size_t)n_int * 4), st, fail);
-      internal_kernel<<<grid_for(n_int), TPB, 0, s>>>(codes, n, tree);
-      RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_bvh_build: internal kernel", st, fail);
-      kept_kernel<<<grid_for(n_int), TPB, 0, s>>>(tree, n_int, kept);
-      RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_bvh_build: kept kernel", st, fail);
-      RDX_CUDA_GOTO(ctx, cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, kept, newidx, n_int, s), what, st, fail);
-      RDX_CHECK_GOTO(rdx_scratch(ctx, what, &temp, temp_bytes), st, fail);
-      RDX_CUDA_GOTO(ctx, cub::DeviceScan::ExclusiveSum(temp, temp_bytes, kept, newidx, n_int, s), what, st, fail);
-      uint32_t last[2];
-      RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&last[0], newidx + n_int - 1, 4, cudaMemcpyDeviceToHost, s), what, st, fail);
-      RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&last[1], kept + n_int - 1, 4, cudaMemcpyDeviceToHost, s), what, st, fail);
-      RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), what, st, fail);
-      rdx_mem_free(ctx, temp);
-      temp = NULL;
-      int64_t total = (int64_t)last[0] + last[1];
-      out->n_nodes = total;
-      RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->nodes, (size_t)total * sizeof(rdx_bvh_node), RDX_DEVICE), st,
-                     fail);
-      RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&parent, (size_t)total * 12), st, fail);
-      RDX_CUDA_GOTO(ctx, cudaMemsetAsync(parent + 2 * total, 0, (size_t)total * 4, s), what, st, fail);
-      emit_kernel<<<grid_for(n_int), TPB, 0, s>>>(tree, newidx, n_int, out->nodes, parent, parent + total);
-      RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_bvh_build: emit kernel", st, fail);
-      refit_kernel<<<grid_for(total), TPB, 0, s>>>(kind, out->prims, out->nodes, total, parent, parent + total,
-                                                   (unsigned *)(parent + 2 * total));
-      RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_bvh_build: refit kernel", st, fail);
-      RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&root, out->nodes, sizeof root, cudaMemcpyDeviceToHost, s), what, st, fail);
-    }
-    RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&found, 4), st, fail);
-    RDX_CUDA_GOTO(ctx, cudaMemsetAsync(found, 0, 4, s), what, st, fail);
-    coincident_kernel<<<grid_for(n), TPB, 0, s>>>(kind, out->prims, codes, n, found);
-    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_bvh_build: coincident kernel", st, fail);
-    RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&out->coincident, found, 4, cudaMemcpyDeviceToHost, s), what, st, fail);
-    RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "rdx_bvh_build", st, fail);
-    float rb[6];
-    rdx_lbvh_union(root.box[0], root.box[1], rb);
-    for (int a = 0; a < 3; a++) out->lo[a] = rb[a], out->hi[a] = rb[3 + a];
-  }
-done:
-  rdx_mem_free(ctx, found);
-  rdx_mem_free(ctx, tree);
-  rdx_mem_free(ctx, kept);
-  rdx_mem_free(ctx, newidx);
-  rdx_mem_free(ctx, parent);
-  rdx_mem_free(ctx, codes);
+  if (st == RDX_OK && n > 0) st = sort_codes(ctx, &b, kind, prims, n, opts ? opts->codes : NULL, cb);
+  if (st == RDX_OK && n > 0) st = make_tree(ctx, &b, kind, prims, n, out, &root);
+  if (st == RDX_OK && n > 0) st = finish(ctx, &b, kind, n, &root, out);
+  release(ctx, &b);
   /* 7: the BVH4 */
-  if (width == 4 && (st = rdx_bvh_collapse_cuda(ctx, out)) != RDX_OK) {
-    rdx_bvh_free(ctx, out);
-    return st;
-  }
-  return RDX_OK;
-fail:
-  rdx_mem_free(ctx, found);
-  rdx_mem_free(ctx, temp);
-  rdx_mem_free(ctx, flags);
-  rdx_mem_free(ctx, partial);
-  rdx_mem_free(ctx, active);
-  rdx_mem_free(ctx, codes);
-  rdx_mem_free(ctx, codes2);
-  rdx_mem_free(ctx, idx);
-  rdx_mem_free(ctx, idx2);
-  rdx_mem_free(ctx, tree);
-  rdx_mem_free(ctx, kept);
-  rdx_mem_free(ctx, newidx);
-  rdx_mem_free(ctx, parent);
-  rdx_bvh_free(ctx, out);
+  if (st == RDX_OK && n > 0 && width == 4) st = rdx_bvh_collapse_cuda(ctx, out);
+  if (st != RDX_OK) rdx_bvh_free(ctx, out);
   return st;
 }
