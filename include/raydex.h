@@ -681,7 +681,8 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_erase(rdx_context *ctx, rdx_points *
  *  - ring_offsets (u64, n_rings + 1): ring r owns vertices [ro[r], ro[r + 1]);
  *  - coords ((n_vertices, 2) of f32 or f64, x then y).
  * All three in host memory or all in device memory (device memory on a GPU context only); they
- * are copied, never kept.
+ * are copied, never kept. A feature may own no ring (it holds no point); a layer holds at most
+ * 2^32 - 2 features and 2^32 - 2 vertices (after merging).
  *
  * What a feature is: the points whose crossing parity over all of the feature's rings is odd
  * (the even-odd rule), together with the feature's boundary (every point of every ring). For a
@@ -726,16 +727,23 @@ RDX_API RDX_NODISCARD rdx_status rdx_polygons_create(rdx_context *ctx, const rdx
  * TopoJSON, Shapefile, GeoPackage, FlatGeobuf, WKT in CSV, ...): its first layer, or the layer
  * named by `layer` (may be NULL). Features keep the file's order; Polygon and MultiPolygon
  * geometries are taken, and any other geometry type is RDX_ERR_PARSE naming the feature.
+ * A file is .rdxp when it begins with the format's magic or its name ends in ".rdxp".
  * Returns RDX_OK, RDX_ERR_IO (cannot open or read), RDX_ERR_PARSE (truncated, corrupted or
- * foreign file; a checksum that does not match; a version this library does not read),
- * RDX_ERR_UNSUPPORTED (not .rdxp and no GDAL in this build), and what rdx_polygons_create
- * returns. On failure *out is NULL. Since 0.1. */
+ * foreign file; a checksum that does not match; a version this library does not read; and a
+ * geometry rdx_polygons_create would refuse, with its sentence after the file's name),
+ * RDX_ERR_INVALID_ARGUMENT (path or out NULL; no layer of that name, the message listing the
+ * dataset's layers; a layer name with a .rdxp file), RDX_ERR_UNSUPPORTED (not .rdxp and no GDAL
+ * in this build), RDX_ERR_*_OUT_OF_MEMORY. On failure *out is NULL. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_polygons_load(rdx_context *ctx, const char *path,
                                                    const char *layer, rdx_polygons **out);
-/* Write the layer in raydex's binary format: a versioned header, the three arrays with the
- * coordinates as given (f32 stays f32), and a checksum per section. The file is written to a
- * temporary name beside it, flushed and renamed, so a failed or interrupted save leaves any
- * previous file intact. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT, RDX_ERR_IO. Since 0.1. */
+/* Write the layer in raydex's binary format (.rdxp, little-endian, version 1; src/io/rdxp.c draws
+ * its bytes): a versioned header with the counts and the bounding box, the feature and ring
+ * offsets and the coordinates as the layer stores them (closing repeats and duplicates merged,
+ * rings oriented; f32 stays f32), and a CRC32C per section, so rdx_polygons_load makes the
+ * identical layer. The file is written to path.tmp.<pid>, flushed to the disk and renamed over
+ * path, so a failed or interrupted save leaves any previous file intact. Returns RDX_OK,
+ * RDX_ERR_INVALID_ARGUMENT (path NULL or empty), RDX_ERR_MISUSE, RDX_ERR_IO. The layer is never
+ * changed. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_polygons_save(rdx_context *ctx, const rdx_polygons *layer,
                                                    const char *path);
 /* Destroy a layer (see "Destroying and freeing" above). Since 0.1. */

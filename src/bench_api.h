@@ -154,6 +154,10 @@ rdx_status rdx_gen_ranges_bytes(rdx_context *ctx, rdx_dtype dtype, int64_t m, si
 rdx_status rdx_gen_points_bytes(rdx_context *ctx, int64_t n, rdx_dtype dtype, size_t *bytes);
 rdx_status rdx_gen_point_queries_bytes(rdx_context *ctx, rdx_dtype dtype, int type, int64_t m, size_t *bytes);
 
+/* ---- polygon layers (io) ---- */
+/* GDAL's release ("3.6.2") in a build with GDAL (rdx_info.have_gdal), else NULL. */
+const char *rdx_gdal_version(void);
+
 /* ---- point indexes (spatial) ---- */
 /* The limits of rdx_points_options.max_depth (quadtree, k-d tree) and rdx_points_query.k that
  * raydex.h states, which the program checks its options against. */

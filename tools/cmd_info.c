@@ -6,12 +6,14 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "bench_api.h"
 
 static const char usage[] =
     "usage: raydex info [--quiet]\n"
     "\n"
     "Prints the version, the backends built, the CPU and GPU, whether OptiX is usable, the\n"
-    "backend that --backend auto picks, and RAYDEX_THREADS as set (or \"default\").\n";
+    "backend that --backend auto picks, RAYDEX_THREADS as set (or \"default\"), and the GDAL\n"
+    "version that reads polygon layers (\"not built\" without GDAL).\n";
 
 int cmd_info(int argc, char **argv) {
   cli_args a;
@@ -35,5 +37,6 @@ int cmd_info(int argc, char **argv) {
   if (info.optix_usable && !info.rt_cores)
     printf("optix note: this GPU has no RT cores, so OptiX traverses its BVH in software on the SMs\n");
   printf("auto backend: %s\n", rdx_backend_name(info.auto_backend));
+  printf("gdal: %s\n", info.have_gdal ? rdx_gdal_version() : "not built");
   return 0;
 }

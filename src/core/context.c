@@ -351,5 +351,8 @@ rdx_status rdx_info_get(rdx_info *info) {
   info->optix_built = rdx_optix_built() != 0;
   info->optix_usable = info->optix_built && info->n_gpus > 0 && rdx_optix_usable() != 0;
   info->auto_backend = pick_auto();
+#ifdef RDX_HAVE_GDAL
+  info->have_gdal = true;
+#endif
   return RDX_OK;
 }

@@ -14,7 +14,8 @@
  *          feat_off[n_feat+1]   feature f's rings are [feat_off[f], feat_off[f + 1])
  *          edge_feat[n_vertices] u32: the feature of edge e (vertex e to the next vertex of its
  *                               ring, the last vertex closing back to the first)
- *          edge_next[n_vertices] u32 or implied: see rdx_jn_edge_end
+ *          edge_end[n_vertices]  u32: the vertex edge e ends at (e + 1, or its ring's first
+ *                               vertex for the ring's last edge)
  *   device the same arrays on GPU contexts (CUDA and OptiX), for the kernels
  *   index  the edges' conservative float32 boxes, grouped (rdx_jn_group), in an rt scene
  *
@@ -83,6 +84,15 @@ struct rdx_polygons {
 static inline const rdx_jn_arrays *rdx_jn_backend_arrays(const rdx_polygons *p, int gpu) {
   return gpu ? &p->dev : &p->host;
 }
+
+/* ---- layers (layer.c) ---- */
+/* Validate a handle: NULL is RDX_ERR_INVALID_ARGUMENT, not a layer or a layer of another context
+ * RDX_ERR_MISUSE; fn names the public call in the message. */
+rdx_status rdx_jn_check_layer(rdx_context *ctx, const char *fn, const rdx_polygons *p);
+/* rdx_polygons_create's work, its messages naming fn (rdx_polygons_load reads files through it). */
+rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygons_input *in, rdx_polygons **out);
+/* Bytes the layer holds: host and device arrays, and its join index when built. */
+int64_t rdx_jn_layer_bytes(const rdx_polygons *p);
 
 /* ---- index (index.c, index.cu) ---- */
 /* Build the layer's index for the context's backend with these (validated) options, replacing

@@ -1,0 +1,665 @@
+/*
+ * layer.c: polygon layers, the public rdx_polygons_* calls: validation of the CSR input
+ * (feature -> ring -> vertex), the layer's storage (join.h draws it), ring orientation
+ * normalization, describe, and load/save dispatch to the file readers in src/io/.
+ *
+ * Invariants of a made layer (every engine relies on them; a reload of a saved layer makes the
+ * identical layer, since each step below is idempotent):
+ *  - rings hold no closing repeat and no two consecutive equal vertices, and at least 3 distinct
+ *    vertices; every coordinate is finite and 0 or of magnitude in [2^-400, 2^400];
+ *  - each ring is stored with its feature's interior on its left: a ring contained (even-odd)
+ *    in an even number of its feature's other rings is a shell and runs counter-clockwise, in an
+ *    odd number a hole and runs clockwise. Orientation and containment are decided exactly
+ *    (rdx_jn_orient), so a layer's storage does not depend on rounding;
+ *  - features and rings keep their input positions; only a ring's vertex order may be reversed.
+ *
+ * Validation runs in three passes over the input, each split into chunks of about CHUNK_VERTICES
+ * input vertices on the context's thread pool: (1) check coordinates and count each ring's kept
+ * vertices; (2) write the kept vertices, edges and ring boxes into the layer's block; (3) per
+ * feature, orient its rings. A failure names the smallest failing feature, so the message does
+ * not depend on the thread count.
+ */
+#include "join/join.h"
+
+#include "io/layers.h"
+#include "join/exact_hd.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_VERTICES ((int64_t)1 << 16)
+#define MAX_CHUNKS ((int64_t)1 << 14)
+
+static size_t align_up(size_t v) { return (v + 255) & ~(size_t)255; }
+
+static const char *dtype_name(rdx_dtype d) {
+  switch (d) {
+    case RDX_U32: return "u32";
+    case RDX_U64: return "u64";
+    case RDX_I64: return "i64";
+    case RDX_F32: return "f32";
+    case RDX_F64: return "f64";
+  }
+  return "non-dtype";
+}
+
+static rdx_status check_layer(rdx_context *ctx, const char *fn, const rdx_polygons *p) {
+  if (p == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: layer is NULL", fn);
+  if (p->magic != RDX_POLYGONS_MAGIC)
+    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: layer %p is not a polygon layer", fn, (const void *)p);
+  if (p->ctx != ctx)
+    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: layer %p belongs to another context", fn, (const void *)p);
+  return RDX_OK;
+}
+
+rdx_status rdx_jn_check_layer(rdx_context *ctx, const char *fn, const rdx_polygons *p) {
+  return check_layer(ctx, fn, p);
+}
+
+/* ---- storage ---- */
+
+/* Byte offsets of the arrays in a layer's block (host and device blocks share the layout). */
+typedef struct block_layout {
+  size_t xy, ring_off, feat_off, edge_feat, edge_end, total;
+} block_layout;
+
+static block_layout layout_of(int64_t n_features, int64_t n_rings, int64_t n_vertices) {
+  block_layout b;
+  size_t nv = (size_t)n_vertices;
+  b.xy = 0;
+  b.ring_off = align_up(b.xy + 16 * nv);
+  b.feat_off = align_up(b.ring_off + 8 * ((size_t)n_rings + 1));
+  b.edge_feat = align_up(b.feat_off + 8 * ((size_t)n_features + 1));
+  b.edge_end = align_up(b.edge_feat + 4 * nv);
+  b.total = align_up(b.edge_end + 4 * nv);
+  return b;
+}
+
+static rdx_jn_arrays arrays_in(void *block, const block_layout *b, int64_t n_features, int64_t n_rings,
+                               int64_t n_vertices) {
+  rdx_jn_arrays a;
+  char *c = (char *)block;
+  a.xy = (const double *)(c + b->xy);
+  a.ring_off = (const uint64_t *)(c + b->ring_off);
+  a.feat_off = (const uint64_t *)(c + b->feat_off);
+  a.edge_feat = (const uint32_t *)(c + b->edge_feat);
+  a.edge_end = (const uint32_t *)(c + b->edge_end);
+  a.n_features = n_features, a.n_rings = n_rings, a.n_vertices = n_vertices;
+  return a;
+}
+
+static void layer_free_storage(rdx_context *ctx, rdx_polygons *p) {
+  if (p->host_block) rdx_mem_free(ctx, p->host_block);
+  if (p->dev_block) rdx_mem_free(ctx, p->dev_block);
+  p->host_block = p->dev_block = NULL;
+}
+
+/* ---- the input, on the host ---- */
+
+typedef struct src_layer {
+  const uint64_t *fo, *ro; /* feature_offsets, ring_offsets */
+  const float *xy32;       /* exactly one of xy32, xy64 */
+  const double *xy64;
+  int64_t n_features, n_rings, n_in; /* n_in: input vertices */
+} src_layer;
+
+static inline void src_vertex(const src_layer *s, uint64_t i, double *x, double *y) {
+  if (s->xy64) *x = s->xy64[2 * i], *y = s->xy64[2 * i + 1];
+  else *x = (double)s->xy32[2 * i], *y = (double)s->xy32[2 * i + 1];
+}
+
+/* What is wrong with a ring (pass 1). */
+enum { FAULT_NONE = 0, FAULT_NAN, FAULT_INF, FAULT_RANGE, FAULT_FEW };
+typedef struct ring_fault {
+  int64_t ring;     /* the ring, -1 when the chunk has none */
+  int what;         /* FAULT_* */
+  int64_t vertex;   /* position within the ring as given */
+  int axis;         /* 0 x, 1 y */
+  double value;
+  int distinct;     /* FAULT_FEW: distinct vertices found (0, 1 or 2) */
+} ring_fault;
+
+/* 0 for a coordinate a layer may hold, else FAULT_NAN, FAULT_INF or FAULT_RANGE. Inside
+ * [2^-400, 2^400] the exact predicates' expansions neither overflow nor underflow. */
+static int coord_fault(double v) {
+  if (v != v) return FAULT_NAN;
+  double a = fabs(v);
+  if (a == INFINITY) return FAULT_INF;
+  if (a != 0.0 && (a < 0x1p-400 || a > 0x1p400)) return FAULT_RANGE;
+  return FAULT_NONE;
+}
+
+/* The kept vertices of input vertices [a, b): consecutive equal vertices merged (the first
+ * kept), then a closing repeat of the first vertex dropped. Writes them to out (2 doubles each)
+ * when out is not NULL; returns how many. Coordinates compare with ==, so -0.0 equals 0.0. */
+static int64_t ring_kept(const src_layer *s, uint64_t a, uint64_t b, double *out) {
+  int64_t kept = 0;
+  double fx = 0, fy = 0, lx = 0, ly = 0;
+  for (uint64_t i = a; i < b; i++) {
+    double x, y;
+    src_vertex(s, i, &x, &y);
+    if (kept > 0 && x == lx && y == ly) continue;
+    if (kept == 0) fx = x, fy = y;
+    if (out) out[2 * kept] = x, out[2 * kept + 1] = y;
+    kept++;
+    lx = x, ly = y;
+  }
+  if (kept >= 2 && lx == fx && ly == fy) kept--;
+  return kept;
+}
+
+/* Up to 3: how many distinct points the input vertices [a, b) hold. */
+static int ring_distinct(const src_layer *s, uint64_t a, uint64_t b) {
+  double px[2] = {0, 0}, py[2] = {0, 0};
+  int n = 0;
+  for (uint64_t i = a; i < b && n < 3; i++) {
+    double x, y;
+    src_vertex(s, i, &x, &y);
+    int seen = 0;
+    for (int k = 0; k < n; k++) seen |= px[k] == x && py[k] == y;
+    if (seen) continue;
+    if (n < 2) px[n] = x, py[n] = y;
+    n++;
+  }
+  return n;
+}
+
+/* The feature owning ring r: the largest f with fo[f] <= r (fo[n_features] = n_rings > r). */
+static int64_t feature_of_ring(const src_layer *s, int64_t r) {
+  int64_t lo = 0, hi = s->n_features; /* fo[lo] <= r < fo[hi] */
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (s->fo[mid] <= (uint64_t)r) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The first i in [0, n] with off[i] >= target (off non-decreasing, n + 1 entries). */
+static int64_t first_at_least(const uint64_t *off, int64_t n, uint64_t target) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (off[mid] >= target) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/* ---- passes 1 and 2: rings ---- */
+
+typedef struct make_job {
+  src_layer s;
+  int64_t n_chunks;
+  int64_t *chunk_ring;   /* n_chunks + 1: chunk c holds rings [chunk_ring[c], chunk_ring[c + 1]) */
+  ring_fault *fault;     /* per chunk: its first bad ring */
+  uint64_t *kept;        /* n_rings + 1: pass 1 counts, then exclusive offsets */
+  double *chunk_box;     /* 4 per chunk: lo x, lo y, hi x, hi y of its kept vertices */
+  /* the layer being made */
+  double *xy;
+  uint64_t *ring_off;
+  uint32_t *edge_feat, *edge_end;
+  double *ring_box;      /* 4 per ring, scratch for pass 3 */
+  /* pass 3 */
+  int64_t *chunk_feat;   /* n_chunks + 1, over features */
+  uint64_t *feat_vert;   /* n_features + 1: the first kept vertex of each feature */
+} make_job;
+
+static void scan_task(void *arg, int64_t c, int thread) {
+  (void)thread;
+  make_job *j = (make_job *)arg;
+  const src_layer *s = &j->s;
+  ring_fault *f = &j->fault[c];
+  f->ring = -1;
+  for (int64_t r = j->chunk_ring[c]; r < j->chunk_ring[c + 1]; r++) {
+    uint64_t a = s->ro[r], b = s->ro[r + 1];
+    for (uint64_t i = a; i < b; i++) {
+      double v[2];
+      src_vertex(s, i, &v[0], &v[1]);
+      for (int axis = 0; axis < 2; axis++) {
+        int w = coord_fault(v[axis]);
+        if (w != FAULT_NONE) {
+          f->ring = r, f->what = w, f->vertex = (int64_t)(i - a), f->axis = axis, f->value = v[axis];
+          return;
+        }
+      }
+    }
+    int64_t k = ring_kept(s, a, b, NULL);
+    int d = k < 3 ? (int)k : ring_distinct(s, a, b);
+    if (d < 3) {
+      f->ring = r, f->what = FAULT_FEW, f->distinct = d;
+      return;
+    }
+    j->kept[r] = (uint64_t)k;
+  }
+}
+
+static void write_task(void *arg, int64_t c, int thread) {
+  (void)thread;
+  make_job *j = (make_job *)arg;
+  const src_layer *s = &j->s;
+  double *cb = &j->chunk_box[4 * c];
+  cb[0] = cb[1] = INFINITY, cb[2] = cb[3] = -INFINITY;
+  int64_t r0 = j->chunk_ring[c], r1 = j->chunk_ring[c + 1];
+  if (r0 >= r1) return;
+  int64_t f = feature_of_ring(s, r0);
+  for (int64_t r = r0; r < r1; r++) {
+    while (s->fo[f + 1] <= (uint64_t)r) f++;
+    uint64_t v0 = j->ring_off[r], v1 = j->ring_off[r + 1];
+    int64_t k = ring_kept(s, s->ro[r], s->ro[r + 1], j->xy + 2 * v0);
+    (void)k; /* = v1 - v0, counted by pass 1 */
+    double *rb = &j->ring_box[4 * r];
+    rb[0] = rb[1] = INFINITY, rb[2] = rb[3] = -INFINITY;
+    for (uint64_t e = v0; e < v1; e++) {
+      double x = j->xy[2 * e], y = j->xy[2 * e + 1];
+      rb[0] = fmin(rb[0], x), rb[1] = fmin(rb[1], y), rb[2] = fmax(rb[2], x), rb[3] = fmax(rb[3], y);
+      j->edge_feat[e] = (uint32_t)f;
+      j->edge_end[e] = (uint32_t)(e + 1 < v1 ? e + 1 : v0);
+    }
+    cb[0] = fmin(cb[0], rb[0]), cb[1] = fmin(cb[1], rb[1]), cb[2] = fmax(cb[2], rb[2]), cb[3] = fmax(cb[3], rb[3]);
+  }
+}
+
+/* ---- pass 3: orientation ---- */
+
+/* Where (px, py) lies against the closed ring of vertices [v0, v1) of xy: 1 inside, 0 outside
+ * (crossing number of a ray towards +x, each edge half-open in y so a vertex on the ray counts
+ * once), -1 on the ring. Exact: every side test is rdx_jn_orient. */
+static int ring_locate(const double *xy, uint64_t v0, uint64_t v1, double px, double py) {
+  int inside = 0;
+  for (uint64_t e = v0; e < v1; e++) {
+    uint64_t n = e + 1 < v1 ? e + 1 : v0;
+    double x0 = xy[2 * e], y0 = xy[2 * e + 1], x1 = xy[2 * n], y1 = xy[2 * n + 1];
+    if (x0 == px && y0 == py) return -1; /* on a vertex */
+    if (y0 == py && y1 == py) {          /* a horizontal edge on the ray's line */
+      if ((x0 <= px && px <= x1) || (x1 <= px && px <= x0)) return -1;
+      continue;
+    }
+    if ((y0 > py) == (y1 > py)) continue; /* does not cross the line y = py */
+    if (x0 < px && x1 < px) continue;     /* crosses left of the point */
+    if (x0 > px && x1 > px) {             /* crosses right of it */
+      inside ^= 1;
+      continue;
+    }
+    int o = rdx_jn_orient(x0, y0, x1, y1, px, py);
+    if (o == 0) return -1;                /* on the edge */
+    if ((o > 0) == (y1 > y0)) inside ^= 1; /* the point is left of an upward edge: crossing right */
+  }
+  return inside;
+}
+
+/* The sign of ring [v0, v1)'s orientation: rdx_jn_orient at its lowest, then leftmost vertex,
+ * which is convex on a simple ring, so the test is exact and nonzero there. A degenerate ring
+ * (a spike at that vertex, all vertices collinear) falls back to the sign of its shoelace area. */
+static int ring_orientation(const double *xy, uint64_t v0, uint64_t v1) {
+  uint64_t m = v0;
+  for (uint64_t v = v0 + 1; v < v1; v++)
+    if (xy[2 * v + 1] < xy[2 * m + 1] || (xy[2 * v + 1] == xy[2 * m + 1] && xy[2 * v] < xy[2 * m])) m = v;
+  uint64_t p = m > v0 ? m - 1 : v1 - 1, n = m + 1 < v1 ? m + 1 : v0;
+  int o = rdx_jn_orient(xy[2 * p], xy[2 * p + 1], xy[2 * m], xy[2 * m + 1], xy[2 * n], xy[2 * n + 1]);
+  if (o != 0) return o;
+  double area = 0;
+  for (uint64_t v = v0; v < v1; v++) {
+    uint64_t w = v + 1 < v1 ? v + 1 : v0;
+    area += (xy[2 * v] - xy[2 * m]) * (xy[2 * w + 1] - xy[2 * m + 1]) -
+            (xy[2 * w] - xy[2 * m]) * (xy[2 * v + 1] - xy[2 * m + 1]);
+  }
+  return (area > 0) - (area < 0);
+}
+
+static void reverse_ring(double *xy, uint64_t v0, uint64_t v1) {
+  for (uint64_t a = v0, b = v1 - 1; a < b; a++, b--) {
+    double tx = xy[2 * a], ty = xy[2 * a + 1];
+    xy[2 * a] = xy[2 * b], xy[2 * a + 1] = xy[2 * b + 1];
+    xy[2 * b] = tx, xy[2 * b + 1] = ty;
+  }
+}
+
+/* Whether ring i lies inside ring j (both of one feature, rings that do not cross): a vertex of
+ * i not on j decides; a ring all of whose vertices lie on j (a repeated ring) is not inside it. */
+static int ring_inside(const make_job *j, int64_t i, int64_t jr) {
+  const double *bj = &j->ring_box[4 * jr], *bi = &j->ring_box[4 * i];
+  if (bi[0] < bj[0] || bi[1] < bj[1] || bi[2] > bj[2] || bi[3] > bj[3]) return 0;
+  for (uint64_t v = j->ring_off[i]; v < j->ring_off[i + 1]; v++) {
+    int w = ring_locate(j->xy, j->ring_off[jr], j->ring_off[jr + 1], j->xy[2 * v], j->xy[2 * v + 1]);
+    if (w >= 0) return w;
+  }
+  return 0;
+}
+
+static void orient_task(void *arg, int64_t c, int thread) {
+  (void)thread;
+  make_job *j = (make_job *)arg;
+  const uint64_t *fo = j->s.fo;
+  for (int64_t f = j->chunk_feat[c]; f < j->chunk_feat[c + 1]; f++) {
+    for (uint64_t r = fo[f]; r < fo[f + 1]; r++) {
+      int depth = 0;
+      if (fo[f + 1] - fo[f] > 1)
+        for (uint64_t q = fo[f]; q < fo[f + 1]; q++)
+          if (q != r) depth += ring_inside(j, (int64_t)r, (int64_t)q);
+      /* containment ignores orientation, so reversing earlier rings changes no depth */
+      int o = ring_orientation(j->xy, j->ring_off[r], j->ring_off[r + 1]);
+      int want = depth % 2 == 0 ? 1 : -1;
+      if (o != 0 && o != want) reverse_ring(j->xy, j->ring_off[r], j->ring_off[r + 1]);
+    }
+  }
+}
+
+/* ---- create ---- */
+
+static rdx_status check_offsets(rdx_context *ctx, const char *fn, const char *name, const uint64_t *off, int64_t n,
+                                uint64_t last, const char *next) {
+  if (off[0] != 0)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s[0] is %llu, not 0", fn, name, (unsigned long long)off[0]);
+  for (int64_t i = 0; i < n; i++)
+    if (off[i + 1] < off[i])
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s[%lld] %llu < %s[%lld] %llu (offsets never descend)", fn,
+                      name, (long long)(i + 1), (unsigned long long)off[i + 1], name, (long long)i,
+                      (unsigned long long)off[i]);
+  if (off[n] != last)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s[%lld] is %llu, but there are %llu %s", fn, name,
+                    (long long)n, (unsigned long long)off[n], (unsigned long long)last, next);
+  return RDX_OK;
+}
+
+static rdx_status check_input(rdx_context *ctx, const char *fn, const rdx_polygons_input *in) {
+  if (in == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: in is NULL", fn);
+  if (in->size < sizeof *in || in->size > (1u << 16))
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: in->size %zu is not sizeof(rdx_polygons_input) %zu", fn,
+                    in->size, sizeof *in);
+  static const char *names[3] = {"feature_offsets", "ring_offsets", "coords"};
+  const rdx_array *a[3] = {&in->feature_offsets, &in->ring_offsets, &in->coords};
+  for (int i = 0; i < 3; i++) RDX_CHECK(rdx_array_check(ctx, fn, names[i], *a[i]));
+  for (int i = 0; i < 2; i++) {
+    if (a[i]->dtype != RDX_U64 || a[i]->columns != 1)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s must be 1-D u64 (dtype %s, columns %d)", fn, names[i],
+                      dtype_name(a[i]->dtype), a[i]->columns);
+    if (a[i]->count < 1)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s has no entries (at least the leading 0 is needed)", fn,
+                      names[i]);
+  }
+  if ((in->coords.dtype != RDX_F32 && in->coords.dtype != RDX_F64) || in->coords.columns != 2)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: coords must be (n, 2) f32 or f64 (dtype %s, columns %d)", fn,
+                    dtype_name(in->coords.dtype), in->coords.columns);
+  int dev = in->feature_offsets.where == RDX_DEVICE;
+  for (int i = 1; i < 3; i++)
+    if ((a[i]->where == RDX_DEVICE) != dev)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s is in %s memory but feature_offsets in %s memory", fn,
+                      names[i], a[i]->where == RDX_DEVICE ? "device" : "host", dev ? "device" : "host");
+  if ((uint64_t)in->feature_offsets.count - 1 > RDX_JN_MAX_VERTICES)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %lld features; a layer holds at most %llu", fn,
+                    (long long)in->feature_offsets.count - 1, (unsigned long long)RDX_JN_MAX_VERTICES);
+  return RDX_OK;
+}
+
+/* The input on the host: the caller's arrays, or copies of device ones in *stage (freed by the
+ * caller with rdx_mem_free). */
+static rdx_status stage_input(rdx_context *ctx, const char *fn, const rdx_polygons_input *in, src_layer *s,
+                              void **stage) {
+  memset(s, 0, sizeof *s);
+  *stage = NULL;
+  s->n_features = in->feature_offsets.count - 1;
+  s->n_rings = in->ring_offsets.count - 1;
+  s->n_in = in->coords.count;
+  size_t es = rdx_dtype_size(in->coords.dtype);
+  const void *fo = in->feature_offsets.data, *ro = in->ring_offsets.data, *xy = in->coords.data;
+  if (in->feature_offsets.where == RDX_DEVICE) {
+    size_t bf = 8 * (size_t)in->feature_offsets.count, br = 8 * (size_t)in->ring_offsets.count;
+    size_t bx = 2 * es * (size_t)s->n_in, o_r = align_up(bf), o_x = align_up(o_r + br);
+    char *b = NULL;
+    RDX_CHECK(rdx_mem_alloc(ctx, "rdx_polygons_create: the input copied to the host", (void **)&b, o_x + bx,
+                            RDX_HOST));
+    *stage = b;
+    RDX_CHECK(rdx_copy(ctx, b, RDX_HOST, fo, RDX_DEVICE, bf));
+    RDX_CHECK(rdx_copy(ctx, b + o_r, RDX_HOST, ro, RDX_DEVICE, br));
+    if (bx) RDX_CHECK(rdx_copy(ctx, b + o_x, RDX_HOST, xy, RDX_DEVICE, bx));
+    fo = b, ro = b + o_r, xy = b + o_x;
+  }
+  s->fo = (const uint64_t *)fo;
+  s->ro = (const uint64_t *)ro;
+  if (in->coords.dtype == RDX_F64) s->xy64 = (const double *)xy;
+  else s->xy32 = (const float *)xy;
+  RDX_CHECK(check_offsets(ctx, fn, "feature_offsets", s->fo, s->n_features, (uint64_t)s->n_rings, "rings"));
+  return check_offsets(ctx, fn, "ring_offsets", s->ro, s->n_rings, (uint64_t)s->n_in, "coords rows");
+}
+
+static rdx_status fault_message(rdx_context *ctx, const char *fn, const src_layer *s, const ring_fault *f) {
+  int64_t feat = feature_of_ring(s, f->ring), k = f->ring - (int64_t)s->fo[feat];
+  if (f->what == FAULT_FEW)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: feature %lld ring %lld has %d distinct vertices (at least 3 needed)",
+                    fn, (long long)feat, (long long)k, f->distinct);
+  const char *axis = f->axis ? "y" : "x";
+  long long row = (long long)(s->ro[f->ring] + (uint64_t)f->vertex);
+  if (f->what == FAULT_NAN)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: feature %lld ring %lld vertex %lld (coords row %lld) %s is NaN",
+                    fn, (long long)feat, (long long)k, (long long)f->vertex, row, axis);
+  if (f->what == FAULT_INF)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: feature %lld ring %lld vertex %lld (coords row %lld) %s is %s",
+                    fn, (long long)feat, (long long)k, (long long)f->vertex, row, axis, f->value > 0 ? "inf" : "-inf");
+  return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                  "%s: feature %lld ring %lld vertex %lld (coords row %lld) %s %.17g is neither 0 nor of magnitude in "
+                  "[2^-400, 2^400]",
+                  fn, (long long)feat, (long long)k, (long long)f->vertex, row, axis, f->value);
+}
+
+/* Split [0, n) into chunks of about CHUNK_VERTICES vertices by off (n + 1 offsets into vertices,
+ * or NULL for chunks of equal item counts). */
+static int64_t split_chunks(const uint64_t *off, int64_t n, uint64_t total, int64_t *bounds, int64_t max_chunks) {
+  int64_t nc = (int64_t)(total / (uint64_t)CHUNK_VERTICES) + 1;
+  if (nc > max_chunks) nc = max_chunks;
+  if (nc > n) nc = n > 0 ? n : 1;
+  for (int64_t c = 0; c <= nc; c++) {
+    uint64_t target = (uint64_t)((double)total * (double)c / (double)nc);
+    bounds[c] = c == nc ? n : c == 0 ? 0 : first_at_least(off, n, target);
+  }
+  return nc;
+}
+
+rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygons_input *in, rdx_polygons **out) {
+  RDX_CHECK(check_input(ctx, fn, in));
+  rdx_polygons *p = (rdx_polygons *)calloc(1, sizeof *p);
+  if (p == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the handle", fn);
+  p->magic = RDX_POLYGONS_MAGIC;
+  p->ctx = ctx;
+  p->dtype = in->coords.dtype;
+  make_job j;
+  memset(&j, 0, sizeof j);
+  void *stage = NULL, *scratch = NULL;
+  rdx_status st = RDX_OK;
+  RDX_CHECK_GOTO(stage_input(ctx, fn, in, &j.s, &stage), st, fail);
+
+  /* pass 1: coordinates, and each ring's kept vertices */
+  int64_t nr = j.s.n_rings, nf = j.s.n_features;
+  size_t o_chunks = align_up(8 * ((size_t)nr + 1)), o_fault = align_up(o_chunks + 8 * (size_t)(MAX_CHUNKS + 1));
+  size_t o_cbox = align_up(o_fault + sizeof(ring_fault) * (size_t)MAX_CHUNKS);
+  size_t o_cfeat = align_up(o_cbox + 32 * (size_t)MAX_CHUNKS), o_fv = align_up(o_cfeat + 8 * (size_t)(MAX_CHUNKS + 1));
+  size_t o_rbox = align_up(o_fv + 8 * ((size_t)nf + 1)), scratch_bytes = align_up(o_rbox + 32 * (size_t)nr);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_polygons_create: scratch", &scratch, scratch_bytes, RDX_HOST), st, fail);
+  char *sc = (char *)scratch;
+  j.kept = (uint64_t *)sc;
+  j.chunk_ring = (int64_t *)(sc + o_chunks);
+  j.fault = (ring_fault *)(sc + o_fault);
+  j.chunk_box = (double *)(sc + o_cbox);
+  j.chunk_feat = (int64_t *)(sc + o_cfeat);
+  j.feat_vert = (uint64_t *)(sc + o_fv);
+  j.ring_box = (double *)(sc + o_rbox);
+  j.n_chunks = split_chunks(j.s.ro, nr, (uint64_t)j.s.n_in, j.chunk_ring, MAX_CHUNKS);
+  RDX_CHECK_GOTO(rdx_parallel_for(ctx, j.n_chunks, scan_task, &j), st, fail);
+  for (int64_t c = 0; c < j.n_chunks; c++)
+    if (j.fault[c].ring >= 0) { /* chunks are in ring order: the first is the smallest */
+      st = fault_message(ctx, fn, &j.s, &j.fault[c]);
+      goto fail;
+    }
+  uint64_t nv = 0;
+  for (int64_t r = 0; r < nr; r++) {
+    uint64_t k = j.kept[r];
+    j.kept[r] = nv;
+    nv += k;
+  }
+  j.kept[nr] = nv;
+  if (nv > RDX_JN_MAX_VERTICES) {
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: the layer has %llu vertices; a layer holds at most %llu", fn,
+                  (unsigned long long)nv, (unsigned long long)RDX_JN_MAX_VERTICES);
+    goto fail;
+  }
+
+  /* pass 2: the layer's block */
+  block_layout L = layout_of(nf, nr, (int64_t)nv);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_polygons_create: the layer", &p->host_block, L.total, RDX_HOST), st, fail);
+  p->host_bytes = (int64_t)L.total;
+  char *hb = (char *)p->host_block;
+  j.xy = (double *)(hb + L.xy);
+  j.ring_off = (uint64_t *)(hb + L.ring_off);
+  j.edge_feat = (uint32_t *)(hb + L.edge_feat);
+  j.edge_end = (uint32_t *)(hb + L.edge_end);
+  memcpy(j.ring_off, j.kept, 8 * ((size_t)nr + 1));
+  memcpy(hb + L.feat_off, j.s.fo, 8 * ((size_t)nf + 1));
+  RDX_CHECK_GOTO(rdx_parallel_for(ctx, j.n_chunks, write_task, &j), st, fail);
+  p->lo[0] = p->lo[1] = INFINITY, p->hi[0] = p->hi[1] = -INFINITY;
+  for (int64_t c = 0; c < j.n_chunks; c++) {
+    const double *cb = &j.chunk_box[4 * c];
+    p->lo[0] = fmin(p->lo[0], cb[0]), p->lo[1] = fmin(p->lo[1], cb[1]);
+    p->hi[0] = fmax(p->hi[0], cb[2]), p->hi[1] = fmax(p->hi[1], cb[3]);
+  }
+
+  /* pass 3: orientation, per feature (features of one chunk share no ring) */
+  for (int64_t f = 0; f <= nf; f++) j.feat_vert[f] = j.ring_off[j.s.fo[f]];
+  int64_t n3 = split_chunks(j.feat_vert, nf, nv, j.chunk_feat, MAX_CHUNKS);
+  RDX_CHECK_GOTO(rdx_parallel_for(ctx, n3, orient_task, &j), st, fail);
+
+  p->host = arrays_in(p->host_block, &L, nf, nr, (int64_t)nv);
+  if (rdx_is_gpu(ctx)) {
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_polygons_create: the layer on the device", &p->dev_block, L.total,
+                                 RDX_DEVICE),
+                   st, fail);
+    p->dev_bytes = (int64_t)L.total;
+    RDX_CHECK_GOTO(rdx_copy(ctx, p->dev_block, RDX_DEVICE, p->host_block, RDX_HOST, L.total), st, fail);
+    p->dev = arrays_in(p->dev_block, &L, nf, nr, (int64_t)nv);
+  }
+  rdx_mem_free(ctx, scratch);
+  if (stage) rdx_mem_free(ctx, stage);
+  *out = p;
+  return RDX_OK;
+fail:
+  if (scratch) rdx_mem_free(ctx, scratch);
+  if (stage) rdx_mem_free(ctx, stage);
+  layer_free_storage(ctx, p);
+  p->magic = 0;
+  free(p);
+  return st;
+}
+
+rdx_status rdx_polygons_create(rdx_context *ctx, const rdx_polygons_input *in, rdx_polygons **out) {
+  static const char fn[] = "rdx_polygons_create";
+  RDX_CHECK(rdx_check_context(ctx));
+  if (out == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  *out = NULL;
+  return rdx_jn_layer_make(ctx, fn, in, out);
+}
+
+void rdx_polygons_destroy(rdx_polygons *layer) {
+  if (layer == NULL || layer->magic != RDX_POLYGONS_MAGIC) return;
+  rdx_context *ctx = layer->ctx;
+  if (ctx != NULL && ctx->magic == RDX_CONTEXT_MAGIC) {
+    rdx_jn_index_free(ctx, &layer->index);
+    layer_free_storage(ctx, layer);
+  }
+  layer->magic = 0;
+  free(layer);
+}
+
+int64_t rdx_jn_layer_bytes(const rdx_polygons *p) {
+  int64_t b = p->host_bytes + p->dev_bytes;
+  if (p->index.built) b += rdx_rt_scene_bytes(&p->index.scene) + 4 * (p->index.n_groups + 1);
+  return b;
+}
+
+rdx_status rdx_polygons_describe(rdx_context *ctx, const rdx_polygons *layer, rdx_polygons_info *info) {
+  static const char fn[] = "rdx_polygons_describe";
+  RDX_CHECK(rdx_check_context(ctx));
+  RDX_CHECK(check_layer(ctx, fn, layer));
+  if (info == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: info is NULL", fn);
+  if (info->size < sizeof *info)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: info->size %zu < %zu", fn, info->size, sizeof *info);
+  memset(info, 0, sizeof *info);
+  info->size = sizeof *info;
+  info->n_features = layer->host.n_features;
+  info->n_rings = layer->host.n_rings;
+  info->n_vertices = layer->host.n_vertices;
+  info->n_edges = layer->host.n_vertices;
+  info->dtype = layer->dtype;
+  info->lo[0] = layer->lo[0], info->lo[1] = layer->lo[1], info->hi[0] = layer->hi[0], info->hi[1] = layer->hi[1];
+  info->bytes = rdx_jn_layer_bytes(layer);
+  info->indexed = layer->index.built != 0;
+  return RDX_OK;
+}
+
+/* ---- files ---- */
+
+static int ends_with(const char *s, const char *tail) {
+  size_t n = strlen(s), k = strlen(tail);
+  return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+rdx_status rdx_polygons_load(rdx_context *ctx, const char *path, const char *layer, rdx_polygons **out) {
+  static const char fn[] = "rdx_polygons_load";
+  RDX_CHECK(rdx_check_context(ctx));
+  if (out == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  *out = NULL;
+  if (path == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: path is NULL", fn);
+  char file[256], name[320];
+  rdx_escape(file, sizeof file, path, strlen(path));
+  snprintf(name, sizeof name, "%s: %s", fn, file);
+  int sniff = rdx_rdxp_sniff(path);
+  if (sniff < 0 && strncmp(path, "/vsi", 4) != 0) { /* GDAL's virtual files are not on the disk */
+    int e = errno;
+    return rdx_fail(ctx, RDX_ERR_IO, "%s: cannot open %s (%s)", fn, file, strerror(e));
+  }
+  rdx_layer_file lf;
+  memset(&lf, 0, sizeof lf);
+  rdx_status st;
+  if (sniff == 1 || ends_with(path, ".rdxp")) {
+    if (layer != NULL)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: layer names select a layer of a GDAL dataset; a .rdxp file "
+                      "holds one layer", name);
+    st = rdx_rdxp_read(ctx, fn, path, &lf);
+  } else {
+#ifdef RDX_HAVE_GDAL
+    st = rdx_gdal_read(ctx, fn, path, layer, &lf);
+#else
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED,
+                    "%s: %s is not a .rdxp layer, and this build has no GDAL to read other formats", fn, file);
+#endif
+  }
+  if (st != RDX_OK) return st;
+  st = rdx_jn_layer_make(ctx, name, &lf.in, out);
+  rdx_layer_file_free(ctx, &lf);
+  /* the file's geometry is bad: a malformed file, whatever the array checks call it */
+  if (st == RDX_ERR_INVALID_ARGUMENT) st = RDX_ERR_PARSE;
+  return st;
+}
+
+rdx_status rdx_polygons_save(rdx_context *ctx, const rdx_polygons *layer, const char *path) {
+  static const char fn[] = "rdx_polygons_save";
+  RDX_CHECK(rdx_check_context(ctx));
+  RDX_CHECK(check_layer(ctx, fn, layer));
+  if (path == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: path is NULL", fn);
+  if (path[0] == 0) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: path is empty", fn);
+  rdx_rdxp_layer L;
+  L.dtype = layer->dtype;
+  L.n_features = layer->host.n_features;
+  L.n_rings = layer->host.n_rings;
+  L.n_vertices = layer->host.n_vertices;
+  L.feat_off = layer->host.feat_off;
+  L.ring_off = layer->host.ring_off;
+  L.xy = layer->host.xy;
+  L.lo[0] = layer->lo[0], L.lo[1] = layer->lo[1], L.hi[0] = layer->hi[0], L.hi[1] = layer->hi[1];
+  return rdx_rdxp_write(ctx, fn, path, &L);
+}
+
+#ifndef RDX_HAVE_GDAL
+const char *rdx_gdal_version(void) { return NULL; } /* gdal.c has the real one */
+#endif
