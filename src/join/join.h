@@ -2,9 +2,10 @@
  * join.h: internals of polygon layers and the exact spatial joins (RayJoin: LSI and PIP as rays
  * through a BVH of R's edges). Nothing here is public.
  *
- * layer.c validates every public call once, stages arrays into the backend's memory and calls the
- * backend functions declared here (*_cpu in .c files, *_cuda in .cu files, nocuda.c when CUDA is
- * not built). A backend function sees only valid, non-empty input in its own memory.
+ * The public calls validate their arguments once (layer.c for rdx_polygons_*, join.c for the
+ * index and PIP, join_lsi.c for LSI), stage arrays into the backend's memory and call the ops
+ * table of (operation, backend) from registry.c (*_cpu in .c files, *_cuda in .cu files, nocuda.c
+ * when CUDA is not built). A backend function sees only valid, non-empty input in its own memory.
  *
  * Storage of a layer (through the context's memory account):
  *
@@ -55,17 +56,22 @@ typedef struct rdx_jn_arrays {
 } rdx_jn_arrays;
 
 /* A layer's join index: groups of consecutive edges of one ring, each with a conservative f32
- * box, in an rt scene of AABBs (scene primitive g is group g). */
+ * box, in an rt scene of AABBs (scene primitive g is group g). index_hd.h states the grouping rule,
+ * the boxes and why the engine never misses a candidate. On OptiX contexts the scene is the soft
+ * BVH on the device (scene.gas NULL): the joins run the CUDA kernels there (no OptiX programs yet). */
 typedef struct rdx_jn_index {
-  int built;
-  int32_t pad_ulps;
-  double group_threshold;
+  int built;                 /* 1 once made; 0 for a zeroed, empty struct */
+  int32_t pad_ulps;          /* float32 ulps stepped outward after rounding, 1..64 */
+  double group_threshold;    /* RayJoin's s, 1..64 (1: one edge per group) */
+  double magnitude;          /* largest |coordinate| the absolute pad covers (the layer's, or more
+                                when the maker asked) */
+  double abs_pad;            /* rdx_jn_abs_pad(magnitude), applied to every box before rounding */
   int64_t n_groups;
   uint32_t *group_first;     /* n_groups + 1 (backend memory): group g covers edges
                                 [group_first[g], group_first[g + 1]) */
   rdx_rt_scene scene;
-  double build_ms;           /* for benchmarks: grouping + BVH build */
-  double group_ms;
+  double build_ms;           /* for benchmarks: grouping + boxes + BVH build, milliseconds */
+  double group_ms;           /* the grouping and boxes alone */
 } rdx_jn_index;
 
 struct rdx_polygons {
@@ -95,23 +101,45 @@ rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygon
 int64_t rdx_jn_layer_bytes(const rdx_polygons *p);
 
 /* ---- index (index.c, index.cu) ---- */
+/* Make an index of p for the context's backend into *out (zeroed first; on failure it holds
+ * nothing). pad_ulps 1..64 and group_threshold 1..64 are validated by the caller; magnitude: the
+ * largest |coordinate| the absolute pad must cover, at least the layer's (a smaller value, 0
+ * included, means the layer's). p is only read: joins make temporary indexes this way. */
+rdx_status rdx_jn_index_make(rdx_context *ctx, const rdx_polygons *p, int32_t pad_ulps, double group_threshold,
+                             double magnitude, rdx_jn_index *out);
 /* Build the layer's index for the context's backend with these (validated) options, replacing
  * the old index only on success. */
 rdx_status rdx_jn_index_build(rdx_context *ctx, rdx_polygons *p, int32_t pad_ulps,
                               double group_threshold);
+/* Free what the index holds and zero it; a zeroed index is fine. */
 void rdx_jn_index_free(rdx_context *ctx, rdx_jn_index *ix);
+/* Bytes the index holds (0 when not built). */
+int64_t rdx_jn_index_bytes(const rdx_jn_index *ix);
+/* The largest |coordinate| of the layer (0 when empty). */
+double rdx_jn_layer_magnitude(const rdx_polygons *p);
 
-/* ---- PIP (pip.c, pip.cu): points are (n, 2) f64 in backend memory ---- */
-/* planar: nearest-edge rule; else crossing parity per feature. counts may be NULL when first is
- * set; first (i64) may be NULL. */
-rdx_status rdx_jn_pip_count_cpu(rdx_context *ctx, const rdx_polygons *r, const double *xy, int64_t n,
-                                int planar, uint64_t *counts, int64_t *first);
-rdx_status rdx_jn_pip_fill_cpu(rdx_context *ctx, const rdx_polygons *r, const double *xy, int64_t n,
-                               int planar, const uint64_t *offsets, int64_t *features);
-rdx_status rdx_jn_pip_count_cuda(rdx_context *ctx, const rdx_polygons *r, const double *xy,
-                                 int64_t n, int planar, uint64_t *counts, int64_t *first);
-rdx_status rdx_jn_pip_fill_cuda(rdx_context *ctx, const rdx_polygons *r, const double *xy, int64_t n,
-                                int planar, const uint64_t *offsets, int64_t *features);
+/* ---- PIP (pip.c, pip.cu): points are (n, 2) f64 in backend memory, n >= 1; the layer has at
+ * least one edge and ix is built for the context's backend ---- */
+/* COUNT: counts[i] (u64) and/or first[i] (i64, the smallest feature or -1), either may be NULL.
+ * FILL: the features of point i ascending at features[offsets[i] ..] (offsets already checked
+ * against this batch's counts; features are written as 64-bit values, i64 or u64 alike).
+ * planar: RayJoin's nearest-edge rule (points on a boundary take the general rule); else the
+ * crossing parity per feature (pip_hd.h). */
+typedef struct rdx_jn_pip_out {
+  uint64_t *counts;
+  int64_t *first;
+  const uint64_t *offsets;
+  uint64_t *features;
+} rdx_jn_pip_out;
+rdx_status rdx_jn_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                          int64_t n, int planar, const rdx_jn_pip_out *out);
+rdx_status rdx_jn_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                           int64_t n, int planar, const rdx_jn_pip_out *out);
+/* Query points as f64 in backend memory: src ((n, 2) f32 when f32, else f64, backend memory) is
+ * checked (finite; 0 or of magnitude in [2^-400, 2^400], the range of exact_hd.h) and, when dst
+ * is not NULL, widened into dst. *bad = the first bad row, or -1. */
+rdx_status rdx_jn_points_cpu(rdx_context *ctx, const void *src, int f32, int64_t n, double *dst, int64_t *bad);
+rdx_status rdx_jn_points_cuda(rdx_context *ctx, const void *src, int f32, int64_t n, double *dst, int64_t *bad);
 
 /* ---- LSI (lsi.c, lsi.cu) ---- */
 /* Edge pairs found by LSI, before they become feature pairs: (r edge, s edge). */
@@ -119,6 +147,37 @@ rdx_status rdx_jn_lsi_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_pol
                           int want_points, rdx_join_lsi_result *out);
 rdx_status rdx_jn_lsi_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s,
                            int want_points, rdx_join_lsi_result *out);
+
+/* ---- ops tables: one per (operation, backend), listed in registry.c (STYLE rule 34) ----
+ * join.c and join_lsi.c validate the public calls and stage arrays, then call the table of the
+ * context's backend; OptiX contexts take the CUDA tables (the soft BVH on the device). */
+typedef enum rdx_jn_op {
+  RDX_JN_OP_INDEX = 1,       /* index_build */
+  RDX_JN_OP_PIP = 2,         /* points, pip */
+  RDX_JN_OP_LSI = 3          /* lsi */
+} rdx_jn_op;
+
+typedef struct rdx_jn_ops {
+  rdx_jn_op op;
+  rdx_backend backend;       /* CPU or CUDA */
+  /* INDEX: groups, boxes and scene of p into *out, whose options (pad_ulps, group_threshold,
+   * magnitude, abs_pad) rdx_jn_index_make has set; p has at least one edge. */
+  rdx_status (*index_build)(rdx_context *ctx, const rdx_polygons *p, rdx_jn_index *out);
+  /* PIP */
+  rdx_status (*points)(rdx_context *ctx, const void *src, int f32, int64_t n, double *dst, int64_t *bad);
+  rdx_status (*pip)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
+                    int planar, const rdx_jn_pip_out *out);
+  /* LSI */
+  rdx_status (*lsi)(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s, int want_points,
+                    rdx_join_lsi_result *out);
+} rdx_jn_ops;
+
+/* The registry: the table for (op, backend), or NULL when that pair does not exist. */
+const rdx_jn_ops *rdx_jn_find_ops(rdx_jn_op op, rdx_backend backend);
+
+/* Tables, one per (operation, backend), defined in the files that implement them. */
+extern const rdx_jn_ops rdx_jn_index_cpu_ops, rdx_jn_pip_cpu_ops;
+extern const rdx_jn_ops rdx_jn_index_cuda_ops, rdx_jn_pip_cuda_ops;
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,150 @@
+/*
+ * index_hd.h: the join index's per-ring and per-group logic for the CPU (index.c) and CUDA
+ * (index.cu) builds, written once so both make the same groups and the same float32 boxes, bit
+ * for bit: RayJoin's adaptive grouping (digest section 6) and its conservative representation
+ * (digest section 5), plus the one rule for the rays' float32 coordinates that makes the index
+ * provably miss no candidate.
+ *
+ * Groups (RayJoin's AG, sequential form). The edges of one ring are walked in storage order; the
+ * current group takes the next edge while
+ *      area(G u E) / max(area(G), area(E)) < s      and      |G| < RDX_JN_MAX_GROUP_EDGES,
+ * where G is the group's f64 box so far and E the edge's; otherwise the edge starts a new group.
+ * The ratio is computed in double from the f64 boxes, with no fused operation, so both backends
+ * take the same branch. Two zero-area boxes never merge (max area 0), and s = 1 never merges
+ * (the union's area is never below either area, in floating point too: the differences and
+ * products are monotone). Groups never cross rings, and are numbered in edge order, so group g
+ * covers the edges [group_first[g], group_first[g + 1]) of one ring. The paper merges pairwise
+ * in 64-edge blocks on the GPU; a greedy walk per ring (one thread per ring on CUDA) gives the
+ * same kind of contiguous ranges and is identical on both backends by construction.
+ *
+ * Boxes (RayJoin's CR, with the absolute pad). For a group whose f64 box is [min, max]:
+ *      lo = clamp(f32_down(min - abs_pad, pad_ulps)),   hi = clamp(f32_up(max + abs_pad, pad_ulps))
+ * on x and y, and z in [-1, 1]. f32_down(v, k) is at most v (exact_hd.h), and min - abs_pad
+ * rounded in double is at most min, so lo <= min exactly, whatever the rounding; likewise
+ * hi >= max. clamp() limits bounds to [-RDX_JN_F32_CLAMP, RDX_JN_F32_CLAMP] so that no box is
+ * infinite (the BVH treats a non-finite box as inactive) and box sums stay finite; rays use the
+ * same clamp (rdx_jn_ray_coord). The absolute pad is rdx_jn_abs_pad(M), M the largest |coordinate|
+ * of the layer (and, for a caller that asks for it, of the other input): a few float32 ulps at M.
+ *
+ * Why no candidate is missed. Rays are cast from float32 coordinates c(x) = clamp(fl32(x)), with
+ * fl32 rounding to nearest. Rounding to nearest, clamping and the float32 subtraction are all
+ * monotone (x <= y implies f(x) <= f(y)), and f32_down(v) <= fl32(v) <= f32_up(v).
+ *  - PIP fires from p straight up: origin (c(p.x), c(p.y)), direction +y (rt_hd.h's axis path).
+ *    An edge that matters (p on it, or p.x in its closed x-range and the edge above p there) has
+ *    min.x <= p.x <= max.x and min.y <= (its y at p.x) and p.y <= max.y. Monotonicity gives
+ *    lo.x <= c(min.x) <= c(p.x) <= c(max.x) <= hi.x, and hi.y >= c(max.y) >= c(p.y), so the axis
+ *    path's tests (lo.x <= o.x <= hi.x, fl32(hi.y - o.y) >= 0) pass for the box and for every
+ *    BVH ancestor (ancestors' boxes are exact unions). No pad is needed for this argument: PIP
+ *    relies on the outward rounding alone, and the pads are extra margin.
+ *  - A closest-hit PIP ray shrinks tmax to fl32(Y - o.y), Y a float32 at or above the best edge's
+ *    y at p.x (pip_hd.h): any box holding an edge as low or lower at p.x has lo.y <= Y, so its
+ *    entry fl32(lo.y - o.y) <= tmax and it is still visited.
+ *  - Segment rays (LSI) leave a float32 origin along a float32 direction, and the points they
+ *    reach deviate from the exact segment by rounding errors of a few float32 ulps of the
+ *    segment's coordinates, at most a few ulps at M; abs_pad (RDX_JN_ABS_PAD_ULPS ulps at M)
+ *    exists for them, and lsi_hd.h states how its rays stay within it.
+ */
+#ifndef RDX_JOIN_INDEX_HD_H
+#define RDX_JOIN_INDEX_HD_H
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "join/exact_hd.h"
+#include "join/join.h"
+#include "rt/rt_hd.h"
+
+/* Bounds of boxes and ray coordinates, in float32: 2^125, so that a box's centre and extent
+ * (sums of two bounds) stay finite. Coordinates beyond it (allowed up to 2^256) still answer
+ * exactly, only with boxes that cover more. */
+#define RDX_JN_F32_CLAMP 4.2535295865117308e37 /* 2^125 */
+/* The absolute pad, in float32 ulps of the largest |coordinate| M. */
+#define RDX_JN_ABS_PAD_ULPS 4
+
+/* The absolute pad for inputs whose coordinates are at most m in magnitude: RDX_JN_ABS_PAD_ULPS
+ * float32 ulps at m (a power of two; 0 for m = 0). */
+RDX_HD double rdx_jn_abs_pad(double m) { return RDX_JN_ABS_PAD_ULPS * (double)rdx_jn_ulp_f32(m); }
+
+RDX_HD float rdx_jn_clamp_f32(float v) {
+  const float c = (float)RDX_JN_F32_CLAMP;
+  return v < -c ? -c : v > c ? c : v;
+}
+/* A ray's float32 coordinate for the f64 coordinate x: clamp(fl32(x)) (see the file comment). */
+RDX_HD float rdx_jn_ray_coord(double x) { return rdx_jn_clamp_f32((float)x); }
+
+/* Edge e's f64 box: lo[0..1], hi[0..1]. */
+RDX_HD void rdx_jn_edge_box(const double *xy, const uint32_t *edge_end, uint32_t e, double *lo, double *hi) {
+  uint32_t w = edge_end[e];
+  for (int a = 0; a < 2; a++) {
+    double u = xy[2 * (uint64_t)e + a], v = xy[2 * (uint64_t)w + a];
+    lo[a] = u < v ? u : v;
+    hi[a] = u < v ? v : u;
+  }
+}
+
+RDX_HD double rdx_jn_box_area(const double *lo, const double *hi) {
+  return RDX_DMUL(RDX_DSUB(hi[0], lo[0]), RDX_DSUB(hi[1], lo[1]));
+}
+
+/* Whether a group with box (glo, ghi) takes an edge with box (elo, ehi) under threshold s. */
+RDX_HD int rdx_jn_group_takes(const double *glo, const double *ghi, const double *elo, const double *ehi,
+                              double s) {
+  double ulo[2], uhi[2];
+  for (int a = 0; a < 2; a++) {
+    ulo[a] = glo[a] < elo[a] ? glo[a] : elo[a];
+    uhi[a] = ghi[a] > ehi[a] ? ghi[a] : ehi[a];
+  }
+  double ga = rdx_jn_box_area(glo, ghi), ea = rdx_jn_box_area(elo, ehi);
+  double m = ga > ea ? ga : ea;
+  if (!(m > 0.0)) return 0; /* both boxes flat: never merge (RayJoin's NaN ratio) */
+  return rdx_jn_box_area(ulo, uhi) / m < s;
+}
+
+/* The greedy grouping of the ring whose edges are [v0, v1): returns its number of groups and,
+ * when starts is not NULL, writes the first edge of each group to starts[0 ..]. */
+RDX_HD uint32_t rdx_jn_group_ring(const double *xy, const uint32_t *edge_end, uint64_t v0, uint64_t v1, double s,
+                                  uint32_t *starts) {
+  uint32_t n = 0, size = 0;
+  double glo[2] = {0.0, 0.0}, ghi[2] = {0.0, 0.0};
+  for (uint64_t e = v0; e < v1; e++) {
+    double elo[2], ehi[2];
+    rdx_jn_edge_box(xy, edge_end, (uint32_t)e, elo, ehi);
+    if (size > 0 && size < RDX_JN_MAX_GROUP_EDGES && rdx_jn_group_takes(glo, ghi, elo, ehi, s)) {
+      for (int a = 0; a < 2; a++) {
+        glo[a] = glo[a] < elo[a] ? glo[a] : elo[a];
+        ghi[a] = ghi[a] > ehi[a] ? ghi[a] : ehi[a];
+      }
+      size++;
+      continue;
+    }
+    if (starts) starts[n] = (uint32_t)e;
+    n++;
+    size = 1;
+    for (int a = 0; a < 2; a++) glo[a] = elo[a], ghi[a] = ehi[a];
+  }
+  return n;
+}
+
+/* The conservative float32 box (lo x, y, z, hi x, y, z) of the edges [first, end). */
+RDX_HD void rdx_jn_group_box(const double *xy, const uint32_t *edge_end, uint32_t first, uint32_t end, int pad_ulps,
+                             double abs_pad, float *box) {
+  double lo[2], hi[2];
+  rdx_jn_edge_box(xy, edge_end, first, lo, hi);
+  for (uint32_t e = first + 1; e < end; e++) {
+    double elo[2], ehi[2];
+    rdx_jn_edge_box(xy, edge_end, e, elo, ehi);
+    for (int a = 0; a < 2; a++) {
+      lo[a] = lo[a] < elo[a] ? lo[a] : elo[a];
+      hi[a] = hi[a] > ehi[a] ? hi[a] : ehi[a];
+    }
+  }
+  for (int a = 0; a < 2; a++) {
+    box[a] = rdx_jn_clamp_f32(rdx_jn_f32_down(RDX_DSUB(lo[a], abs_pad), pad_ulps));
+    box[3 + a] = rdx_jn_clamp_f32(rdx_jn_f32_up(RDX_DADD(hi[a], abs_pad), pad_ulps));
+  }
+  box[2] = -1.0f;
+  box[5] = 1.0f;
+}
+
+#endif /* RDX_JOIN_INDEX_HD_H */

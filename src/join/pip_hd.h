@@ -1,0 +1,295 @@
+/*
+ * pip_hd.h: point in polygon (RayJoin's PIP, digest section 4) for the CPU (pip.c) and CUDA
+ * (pip.cu): the upward ray of a query point, the exact decision per edge, the two rules and their
+ * custom intersection programs over the join index (index_hd.h), written once.
+ *
+ * A query point p (f64) fires one ray from (c(p.x), c(p.y)) straight up (+y), c = index_hd.h's
+ * rdx_jn_ray_coord; index_hd.h proves that every edge below decides p's answer has its group's box
+ * visited. The intersection program scans the group's edges and decides each one exactly on the
+ * f64 data (exact_hd.h's orientation):
+ *   BOUNDARY  p lies on the closed edge: the edge's feature contains p (boundaries are closed);
+ *   CROSS     (a.x <= p.x) != (b.x <= p.x) and the edge passes strictly above p at x = p.x: a
+ *             crossing of the upward ray. The half-open rule counts a vertex at x = p.x once for
+ *             the two edges meeting there and never counts a vertical edge.
+ *
+ * General rule (any layer, features may overlap): a feature contains p when p is on its boundary
+ * or the ray crosses its rings an odd number of times (even-odd over all of the feature's rings,
+ * raydex.h's definition of a feature). Events (feature << 1 | boundary) are collected per point:
+ * pass 1 keeps a small set that toggles a feature's crossing entry on each crossing (so it holds
+ * the features of odd parity and those with p on their boundary) and answers the point when the
+ * set never outgrew its capacity; otherwise the point's events are counted, and pass 2 traces it
+ * again, appends every event into a buffer sized by that count, sorts and reduces them
+ * (rdx_jn_pip_reduce). Both passes answer the same; which one answers a point never shows.
+ *
+ * Planar rule (RayJoin's nearest edge; the caller states that features do not overlap): among the
+ * CROSS edges, the first in the order "lower at x = p.x; then lower just right of p.x (every CROSS
+ * edge extends right of p.x, and tied edges meet at one point there, so the one whose right end
+ * lies below the other's line is lower); then the one running right to left; then the smaller
+ * index" is the edge the ray meets first when p is moved an infinitesimal step right, which stays
+ * in p's face since p is on no boundary. Rings keep their feature's interior on their left (join.h),
+ * so an edge running right to left (a.x > b.x) has its feature just below it and p lies in that
+ * feature; an edge running left to right has its feature above and nothing of that feature below.
+ * A boundary shared by two features is stored twice, once per feature in opposite directions, at
+ * the same place: the tie then goes to the right-to-left copy, whose feature lies below, which is
+ * p's. With no such copy, no feature lies just below the edge in a planar layer (another feature
+ * there would have to share the edge), so p is in none. The order is total, so the answer does
+ * not depend on the order in which the traversal meets the edges. If p lies on a boundary, the
+ * planar rule cannot see every feature whose boundary holds p: such points take the general rule.
+ * The closest-hit traversal shrinks tmax to a float32 bound at or above the best edge's height at
+ * p.x (rdx_jn_pip_t_bound), never below, so no box holding an edge as low or lower is culled.
+ */
+#ifndef RDX_JOIN_PIP_HD_H
+#define RDX_JOIN_PIP_HD_H
+
+#include "join/index_hd.h"
+
+#define RDX_JN_NO_EDGE 0xFFFFFFFFu
+/* Capacity of pass 1's event set per point: CPU threads keep it on the stack; GPU threads in
+ * local memory, where it costs 8 bytes per entry per thread. */
+#define RDX_JN_PIP_SET_CPU 128
+#define RDX_JN_PIP_SET_GPU 16
+
+enum { RDX_JN_PIP_NONE = 0, RDX_JN_PIP_CROSS = 1, RDX_JN_PIP_BOUNDARY = 2 };
+
+/* The layer and its index in the traversing code's memory. */
+typedef struct rdx_jn_pip_geom {
+  const double *xy;          /* 2 * n_vertices */
+  const uint32_t *edge_end;  /* n_vertices */
+  const uint32_t *edge_feat; /* n_vertices */
+  const uint32_t *group_first; /* n_groups + 1 */
+} rdx_jn_pip_geom;
+
+/* One point's traversal state. */
+typedef struct rdx_jn_pip_state {
+  const rdx_jn_pip_geom *g;
+  double p[2];               /* the query point */
+  float oy;                  /* the ray's origin y */
+  /* general rule */
+  uint64_t *ev;              /* events (pass 1: the toggling set; pass 2: every event) */
+  uint32_t cap;              /* room in ev */
+  uint32_t n_live;           /* entries in ev */
+  uint32_t n_ev;             /* events met in all */
+  int append;                /* pass 2: append every event */
+  int overflow;              /* pass 1: the set outgrew cap */
+  /* planar rule */
+  uint32_t best;             /* the first CROSS edge so far, or RDX_JN_NO_EDGE */
+  int boundary;              /* p lies on an edge met so far */
+} rdx_jn_pip_state;
+
+/* The upward ray of (px, py). */
+RDX_HD rdx_ray rdx_jn_pip_ray(double px, double py) {
+  rdx_ray r;
+  r.o[0] = rdx_jn_ray_coord(px);
+  r.o[1] = rdx_jn_ray_coord(py);
+  r.o[2] = 0.0f;
+  r.d[0] = 0.0f;
+  r.d[1] = 1.0f;
+  r.d[2] = 0.0f;
+  r.tmin = 0.0f;
+  r.tmax = INFINITY;
+  return r;
+}
+
+/* What edge (a, b) is to p: RDX_JN_PIP_BOUNDARY, _CROSS or _NONE (file comment). Exact. */
+RDX_HD int rdx_jn_pip_edge(const double *p, const double *a, const double *b) {
+  double xlo = a[0] < b[0] ? a[0] : b[0], xhi = a[0] < b[0] ? b[0] : a[0];
+  double ylo = a[1] < b[1] ? a[1] : b[1], yhi = a[1] < b[1] ? b[1] : a[1];
+  if (p[0] < xlo || p[0] > xhi || p[1] > yhi) return RDX_JN_PIP_NONE; /* off the x-range, or all below p */
+  if (p[1] >= ylo && rdx_jn_on_segment(p, a, b)) return RDX_JN_PIP_BOUNDARY;
+  if ((a[0] <= p[0]) == (b[0] <= p[0])) return RDX_JN_PIP_NONE;
+  if (p[1] < ylo) return RDX_JN_PIP_CROSS; /* the edge spans p.x and lies wholly above p */
+  return rdx_jn_cmp_y_at_x_pt(p[0], p[1], a, b) > 0 ? RDX_JN_PIP_CROSS : RDX_JN_PIP_NONE;
+}
+
+/* The planar rule's order: 1 when CROSS edge e comes before CROSS edge f for p.x (file comment). */
+RDX_HD int rdx_jn_pip_precedes(const rdx_jn_pip_geom *g, double px, uint32_t e, uint32_t f) {
+  const double *ea = g->xy + 2 * (uint64_t)e, *eb = g->xy + 2 * (uint64_t)g->edge_end[e];
+  const double *fa = g->xy + 2 * (uint64_t)f, *fb = g->xy + 2 * (uint64_t)g->edge_end[f];
+  int c = rdx_jn_cmp_y_at_x(px, ea, eb, fa, fb);
+  if (c != 0) return c < 0;
+  /* equal height at p.x: both pass through one point there; compare just right of it */
+  int e_rl = ea[0] > eb[0], f_rl = fa[0] > fb[0]; /* running right to left */
+  const double *er = e_rl ? ea : eb, *fl = f_rl ? fb : fa, *fr = f_rl ? fa : fb;
+  int o = rdx_jn_orient(fl[0], fl[1], fr[0], fr[1], er[0], er[1]); /* e's right end against f's line */
+  if (o != 0) return o < 0;
+  if (e_rl != f_rl) return e_rl; /* the same line: the copy whose feature lies below first */
+  return e < f;
+}
+
+/* A float32 t at or above where the ray meets CROSS edge (a, b): from o.y up to a float32 bound
+ * of the edge's height at px. The height in double, (px - ax) / (bx - ax) * (by - ay) + ay, is
+ * within 7 u (|ay| + |by|) of the exact one (u = 2^-53: five roundings in the product, one in the
+ * sum), so adding 16 u (|ay| + |by|) bounds it from above; the edge's top bounds it too. */
+RDX_HD float rdx_jn_pip_t_bound(double px, double ax, double ay, double bx, double by, float oy) {
+  double top = ay > by ? ay : by;
+  double h = RDX_DADD(RDX_DMUL(RDX_DSUB(px, ax) / RDX_DSUB(bx, ax), RDX_DSUB(by, ay)), ay);
+  double y = RDX_DADD(h, RDX_DMUL(0x1p-49, RDX_DADD(fabs(ay), fabs(by))));
+  if (!(y < top)) y = top;
+  return RDX_FSUB(rdx_jn_clamp_f32(rdx_jn_f32_up(y, 0)), oy);
+}
+
+/* Record an event of feature feat for the general rule. */
+RDX_HD void rdx_jn_pip_event(rdx_jn_pip_state *s, uint32_t feat, int boundary) {
+  uint64_t key = ((uint64_t)feat << 1) | (uint64_t)(boundary != 0);
+  s->n_ev++;
+  if (s->append) {
+    if (s->n_live < s->cap) s->ev[s->n_live++] = key;
+    return;
+  }
+  if (s->overflow) return;
+  for (uint32_t i = 0; i < s->n_live; i++) {
+    if (s->ev[i] == key) {
+      if (!boundary) s->ev[i] = s->ev[--s->n_live]; /* a second crossing: even parity again */
+      return;                                       /* a boundary entry stays */
+    }
+  }
+  if (s->n_live == s->cap) {
+    s->overflow = 1;
+    return;
+  }
+  s->ev[s->n_live++] = key;
+}
+
+/* The general rule's intersection program: record the group's events, report nothing. */
+RDX_HD int rdx_jn_pip_general_isect(rdx_jn_pip_state *s, uint32_t grp, const float *box, const rdx_ray *r,
+                                    const rdx_ray_pre *pre, float tmin, float tmax, float *t) {
+  (void)box, (void)r, (void)pre, (void)tmin, (void)tmax, (void)t;
+  const rdx_jn_pip_geom *g = s->g;
+  uint32_t end = g->group_first[grp + 1];
+  for (uint32_t e = g->group_first[grp]; e < end; e++) {
+    int k = rdx_jn_pip_edge(s->p, g->xy + 2 * (uint64_t)e, g->xy + 2 * (uint64_t)g->edge_end[e]);
+    if (k != RDX_JN_PIP_NONE) rdx_jn_pip_event(s, g->edge_feat[e], k == RDX_JN_PIP_BOUNDARY);
+  }
+  return 0;
+}
+RDX_HD int rdx_jn_pip_general_hit(rdx_jn_pip_state *s, uint32_t id, float t, int front, float *tmax) {
+  (void)s, (void)id, (void)t, (void)front, (void)tmax;
+  return RDX_RT_CONTINUE;
+}
+
+/* The planar rule's intersection program: keep the first CROSS edge; report a bound of its height
+ * so the traversal shrinks tmax, or just past tmin when p is on an edge (the hit then ends the ray). */
+RDX_HD int rdx_jn_pip_planar_isect(rdx_jn_pip_state *s, uint32_t grp, const float *box, const rdx_ray *r,
+                                   const rdx_ray_pre *pre, float tmin, float tmax, float *t) {
+  (void)box, (void)r, (void)pre, (void)tmax;
+  if (s->boundary) return 0;
+  const rdx_jn_pip_geom *g = s->g;
+  uint32_t end = g->group_first[grp + 1];
+  int better = 0;
+  for (uint32_t e = g->group_first[grp]; e < end; e++) {
+    int k = rdx_jn_pip_edge(s->p, g->xy + 2 * (uint64_t)e, g->xy + 2 * (uint64_t)g->edge_end[e]);
+    if (k == RDX_JN_PIP_BOUNDARY) {
+      s->boundary = 1;
+      *t = nextafterf(tmin, INFINITY);
+      return 1;
+    }
+    if (k == RDX_JN_PIP_CROSS && (s->best == RDX_JN_NO_EDGE || rdx_jn_pip_precedes(g, s->p[0], e, s->best))) {
+      s->best = e;
+      better = 1;
+    }
+  }
+  if (!better) return 0;
+  uint64_t b = s->best, w = g->edge_end[b];
+  *t = rdx_jn_pip_t_bound(s->p[0], g->xy[2 * b], g->xy[2 * b + 1], g->xy[2 * w], g->xy[2 * w + 1], s->oy);
+  return 1;
+}
+RDX_HD int rdx_jn_pip_planar_hit(rdx_jn_pip_state *s, uint32_t id, float t, int front, float *tmax) {
+  (void)id, (void)front;
+  if (s->boundary) return RDX_RT_STOP;
+  *tmax = t;
+  return RDX_RT_CONTINUE;
+}
+
+RDX_RT_DEFINE_TRACE_AABB(rdx_jn_pip_trace_general, rdx_jn_pip_state, rdx_jn_pip_general_isect, rdx_jn_pip_general_hit)
+RDX_RT_DEFINE_TRACE_AABB(rdx_jn_pip_trace_planar, rdx_jn_pip_state, rdx_jn_pip_planar_isect, rdx_jn_pip_planar_hit)
+
+RDX_HD void rdx_jn_pip_state_init(rdx_jn_pip_state *s, const rdx_jn_pip_geom *g, double px, double py, uint64_t *ev,
+                                  uint32_t cap, int append) {
+  s->g = g;
+  s->p[0] = px;
+  s->p[1] = py;
+  s->oy = rdx_jn_ray_coord(py);
+  s->ev = ev;
+  s->cap = cap;
+  s->n_live = 0;
+  s->n_ev = 0;
+  s->append = append;
+  s->overflow = 0;
+  s->best = RDX_JN_NO_EDGE;
+  s->boundary = 0;
+}
+
+/* Insertion sort, for pass 1's small sets. */
+RDX_HD void rdx_jn_sort_small(uint64_t *a, uint32_t n) {
+  for (uint32_t i = 1; i < n; i++) {
+    uint64_t v = a[i];
+    uint32_t j = i;
+    for (; j > 0 && a[j - 1] > v; j--) a[j] = a[j - 1];
+    a[j] = v;
+  }
+}
+
+/* Sorted events -> the containing features, ascending: a feature contains p when one of its
+ * events is a boundary event or it has an odd number of crossing events. Returns how many; *first
+ * gets the smallest (-1 for none); out (may be NULL) receives them. */
+RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first, uint64_t *out) {
+  uint64_t count = 0;
+  *first = -1;
+  for (uint32_t i = 0; i < n;) {
+    uint64_t f = ev[i] >> 1;
+    int boundary = 0, odd = 0;
+    for (; i < n && (ev[i] >> 1) == f; i++) {
+      if (ev[i] & 1) boundary = 1;
+      else odd ^= 1;
+    }
+    if (!(boundary || odd)) continue;
+    if (count == 0) *first = (int64_t)f;
+    if (out) out[count] = f;
+    count++;
+  }
+  return count;
+}
+
+/* Pass 1 for one point: answers it (returns 1: *count, *first, and the features into fill when
+ * not NULL) or, when the general rule's set outgrows cap, returns 0 with *n_ev its event count
+ * (>= 1) for pass 2. set: room for cap entries. */
+RDX_HD int rdx_jn_pip_point(const rdx_bvh_view *v, const rdx_jn_pip_geom *g, double px, double py, int planar,
+                            uint64_t *set, uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill,
+                            uint32_t *n_ev) {
+  rdx_ray ray = rdx_jn_pip_ray(px, py);
+  rdx_jn_pip_state s;
+  if (planar) {
+    rdx_jn_pip_state_init(&s, g, px, py, set, cap, 0);
+    rdx_jn_pip_trace_planar(v, &ray, &s);
+    if (!s.boundary) {
+      uint32_t b = s.best;
+      int in = b != RDX_JN_NO_EDGE && g->xy[2 * (uint64_t)b] > g->xy[2 * (uint64_t)g->edge_end[b]];
+      *count = (uint64_t)in;
+      *first = in ? (int64_t)g->edge_feat[b] : -1;
+      if (in && fill) fill[0] = g->edge_feat[b];
+      return 1;
+    }
+  }
+  rdx_jn_pip_state_init(&s, g, px, py, set, cap, 0);
+  rdx_jn_pip_trace_general(v, &ray, &s);
+  if (s.overflow) {
+    *n_ev = s.n_ev;
+    return 0;
+  }
+  rdx_jn_sort_small(set, s.n_live);
+  *count = rdx_jn_pip_reduce(set, s.n_live, first, fill);
+  return 1;
+}
+
+/* Pass 2 for one point: every event of the general rule into ev (room for cap); returns how many
+ * the ray met (the caller checks it equals pass 1's count). */
+RDX_HD uint32_t rdx_jn_pip_events(const rdx_bvh_view *v, const rdx_jn_pip_geom *g, double px, double py, uint64_t *ev,
+                                  uint32_t cap) {
+  rdx_ray ray = rdx_jn_pip_ray(px, py);
+  rdx_jn_pip_state s;
+  rdx_jn_pip_state_init(&s, g, px, py, ev, cap, 1);
+  rdx_jn_pip_trace_general(v, &ray, &s);
+  return s.n_ev;
+}
+
+#endif /* RDX_JOIN_PIP_HD_H */

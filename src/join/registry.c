@@ -1,0 +1,38 @@
+/*
+ * registry.c: which ops table answers an (operation, backend) pair of the join module. Adding a
+ * backend of an operation touches its own files and one line here. OptiX contexts run every join
+ * on the CUDA tables: the index there is the soft BVH on the device (join.h), since the join
+ * module has no OptiX programs yet.
+ */
+#include "join/join.h"
+
+#include <stddef.h>
+
+static const rdx_jn_ops *const cpu_ops[] = {
+    &rdx_jn_index_cpu_ops,
+    &rdx_jn_pip_cpu_ops,
+    /* LSI: &rdx_jn_lsi_cpu_ops (lsi.c) */
+    NULL,
+};
+#ifdef RDX_HAVE_CUDA
+static const rdx_jn_ops *const cuda_ops[] = {
+    &rdx_jn_index_cuda_ops,
+    &rdx_jn_pip_cuda_ops,
+    /* LSI: &rdx_jn_lsi_cuda_ops (lsi.cu) */
+    NULL,
+};
+#endif
+
+static const rdx_jn_ops *find(const rdx_jn_ops *const *list, rdx_jn_op op) {
+  for (; *list != NULL; list++)
+    if ((*list)->op == op) return *list;
+  return NULL;
+}
+
+const rdx_jn_ops *rdx_jn_find_ops(rdx_jn_op op, rdx_backend backend) {
+  if (backend == RDX_BACKEND_CPU) return find(cpu_ops, op);
+#ifdef RDX_HAVE_CUDA
+  if (backend == RDX_BACKEND_CUDA || backend == RDX_BACKEND_OPTIX) return find(cuda_ops, op);
+#endif
+  return NULL;
+}
