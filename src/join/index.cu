@@ -1,0 +1,83 @@
+/*
+ * index.cu: the join index built on the GPU from the layer's device arrays: the steps of index.c
+ * as kernels, with index_hd.h's functions, so the groups and boxes equal the CPU build's bit for
+ * bit: one thread per ring counts its groups (RayJoin's greedy rule walks a ring in order), a scan
+ * gives each ring its first group, one thread per ring writes its groups' first edges, and one
+ * thread per group its conservative box. Then the soft BVH over the boxes on the device: the
+ * scene of CUDA contexts, and of OptiX contexts too (join.h: no OptiX programs for joins yet, so
+ * their joins run these kernels' companions in pip.cu on the soft BVH).
+ */
+#include "core/cuda_util.cuh"
+#include "join/index_hd.h"
+#include "join/join.h"
+
+namespace {
+
+constexpr int TPB = 128;
+
+__global__ void count_kernel(rdx_jn_arrays a, double s, uint64_t *counts) {
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < a.n_rings; r += (int64_t)gridDim.x * blockDim.x)
+    counts[r] = rdx_jn_group_ring(a.xy, a.edge_end, a.ring_off[r], a.ring_off[r + 1], s, NULL);
+}
+
+__global__ void starts_kernel(rdx_jn_arrays a, double s, const uint64_t *ring_first, uint32_t *group_first,
+                              int64_t n_groups) {
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < a.n_rings; r += (int64_t)gridDim.x * blockDim.x)
+    rdx_jn_group_ring(a.xy, a.edge_end, a.ring_off[r], a.ring_off[r + 1], s, group_first + ring_first[r]);
+  if (blockIdx.x == 0 && threadIdx.x == 0) group_first[n_groups] = (uint32_t)a.n_vertices;
+}
+
+__global__ void boxes_kernel(rdx_jn_arrays a, const uint32_t *group_first, int64_t n_groups, int pad_ulps,
+                             double abs_pad, float *boxes) {
+  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n_groups; g += (int64_t)gridDim.x * blockDim.x)
+    rdx_jn_group_box(a.xy, a.edge_end, group_first[g], group_first[g + 1], pad_ulps, abs_pad, boxes + 6 * g);
+}
+
+rdx_status index_build_cuda(rdx_context *ctx, const rdx_polygons *p, rdx_jn_index *out) {
+  static const char what[] = "rdx_polygons_build_index";
+  const rdx_jn_arrays a = p->dev;
+  cudaStream_t st_ = rdx_stream(ctx);
+  double t0 = rdx_now_ms();
+  rdx_status st = RDX_OK;
+  uint64_t *counts = NULL, *ring_first = NULL, total = 0;
+  float *boxes = NULL;
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&counts, (size_t)a.n_rings * 8), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&ring_first, (size_t)(a.n_rings + 1) * 8), st, done);
+  count_kernel<<<rdx_grid(a.n_rings, TPB), TPB, 0, st_>>>(a, out->group_threshold, counts);
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: group count kernel", st, done);
+  RDX_CHECK_GOTO(rdx_csr_scan_cuda(ctx, counts, a.n_rings, ring_first, &total), st, done);
+  out->n_groups = (int64_t)total; /* at most one group per edge, so below 2^32 */
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->group_first, (size_t)(total + 1) * 4, RDX_DEVICE), st, done);
+  starts_kernel<<<rdx_grid(a.n_rings, TPB), TPB, 0, st_>>>(a, out->group_threshold, ring_first, out->group_first,
+                                                             out->n_groups);
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: group starts kernel", st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&boxes, (size_t)total * 24), st, done);
+  boxes_kernel<<<rdx_grid(out->n_groups, TPB), TPB, 0, st_>>>(a, out->group_first, out->n_groups, out->pad_ulps,
+                                                                out->abs_pad, boxes);
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: group boxes kernel", st, done);
+  RDX_CHECK_GOTO(rdx_cuda_sync(ctx, what), st, done);
+  out->group_ms = rdx_now_ms() - t0;
+  {
+    rdx_bvh_options bo = {NULL, 0}; /* Morton codes; width 0: the context's forced width, else BVH4 */
+    if (ctx->backend == RDX_BACKEND_OPTIX) { /* the soft BVH on the device (join.h) */
+      out->scene.kind = RDX_RT_AABBS;
+      out->scene.backend = ctx->backend;
+      out->scene.n_input = out->n_groups;
+      RDX_CHECK_GOTO(rdx_bvh_build_cuda(ctx, RDX_RT_AABBS, boxes, out->n_groups, &bo, &out->scene.bvh), st, done);
+    } else {
+      RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, boxes, out->n_groups, &bo, &out->scene), st, done);
+    }
+  }
+  st = rdx_cuda_sync(ctx, what);
+done:
+  rdx_mem_free(ctx, counts);
+  rdx_mem_free(ctx, ring_first);
+  rdx_mem_free(ctx, boxes);
+  return st; /* on failure rdx_jn_index_make frees what out holds */
+}
+
+}  // namespace
+
+extern "C" const rdx_jn_ops rdx_jn_index_cuda_ops = {
+    RDX_JN_OP_INDEX, RDX_BACKEND_CUDA, index_build_cuda, NULL, NULL, NULL,
+};
