@@ -66,6 +66,13 @@
 #endif
 #endif
 
+/* A hook for tests, which count the exact evaluations (the filters must not decide everything
+ * in a test that means to exercise the exact paths): defined before this header is included,
+ * it is called with orient, cmp_y_at_x or seg_point as each exact evaluation starts. */
+#ifndef RDX_JN_EXACT_HIT
+#define RDX_JN_EXACT_HIT(what) ((void)0)
+#endif
+
 /* Coordinates are 0 or of magnitude in [RDX_JN_COORD_MIN, RDX_JN_COORD_MAX] (file comment). */
 #define RDX_JN_COORD_MIN 0x1p-256
 #define RDX_JN_COORD_MAX 0x1p+256
@@ -289,6 +296,7 @@ RDX_HD int rdx_jn_orient(double ax, double ay, double bx, double by, double cx, 
   double bound = RDX_DMUL(0x1.8000000000004p-52, sum); /* (3 + 16u) u, exactly */
   if (det > bound) return 1;
   if (-det > bound) return -1;
+  RDX_JN_EXACT_HIT(orient);
   return rdx_jn_orient_exact(ax, ay, bx, by, cx, cy);
 }
 
@@ -416,6 +424,7 @@ RDX_HD int rdx_jn_cmp_y_at_x(double x, const double *a0, const double *a1, const
   if (v > bound) return 1;
   if (-v > bound) return -1;
   if (m == 0.0) return 0; /* every term has a zero factor (a rounded difference is 0 iff exact) */
+  RDX_JN_EXACT_HIT(cmp_y_at_x);
   return rdx_jn_cmp_y_at_x_exact(x, la, ra, lb, rb);
 }
 
@@ -579,6 +588,7 @@ RDX_HD void rdx_jn_seg_point(const double *a0, const double *a1, const double *b
     *x = e[0], *y = e[1];
     return;
   }
+  RDX_JN_EXACT_HIT(seg_point);
   rdx_jn_seg_point_exact(a0, a1, b0, b1, x, y);
 }
 
