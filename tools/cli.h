@@ -160,6 +160,7 @@ int cmd_gen(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_join(int argc, char **argv); /* exact spatial joins of polygon layers (cmd_join.c) */
 /* Spatial point indexes: cmd_points.c, cmd_gen_points.c ("gen points|point-queries", argv[0] is
  * the word), cmd_bench_points.c ("bench points", argv after the word). */
 int cmd_points(int argc, char **argv);
