@@ -782,22 +782,32 @@ typedef struct rdx_join_options {
 #define RDX_JOIN_OPTIONS_INIT {sizeof(rdx_join_options), 0, 0.0, false}
 
 /* Build (or rebuild with other options) the layer's join index: the edges' conservative float32
- * boxes, grouped, in a BVH (soft BVH on cpu and cuda, an OptiX GAS on optix). Joins with R build a
- * temporary index when R has none; building it once makes later joins pay only for queries.
+ * boxes, grouped, in a BVH (raydex's soft BVH; on optix contexts the soft BVH on the device, as the
+ * joins have no OptiX programs yet). Joins with R build a temporary index when R has none, with
+ * opts' pad_ulps and group_threshold; once R has an index, joins use it with the options it was
+ * built with (opts' are then not read for the index). Building it once makes later joins pay only
+ * for queries. Answers never depend on these options or on the backend, only the time does.
  * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (options out of range), RDX_ERR_*_OUT_OF_MEMORY,
  * RDX_ERR_CUDA, RDX_ERR_OPTIX. On failure the layer is as it was (its old index kept). Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_polygons_build_index(rdx_context *ctx, rdx_polygons *layer,
                                                           const rdx_join_options *opts);
 
-/* Point in polygon: for each point (an (n, 2) f32 or f64 array, host or device memory, finite),
- * the features of R containing it (boundary included).
+/* Point in polygon: for each point (an (n, 2) f32 or f64 array, host or device memory; each
+ * coordinate 0 or of magnitude in [2^-256, 2^256], so finite, like R's), the features of R
+ * containing it: those with the point on their boundary, and those whose rings an upward ray from
+ * it crosses an odd number of times (a feature as defined above; exact). With opts->planar, a
+ * point on no boundary takes RayJoin's nearest-edge rule, and a point on a boundary the general
+ * rule, so points on shared boundaries get every feature that holds them either way.
  * rdx_join_pip_first: first (i64, n) gets the smallest such feature index, or -1.
  * rdx_join_pip_count / _fill: counts (u64, n) gets how many features contain point i; fill writes
  * them ascending into features (i64, offsets[n]) at offsets (u64, n + 1, as rdx_counts_to_offsets
  * makes). rdx_join_pip_alloc does both into a result owned by raydex (row_ids are the features).
- * Outputs live where the points live. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (shapes, dtypes,
- * NaN/inf, offsets that do not match the counts), RDX_ERR_MISUSE, RDX_ERR_*_OUT_OF_MEMORY,
- * RDX_ERR_CUDA, RDX_ERR_OPTIX. The layer is never changed. Since 0.1. */
+ * Outputs may be host or device memory the context reaches; _alloc's result lives where the points
+ * live. The fill counts the batch again and checks the offsets before it writes any feature.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (shapes, dtypes, a coordinate out of range (the message
+ * names the row), options out of range, offsets that do not match the counts: features then
+ * untouched), RDX_ERR_MISUSE, RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA. The layer is never changed;
+ * on failure the outputs' contents are unspecified except as said. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_join_pip_first(rdx_context *ctx, const rdx_polygons *r,
                                                     rdx_array points, const rdx_join_options *opts,
                                                     rdx_array first);
