@@ -21,8 +21,8 @@ rdx_status rdx_jn_points_cuda(rdx_context *ctx, const void *src, int f32, int64_
   return none(ctx);
 }
 
-rdx_status rdx_jn_lsi_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s, int want_points,
-                           rdx_join_lsi_result *out) {
-  (void)r, (void)s, (void)want_points, (void)out;
+rdx_status rdx_jn_lsi_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_polygons *s,
+                           int want_points, rdx_join_lsi_result *out, rdx_jn_lsi_stats *stats) {
+  (void)r, (void)ix, (void)s, (void)want_points, (void)out, (void)stats;
   return none(ctx);
 }

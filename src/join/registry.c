@@ -11,7 +11,7 @@
 static const rdx_jn_ops *const cpu_ops[] = {
     &rdx_jn_index_cpu_ops,
     &rdx_jn_pip_cpu_ops,
-    /* LSI: &rdx_jn_lsi_cpu_ops (lsi.c) */
+    &rdx_jn_lsi_cpu_ops,
     NULL,
 };
 #ifdef RDX_HAVE_CUDA
