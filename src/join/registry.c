@@ -18,7 +18,7 @@ static const rdx_jn_ops *const cpu_ops[] = {
 static const rdx_jn_ops *const cuda_ops[] = {
     &rdx_jn_index_cuda_ops,
     &rdx_jn_pip_cuda_ops,
-    /* LSI: &rdx_jn_lsi_cuda_ops (lsi.cu) */
+    &rdx_jn_lsi_cuda_ops,
     NULL,
 };
 #endif
