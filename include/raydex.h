@@ -824,23 +824,31 @@ RDX_API RDX_NODISCARD rdx_status rdx_join_pip_alloc(rdx_context *ctx, const rdx_
 /* Segment intersection (LSI) of two layers' boundaries. */
 typedef struct rdx_join_lsi_result {
   int64_t n_pairs;             /* sorted unique (r, s) feature pairs whose boundaries share at
-                                  least one point (they cross, touch or overlap) */
+                                  least one point (they cross, touch or overlap; closed edges) */
   int64_t *pairs;              /* 2 * n_pairs: r0, s0, r1, s1, ... ascending by (r, s) */
-  int64_t n_points;            /* with want_points: one row per intersecting edge pair (two for a
-                                  collinear overlap: its ends), sorted by (r, s, x, y) */
+  int64_t n_points;            /* with want_points: the common points of intersecting edge pairs
+                                  (one per pair; a collinear overlap gives both ends of the shared
+                                  piece), with their feature pair, sorted by (r, s, x, y) and
+                                  unique (a point met through several edge pairs of one feature
+                                  pair, as at a shared vertex, is one row); 0 without */
   int64_t *point_pairs;        /* 2 * n_points: the (r, s) feature pair of each point */
   double *points;              /* 2 * n_points: x, y, each the exact intersection rounded to the
-                                  nearest double */
+                                  nearest double (ties to even; -0 written as +0), the same bits on
+                                  every backend */
   rdx_location where;          /* host for a cpu context, device otherwise */
 } rdx_join_lsi_result;
-/* Every edge of S against R's index. The result is sized from the data (nothing to guess, nothing
- * dropped). Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (out NULL, options out of range),
- * RDX_ERR_MISUSE, RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA, RDX_ERR_OPTIX. On failure *out is NULL and
- * nothing is held; the layers are never changed. Since 0.1. */
+/* Every edge of S as a ray through R's index (R's own, or a temporary one as
+ * rdx_polygons_build_index says), each candidate edge pair decided exactly. The result is sized
+ * from the data (nothing to guess, nothing dropped) and owned by raydex: free it with
+ * rdx_join_lsi_free. Features without rings and empty layers meet nothing. Returns RDX_OK,
+ * RDX_ERR_INVALID_ARGUMENT (out, r or s NULL; options out of range), RDX_ERR_MISUSE (a layer that
+ * is not one, or of another context), RDX_ERR_UNSUPPORTED (want_points and more than 2^32 - 1
+ * points before duplicates are removed), RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA. On failure *out
+ * is NULL and nothing is held; the layers are never changed. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_join_lsi(rdx_context *ctx, const rdx_polygons *r,
                                               const rdx_polygons *s, const rdx_join_options *opts,
                                               bool want_points, rdx_join_lsi_result **out);
-/* Free an LSI result with the context that made it. Since 0.1. */
+/* Free an LSI result with the context that made it (NULL is accepted). Since 0.1. */
 RDX_API void rdx_join_lsi_free(rdx_context *ctx, rdx_join_lsi_result *result);
 
 #ifdef __cplusplus
