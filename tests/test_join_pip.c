@@ -14,7 +14,8 @@
  *    edges, at vertices and a float step beside them are exact; and an axis-aligned grid
  *    (vertical and horizontal edges, points on the grid lines);
  *  - pip_float_precision: the grid with cells far below a float32 ulp of their coordinates, so
- *    that every box and ray rounds (RayJoin's conservative representation carries the answers);
+ *    that every box and ray rounds (RayJoin's conservative representation carries the answers),
+ *    and grids beyond float32's range, below its normal numbers and across the boxes' clamp;
  *  - pip_overlapping: random star polygons that overlap, some features of two overlapping rings
  *    (even-odd), with points in several features at once;
  *  - pip_big_feature: one feature of 10^5 vertices;
@@ -397,13 +398,20 @@ static void grid(void) {
  * step by 2^-14): every box and ray coordinate rounds, so only the outward rounding keeps each
  * edge inside its box. */
 static void float_precision(void) {
-  for (int axis = 0; axis <= 1; axis++) {
+  /* and maps beyond float32's range (boxes clamp at 2^125) and below its normal numbers */
+  static const double at[4][3] = {{1000.0, -1000.0, 0x1p-16}, {0x1p130, -0x1p140, 0x1p110}, {-0x1p-200, 0x1p-190, 0x1p-210},
+                                  {-0x1p124, 0x1p124, 0x1p120}};
+  static const char *const names[4] = {"sub-ulp grid", "grid beyond float32", "grid below float32", "grid across 2^125"};
+  for (int k = 0; k < 8; k++) {
+    int axis = k & 1, w = k >> 1;
     lb L;
-    grid_layer_at(&L, 8, axis, 1000.0, -1000.0, 0x1p-16);
+    grid_layer_at(&L, 6 + 2 * (w == 0), axis, at[w][0], at[w][1], at[w][2]);
     rdx_polygons *p = make(&L);
     pts P = {NULL, 0, 0};
-    points_for(&L, &P, 1000, 2000);
-    check_layer(axis ? "sub-ulp axis-aligned grid" : "sub-ulp jittered grid", &L, p, &P, 1);
+    points_for(&L, &P, 600, 1200);
+    char what[64];
+    snprintf(what, sizeof what, "%s%s", names[w], axis ? ", axis-aligned" : "");
+    check_layer(what, &L, p, &P, 1);
     rdx_polygons_destroy(p);
     free(P.xy);
     lb_free(&L);

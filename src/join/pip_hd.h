@@ -105,13 +105,19 @@ RDX_HD int rdx_jn_pip_edge(const double *p, const double *a, const double *b) {
 RDX_HD int rdx_jn_pip_precedes(const rdx_jn_pip_geom *g, double px, uint32_t e, uint32_t f) {
   const double *ea = g->xy + 2 * (uint64_t)e, *eb = g->xy + 2 * (uint64_t)g->edge_end[e];
   const double *fa = g->xy + 2 * (uint64_t)f, *fb = g->xy + 2 * (uint64_t)g->edge_end[f];
-  int c = rdx_jn_cmp_y_at_x(px, ea, eb, fa, fb);
-  if (c != 0) return c < 0;
-  /* equal height at p.x: both pass through one point there; compare just right of it */
   int e_rl = ea[0] > eb[0], f_rl = fa[0] > fb[0]; /* running right to left */
-  const double *er = e_rl ? ea : eb, *fl = f_rl ? fb : fa, *fr = f_rl ? fa : fb;
-  int o = rdx_jn_orient(fl[0], fl[1], fr[0], fr[1], er[0], er[1]); /* e's right end against f's line */
-  if (o != 0) return o < 0;
+  /* the two copies of a shared boundary are the same segment: equal everywhere, no test needed
+   * (the common case of a tie, which the filters could only settle in exact arithmetic) */
+  int same = (ea[0] == fa[0] && ea[1] == fa[1] && eb[0] == fb[0] && eb[1] == fb[1]) ||
+             (ea[0] == fb[0] && ea[1] == fb[1] && eb[0] == fa[0] && eb[1] == fa[1]);
+  if (!same) {
+    int c = rdx_jn_cmp_y_at_x(px, ea, eb, fa, fb);
+    if (c != 0) return c < 0;
+    /* equal height at p.x: both pass through one point there; compare just right of it */
+    const double *er = e_rl ? ea : eb, *fl = f_rl ? fb : fa, *fr = f_rl ? fa : fb;
+    int o = rdx_jn_orient(fl[0], fl[1], fr[0], fr[1], er[0], er[1]); /* e's right end against f's line */
+    if (o != 0) return o < 0;
+  }
   if (e_rl != f_rl) return e_rl; /* the same line: the copy whose feature lies below first */
   return e < f;
 }
