@@ -527,6 +527,25 @@ static void case_points(void) {
       counts.point_ties++;
     }
   }
+  CASE(exact_point_near_ties);
+  /* the same crossings moved off the midpoint by 2^-k of the gap: the fast path decides the
+   * far ones and must leave the near ones (k >= ~45) to the exact division; all must round right */
+  long fell_back = exact_hits[hit_seg_point];
+  for (int e = -250; e <= 250; e += 25)
+    for (int k = 20; k <= 52; k++)
+      for (int side = 0; side < 2; side++) {
+        double x0 = ldexp(1.0 + (double)(k & 3) * 0x1p-52, e), x1 = next_up(x0);
+        double a0[2] = {x0, side ? -1.0 - ldexp(1.0, -k) : -1.0}, a1[2] = {x1, side ? 1.0 : 1.0 + ldexp(1.0, -k)};
+        double b0[2] = {-ldexp(1.0, e + 1), 0}, b1[2] = {ldexp(1.0, e + 1), 0};
+        double x, y;
+        rdx_jn_seg_point(a0, a1, b0, b1, &x, &y);
+        double want = side ? x1 : x0; /* just above the midpoint, or just below */
+        if (x != want || y != 0) CHECK_FAIL_("near tie 2^-%d at 2^%d side %d: got %a, want %a", k, e, side, x, want);
+        check_point(a0, a1, b0, b1, RDX_JN_CROSS);
+      }
+  fell_back = exact_hits[hit_seg_point] - fell_back;
+  printf("near ties: %ld of %d crossings (2 each) went to the exact division\n", fell_back / 2, 21 * 33 * 2);
+  CHECK(fell_back > 0 && fell_back < 2 * 21 * 33 * 2);
   CASE(exact_point_tiny);
   /* crossings near the origin of segments spanning many binades: the quotient is tiny */
   for (int i = 0; i < 20000; i++) {

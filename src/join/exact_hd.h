@@ -563,10 +563,129 @@ RDX_HD_NOINLINE void rdx_jn_seg_point_exact(const double *a0, const double *a1, 
   }
 }
 
+/* ---- the intersection point's fast path: double-double with a running error bound ----
+ *
+ * u = 2^-53, eta = 2^-1075 (the absolute error of an operation whose result is subnormal). Every
+ * coordinate difference is an exact pair (head, tail), |tail| <= u |head|.
+ *  - dd_mul: (xh + xl)(yh + yl) ~ ph + pl with ph + pe = xh yh exactly and pl = pe + (xh yl +
+ *    xl yh); the error, xl yl plus four roundings, is at most 9 u^2 |ph| + 4 eta (24 u^2 when one
+ *    tail is up to 5 u of its head, as t's is).
+ *  - dd_cross: P1 - P2 with the heads subtracted exactly and the tails summed: at most
+ *    21 u^2 (|P1| + |P2|) + 10 eta; bounded by 2^-100 (|p1h| + |p2h|) + 2^-1060.
+ *  - t' = N' / D' of the pairs: q1 = fl(nh / dh), the remainder R = N' - q1 D' from an exact
+ *    product (nh - ph is exact by Sterbenz), q2 = fl(r / dh): |q1 + q2 - t'| <= 21 u^2 |q1| +
+ *    7 eta / |dh| + eta. The exact t = num / den differs from t' by at most |t'| (en / |nh| +
+ *    ed / |dh|) (1 + 2^-40) when both relative bounds are below 2^-42.
+ *  - the coordinate a0 + t d: m = (q1 + q2) d by dd_mul, then a0 + m by Two-Sum, one rounding
+ *    of the tails (u (|xe| + |ml|)) and an exact renormalization to xh + xl.
+ * Every bound below is that sum with its constant at least doubled (256 u^2 = 2^-98, 64 u^2 =
+ * 2^-100, 2^-1060 for the eta terms), which also covers the roundings of computing the bound.
+ * The true coordinate lies within E of xh + xl; it rounds to xh when xl + E and E - xl stay
+ * below half the gaps to xh's neighbours, strictly (so no tie is decided here). Heads below
+ * 2^-800 (2^-900 for quotients and coordinates) go to the exact path, which keeps every eta
+ * term negligible. */
+
+/* (xh + xl)(yh + yl) as ph + pl (see above); x, y are 2-expansions (tail, head). */
+RDX_HD void rdx_jn_dd_mul(const double *x, const double *y, double *ph, double *pl) {
+  double e, c1, c2, c;
+  rdx_jn_two_product(x[1], y[1], ph, &e);
+  c1 = RDX_DMUL(x[1], y[0]);
+  c2 = RDX_DMUL(x[0], y[1]);
+  c = RDX_DADD(c1, c2);
+  *pl = RDX_DADD(e, c);
+}
+
+/* a d - b c of 2-expansions as h + l (normalized); returns the bound on its error. */
+RDX_HD double rdx_jn_dd_cross(const double *a, const double *d, const double *b, const double *c, double *h, double *l) {
+  double p1h, p1l, p2h, p2l, sh, sl, t;
+  rdx_jn_dd_mul(a, d, &p1h, &p1l);
+  rdx_jn_dd_mul(b, c, &p2h, &p2l);
+  rdx_jn_two_diff(p1h, p2h, &sh, &sl);
+  t = RDX_DADD(sl, p1l);
+  t = RDX_DSUB(t, p2l);
+  rdx_jn_two_sum(sh, t, h, l);
+  double m = RDX_DADD(fabs(p1h), fabs(p2h));
+  m = RDX_DMUL(0x1p-100, m);
+  return RDX_DADD(m, 0x1p-1060);
+}
+
+/* One coordinate a0k + t dk with t ~ q1 + q2 within et: 1 and *v when the rounding is decided. */
+RDX_HD int rdx_jn_seg_point_fast_axis(double a0k, const double *dk, double q1, double q2, double et, double *v) {
+  if (dk[1] == 0.0) { /* the segment is parallel to the other axis: the coordinate is a0k */
+    *v = a0k;
+    return 1;
+  }
+  double mh, me, c1, c2, c, ml, xh, xe, xl;
+  rdx_jn_two_product(q1, dk[1], &mh, &me);
+  c1 = RDX_DMUL(q1, dk[0]);
+  c2 = RDX_DMUL(q2, dk[1]);
+  c = RDX_DADD(c1, c2);
+  ml = RDX_DADD(me, c);
+  if (!(fabs(mh) >= 0x1p-900)) return 0;
+  rdx_jn_two_sum(a0k, mh, &xh, &xe);
+  xl = RDX_DADD(xe, ml);
+  rdx_jn_two_sum(xh, xl, &xh, &xl);
+  if (!(fabs(xh) >= 0x1p-900)) return 0;
+  double e1 = RDX_DMUL(1.01, fabs(dk[1]));
+  e1 = RDX_DMUL(e1, et);
+  double e2 = RDX_DMUL(0x1p-100, fabs(mh));
+  double e3 = RDX_DADD(fabs(xe), fabs(ml));
+  e3 = RDX_DMUL(0x1p-52, e3);
+  double e = RDX_DADD(e1, e2);
+  e = RDX_DADD(e, e3);
+  e = RDX_DADD(e, 0x1p-1060);
+  int64_t o = rdx_jn_f64_ord(xh);
+  double up = RDX_DSUB(rdx_jn_f64_from_ord(o + 1), xh), dn = RDX_DSUB(xh, rdx_jn_f64_from_ord(o - 1));
+  double hu = RDX_DMUL(up, 0.5 - 0x1p-52), hd = RDX_DMUL(dn, 0.5 - 0x1p-52); /* exact */
+  if (!(RDX_DADD(xl, e) < hu && RDX_DSUB(e, xl) < hd)) return 0;
+  *v = xh;
+  return 1;
+}
+
+/* The crossing point of a and b by the fast path: 1 when both coordinates are decided. */
+RDX_HD int rdx_jn_seg_point_fast(const double *a0, const double *a1, const double *b0, const double *b1, double *x,
+                                 double *y) {
+  double da[2][2], db[2][2], w[2][2], dh, dl, nh, nl;
+  for (int k = 0; k < 2; k++) {
+    rdx_jn_exp_diff(a1[k], a0[k], da[k]);
+    rdx_jn_exp_diff(b1[k], b0[k], db[k]);
+    rdx_jn_exp_diff(b0[k], a0[k], w[k]);
+  }
+  double ed = rdx_jn_dd_cross(da[0], db[1], da[1], db[0], &dh, &dl); /* den = da x db */
+  double en = rdx_jn_dd_cross(w[0], db[1], w[1], db[0], &nh, &nl);   /* num = (b0 - a0) x db */
+  double adh = fabs(dh), anh = fabs(nh);
+  if (!(adh >= 0x1p-800 && anh >= 0x1p-800)) return 0;
+  if (!(ed <= RDX_DMUL(0x1p-42, adh) && en <= RDX_DMUL(0x1p-42, anh))) return 0;
+  double q1 = RDX_JN_DDIV(nh, dh);
+  if (!(fabs(q1) >= 0x1p-900)) return 0;
+  double ph, pe, r, c;
+  rdx_jn_two_product(q1, dh, &ph, &pe);
+  r = RDX_DSUB(nh, ph);
+  r = RDX_DSUB(r, pe);
+  r = RDX_DADD(r, nl);
+  c = RDX_DMUL(q1, dl);
+  r = RDX_DSUB(r, c);
+  double q2 = RDX_JN_DDIV(r, dh);
+  double rho = RDX_DADD(RDX_JN_DDIV(en, anh), RDX_JN_DDIV(ed, adh));
+  double aq = fabs(q1);
+  double et = RDX_DMUL(0x1p-98, aq);
+  double t = RDX_JN_DDIV(0x1p-1070, adh);
+  et = RDX_DADD(et, t);
+  et = RDX_DADD(et, 0x1p-1070);
+  t = RDX_DMUL(1.02, aq);
+  t = RDX_DMUL(t, rho);
+  et = RDX_DADD(et, t);
+  /* a coordinate in which b does not move is b's, exactly */
+  int ok = db[0][1] == 0.0 ? (*x = b0[0], 1) : rdx_jn_seg_point_fast_axis(a0[0], da[0], q1, q2, et, x);
+  return ok && (db[1][1] == 0.0 ? (*y = b0[1], 1) : rdx_jn_seg_point_fast_axis(a0[1], da[1], q1, q2, et, y));
+}
+
 /* The common point of two segments that cross or touch (rdx_jn_seg_relation 1 or 2): for a touch
  * the shared endpoint, copied exactly; for a crossing, each coordinate of the exact rational point
  * a0 + t (a1 - a0), t = ((b0 - a0) x (b1 - b0)) / ((a1 - a0) x (b1 - b0)), rounded to the nearest
- * double (ties to even), so every backend writes the same bits. For collinear segments that
+ * double (ties to even), so every backend writes the same bits. The double-double fast path
+ * decides all but crossings within about 2^-90 of a rounding boundary (relative to the
+ * coordinate) or of ill-conditioned pairs; the exact division decides those. For collinear segments that
  * touch end to end, the shared endpoint; for an overlap, the first end of the common piece (see
  * rdx_jn_overlap_ends); for disjoint segments the result means nothing. */
 RDX_HD void rdx_jn_seg_point(const double *a0, const double *a1, const double *b0, const double *b1, double *x,
@@ -588,6 +707,7 @@ RDX_HD void rdx_jn_seg_point(const double *a0, const double *a1, const double *b
     *x = e[0], *y = e[1];
     return;
   }
+  if (rdx_jn_seg_point_fast(a0, a1, b0, b1, x, y)) return;
   RDX_JN_EXACT_HIT(seg_point);
   rdx_jn_seg_point_exact(a0, a1, b0, b1, x, y);
 }
