@@ -12,7 +12,8 @@
  * Geometric Predicates", DCG 18, 1997: Two-Sum, Two-Product, Scale-Expansion and
  * Fast-Expansion-Sum with zero elimination). The exact parts use fixed-size local arrays, no
  * recursion and no allocation, and are RDX_HD_NOINLINE so the filters stay small where they are
- * inlined (a kernel's stack holds the largest exact frame, about 3.5 KB, in local memory).
+ * inlined (a kernel that calls them all reserves about 4.4 KB of local memory per thread for
+ * their frames, sm_90).
  *
  * Coordinate range. Every coordinate (layer vertex or query point) is finite and either 0 or of
  * magnitude in [RDX_JN_COORD_MIN, RDX_JN_COORD_MAX] = [2^-256, 2^256]. Why that keeps every
