@@ -726,7 +726,10 @@ RDX_API RDX_NODISCARD rdx_status rdx_polygons_create(rdx_context *ctx, const rdx
  * library was built with GDAL (rdx_info.have_gdal), any polygon layer GDAL/OGR reads (GeoJSON,
  * TopoJSON, Shapefile, GeoPackage, FlatGeobuf, WKT in CSV, ...): its first layer, or the layer
  * named by `layer` (may be NULL). Features keep the file's order; Polygon and MultiPolygon
- * geometries are taken, and any other geometry type is RDX_ERR_PARSE naming the feature.
+ * geometries are taken, and any other geometry type is RDX_ERR_PARSE naming the feature. A
+ * feature whose geometry GDAL reads as empty or absent (GDAL's TopoJSON driver empties a ring
+ * that quantization collapsed, as in us-atlas and world-atlas) becomes a feature without rings,
+ * keeping every later feature's id; rdx_polygons_info.n_empty counts them.
  * A file is .rdxp when it begins with the format's magic or its name ends in ".rdxp".
  * Returns RDX_OK, RDX_ERR_IO (cannot open or read), RDX_ERR_PARSE (truncated, corrupted or
  * foreign file; a checksum that does not match; a version this library does not read; and a
@@ -760,6 +763,8 @@ typedef struct rdx_polygons_info {
   double lo[2], hi[2];         /* bounding box (+inf / -inf when empty) */
   int64_t bytes;               /* memory the layer holds, its join index included */
   bool indexed;                /* rdx_polygons_build_index has run */
+  int64_t n_empty;             /* features without a ring (empty geometries): they hold no
+                                  point but keep their ids */
 } rdx_polygons_info;
 /* Fill *info. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (layer or info NULL, info->size too
  * small), RDX_ERR_MISUSE. Since 0.1. */

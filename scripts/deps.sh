@@ -15,8 +15,15 @@ for tool in cmake:cmake gcc:gcc g++:g++ make:make nm:binutils pkg-config:pkg-con
   command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then apt_install "${need[@]}"; fi
+# GDAL (rdx_polygons_load reads its vector formats; the library builds without it) and GEOS (the
+# exact reference the join tests compare with; linked by tests only), as Debian packages them
+libs=()
+for pc in gdal:libgdal-dev geos:libgeos-dev; do
+  pkg-config --exists "${pc%%:*}" 2>/dev/null || libs+=("${pc#*:}")
+done
+if [ ${#libs[@]} -gt 0 ]; then apt_install "${libs[@]}"; fi
 # libFuzzer's runtime, for the fuzz targets (RAYDEX_FUZZ=ON in scripts/test.sh), matching clang's version
 if [ ! -f "$(clang -print-file-name="libclang_rt.fuzzer-$(uname -m).a")" ]; then
   apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 fi
-echo "deps.sh: build dependencies present ($(cmake --version | head -1); nvcc: $(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || echo none))"
+echo "deps.sh: build dependencies present ($(cmake --version | head -1); gdal $(pkg-config --modversion gdal); geos $(pkg-config --modversion geos); nvcc: $(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || echo none))"

@@ -157,6 +157,13 @@ rdx_status rdx_gen_point_queries_bytes(rdx_context *ctx, rdx_dtype dtype, int ty
 /* ---- polygon layers (io) ---- */
 /* GDAL's release ("3.6.2") in a build with GDAL (rdx_info.have_gdal), else NULL. */
 const char *rdx_gdal_version(void);
+/* rdx_polygons_load, except that a ring with fewer than 3 distinct vertices (a quantized map's
+ * collapsed island: North Korea's first part in world-atlas's countries-110m) is dropped instead
+ * of refused, for `raydex convert --drop-degenerate`. *n_dropped (may be NULL) gets how many, and
+ * first (cap bytes, may be NULL with cap 0) names the first ("feature 95 ring 0, 1 distinct
+ * vertices"). Every other check stays. */
+rdx_status rdx_polygons_load_dropping(rdx_context *ctx, const char *path, const char *layer, rdx_polygons **out,
+                                      int64_t *n_dropped, char *first, size_t cap);
 
 /* ---- point indexes (spatial) ---- */
 /* The limits of rdx_points_options.max_depth (quadtree, k-d tree) and rdx_points_query.k that

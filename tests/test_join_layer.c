@@ -12,6 +12,10 @@
  *  - layer_orientation: a square with a hole with an island, each ring given in either
  *    orientation and the rings in every order, comes out shell CCW, hole CW, island CCW, with
  *    ids unchanged; a hole touching its shell at a vertex; separate shells of a MultiPolygon;
+ *  - layer_large_feature: one feature of 70001 nested squares (shell, holes, islands, holes in
+ *    islands) in random orientations, past the per-thread buckets: every ring oriented by its depth;
+ *  - layer_crossing_rings: invalid features (crossing, touching, repeated rings): normalizing a
+ *    normalized layer changes nothing, so saved layers reload identical whatever they hold;
  *  - layer_identical_threads: a large random layer is stored the same with 1 thread and many;
  *  - layer_f32: f32 coordinates widened exactly, dtype kept;
  *  - layer_device_input: device arrays on GPU backends give the layer host arrays give;
@@ -24,8 +28,9 @@
  *    future-version, trailing bytes, missing and directory paths: RDX_ERR_PARSE or RDX_ERR_IO with
  *    what is wrong; a mutation loop over a valid file never crashes;
  *  - layer_killed_writer (cpu): a save killed mid-write (fork, SIGKILL) leaves the old file;
- *  - layer_gdal: GeoJSON written here read through GDAL (Polygon, MultiPolygon, 3D, named
- *    layers, refused geometry types), or a visible "skipped: no GDAL" line and RDX_ERR_UNSUPPORTED;
+ *  - layer_gdal: GeoJSON and WKT in CSV written here read through GDAL (Polygon, MultiPolygon,
+ *    3D, named layers, refused geometry types, empty and absent geometries as features without
+ *    rings), or a visible "skipped: no GDAL" line and RDX_ERR_UNSUPPORTED;
  *  - layer_faults: the memory account fails the 1st, 2nd, ... allocation of a create and a load:
  *    out of memory and nothing held, until the call goes through.
  */
@@ -481,6 +486,92 @@ static void identical_threads(rdx_context *ctx) {
   gen_free(&g);
 }
 
+/* A layer made from a made layer's own arrays is the same layer (normalization is idempotent,
+ * for valid and crossing rings alike). */
+static void check_renormalizes(rdx_context *ctx, const rdx_polygons *p) {
+  rdx_polygons_input in = input_of(p->host.feat_off, p->host.n_features, p->host.ring_off, p->host.n_rings,
+                                   p->host.xy, p->host.n_vertices, RDX_F64);
+  rdx_polygons *q = NULL;
+  CHECK_OK(ctx, rdx_polygons_create(ctx, &in, &q));
+  if (q) check_identical(p, q);
+  rdx_polygons_destroy(q);
+}
+
+static void large_feature(rdx_context *ctx) {
+  CASE(layer_large_feature);
+  /* one feature: a shell [0, 1000]^2, 200 x 200 square holes in it, an island in every other hole,
+   * a square inside every fourth island: 70001 rings, 280004 edges, past the threads' buckets */
+  int64_t g = 200, nr = 1 + g * g + (g * g + 1) / 2 + (g * g + 3) / 4;
+  uint64_t fo[2] = {0, (uint64_t)nr}, *ro = (uint64_t *)malloc(8 * (size_t)(nr + 1));
+  double *xy = (double *)malloc(sizeof(double) * 8 * (size_t)nr);
+  int64_t r = 0, v = 0;
+  int8_t *want = (int8_t *)malloc((size_t)nr);
+  ro[0] = 0;
+#define SQUARE(x0, y0, side, w)                                                                    \
+  do {                                                                                           \
+    double sq_[8] = {(x0), (y0), (x0) + (side), (y0), (x0) + (side), (y0) + (side), (x0), (y0) + (side)}; \
+    int cw_ = (int)check_below(2);                                                               \
+    for (int k_ = 0; k_ < 4; k_++) {                                                             \
+      int s_ = cw_ ? 3 - k_ : k_;                                                                \
+      xy[2 * v] = sq_[2 * s_], xy[2 * v + 1] = sq_[2 * s_ + 1], v++;                             \
+    }                                                                                            \
+    want[r] = (w);                                                                               \
+    ro[++r] = (uint64_t)v;                                                                       \
+  } while (0)
+  SQUARE(0.0, 0.0, 1000.0, 1);
+  for (int64_t i = 0; i < g * g; i++) {
+    double x = 2 + 4.9 * (double)(i % g), y = 2 + 4.9 * (double)(i / g);
+    SQUARE(x, y, 4.0, -1);
+    if (i % 2 == 0) SQUARE(x + 0.5, y + 0.5, 3.0, 1);
+    if (i % 4 == 0) SQUARE(x + 1.0, y + 1.0, 2.0, -1);
+  }
+#undef SQUARE
+  CHECK_EQ(r, nr);
+  rdx_polygons_input in = input_of(fo, 1, ro, nr, xy, v, RDX_F64);
+  rdx_polygons *p = NULL;
+  CHECK_OK(ctx, rdx_polygons_create(ctx, &in, &p));
+  if (p) {
+    int64_t wrong = 0;
+    for (int64_t k = 0; k < nr; k++) {
+      double a = ring_area2(p, k);
+      if (want[k] > 0 ? !(a > 0) : !(a < 0)) wrong++;
+    }
+    CHECK_EQ(wrong, 0);
+    check_renormalizes(ctx, p);
+  }
+  rdx_polygons_destroy(p);
+  free(ro);
+  free(xy);
+  free(want);
+}
+
+static void crossing_rings(rdx_context *ctx) {
+  CASE(layer_crossing_rings);
+  /* invalid features: rings that cross, touch along edges, repeat, in random orientations and
+   * first vertices; whatever they normalize to, normalizing again changes nothing */
+  for (int it = 0; it < 300; it++) {
+    int n_rings = 2 + (int)check_below(5);
+    uint64_t fo[2] = {0, (uint64_t)n_rings}, ro[8];
+    double xy[2 * 8 * 6];
+    int64_t v = 0;
+    ro[0] = 0;
+    for (int k = 0; k < n_rings; k++) {
+      int n = 3 + (int)check_below(4);
+      for (int i = 0; i < n; i++) { /* small integers: many shared points, collinear edges */
+        xy[2 * v] = (double)check_below(6), xy[2 * v + 1] = (double)check_below(6);
+        v++;
+      }
+      ro[k + 1] = (uint64_t)v;
+    }
+    rdx_polygons_input in = input_of(fo, 1, ro, n_rings, xy, v, RDX_F64);
+    rdx_polygons *p = NULL;
+    rdx_status st = rdx_polygons_create(ctx, &in, &p);
+    if (st == RDX_OK) check_renormalizes(ctx, p);
+    else CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT); /* a ring of fewer than 3 distinct points */
+    rdx_polygons_destroy(p);
+  }
+}
+
 /* ---- layer_f32, layer_device_input ---- */
 
 static void f32_input(rdx_context *ctx) {
@@ -577,6 +668,14 @@ static void describe(rdx_context *ctx) {
   CHECK(info.lo[0] == -3 && info.lo[1] == -1 && info.hi[0] == 7 && info.hi[1] == 9);
   CHECK(info.bytes > 7 * (16 + 8) && info.bytes <= held(ctx) - held0);
   CHECK(!info.indexed);
+  /* with a join index: indexed, and its bytes counted */
+  CHECK_OK(ctx, rdx_polygons_build_index(ctx, p, NULL));
+  rdx_polygons_info ix;
+  ix.size = sizeof ix;
+  CHECK_OK(ctx, rdx_polygons_describe(ctx, p, &ix));
+  CHECK(ix.indexed);
+  CHECK(ix.bytes > info.bytes);
+  CHECK_EQ(ix.n_vertices, 7);
   info.size = sizeof info - 1;
   CHECK_STATUS(ctx, rdx_polygons_describe(ctx, p, &info), RDX_ERR_INVALID_ARGUMENT);
   expect_message(ctx, "info->size");
@@ -625,6 +724,7 @@ static void empty(rdx_context *ctx) {
   CHECK_OK(ctx, rdx_polygons_describe(ctx, p, &info));
   CHECK_EQ(info.n_features, 2);
   CHECK_EQ(info.n_rings, 0);
+  CHECK_EQ(info.n_empty, 2);
   rdx_polygons_destroy(p);
   CHECK_EQ(held(ctx), held0);
 }
@@ -936,7 +1036,6 @@ static void gdal(rdx_context *ctx) {
   } bad[] = {
       {"{\"type\": \"LineString\", \"coordinates\": [[0,0],[1,1]]}", "feature 1 is a Line String, not a Polygon",
        RDX_ERR_PARSE},
-      {"null", "feature 1 has no geometry", RDX_ERR_PARSE},
       {"{\"type\": \"Polygon\", \"coordinates\": [[[0,0],[1,1],[0,0]]]}",
        "feature 1 ring 0 has 2 distinct vertices (at least 3 needed)", RDX_ERR_PARSE},
   };
@@ -958,8 +1057,43 @@ static void gdal(rdx_context *ctx) {
   CHECK_OK(ctx, rdx_polygons_load(ctx, csv, NULL, &p));
   if (p) CHECK_EQ(p->host.n_features, 2);
   rdx_polygons_destroy(p);
-  write_text(csv, "id,WKT\n1,\"POLYGON ((0 0,1 0,0 1,0 0))\"\n2,\"POLYGON EMPTY\"\n");
-  expect_load_error(ctx, csv, RDX_ERR_PARSE, "feature 1 is an empty Polygon");
+  /* empty and absent geometries are features without rings: every later feature keeps its id */
+  write_text(csv, "id,WKT\n1,\"POLYGON ((0 0,1 0,0 1,0 0))\"\n2,\"POLYGON EMPTY\"\n3,\"MULTIPOLYGON EMPTY\"\n"
+                  "4,\n5,\"POLYGON ((5 5,6 5,5 6,5 5))\"\n");
+  CHECK_OK(ctx, rdx_polygons_load(ctx, csv, NULL, &p));
+  if (p) {
+    rdx_polygons_info pi;
+    pi.size = sizeof pi;
+    CHECK_OK(ctx, rdx_polygons_describe(ctx, p, &pi));
+    CHECK_EQ(pi.n_features, 5);
+    CHECK_EQ(pi.n_empty, 3);
+    CHECK_EQ(pi.n_rings, 2);
+    CHECK_EQ(p->host.feat_off[4], 1);
+    CHECK_EQ(p->host.edge_feat[3], 4);
+  }
+  rdx_polygons_destroy(p);
+  /* collapsed rings: refused, or dropped (counted, the first named) on request */
+  write_text(csv, "id,WKT\n1,\"MULTIPOLYGON (((3 3,3 3,3 3,3 3)),((0 0,1 0,0 1,0 0)))\"\n"
+                  "2,\"POLYGON ((5 5,6 5,5 5))\"\n3,\"POLYGON ((7 7,8 7,7 8,7 7))\"\n");
+  expect_load_error(ctx, csv, RDX_ERR_PARSE, "feature 0 ring 0 has 1 distinct vertices (at least 3 needed)");
+  int64_t dropped = -1;
+  char first[128];
+  p = NULL;
+  CHECK_OK(ctx, rdx_polygons_load_dropping(ctx, csv, NULL, &p, &dropped, first, sizeof first));
+  CHECK_EQ(dropped, 2);
+  if (strcmp(first, "feature 0 ring 0, 1 distinct vertices") != 0) CHECK_FAIL_("first dropped: '%s'", first);
+  if (p) {
+    rdx_polygons_info pi;
+    pi.size = sizeof pi;
+    CHECK_OK(ctx, rdx_polygons_describe(ctx, p, &pi));
+    CHECK_EQ(pi.n_features, 3);
+    CHECK_EQ(pi.n_rings, 2);
+    CHECK_EQ(pi.n_empty, 1); /* feature 1 lost its only ring */
+    CHECK_EQ(p->host.feat_off[1], 1);
+    CHECK_EQ(p->host.edge_feat[3], 2);
+  }
+  rdx_polygons_destroy(p);
+  CHECK_EQ(held(ctx), held0);
   unlink(csv);
   write_text(gj, "this is not a vector file\n");
   expect_load_error(ctx, gj, RDX_ERR_PARSE, "GDAL reads no vector layer from it");
@@ -1009,6 +1143,8 @@ int main(int argc, char **argv) {
   bad_input(ctx);
   merge(ctx);
   orientation(ctx);
+  large_feature(ctx);
+  crossing_rings(ctx);
   identical_threads(ctx);
   f32_input(ctx);
   device_input(ctx);

@@ -160,6 +160,7 @@ int cmd_gen(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_convert(int argc, char **argv); /* polygon layers to .rdxp (cmd_convert.c) */
 int cmd_join(int argc, char **argv); /* exact spatial joins of polygon layers (cmd_join.c) */
 /* Spatial point indexes: cmd_points.c, cmd_gen_points.c ("gen points|point-queries", argv[0] is
  * the word), cmd_bench_points.c ("bench points", argv after the word). */

@@ -17,6 +17,7 @@ static const struct {
     {"gen", cmd_gen, "generate keys, lookups, ranges, points or point queries as .npy (gen --help)"},
     {"keys", cmd_keys, "build a key index and answer point or range lookups from .npy files"},
     {"points", cmd_points, "build a point index and answer match, window, within or kNN queries from .npy files"},
+    {"convert", cmd_convert, "a polygon layer (GeoJSON, TopoJSON, Shapefile, ... or .rdxp) to raydex's .rdxp"},
     {"join", cmd_join, "exact spatial joins of polygon layers: point in polygon, segment intersection"},
     {"bench", cmd_bench, "benchmark key or point indexes, CSV rows on stdout (bench --help)"},
     {"demo", cmd_demo, "the main job: every key index kind on the best backend, checked, as a table"},

@@ -6,10 +6,13 @@
  * What a layer becomes: features in the order OGR returns them (file order), feature i of the
  * layer being feature i of raydex's; a Polygon gives its rings (exterior first, then interiors),
  * a MultiPolygon the rings of all its parts in order (an empty part has none); 3D and measured
- * geometries are flattened to x, y. A feature without a geometry, with an empty one, or of any
- * other type (points, lines, curves, collections) is RDX_ERR_PARSE naming its position, since
- * dropping it would shift every later feature's id. Coordinates are f64, as GDAL holds them;
- * ring validity is rdx_polygons_create's to judge.
+ * geometries are flattened to x, y. A feature of any other type (points, lines, curves,
+ * collections) is RDX_ERR_PARSE naming its position: dropping it would shift every later
+ * feature's id. A feature without a geometry or with an empty one becomes a feature without
+ * rings, for the same reason: real maps hold them (GDAL's TopoJSON driver empties a ring that
+ * quantization collapsed to two points: Falls Church in us-atlas's counties-10m, Vatican in
+ * world-atlas's countries-10m). Coordinates are f64, as GDAL holds them; ring validity is
+ * rdx_polygons_create's to judge.
  *
  * GDAL reports problems through a global error handler that prints by default; raydex prints
  * nothing, so each call pushes CPLQuietErrorHandler and quotes CPLGetLastErrorMsg instead.
@@ -76,20 +79,19 @@ static rdx_status add_polygon(reader *r, OGRGeometryH poly) {
   return RDX_OK;
 }
 
+/* Feature pos: its rings (none for an empty or absent geometry, which keeps the feature's id). */
 static rdx_status add_feature(reader *r, int64_t pos, OGRGeometryH g) {
-  if (g == NULL)
-    return rdx_fail(r->ctx, RDX_ERR_PARSE, "%s: feature %lld has no geometry (a Polygon or MultiPolygon is needed)",
-                    r->fn, (long long)pos);
-  OGRwkbGeometryType t = wkbFlatten(OGR_G_GetGeometryType(g));
+  OGRwkbGeometryType t = g ? wkbFlatten(OGR_G_GetGeometryType(g)) : wkbPolygon;
   if (t != wkbPolygon && t != wkbMultiPolygon)
     return rdx_fail(r->ctx, RDX_ERR_PARSE, "%s: feature %lld is a %s, not a Polygon or MultiPolygon", r->fn,
                     (long long)pos, OGRGeometryTypeToName(OGR_G_GetGeometryType(g)));
-  if (OGR_G_IsEmpty(g))
-    return rdx_fail(r->ctx, RDX_ERR_PARSE, "%s: feature %lld is an empty %s", r->fn, (long long)pos,
-                    OGRGeometryTypeToName(OGR_G_GetGeometryType(g)));
-  if (t == wkbPolygon) RDX_CHECK(add_polygon(r, g));
-  else
+  if (g == NULL || OGR_G_IsEmpty(g)) {
+    /* nothing */
+  } else if (t == wkbPolygon) {
+    RDX_CHECK(add_polygon(r, g));
+  } else {
     for (int i = 0, n = OGR_G_GetGeometryCount(g); i < n; i++) RDX_CHECK(add_polygon(r, OGR_G_GetGeometryRef(g, i)));
+  }
   return vec_push_u64(r->ctx, &r->fo, (uint64_t)r->ro.n - 1);
 }
 

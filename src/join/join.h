@@ -99,6 +99,10 @@ rdx_status rdx_jn_check_layer(rdx_context *ctx, const char *fn, const rdx_polygo
 rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygons_input *in, rdx_polygons **out);
 /* Bytes the layer holds: host and device arrays, and its join index when built. */
 int64_t rdx_jn_layer_bytes(const rdx_polygons *p);
+/* Store every ring of a layer being made (host arrays, edge_end filled) with its feature's
+ * interior on its left: shells counter-clockwise, holes clockwise (layer_orient.c). */
+rdx_status rdx_jn_orient_rings(rdx_context *ctx, double *xy, const uint64_t *ring_off, const uint64_t *feat_off,
+                               const uint32_t *edge_end, int64_t n_features, int64_t n_rings);
 
 /* ---- index (index.c, index.cu) ---- */
 /* Make an index of p for the context's backend into *out (zeroed first; on failure it holds

@@ -13,16 +13,15 @@
  *    (rdx_jn_orient), so a layer's storage does not depend on rounding;
  *  - features and rings keep their input positions; only a ring's vertex order may be reversed.
  *
- * Validation runs in three passes over the input, each split into chunks of about CHUNK_VERTICES
- * input vertices on the context's thread pool: (1) check coordinates and count each ring's kept
- * vertices; (2) write the kept vertices, edges and ring boxes into the layer's block; (3) per
- * feature, orient its rings. A failure names the smallest failing feature, so the message does
- * not depend on the thread count.
+ * Validation runs in three passes over the input on the context's thread pool: (1) check
+ * coordinates and count each ring's kept vertices, (2) write the kept vertices and edges into the
+ * layer's block, both in chunks of about CHUNK_VERTICES input vertices; (3) orient the rings
+ * (layer_orient.c). A failure names the smallest failing ring, so the message does not depend on
+ * the thread count.
  */
 #include "join/join.h"
 
 #include "io/layers.h"
-#include "join/exact_hd.h"
 
 #include <errno.h>
 #include <math.h>
@@ -133,9 +132,11 @@ static int coord_fault(double v) {
 }
 
 /* The kept vertices of input vertices [a, b): consecutive equal vertices merged (the first
- * kept), then a closing repeat of the first vertex dropped. Writes them to out (2 doubles each)
- * when out is not NULL; returns how many. Coordinates compare with ==, so -0.0 equals 0.0. */
-static int64_t ring_kept(const src_layer *s, uint64_t a, uint64_t b, double *out) {
+ * kept), then a closing repeat of the first vertex dropped. Writes the first `cap` of them to out
+ * (2 doubles each; cap is the count pass 1 returned, so a closing repeat, found only at the end,
+ * is never written past the ring's room); returns how many. Coordinates compare with ==, so -0.0
+ * equals 0.0. */
+static int64_t ring_kept(const src_layer *s, uint64_t a, uint64_t b, double *out, int64_t cap) {
   int64_t kept = 0;
   double fx = 0, fy = 0, lx = 0, ly = 0;
   for (uint64_t i = a; i < b; i++) {
@@ -143,7 +144,7 @@ static int64_t ring_kept(const src_layer *s, uint64_t a, uint64_t b, double *out
     src_vertex(s, i, &x, &y);
     if (kept > 0 && x == lx && y == ly) continue;
     if (kept == 0) fx = x, fy = y;
-    if (out) out[2 * kept] = x, out[2 * kept + 1] = y;
+    if (kept < cap) out[2 * kept] = x, out[2 * kept + 1] = y;
     kept++;
     lx = x, ly = y;
   }
@@ -202,10 +203,6 @@ typedef struct make_job {
   double *xy;
   uint64_t *ring_off;
   uint32_t *edge_feat, *edge_end;
-  double *ring_box;      /* 4 per ring, scratch for pass 3 */
-  /* pass 3 */
-  int64_t *chunk_feat;   /* n_chunks + 1, over features */
-  uint64_t *feat_vert;   /* n_features + 1: the first kept vertex of each feature */
 } make_job;
 
 static void scan_task(void *arg, int64_t c, int thread) {
@@ -227,7 +224,7 @@ static void scan_task(void *arg, int64_t c, int thread) {
         }
       }
     }
-    int64_t k = ring_kept(s, a, b, NULL);
+    int64_t k = ring_kept(s, a, b, NULL, 0);
     int d = k < 3 ? (int)k : ring_distinct(s, a, b);
     if (d < 3) {
       f->ring = r, f->what = FAULT_FEW, f->distinct = d;
@@ -249,101 +246,12 @@ static void write_task(void *arg, int64_t c, int thread) {
   for (int64_t r = r0; r < r1; r++) {
     while (s->fo[f + 1] <= (uint64_t)r) f++;
     uint64_t v0 = j->ring_off[r], v1 = j->ring_off[r + 1];
-    int64_t k = ring_kept(s, s->ro[r], s->ro[r + 1], j->xy + 2 * v0);
-    (void)k; /* = v1 - v0, counted by pass 1 */
-    double *rb = &j->ring_box[4 * r];
-    rb[0] = rb[1] = INFINITY, rb[2] = rb[3] = -INFINITY;
+    ring_kept(s, s->ro[r], s->ro[r + 1], j->xy + 2 * v0, (int64_t)(v1 - v0)); /* returns v1 - v0 again */
     for (uint64_t e = v0; e < v1; e++) {
       double x = j->xy[2 * e], y = j->xy[2 * e + 1];
-      rb[0] = fmin(rb[0], x), rb[1] = fmin(rb[1], y), rb[2] = fmax(rb[2], x), rb[3] = fmax(rb[3], y);
+      cb[0] = fmin(cb[0], x), cb[1] = fmin(cb[1], y), cb[2] = fmax(cb[2], x), cb[3] = fmax(cb[3], y);
       j->edge_feat[e] = (uint32_t)f;
       j->edge_end[e] = (uint32_t)(e + 1 < v1 ? e + 1 : v0);
-    }
-    cb[0] = fmin(cb[0], rb[0]), cb[1] = fmin(cb[1], rb[1]), cb[2] = fmax(cb[2], rb[2]), cb[3] = fmax(cb[3], rb[3]);
-  }
-}
-
-/* ---- pass 3: orientation ---- */
-
-/* Where (px, py) lies against the closed ring of vertices [v0, v1) of xy: 1 inside, 0 outside
- * (crossing number of a ray towards +x, each edge half-open in y so a vertex on the ray counts
- * once), -1 on the ring. Exact: every side test is rdx_jn_orient. */
-static int ring_locate(const double *xy, uint64_t v0, uint64_t v1, double px, double py) {
-  int inside = 0;
-  for (uint64_t e = v0; e < v1; e++) {
-    uint64_t n = e + 1 < v1 ? e + 1 : v0;
-    double x0 = xy[2 * e], y0 = xy[2 * e + 1], x1 = xy[2 * n], y1 = xy[2 * n + 1];
-    if (x0 == px && y0 == py) return -1; /* on a vertex */
-    if (y0 == py && y1 == py) {          /* a horizontal edge on the ray's line */
-      if ((x0 <= px && px <= x1) || (x1 <= px && px <= x0)) return -1;
-      continue;
-    }
-    if ((y0 > py) == (y1 > py)) continue; /* does not cross the line y = py */
-    if (x0 < px && x1 < px) continue;     /* crosses left of the point */
-    if (x0 > px && x1 > px) {             /* crosses right of it */
-      inside ^= 1;
-      continue;
-    }
-    int o = rdx_jn_orient(x0, y0, x1, y1, px, py);
-    if (o == 0) return -1;                /* on the edge */
-    if ((o > 0) == (y1 > y0)) inside ^= 1; /* the point is left of an upward edge: crossing right */
-  }
-  return inside;
-}
-
-/* The sign of ring [v0, v1)'s orientation: rdx_jn_orient at its lowest, then leftmost vertex,
- * which is convex on a simple ring, so the test is exact and nonzero there. A degenerate ring
- * (a spike at that vertex, all vertices collinear) falls back to the sign of its shoelace area. */
-static int ring_orientation(const double *xy, uint64_t v0, uint64_t v1) {
-  uint64_t m = v0;
-  for (uint64_t v = v0 + 1; v < v1; v++)
-    if (xy[2 * v + 1] < xy[2 * m + 1] || (xy[2 * v + 1] == xy[2 * m + 1] && xy[2 * v] < xy[2 * m])) m = v;
-  uint64_t p = m > v0 ? m - 1 : v1 - 1, n = m + 1 < v1 ? m + 1 : v0;
-  int o = rdx_jn_orient(xy[2 * p], xy[2 * p + 1], xy[2 * m], xy[2 * m + 1], xy[2 * n], xy[2 * n + 1]);
-  if (o != 0) return o;
-  double area = 0;
-  for (uint64_t v = v0; v < v1; v++) {
-    uint64_t w = v + 1 < v1 ? v + 1 : v0;
-    area += (xy[2 * v] - xy[2 * m]) * (xy[2 * w + 1] - xy[2 * m + 1]) -
-            (xy[2 * w] - xy[2 * m]) * (xy[2 * v + 1] - xy[2 * m + 1]);
-  }
-  return (area > 0) - (area < 0);
-}
-
-static void reverse_ring(double *xy, uint64_t v0, uint64_t v1) {
-  for (uint64_t a = v0, b = v1 - 1; a < b; a++, b--) {
-    double tx = xy[2 * a], ty = xy[2 * a + 1];
-    xy[2 * a] = xy[2 * b], xy[2 * a + 1] = xy[2 * b + 1];
-    xy[2 * b] = tx, xy[2 * b + 1] = ty;
-  }
-}
-
-/* Whether ring i lies inside ring j (both of one feature, rings that do not cross): a vertex of
- * i not on j decides; a ring all of whose vertices lie on j (a repeated ring) is not inside it. */
-static int ring_inside(const make_job *j, int64_t i, int64_t jr) {
-  const double *bj = &j->ring_box[4 * jr], *bi = &j->ring_box[4 * i];
-  if (bi[0] < bj[0] || bi[1] < bj[1] || bi[2] > bj[2] || bi[3] > bj[3]) return 0;
-  for (uint64_t v = j->ring_off[i]; v < j->ring_off[i + 1]; v++) {
-    int w = ring_locate(j->xy, j->ring_off[jr], j->ring_off[jr + 1], j->xy[2 * v], j->xy[2 * v + 1]);
-    if (w >= 0) return w;
-  }
-  return 0;
-}
-
-static void orient_task(void *arg, int64_t c, int thread) {
-  (void)thread;
-  make_job *j = (make_job *)arg;
-  const uint64_t *fo = j->s.fo;
-  for (int64_t f = j->chunk_feat[c]; f < j->chunk_feat[c + 1]; f++) {
-    for (uint64_t r = fo[f]; r < fo[f + 1]; r++) {
-      int depth = 0;
-      if (fo[f + 1] - fo[f] > 1)
-        for (uint64_t q = fo[f]; q < fo[f + 1]; q++)
-          if (q != r) depth += ring_inside(j, (int64_t)r, (int64_t)q);
-      /* containment ignores orientation, so reversing earlier rings changes no depth */
-      int o = ring_orientation(j->xy, j->ring_off[r], j->ring_off[r + 1]);
-      int want = depth % 2 == 0 ? 1 : -1;
-      if (o != 0 && o != want) reverse_ring(j->xy, j->ring_off[r], j->ring_off[r + 1]);
     }
   }
 }
@@ -475,17 +383,13 @@ rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygon
   int64_t nr = j.s.n_rings, nf = j.s.n_features;
   size_t o_chunks = align_up(8 * ((size_t)nr + 1)), o_fault = align_up(o_chunks + 8 * (size_t)(MAX_CHUNKS + 1));
   size_t o_cbox = align_up(o_fault + sizeof(ring_fault) * (size_t)MAX_CHUNKS);
-  size_t o_cfeat = align_up(o_cbox + 32 * (size_t)MAX_CHUNKS), o_fv = align_up(o_cfeat + 8 * (size_t)(MAX_CHUNKS + 1));
-  size_t o_rbox = align_up(o_fv + 8 * ((size_t)nf + 1)), scratch_bytes = align_up(o_rbox + 32 * (size_t)nr);
+  size_t scratch_bytes = align_up(o_cbox + 32 * (size_t)MAX_CHUNKS);
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_polygons_create: scratch", &scratch, scratch_bytes, RDX_HOST), st, fail);
   char *sc = (char *)scratch;
   j.kept = (uint64_t *)sc;
   j.chunk_ring = (int64_t *)(sc + o_chunks);
   j.fault = (ring_fault *)(sc + o_fault);
   j.chunk_box = (double *)(sc + o_cbox);
-  j.chunk_feat = (int64_t *)(sc + o_cfeat);
-  j.feat_vert = (uint64_t *)(sc + o_fv);
-  j.ring_box = (double *)(sc + o_rbox);
   j.n_chunks = split_chunks(j.s.ro, nr, (uint64_t)j.s.n_in, j.chunk_ring, MAX_CHUNKS);
   RDX_CHECK_GOTO(rdx_parallel_for(ctx, j.n_chunks, scan_task, &j), st, fail);
   for (int64_t c = 0; c < j.n_chunks; c++)
@@ -525,10 +429,9 @@ rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygon
     p->hi[0] = fmax(p->hi[0], cb[2]), p->hi[1] = fmax(p->hi[1], cb[3]);
   }
 
-  /* pass 3: orientation, per feature (features of one chunk share no ring) */
-  for (int64_t f = 0; f <= nf; f++) j.feat_vert[f] = j.ring_off[j.s.fo[f]];
-  int64_t n3 = split_chunks(j.feat_vert, nf, nv, j.chunk_feat, MAX_CHUNKS);
-  RDX_CHECK_GOTO(rdx_parallel_for(ctx, n3, orient_task, &j), st, fail);
+  /* pass 3: orientation (layer_orient.c) */
+  RDX_CHECK_GOTO(rdx_jn_orient_rings(ctx, j.xy, j.ring_off, (const uint64_t *)(hb + L.feat_off), j.edge_end, nf, nr),
+                 st, fail);
 
   p->host = arrays_in(p->host_block, &L, nf, nr, (int64_t)nv);
   if (rdx_is_gpu(ctx)) {
@@ -572,9 +475,7 @@ void rdx_polygons_destroy(rdx_polygons *layer) {
 }
 
 int64_t rdx_jn_layer_bytes(const rdx_polygons *p) {
-  int64_t b = p->host_bytes + p->dev_bytes;
-  if (p->index.built) b += rdx_rt_scene_bytes(&p->index.scene) + 4 * (p->index.n_groups + 1);
-  return b;
+  return p->host_bytes + p->dev_bytes + rdx_jn_index_bytes(&p->index);
 }
 
 rdx_status rdx_polygons_describe(rdx_context *ctx, const rdx_polygons *layer, rdx_polygons_info *info) {
@@ -594,6 +495,8 @@ rdx_status rdx_polygons_describe(rdx_context *ctx, const rdx_polygons *layer, rd
   info->lo[0] = layer->lo[0], info->lo[1] = layer->lo[1], info->hi[0] = layer->hi[0], info->hi[1] = layer->hi[1];
   info->bytes = rdx_jn_layer_bytes(layer);
   info->indexed = layer->index.built != 0;
+  for (int64_t f = 0; f < layer->host.n_features; f++)
+    info->n_empty += layer->host.feat_off[f] == layer->host.feat_off[f + 1];
   return RDX_OK;
 }
 
@@ -604,7 +507,65 @@ static int ends_with(const char *s, const char *tail) {
   return n >= k && strcmp(s + n - k, tail) == 0;
 }
 
-rdx_status rdx_polygons_load(rdx_context *ctx, const char *path, const char *layer, rdx_polygons **out) {
+/* The rings of lf with at least 3 distinct vertices, in a block of their own (*block, through
+ * the account) that lf's arrays then point into; *n_dropped counts the others and `first` names
+ * the first of them. lf's offsets are checked first, as create checks them. */
+static rdx_status drop_degenerate(rdx_context *ctx, const char *fn, rdx_layer_file *lf, int64_t *n_dropped,
+                                  char *first, size_t cap, void **block) {
+  rdx_polygons_input *in = &lf->in;
+  src_layer s;
+  memset(&s, 0, sizeof s);
+  s.n_features = in->feature_offsets.count - 1, s.n_rings = in->ring_offsets.count - 1, s.n_in = in->coords.count;
+  s.fo = (const uint64_t *)in->feature_offsets.data, s.ro = (const uint64_t *)in->ring_offsets.data;
+  if (in->coords.dtype == RDX_F64) s.xy64 = (const double *)in->coords.data;
+  else s.xy32 = (const float *)in->coords.data;
+  RDX_CHECK(check_offsets(ctx, fn, "feature offsets", s.fo, s.n_features, (uint64_t)s.n_rings, "rings"));
+  RDX_CHECK(check_offsets(ctx, fn, "ring offsets", s.ro, s.n_rings, (uint64_t)s.n_in, "vertices"));
+  int64_t dropped = 0, kept_rings = 0;
+  uint64_t kept_vertices = 0;
+  for (int64_t r = 0; r < s.n_rings; r++) {
+    int d = ring_distinct(&s, s.ro[r], s.ro[r + 1]);
+    if (d >= 3) {
+      kept_rings++, kept_vertices += s.ro[r + 1] - s.ro[r];
+      continue;
+    }
+    if (dropped++ == 0 && cap > 0) {
+      int64_t f = feature_of_ring(&s, r);
+      snprintf(first, cap, "feature %lld ring %lld, %d distinct vertices", (long long)f, (long long)(r - (int64_t)s.fo[f]),
+               d);
+    }
+  }
+  *n_dropped = dropped;
+  if (dropped == 0) return RDX_OK;
+  size_t es = rdx_dtype_size(in->coords.dtype), bf = 8 * ((size_t)s.n_features + 1), br = 8 * ((size_t)kept_rings + 1);
+  char *b = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_polygons_load: the rings kept", (void **)&b, align_up(bf) + align_up(br) +
+                                                                                       2 * es * kept_vertices,
+                          RDX_HOST));
+  *block = b;
+  uint64_t *fo = (uint64_t *)b, *ro = (uint64_t *)(b + align_up(bf));
+  char *xy = b + align_up(bf) + align_up(br);
+  const char *src = (const char *)in->coords.data;
+  int64_t w = 0;
+  fo[0] = 0, ro[0] = 0;
+  for (int64_t f = 0; f < s.n_features; f++) {
+    for (uint64_t r = s.fo[f]; r < s.fo[f + 1]; r++) {
+      if (ring_distinct(&s, s.ro[r], s.ro[r + 1]) < 3) continue;
+      size_t n = (size_t)(s.ro[r + 1] - s.ro[r]);
+      memcpy(xy + 2 * es * ro[w], src + 2 * es * s.ro[r], 2 * es * n);
+      ro[w + 1] = ro[w] + n;
+      w++;
+    }
+    fo[f + 1] = (uint64_t)w;
+  }
+  in->feature_offsets = rdx_host_array(fo, s.n_features + 1, RDX_U64);
+  in->ring_offsets = rdx_host_array(ro, kept_rings + 1, RDX_U64);
+  in->coords = rdx_host_matrix(xy, (int64_t)kept_vertices, 2, in->coords.dtype);
+  return RDX_OK;
+}
+
+static rdx_status load(rdx_context *ctx, const char *path, const char *layer, int drop, int64_t *n_dropped,
+                       char *first, size_t cap, rdx_polygons **out) {
   static const char fn[] = "rdx_polygons_load";
   RDX_CHECK(rdx_check_context(ctx));
   if (out == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -635,10 +596,26 @@ rdx_status rdx_polygons_load(rdx_context *ctx, const char *path, const char *lay
 #endif
   }
   if (st != RDX_OK) return st;
-  st = rdx_jn_layer_make(ctx, name, &lf.in, out);
+  void *kept = NULL;
+  if (drop) st = drop_degenerate(ctx, name, &lf, n_dropped, first, cap, &kept);
+  if (st == RDX_OK) st = rdx_jn_layer_make(ctx, name, &lf.in, out);
+  if (kept) rdx_mem_free(ctx, kept);
   rdx_layer_file_free(ctx, &lf);
   /* the file's geometry is bad: a malformed file, whatever the array checks call it */
   if (st == RDX_ERR_INVALID_ARGUMENT) st = RDX_ERR_PARSE;
+  return st;
+}
+
+rdx_status rdx_polygons_load(rdx_context *ctx, const char *path, const char *layer, rdx_polygons **out) {
+  return load(ctx, path, layer, 0, NULL, NULL, 0, out);
+}
+
+rdx_status rdx_polygons_load_dropping(rdx_context *ctx, const char *path, const char *layer, rdx_polygons **out,
+                                      int64_t *n_dropped, char *first, size_t cap) {
+  int64_t n = 0;
+  if (cap > 0) first[0] = 0;
+  rdx_status st = load(ctx, path, layer, 1, &n, first, cap, out);
+  if (n_dropped) *n_dropped = st == RDX_OK ? n : 0;
   return st;
 }
 
