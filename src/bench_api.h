@@ -133,6 +133,21 @@ void rdx_gen_points_box(rdx_point_dist dist, double box[4]);
 rdx_status rdx_gen_point_queries(rdx_context *ctx, rdx_array points, int type, int64_t m, double size, uint64_t seed,
                                  rdx_array *out);
 
+/* Polygon layers (gen_polygons.c), one ring per feature. */
+typedef enum rdx_polygon_kind {
+  RDX_PGEN_GRID = 1,   /* a planar subdivision: quads of a lattice whose points are moved by up to 0.2
+                          (no edge axis-aligned, neighbours share edges exactly); 4 vertices each */
+  RDX_PGEN_RANDOM = 2  /* simple star-shaped polygons, about one per unit area, overlapping freely */
+} rdx_polygon_kind;
+#define RDX_PGEN_MAX_VERTICES 1024
+/* n features as rdx_polygons_create's CSR, each array malloc'd (free each with rdx_npy_free):
+ * feature_offsets and ring_offsets u64 (n + 1), coords (n * vertices, 2) f64, the same bits for the
+ * same seed whatever the machine or thread count. vertices is 4 for the grid, 3..1024 for random
+ * polygons; n * vertices at most 2^32 - 2 (what a layer holds). On failure the arrays are empty. */
+rdx_status rdx_gen_polygons(rdx_context *ctx, rdx_polygon_kind kind, int64_t n, int vertices, uint64_t seed,
+                            rdx_array *feature_offsets, rdx_array *ring_offsets, rdx_array *coords);
+rdx_status rdx_gen_polygons_bytes(rdx_context *ctx, rdx_polygon_kind kind, int64_t n, int vertices, size_t *bytes);
+
 /* Memory: what a generator needs, known before it runs.
  *
  * Each rdx_gen_*_bytes sets *bytes to the most host bytes the generator holds at once for that
@@ -164,6 +179,38 @@ const char *rdx_gdal_version(void);
  * vertices"). Every other check stays. */
 rdx_status rdx_polygons_load_dropping(rdx_context *ctx, const char *path, const char *layer, rdx_polygons **out,
                                       int64_t *n_dropped, char *first, size_t cap);
+
+/* ---- polygon joins (join: bench.c), for `raydex bench join` ---- */
+/* A layer's kept vertices, f64 x, y interleaved, in host memory owned by the layer; *n gets their
+ * number. */
+const double *rdx_polygons_host_xy(const rdx_polygons *p, int64_t *n);
+/* A layer's host CSR as stored (join.h): feature f's rings are [feat_off[f], feat_off[f + 1]),
+ * ring r's vertices [ring_off[r], ring_off[r + 1]) of xy (f64 x, y interleaved; no closing
+ * repeat; shells counter-clockwise, holes clockwise). Owned by the layer, valid until it is
+ * destroyed; for bench/geos_join.c, which builds GEOS geometries of the same rings. */
+typedef struct rdx_polygons_host_csr {
+  int64_t n_features, n_rings, n_vertices;
+  const uint64_t *feat_off;  /* n_features + 1 */
+  const uint64_t *ring_off;  /* n_rings + 1 */
+  const double *xy;          /* 2 * n_vertices */
+} rdx_polygons_host_csr;
+void rdx_polygons_host_csr_of(const rdx_polygons *p, rdx_polygons_host_csr *out);
+/* What the layer's join index is (zeros when none is built). */
+typedef struct rdx_join_index_stats {
+  int64_t n_groups;          /* primitives of the scene: groups of consecutive edges */
+  int64_t bytes;             /* the index's memory */
+  double group_ms;           /* the last build's grouping and boxes */
+  double build_ms;           /* the last build, all of it */
+} rdx_join_index_stats;
+void rdx_polygons_index_stats(const rdx_polygons *p, rdx_join_index_stats *out);
+/* rdx_join_lsi (no points) with what the run did. */
+typedef struct rdx_join_lsi_bench {
+  int64_t candidates;        /* (R edge, S edge) pairs decided exactly */
+  int64_t edge_pairs;        /* intersecting edge pairs */
+  double count_ms, fill_ms, pairs_ms, total_ms;
+} rdx_join_lsi_bench;
+rdx_status rdx_join_lsi_bench_run(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s,
+                                  const rdx_join_options *opts, rdx_join_lsi_result **out, rdx_join_lsi_bench *b);
 
 /* ---- point indexes (spatial) ---- */
 /* The limits of rdx_points_options.max_depth (quadtree, k-d tree) and rdx_points_query.k that

@@ -160,13 +160,18 @@ int cmd_gen(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
-int cmd_convert(int argc, char **argv); /* polygon layers to .rdxp (cmd_convert.c) */
 int cmd_join(int argc, char **argv); /* exact spatial joins of polygon layers (cmd_join.c) */
+int cmd_convert(int argc, char **argv); /* polygon layers to .rdxp (cmd_convert.c) */
+/* `gen polygons` (cmd_gen_polygons.c; argv[0] is the word) and its usage, which `gen --help` prints */
+int cmd_gen_polygons(int argc, char **argv);
+extern const char cli_gen_polygons_usage[];
 /* Spatial point indexes: cmd_points.c, cmd_gen_points.c ("gen points|point-queries", argv[0] is
  * the word), cmd_bench_points.c ("bench points", argv after the word). */
 int cmd_points(int argc, char **argv);
 int cmd_gen_points(int argc, char **argv);
 int cmd_bench_points(int argc, char **argv);
+int cmd_bench_join(int argc, char **argv); /* polygon joins (cmd_bench_join.c) */
+extern const char cli_bench_join_usage[];
 /* Their usage, which `raydex gen --help` and `raydex bench --help` print after their own. */
 extern const char cli_gen_points_usage[], cli_bench_points_usage[];
 

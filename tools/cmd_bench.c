@@ -259,15 +259,20 @@ static const char *const check_names[] = {"none", "sample", "full"};
 
 int cmd_bench(int argc, char **argv) {
   if (argc >= 1 && cli_is_help(argv[0])) {
-    static char both[sizeof usage + 4096];
-    snprintf(both, sizeof both, "%s\n%s", usage, cli_bench_points_usage);
+    static char both[sizeof usage + 8192];
+    snprintf(both, sizeof both, "%s\n%s\n%s", usage, cli_bench_points_usage, cli_bench_join_usage);
     cli_usage(both, 0);
   }
   if (argc >= 1 && strcmp(argv[0], "points") == 0) {
     cli_set_command("raydex bench points");
     return cmd_bench_points(argc - 1, argv + 1);
   }
-  if (argc < 1 || strcmp(argv[0], "keys") != 0) cli_die(CLI_EXIT_BAD_INPUT, "bench keys or bench points (bench --help)");
+  if (argc >= 1 && strcmp(argv[0], "join") == 0) {
+    cli_set_command("raydex bench join");
+    return cmd_bench_join(argc - 1, argv + 1);
+  }
+  if (argc < 1 || strcmp(argv[0], "keys") != 0)
+    cli_die(CLI_EXIT_BAD_INPUT, "bench keys, bench points or bench join (bench --help)");
   cli_set_command("raydex bench keys");
   cli_args a;
   cli_args_init(&a, argc - 1, argv + 1, usage);

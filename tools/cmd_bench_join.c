@@ -1,0 +1,229 @@
+/*
+ * cmd_bench_join.c: `raydex bench join`, the polygon joins' benchmark (issue 28; RayJoin's
+ * experiments E1, E2, E4 and E7, rayjoin.md section 11): LSI of two layers and PIP of points in a
+ * layer, per backend and grouping threshold, one CSV row each.
+ *
+ * What a row times (milliseconds, medians of --reps runs after one warm-up):
+ *   group_ms, build_ms  rdx_polygons_build_index on R (grouping and boxes; all of it with the BVH)
+ *   query_ms            the join alone, R's index built, inputs in the backend's memory (PIP:
+ *                       points already on the GPU, rdx_join_pip_first into device memory)
+ *   total_ms            build_ms + query_ms (RayJoin's "total" less its host-to-device copy)
+ * The check column compares every row's answers with the first row's of the same join (another
+ * backend or threshold in the same run): "ref" for that row, "same" or "DIFF".
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_api.h"
+#include "cli.h"
+
+const char cli_bench_join_usage[] =
+    "usage: raydex bench join --op pip|lsi --r R [--s S] [--points N] [--backend cpu,cuda,optix]\n"
+    "            [--group 3.5,1] [--pad 2] [--planar] [--reps 5] [--seed 1] [--header] [--quiet]\n"
+    "   R, S: polygon layers (.rdxp, or any layer GDAL reads when built with GDAL)\n"
+    "   lsi:   every edge of S against R's index; rows count the (r, s) feature pairs\n"
+    "   pip:   the vertices of S located in R (with --s), or --points N points uniform in R's box\n"
+    "          (default 2^20); --planar takes the nearest-edge rule (R must not overlap itself)\n"
+    "Lists are comma-separated; every (backend, group) gives one CSV row with a check column.\n";
+
+typedef struct join_cfg {
+  int op; /* 0 pip, 1 lsi */
+  const char *r_path, *s_path;
+  int64_t n_points;
+  rdx_backend backends[CLI_LIST];
+  int n_backends;
+  double groups[CLI_LIST];
+  int n_groups;
+  int pad, planar, reps;
+  uint64_t seed;
+  rdx_info info;
+} join_cfg;
+
+static const char *const op_names[] = {"pip", "lsi"};
+
+static void header(void) {
+  printf("date,device,backend,op,r,s,r_features,r_edges,s_edges,points,group,pad,planar,groups,index_mb,"
+         "group_ms,build_ms,query_ms,total_ms,rate_per_s,results,candidates,check\n");
+}
+
+static const char *base_name(const char *path) {
+  const char *b = path ? strrchr(path, '/') : NULL;
+  return b ? b + 1 : path ? path : "";
+}
+
+/* splitmix64: the benchmark's own points, the same for every backend */
+static uint64_t mix(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* The PIP query points (host, f64, (n, 2)): S's vertices, or n uniform in R's box. */
+static double *make_points(const join_cfg *c, rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s,
+                           int64_t *n) {
+  if (s) {
+    int64_t nv = 0;
+    const double *xy = rdx_polygons_host_xy(s, &nv);
+    double *p = malloc((size_t)(nv ? nv : 1) * 16);
+    if (!p) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld points", (long long)nv);
+    memcpy(p, xy, (size_t)nv * 16);
+    *n = nv;
+    return p;
+  }
+  rdx_polygons_info info;
+  info.size = sizeof info;
+  cli_must(ctx, rdx_polygons_describe(ctx, r, &info), "rdx_polygons_describe");
+  double *p = malloc((size_t)(c->n_points ? c->n_points : 1) * 16);
+  if (!p) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld points", (long long)c->n_points);
+  uint64_t st = c->seed;
+  for (int64_t i = 0; i < c->n_points; i++)
+    for (int a = 0; a < 2; a++) {
+      double u = (double)(mix(&st) >> 11) * 0x1p-53;
+      p[2 * i + a] = info.lo[a] + u * (info.hi[a] - info.lo[a]);
+    }
+  *n = c->n_points;
+  return p;
+}
+
+/* The answers of one join as host int64s, for the check column. */
+typedef struct answers {
+  int64_t *v;
+  int64_t n;
+} answers;
+
+static const char *compare(answers *ref, answers *now) {
+  if (!ref->v) {
+    *ref = *now;
+    now->v = NULL;
+    return "ref";
+  }
+  int same = ref->n == now->n && (ref->n == 0 || memcmp(ref->v, now->v, (size_t)ref->n * 8) == 0);
+  free(now->v);
+  now->v = NULL;
+  return same ? "same" : "DIFF";
+}
+
+static int n_rows;
+
+static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref) {
+  rdx_context *ctx = cli_context(b);
+  rdx_polygons *r = NULL, *s = NULL;
+  cli_must(ctx, rdx_polygons_load(ctx, c->r_path, NULL, &r), "rdx_polygons_load R");
+  if (c->s_path) cli_must(ctx, rdx_polygons_load(ctx, c->s_path, NULL, &s), "rdx_polygons_load S");
+  rdx_join_options jo = RDX_JOIN_OPTIONS_INIT;
+  jo.pad_ulps = c->pad;
+  jo.group_threshold = group;
+  jo.planar = c->planar;
+  double group_ms[64], build_ms[64], query_ms[64];
+  const int reps = c->reps < 64 ? c->reps : 64;
+  rdx_join_index_stats ist;
+  for (int i = 0; i <= reps; i++) { /* run 0 warms up */
+    double t0 = rdx_now_ms();
+    cli_must(ctx, rdx_polygons_build_index(ctx, r, &jo), "rdx_polygons_build_index");
+    double t1 = rdx_now_ms();
+    rdx_polygons_index_stats(r, &ist);
+    if (i > 0) build_ms[i - 1] = t1 - t0, group_ms[i - 1] = ist.group_ms;
+  }
+  answers now = {NULL, 0};
+  int64_t n_pts = 0, results = 0, candidates = -1, s_edges = 0;
+  rdx_polygons_info ri, si;
+  ri.size = si.size = sizeof ri;
+  cli_must(ctx, rdx_polygons_describe(ctx, r, &ri), "rdx_polygons_describe");
+  if (s) cli_must(ctx, rdx_polygons_describe(ctx, s, &si), "rdx_polygons_describe"), s_edges = si.n_edges;
+  if (c->op == 0) {
+    double *hp = make_points(c, ctx, r, s, &n_pts);
+    rdx_array pts = cli_place(ctx, rdx_host_matrix(hp, n_pts, 2, RDX_F64));
+    int64_t *hfirst = malloc((size_t)(n_pts ? n_pts : 1) * 8);
+    if (!hfirst) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld answers", (long long)n_pts);
+    rdx_array first = cli_place(ctx, rdx_host_array(hfirst, n_pts, RDX_I64));
+    for (int i = 0; i <= reps; i++) {
+      double t0 = rdx_now_ms();
+      cli_must(ctx, rdx_join_pip_first(ctx, r, pts, &jo, first), "rdx_join_pip_first");
+      if (i > 0) query_ms[i - 1] = rdx_now_ms() - t0;
+    }
+    if (first.where != RDX_HOST)
+      cli_must(ctx, rdx_copy(ctx, hfirst, RDX_HOST, first.data, first.where, (size_t)n_pts * 8), "copy answers");
+    for (int64_t i = 0; i < n_pts; i++) results += hfirst[i] >= 0;
+    now.v = hfirst, now.n = n_pts;
+    if (first.data != hfirst) cli_unplace(ctx, first);
+    if (pts.data != hp) cli_unplace(ctx, pts);
+    free(hp);
+  } else {
+    rdx_join_lsi_result *res = NULL;
+    rdx_join_lsi_bench lb;
+    for (int i = 0; i <= reps; i++) {
+      rdx_join_lsi_free(ctx, res);
+      res = NULL;
+      double t0 = rdx_now_ms();
+      cli_must(ctx, rdx_join_lsi_bench_run(ctx, r, s, &jo, &res, &lb), "rdx_join_lsi");
+      if (i > 0) query_ms[i - 1] = rdx_now_ms() - t0;
+    }
+    results = res->n_pairs;
+    candidates = lb.candidates;
+    now.n = 2 * res->n_pairs;
+    now.v = malloc((size_t)(now.n ? now.n : 1) * 8);
+    if (!now.v) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld pairs", (long long)res->n_pairs);
+    cli_must(ctx, rdx_copy(ctx, now.v, RDX_HOST, res->pairs, res->where, (size_t)now.n * 8), "copy pairs");
+    rdx_join_lsi_free(ctx, res);
+  }
+  const double g = cli_median(group_ms, reps), bm = cli_median(build_ms, reps), q = cli_median(query_ms, reps);
+  const double work = c->op == 0 ? (double)n_pts : (double)s_edges;
+  char label[32], date[32], device[160];
+  cli_backend_label(label, ctx, b);
+  time_t t = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%d", gmtime(&t));
+  snprintf(device, sizeof device, "%s", cli_is_gpu(ctx) ? c->info.gpu_name : c->info.cpu_name);
+  for (char *p = device; *p; p++)
+    if (*p == ',') *p = ' ';
+  printf("%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%g,%d,%d,%lld,%.2f,%.3f,%.3f,%.3f,%.3f,%.4g,%lld,%lld,%s\n",
+         date, device, label, op_names[c->op], base_name(c->r_path), base_name(c->s_path),
+         (long long)ri.n_features, (long long)ri.n_edges, (long long)s_edges, (long long)n_pts, group, c->pad,
+         c->planar, (long long)ist.n_groups, (double)ist.bytes / 1048576.0, g, bm, q, bm + q,
+         q > 0 ? work / (q / 1e3) : 0.0, (long long)results, (long long)candidates, compare(ref, &now));
+  fflush(stdout);
+  n_rows++;
+  rdx_polygons_destroy(r);
+  rdx_polygons_destroy(s);
+  cli_context_close(ctx);
+}
+
+int cmd_bench_join(int argc, char **argv) {
+  cli_args a;
+  cli_args_init(&a, argc, argv, cli_bench_join_usage);
+  join_cfg c;
+  memset(&c, 0, sizeof c);
+  if (!cli_opt(&a, "op")) cli_die(CLI_EXIT_BAD_INPUT, "--op pip|lsi is required");
+  c.op = cli_choice(&a, "op", op_names, 2, 0);
+  c.r_path = cli_input(&a, "r", 1, NULL);
+  c.s_path = cli_input(&a, "s", c.op == 1, NULL);
+  c.n_points = cli_int(&a, "points", 1, (int64_t)1 << 40, (int64_t)1 << 20);
+  cli_applies(&a, "points", c.op == 0 && !c.s_path, "--op pip without --s");
+  cli_list l;
+  const char *bl = cli_opt(&a, "backend");
+  cli_split(&l, "backend", bl ? bl : "auto");
+  c.n_backends = l.n;
+  for (int i = 0; i < l.n; i++) c.backends[i] = cli_parse_backend("backend", l.v[i]);
+  c.n_groups = cli_double_list(&a, "group", "3.5", 1, 64, c.groups);
+  c.pad = (int)cli_int(&a, "pad", 1, 64, 2);
+  c.planar = cli_flag(&a, "planar");
+  cli_applies(&a, "planar", c.op == 0, "--op pip");
+  c.reps = (int)cli_int(&a, "reps", 1, 63, 5);
+  c.seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 1);
+  int hdr = cli_flag(&a, "header");
+  cli_args_done(&a);
+
+  c.info.size = sizeof c.info;
+  if (rdx_info_get(&c.info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
+  if (hdr) header();
+  answers ref = {NULL, 0};
+  double t0 = rdx_now_ms();
+  for (int i = 0; i < c.n_backends; i++)
+    for (int j = 0; j < c.n_groups; j++) run_one(&c, c.backends[i], c.groups[j], &ref);
+  free(ref.v);
+  cli_report("%d rows (--op %s) in %.1f s", n_rows, op_names[c.op], (rdx_now_ms() - t0) / 1e3);
+  return 0;
+}
