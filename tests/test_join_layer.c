@@ -17,6 +17,9 @@
  *  - layer_crossing_rings: invalid features (crossing, touching, repeated rings): normalizing a
  *    normalized layer changes nothing, so saved layers reload identical whatever they hold;
  *  - layer_identical_threads: a large random layer is stored the same with 1 thread and many;
+ *  - layer_generator: `raydex gen polygons`' layers: grids of strictly convex quads sharing their
+ *    edges exactly, no edge axis-aligned; random polygons simple, counter-clockwise, overlapping;
+ *    the same bits for the same seed; refused requests;
  *  - layer_f32: f32 coordinates widened exactly, dtype kept;
  *  - layer_device_input: device arrays on GPU backends give the layer host arrays give;
  *    on the CPU backend a device claim is refused;
@@ -36,6 +39,7 @@
  */
 #include "check.h"
 #include "io/layers.h"
+#include "join/exact_hd.h"
 #include "join/join.h"
 
 #include <math.h>
@@ -570,6 +574,98 @@ static void crossing_rings(rdx_context *ctx) {
     else CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT); /* a ring of fewer than 3 distinct points */
     rdx_polygons_destroy(p);
   }
+}
+
+/* ---- layer_generator ---- */
+
+static void generator(rdx_context *ctx) {
+  CASE(layer_generator);
+  rdx_array fo, ro, xy, fo2, ro2, xy2;
+  /* grid: strictly convex counter-clockwise quads, no axis-aligned edge, neighbours sharing edges */
+  int64_t n = 1000, cols = 32;
+  CHECK_OK(ctx, rdx_gen_polygons(ctx, RDX_PGEN_GRID, n, 4, 7, &fo, &ro, &xy));
+  CHECK_OK(ctx, rdx_gen_polygons(ctx, RDX_PGEN_GRID, n, 4, 7, &fo2, &ro2, &xy2));
+  CHECK_EQ(xy.count, 4 * n);
+  CHECK(memcmp(xy.data, xy2.data, (size_t)xy.count * 16) == 0); /* the same seed, the same bits */
+  const double *q = (const double *)xy.data;
+  int64_t bad_turn = 0, aligned = 0, unshared = 0;
+  for (int64_t f = 0; f < n; f++) {
+    const double *c = q + 8 * f;
+    CHECK_EQ(((const uint64_t *)fo.data)[f + 1], f + 1);
+    CHECK_EQ(((const uint64_t *)ro.data)[f + 1], 4 * (f + 1));
+    for (int k = 0; k < 4; k++) {
+      const double *a = c + 2 * ((k + 3) % 4), *b = c + 2 * k, *d = c + 2 * ((k + 1) % 4);
+      bad_turn += rdx_jn_orient(a[0], a[1], b[0], b[1], d[0], d[1]) <= 0;
+      aligned += b[0] == d[0] || b[1] == d[1];
+    }
+    if (f % cols + 1 < cols && f + 1 < n) { /* the right neighbour's left edge is this right edge */
+      const double *r = q + 8 * (f + 1);
+      unshared += !(c[2] == r[0] && c[3] == r[1] && c[4] == r[6] && c[5] == r[7]);
+    }
+    if (f + cols < n) { /* the upper neighbour's bottom edge is this top edge */
+      const double *u = q + 8 * (f + cols);
+      unshared += !(c[6] == u[0] && c[7] == u[1] && c[4] == u[2] && c[5] == u[3]);
+    }
+  }
+  CHECK_EQ(bad_turn, 0);
+  CHECK_EQ(aligned, 0);
+  CHECK_EQ(unshared, 0);
+  rdx_polygons_input in = input_of((const uint64_t *)fo.data, n, (const uint64_t *)ro.data, n, xy.data, xy.count, RDX_F64);
+  rdx_polygons *p = NULL;
+  CHECK_OK(ctx, rdx_polygons_create(ctx, &in, &p));
+  if (p) CHECK(memcmp(p->host.xy, xy.data, (size_t)xy.count * 16) == 0); /* already oriented, closed, merged */
+  rdx_polygons_destroy(p);
+  rdx_npy_free(&fo2), rdx_npy_free(&ro2), rdx_npy_free(&xy2);
+  CHECK_OK(ctx, rdx_gen_polygons(ctx, RDX_PGEN_GRID, n, 4, 8, &fo2, &ro2, &xy2));
+  CHECK(memcmp(xy.data, xy2.data, (size_t)xy.count * 16) != 0); /* another seed, another layer */
+  rdx_npy_free(&fo), rdx_npy_free(&ro), rdx_npy_free(&xy);
+  rdx_npy_free(&fo2), rdx_npy_free(&ro2), rdx_npy_free(&xy2);
+
+  /* random: simple polygons (no two edges of one meet but neighbours at their shared vertex),
+   * counter-clockwise, overlapping one another somewhere */
+  n = 2000;
+  int v = 9;
+  CHECK_OK(ctx, rdx_gen_polygons(ctx, RDX_PGEN_RANDOM, n, v, 11, &fo, &ro, &xy));
+  q = (const double *)xy.data;
+  int64_t crossing = 0, cw = 0, overlaps = 0;
+  for (int64_t f = 0; f < n; f++) {
+    const double *c = q + 2 * v * f;
+    double area = 0;
+    for (int i = 0; i < v; i++) {
+      const double *a0 = c + 2 * i, *a1 = c + 2 * ((i + 1) % v);
+      area += a0[0] * a1[1] - a1[0] * a0[1];
+      for (int k = i + 2; k < v; k++) {
+        if (i == 0 && k == v - 1) continue; /* adjacent through the closing edge */
+        crossing += rdx_jn_seg_relation(a0, a1, c + 2 * k, c + 2 * ((k + 1) % v)) != RDX_JN_DISJOINT;
+      }
+    }
+    cw += !(area > 0);
+    if (f > 0) { /* this polygon's first vertex inside the previous one's box: not a subdivision */
+      const double *pb = c - 2 * v;
+      double lx = pb[0], hx = pb[0], ly = pb[1], hy = pb[1];
+      for (int i = 1; i < v; i++) {
+        lx = fmin(lx, pb[2 * i]), hx = fmax(hx, pb[2 * i]);
+        ly = fmin(ly, pb[2 * i + 1]), hy = fmax(hy, pb[2 * i + 1]);
+      }
+      overlaps += c[0] > lx && c[0] < hx && c[1] > ly && c[1] < hy;
+    }
+  }
+  CHECK_EQ(crossing, 0);
+  CHECK_EQ(cw, 0);
+  CHECK(overlaps > 0 || n < 100);
+  in = input_of((const uint64_t *)fo.data, n, (const uint64_t *)ro.data, n, xy.data, xy.count, RDX_F64);
+  CHECK_OK(ctx, rdx_polygons_create(ctx, &in, &p));
+  rdx_polygons_destroy(p);
+  rdx_npy_free(&fo), rdx_npy_free(&ro), rdx_npy_free(&xy);
+  /* refused requests */
+  CHECK_STATUS(ctx, rdx_gen_polygons(ctx, RDX_PGEN_GRID, 10, 5, 1, &fo, &ro, &xy), RDX_ERR_INVALID_ARGUMENT);
+  expect_message(ctx, "a grid's cells have 4 vertices, not 5");
+  CHECK_STATUS(ctx, rdx_gen_polygons(ctx, RDX_PGEN_RANDOM, 10, 2, 1, &fo, &ro, &xy), RDX_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(ctx, rdx_gen_polygons(ctx, RDX_PGEN_RANDOM, (int64_t)1 << 31, 8, 1, &fo, &ro, &xy),
+               RDX_ERR_INVALID_ARGUMENT);
+  expect_message(ctx, "what a layer holds");
+  CHECK(xy.data == NULL);
+  CHECK_EQ(held(ctx), held0);
 }
 
 /* ---- layer_f32, layer_device_input ---- */
@@ -1146,6 +1242,7 @@ int main(int argc, char **argv) {
   large_feature(ctx);
   crossing_rings(ctx);
   identical_threads(ctx);
+  generator(ctx);
   f32_input(ctx);
   device_input(ctx);
   describe(ctx);

@@ -25,7 +25,7 @@ static const char usage_keys[] =
     "with lo a key picked uniformly. The same seed (default 42) gives the same file. On success one\n"
     "line on stderr says what was written (--quiet: none).\n";
 
-static const char *const what_names[] = {"keys", "lookups", "ranges", "points", "point-queries"};
+static const char *const what_names[] = {"keys", "lookups", "ranges", "points", "point-queries", "polygons"};
 
 static rdx_array read_keys(rdx_context *ctx, const char *path) {
   int ndim;
@@ -37,18 +37,20 @@ static rdx_array read_keys(rdx_context *ctx, const char *path) {
 
 int cmd_gen(int argc, char **argv) {
   if (argc >= 1 && cli_is_help(argv[0])) {
-    static char both[sizeof usage_keys + 2048];
-    snprintf(both, sizeof both, "%s\n%s", usage_keys, cli_gen_points_usage);
+    static char both[sizeof usage_keys + 4096];
+    snprintf(both, sizeof both, "%s\n%s\n%s", usage_keys, cli_gen_points_usage, cli_gen_polygons_usage);
     cli_usage(both, 0);
   }
-  if (argc < 1) cli_die(CLI_EXIT_BAD_INPUT, "what to generate: keys, lookups, ranges, points or point-queries");
+  if (argc < 1) cli_die(CLI_EXIT_BAD_INPUT, "what to generate: keys, lookups, ranges, points, point-queries or polygons");
   int what = -1;
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < 6; i++)
     if (strcmp(argv[0], what_names[i]) == 0) what = i;
-  if (what < 0) cli_die(CLI_EXIT_BAD_INPUT, "cannot generate '%s' (keys, lookups, ranges, points or point-queries)", argv[0]);
+  if (what < 0)
+    cli_die(CLI_EXIT_BAD_INPUT, "cannot generate '%s' (keys, lookups, ranges, points, point-queries or polygons)", argv[0]);
   static char name[40];
   snprintf(name, sizeof name, "raydex gen %s", what_names[what]);
   cli_set_command(name);
+  if (what == 5) return cmd_gen_polygons(argc, argv);
   if (what >= 3) return cmd_gen_points(argc, argv);
   cli_args a;
   cli_args_init(&a, argc - 1, argv + 1, usage_keys);

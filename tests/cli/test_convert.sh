@@ -84,6 +84,17 @@ else
   echo "skipped: no GDAL (the GeoJSON, TopoJSON and CSV parts; .rdxp inputs only)"
 fi
 
+# ---- gen polygons: the same seed gives the same file, a layer that converts to itself ----
+"$rdx" gen polygons --kind grid --n 1000 --seed 5 --out g1.rdxp 2>"$tmp/err" || bad "gen polygons grid: $(cat "$tmp/err")"
+grep -q "wrote g1.rdxp: 1000 grid polygons, 4000 segments (a planar subdivision)" "$tmp/err" || bad "gen's line: $(cat "$tmp/err")"
+"$rdx" gen polygons --kind grid --n 1000 --seed 5 --out g2.rdxp --quiet
+cmp -s g1.rdxp g2.rdxp || bad "gen polygons: one seed, two files"
+"$rdx" gen polygons --kind random --n 500 --vertices 12 --out r.rdxp --quiet || bad "gen polygons random"
+for f in g1 r; do
+  "$rdx" "${C[@]}" --in $f.rdxp --out $f.c.rdxp --quiet && cmp -s $f.rdxp $f.c.rdxp || bad "gen polygons' $f.rdxp does not convert to itself"
+done
+rm -f g1.rdxp g2.rdxp r.rdxp g1.c.rdxp r.c.rdxp
+
 # row OPTION ARGS...: `raydex ARGS` exits 2 with one stderr line naming --OPTION, and the
 # working directory is as it was
 row() {
@@ -119,6 +130,12 @@ row layer "${C[@]}" --in good.rdxp --layer '' --out o.rdxp
 row backend convert --backend gpu --in good.rdxp --out o.rdxp
 row in "${C[@]}" --in good.rdxp --in good.rdxp --out o.rdxp
 row quiet "${C[@]}" --in good.rdxp --out o.rdxp --quiet --quiet
+row kind gen polygons --n 10 --out o.rdxp
+row kind gen polygons --kind hex --n 10 --out o.rdxp
+row vertices gen polygons --kind grid --n 10 --vertices 5 --out o.rdxp
+row vertices gen polygons --kind random --n 10 --vertices 2 --out o.rdxp
+row n gen polygons --kind random --n 2^40 --out o.rdxp
+row out gen polygons --kind grid --n 10 --out o.npy
 if [ $gdal = 1 ]; then
   row in "${C[@]}" --in line.geojson --out o.rdxp
   row in "${C[@]}" --in flat.geojson --out o.rdxp

@@ -1,8 +1,10 @@
 /*
  * fuzz_rdxp.c: libFuzzer target for raydex's polygon layer format (.rdxp, src/io/rdxp.c) and the
- * layer validation behind it. Every input must give RDX_OK (then a layer that describes itself,
- * saves and parses again to the same counts) or RDX_ERR_PARSE with a message, never a crash,
- * hang or leak. Built and run by CTest's fuzz_rdxp entry in a RAYDEX_FUZZ=ON build
+ * layer validation behind it. Every input must give RDX_OK (then a layer that describes itself
+ * with the file's counts) or RDX_ERR_PARSE with a message, never a crash, hang or leak. Each
+ * input runs as given, then with its checksums made right (the fuzzer cannot forge CRC32C, and
+ * the checks behind them, offsets and geometry, deserve its mutations too), then one byte off
+ * 8-alignment. Built and run by CTest's fuzz_rdxp entry in a RAYDEX_FUZZ=ON build
  * (tests/CMakeLists.txt), over the seeds in corpus_rdxp/ (the committed samples of data/sample/,
  * an f32 layer, an empty one, and refused files: truncated, corrupted, a future version) with
  * rdxp.dict. To fuzz longer by hand:
@@ -12,22 +14,37 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "io/layers.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static rdx_context *ctx;
-  if (ctx == NULL) {
-    rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
-    o.backend = RDX_BACKEND_CPU;
-    o.n_threads = 1;
-    if (rdx_context_create(&o, &ctx) != RDX_OK) abort();
+static uint64_t get_u64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+static void put_crc(uint8_t *p, uint32_t c) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(c >> (8 * i));
+}
+
+/* Make every checksum of an image right (header, then each section the counts place inside the
+ * image), so a mutation reaches the parser's later checks and the layer validation instead of
+ * stopping at a checksum. */
+static void fix_checksums(uint8_t *b, size_t size) {
+  if (size < RDXP_HEADER_BYTES) return;
+  put_crc(b + 76, rdx_crc32c(0, b, 76));
+  uint64_t es = b[12] == 0x04 ? 4 : 8, n[3] = {get_u64(b + 16), get_u64(b + 24), get_u64(b + 32)};
+  uint64_t at = RDXP_HEADER_BYTES;
+  for (int i = 0; i < 3; i++) {
+    if (n[i] > ((uint64_t)1 << 40)) return;
+    uint64_t bytes = i < 2 ? 8 * (n[i] + 1) : 2 * es * n[i];
+    if (at + bytes + 8 > size) return;
+    put_crc(b + at + bytes, rdx_crc32c(0, b + at, (size_t)bytes));
+    at += bytes + 8;
   }
-  /* an 8-aligned copy, as a file's bytes are (the parser also takes unaligned ones, by copying) */
-  void *buf = malloc(size ? size : 1);
-  if (buf == NULL) return 0;
-  if (size) __builtin_memcpy(buf, data, size);
+}
+
+static void one(rdx_context *ctx, uint8_t *buf, size_t size) {
   rdx_layer_file lf;
   rdx_status st = rdx_rdxp_parse(ctx, "fuzz", buf, size, &lf);
   if (st != RDX_OK && st != RDX_ERR_PARSE && st != RDX_ERR_HOST_OUT_OF_MEMORY) abort();
@@ -46,9 +63,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rdx_polygons_destroy(p);
   }
   rdx_layer_file_free(ctx, &lf);
-  free(buf);
   int64_t in_use = 0;
   rdx_context_memory(ctx, &in_use, NULL);
   if (in_use != 0) abort(); /* everything a parse or a create took is given back */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static rdx_context *ctx;
+  if (ctx == NULL) {
+    rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
+    o.backend = RDX_BACKEND_CPU;
+    o.n_threads = 1;
+    if (rdx_context_create(&o, &ctx) != RDX_OK) abort();
+  }
+  /* an 8-aligned copy, as a file's bytes are (the parser also takes unaligned ones, by copying) */
+  uint8_t *buf = (uint8_t *)malloc(size ? size : 1);
+  if (buf == NULL) return 0;
+  if (size) memcpy(buf, data, size);
+  one(ctx, buf, size);     /* as given: mostly the checksums' refusals */
+  fix_checksums(buf, size); /* and with its checksums right: the checks after them */
+  one(ctx, buf, size);
+  if (size > 1) one(ctx, buf + 1, size - 1); /* unaligned: the parser decodes a copy */
+  free(buf);
   return 0;
 }
