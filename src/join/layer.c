@@ -353,8 +353,8 @@ static rdx_status fault_message(rdx_context *ctx, const char *fn, const src_laye
                   fn, (long long)feat, (long long)k, (long long)f->vertex, row, axis, f->value);
 }
 
-/* Split [0, n) into chunks of about CHUNK_VERTICES vertices by off (n + 1 offsets into vertices,
- * or NULL for chunks of equal item counts). */
+/* Split rings [0, n) into at most max_chunks chunks of about CHUNK_VERTICES input vertices each
+ * (off: the rings' n + 1 vertex offsets), in ring order; a chunk may be empty. */
 static int64_t split_chunks(const uint64_t *off, int64_t n, uint64_t total, int64_t *bounds, int64_t max_chunks) {
   int64_t nc = (int64_t)(total / (uint64_t)CHUNK_VERTICES) + 1;
   if (nc > max_chunks) nc = max_chunks;
