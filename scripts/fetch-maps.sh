@@ -17,6 +17,10 @@
 #   --xz      also DIR/xz/<layer>.rdxp.xz, compressed for a machine without network or GDAL (a GPU
 #             machine takes 64 MiB of carried files: the .rdxp files are 170 MB, their .xz 40 MB)
 #
+# On a lent GPU machine (no network, no GDAL): run this here with --xz, carry .cache/maps/xz there
+# (device run's carry: [".cache/maps/xz"]) and run it there with --raydex build-gpu/raydex: it
+# unpacks the layers (countries-land-10m then loads in 1.7 s on 16 cores).
+#
 # Idempotent: a tarball already there is not fetched again, a package already unpacked is not
 # unpacked again, a layer whose .rdxp is newer than its source is not converted again. Without
 # network (or npm), without GDAL, it does what it can: on a GPU machine, DIR/xz/*.rdxp.xz carried
