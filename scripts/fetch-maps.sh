@@ -19,7 +19,7 @@
 #
 # On a lent GPU machine (no network, no GDAL): run this here with --xz, carry .cache/maps/xz there
 # (device run's carry: [".cache/maps/xz"]) and run it there with --raydex build-gpu/raydex: it
-# unpacks the layers (countries-land-10m then loads in 1.7 s on 16 cores).
+# unpacks the layers.
 #
 # Idempotent: a tarball already there is not fetched again, a package already unpacked is not
 # unpacked again, a layer whose .rdxp is newer than its source is not converted again. Without
