@@ -148,21 +148,6 @@ rdx_status rdx_gen_polygons(rdx_context *ctx, rdx_polygon_kind kind, int64_t n, 
                             rdx_array *feature_offsets, rdx_array *ring_offsets, rdx_array *coords);
 rdx_status rdx_gen_polygons_bytes(rdx_context *ctx, rdx_polygon_kind kind, int64_t n, int vertices, size_t *bytes);
 
-/* Polygon layers (gen_polygons.c), one ring per feature. */
-typedef enum rdx_polygon_kind {
-  RDX_PGEN_GRID = 1,   /* a planar subdivision: quads of a lattice whose points are moved by up to 0.2
-                          (no edge axis-aligned, neighbours share edges exactly); 4 vertices each */
-  RDX_PGEN_RANDOM = 2  /* simple star-shaped polygons, about one per unit area, overlapping freely */
-} rdx_polygon_kind;
-#define RDX_PGEN_MAX_VERTICES 1024
-/* n features as rdx_polygons_create's CSR, each array malloc'd (free each with rdx_npy_free):
- * feature_offsets and ring_offsets u64 (n + 1), coords (n * vertices, 2) f64, the same bits for the
- * same seed whatever the machine or thread count. vertices is 4 for the grid, 3..1024 for random
- * polygons; n * vertices at most 2^32 - 2 (what a layer holds). On failure the arrays are empty. */
-rdx_status rdx_gen_polygons(rdx_context *ctx, rdx_polygon_kind kind, int64_t n, int vertices, uint64_t seed,
-                            rdx_array *feature_offsets, rdx_array *ring_offsets, rdx_array *coords);
-rdx_status rdx_gen_polygons_bytes(rdx_context *ctx, rdx_polygon_kind kind, int64_t n, int vertices, size_t *bytes);
-
 /* Memory: what a generator needs, known before it runs.
  *
  * Each rdx_gen_*_bytes sets *bytes to the most host bytes the generator holds at once for that
