@@ -165,9 +165,6 @@ int cmd_convert(int argc, char **argv); /* polygon layers to .rdxp (cmd_convert.
 /* `gen polygons` (cmd_gen_polygons.c; argv[0] is the word) and its usage, which `gen --help` prints */
 int cmd_gen_polygons(int argc, char **argv);
 extern const char cli_gen_polygons_usage[];
-/* `gen polygons` (cmd_gen_polygons.c; argv[0] is the word) and its usage, which `gen --help` prints */
-int cmd_gen_polygons(int argc, char **argv);
-extern const char cli_gen_polygons_usage[];
 /* Spatial point indexes: cmd_points.c, cmd_gen_points.c ("gen points|point-queries", argv[0] is
  * the word), cmd_bench_points.c ("bench points", argv after the word). */
 int cmd_points(int argc, char **argv);
