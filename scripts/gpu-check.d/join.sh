@@ -5,14 +5,14 @@
 #   join_lsi  LSI: every edge of S against R's index (feature pairs, rows count them)
 #   join_pip  PIP: S's vertices located in R, general rule and RayJoin's planar rule
 #   join_pip_rate  PIP throughput: 2^27 points uniform in R's box, points and answers in GPU memory
-# Maps: $JOIN_MAPS (default .cache/gpu-maps) holds .rdxp files (scripts/fetch-maps.sh makes them)
-# and npm tarballs of GeoJSON layers (@geo-maps/*), converted here: the GPU machine has no GDAL,
-# so scripts/geojson2npy.py turns each map.geo.json into CSR arrays and `raydex convert` those.
-# JOIN_PARTS (default "small big") picks the pairs: small = US counties/states and world
-# 50m/10m, big = countries-land-10m and countries-maritime-10m.
+# Maps: .cache/maps/xz/*.rdxp.xz, made here by `scripts/fetch-maps.sh --xz` and carried to the
+# GPU machine (no network, no GDAL there), where fetch-maps.sh unpacks them into .cache/maps/.
+# JOIN_PARTS (default "small big synth") picks the pairs: small = US states/counties and world
+# countries 10m/50m, big = countries-maritime-10m with countries-land-10m, and PIP's rate on the
+# latter; synth = two perturbed grids of quads (raydex gen polygons --kind grid, seeds 1 and 2) of
+# 10^6, 10^7 and 5 10^7 segments each, the CPU backend on the smallest only.
 
-maps=${JOIN_MAPS:-$root/.cache/gpu-maps}
-jparts=" ${JOIN_PARTS:-small big} "
+jparts=" ${JOIN_PARTS:-small big synth} "
 jb() { # jb <csv> <limit s> <args...>: bench() with a time limit
   local name=$1 limit=$2; shift 2
   local f=$OUT/csv/$name.csv hdr=--header
@@ -20,20 +20,8 @@ jb() { # jb <csv> <limit s> <args...>: bench() with a time limit
   echo "\$ timeout $limit raydex $* $hdr" >> "$OUT/logs/commands.txt"
   timeout "$limit" "$RDX" "$@" $hdr >> "$f" 2>> "$OUT/logs/bench-stderr.log" || log "join bench $name FAILED (rc $?): raydex $*"
 }
-for tgz in "$maps"/*.tgz; do
-  [ -f "$tgz" ] || continue
-  name=$(basename "$tgz" .tgz)
-  name=${name#geo-maps-}
-  name=${name%-0.*}
-  [ -f "$maps/$name.rdxp" ] && continue
-  tmp=$(mktemp -d)
-  tar -xzf "$tgz" -C "$tmp" package/map.geo.json &&
-    python3 "$root/scripts/geojson2npy.py" "$tmp/package/map.geo.json" "$tmp/csr" >> "$OUT/logs/join-maps.log" 2>&1 &&
-    "$RDX" convert --features "$tmp/csr.features.npy" --rings "$tmp/csr.rings.npy" --coords "$tmp/csr.coords.npy" \
-      --out "$maps/$name.rdxp" >> "$OUT/logs/join-maps.log" 2>&1 || log "join: converting $tgz FAILED"
-  rm -rf "$tmp"
-done
-ls -la "$maps" >> "$OUT/logs/join-maps.log"
+bash "$root/scripts/fetch-maps.sh" --raydex "$RDX" > "$OUT/logs/join-maps.log" 2>&1 || log "join: fetch-maps.sh could not make every layer"
+maps=$root/.cache/maps
 
 B=cpu,cuda,optix
 pair() { # pair <R> <S> <limit>: LSI, then PIP of S's vertices in R (general and planar)
@@ -45,7 +33,7 @@ pair() { # pair <R> <S> <limit>: LSI, then PIP of S's vertices in R (general and
 }
 if [[ $jparts == *" small "* ]]; then
   pair us-states us-counties 120
-  pair countries-10m countries-50m 180
+  pair world-countries-10m world-countries-50m 180
 fi
 if [[ $jparts == *" big "* ]]; then
   pair countries-maritime-10m countries-land-10m 400
@@ -54,4 +42,19 @@ if [[ $jparts == *" big "* ]]; then
     jb join_pip_rate 200 bench join --op pip --r "$r" --points 2^27 --backend cuda,optix --group 3.5 --reps 5 --planar
     jb join_pip_rate 200 bench join --op pip --r "$r" --points 2^27 --backend cuda,optix --group 3.5 --reps 5
   fi
+fi
+if [[ $jparts == *" synth "* ]]; then
+  for n in 250000 2500000 12500000; do
+    for seed in 1 2; do
+      f=$maps/grid-$n-$seed.rdxp
+      [ -f "$f" ] || timeout 300 "$RDX" gen polygons --kind grid --n $n --seed $seed --out "$f" --quiet ||
+        log "join: gen polygons --n $n --seed $seed FAILED"
+    done
+    b=cuda,optix
+    [ $n -le 250000 ] && b=cpu,cuda,optix
+    r=$maps/grid-$n-1.rdxp s=$maps/grid-$n-2.rdxp
+    [ -f "$r" ] && [ -f "$s" ] || continue
+    jb join_lsi_synth 300 bench join --op lsi --r "$r" --s "$s" --backend $b --group 3.5,1 --reps 5
+    jb join_pip_synth 300 bench join --op pip --r "$r" --s "$s" --backend $b --group 3.5 --reps 5 --planar
+  done
 fi
