@@ -693,7 +693,7 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_erase(rdx_context *ctx, rdx_points *
  * Rings: a ring may repeat its first vertex at its end or not; both mean the same closed ring.
  * Consecutive equal vertices are merged (a zero-length edge has no effect on the region). After
  * that a ring needs at least 3 distinct vertices. Every coordinate must be finite and either 0
- * or of magnitude in [2^-400, 2^400] (inside that range every exact predicate below is exact; a
+ * or of magnitude in [2^-256, 2^256] (inside that range every exact predicate below is exact; a
  * map in degrees, metres or any projection is far inside it). A bad feature is
  * RDX_ERR_INVALID_ARGUMENT with a message naming the feature, the ring (its position within the
  * feature) and the vertex; nothing is dropped silently. f32 coordinates are widened to f64

@@ -6,7 +6,7 @@
  * Invariants of a made layer (every engine relies on them; a reload of a saved layer makes the
  * identical layer, since each step below is idempotent):
  *  - rings hold no closing repeat and no two consecutive equal vertices, and at least 3 distinct
- *    vertices; every coordinate is finite and 0 or of magnitude in [2^-400, 2^400];
+ *    vertices; every coordinate is finite and 0 or of magnitude in [2^-256, 2^256];
  *  - each ring is stored with its feature's interior on its left: a ring contained (even-odd)
  *    in an even number of its feature's other rings is a shell and runs counter-clockwise, in an
  *    odd number a hole and runs clockwise. Orientation and containment are decided exactly
@@ -20,6 +20,7 @@
  * the thread count.
  */
 #include "join/join.h"
+#include "join/exact_hd.h"
 
 #include "io/layers.h"
 
@@ -122,12 +123,13 @@ typedef struct ring_fault {
 } ring_fault;
 
 /* 0 for a coordinate a layer may hold, else FAULT_NAN, FAULT_INF or FAULT_RANGE. Inside
- * [2^-400, 2^400] the exact predicates' expansions neither overflow nor underflow. */
+ * [RDX_JN_COORD_MIN, RDX_JN_COORD_MAX] = [2^-256, 2^256] the exact predicates' expansions neither
+ * overflow nor underflow (exact_hd.h says why, for products of up to three differences). */
 static int coord_fault(double v) {
   if (v != v) return FAULT_NAN;
   double a = fabs(v);
   if (a == INFINITY) return FAULT_INF;
-  if (a != 0.0 && (a < 0x1p-400 || a > 0x1p400)) return FAULT_RANGE;
+  if (a != 0.0 && (a < RDX_JN_COORD_MIN || a > RDX_JN_COORD_MAX)) return FAULT_RANGE;
   return FAULT_NONE;
 }
 
@@ -349,7 +351,7 @@ static rdx_status fault_message(rdx_context *ctx, const char *fn, const src_laye
                     fn, (long long)feat, (long long)k, (long long)f->vertex, row, axis, f->value > 0 ? "inf" : "-inf");
   return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
                   "%s: feature %lld ring %lld vertex %lld (coords row %lld) %s %.17g is neither 0 nor of magnitude in "
-                  "[2^-400, 2^400]",
+                  "[2^-256, 2^256]",
                   fn, (long long)feat, (long long)k, (long long)f->vertex, row, axis, f->value);
 }
 
