@@ -24,6 +24,8 @@
  *  - pip_index_options: group_threshold 1, 3.5 and 64 and pad_ulps 1, 2 and 8, through
  *    rdx_polygons_build_index and through a join's temporary index, answer alike; what describe
  *    says about the index; a failed build keeps the old index;
+ *  - pip_index_identical (GPU backends): the index's groups and float32 boxes equal the CPU
+ *    build's bit for bit, at s = 1, 3.5 and 64;
  *  - pip_empty: an empty layer, an empty batch;
  *  - pip_bad_input: each refused argument with its status and sentence, outputs untouched;
  *  - pip_fill_offsets: a fill with offsets that do not match the counts is refused and writes
@@ -47,6 +49,16 @@ static int gpu;
 static void expect_message(const char *part) {
   if (strstr(rdx_context_message(ctx), part) == NULL)
     CHECK_FAIL_("message '%s' lacks '%s'", rdx_context_message(ctx), part);
+}
+
+/* On OptiX contexts the join's OptiX programs answer, not the soft kernels: a join that reached
+ * the backend (a layer with edges, a batch of points) adds at least `calls` launches of them. */
+static void expect_optix(const char *what, int64_t before, int64_t calls) {
+  if (rdx_context_backend(ctx) != RDX_BACKEND_OPTIX) return;
+  int64_t now = rdx_jn_optix_launches();
+  if (now < before + calls)
+    CHECK_FAIL_("%s: %lld launches of the join's OptiX programs, expected at least %lld", what,
+                (long long)(now - before), (long long)calls);
 }
 
 static int64_t held(void) {
@@ -103,7 +115,7 @@ static void lb_quad(lb *L, double x0, double y0, double x1, double y1) {
   lb_ring(L, q, 4);
 }
 
-static rdx_polygons *make(const lb *L) {
+static rdx_polygons *make_in(rdx_context *c, const lb *L) {
   rdx_polygons_input in;
   memset(&in, 0, sizeof in);
   in.size = sizeof in;
@@ -111,9 +123,10 @@ static rdx_polygons *make(const lb *L) {
   in.ring_offsets = rdx_host_array(L->ro, L->nr + 1, RDX_U64);
   in.coords = rdx_host_matrix(L->xy, L->nv, 2, RDX_F64);
   rdx_polygons *p = NULL;
-  CHECK_OK(ctx, rdx_polygons_create(ctx, &in, &p));
+  CHECK_OK(c, rdx_polygons_create(c, &in, &p));
   return p;
 }
+static rdx_polygons *make(const lb *L) { return make_in(ctx, L); }
 
 /* ---- points ---- */
 
@@ -220,12 +233,14 @@ static void compare(const char *what, rdx_polygons *layer, const void *hpts, rdx
   void *doff = dev ? check_place(ctx, T->offsets, (size_t)(n + 1) * 8) : T->offsets;
   void *dfeats = dev ? check_place(ctx, feats, (size_t)total * 8) : feats;
 #define ARR(p, cnt, d) (dev ? rdx_device_array((p), (cnt), (d)) : rdx_host_array((p), (cnt), (d)))
+  int64_t launched = rdx_jn_optix_launches();
   CHECK_OK(ctx, rdx_join_pip_first(ctx, layer, pa, o, ARR(dfirst, n, RDX_I64)));
   CHECK_OK(ctx, rdx_join_pip_count(ctx, layer, pa, o, ARR(dcounts, n, RDX_U64)));
   CHECK_OK(ctx, rdx_join_pip_fill(ctx, layer, pa, o, ARR(doff, n + 1, RDX_U64), ARR(dfeats, (int64_t)total, RDX_I64)));
 #undef ARR
   rdx_result *res = NULL;
   CHECK_OK(ctx, rdx_join_pip_alloc(ctx, layer, pa, o, &res));
+  if (n > 0 && layer->host.n_vertices > 0) expect_optix(what, launched, 4); /* each call counts at least once */
   if (dev) {
     check_fetch(ctx, first, dfirst, (size_t)n * 8);
     check_fetch(ctx, counts, dcounts, (size_t)n * 8);
@@ -541,6 +556,65 @@ static void index_options(void) {
   lb_free(&L);
 }
 
+/* The index's groups and boxes, in the order of their ids, on the host. */
+static void index_host(rdx_context *c, const rdx_polygons *p, uint32_t **first, float **boxes) {
+  const rdx_jn_index *ix = &p->index;
+  int dev = rdx_context_backend(c) != RDX_BACKEND_CPU;
+  int64_t n = ix->n_groups;
+  *first = (uint32_t *)malloc((size_t)(n + 1) * 4);
+  *boxes = (float *)malloc((size_t)n * 24 + 1);
+  float *leaf = (float *)malloc((size_t)n * 24 + 1);
+  uint32_t *ids = (uint32_t *)malloc((size_t)n * 4 + 1);
+  rdx_location w = dev ? RDX_DEVICE : RDX_HOST;
+  CHECK_EQ(ix->scene.bvh.n_prims, n);
+  CHECK_OK(c, rdx_copy(c, *first, RDX_HOST, ix->group_first, w, (size_t)(n + 1) * 4));
+  CHECK_OK(c, rdx_copy(c, leaf, RDX_HOST, ix->scene.bvh.prims, w, (size_t)n * 24));
+  CHECK_OK(c, rdx_copy(c, ids, RDX_HOST, ix->scene.bvh.ids, w, (size_t)n * 4));
+  for (int64_t k = 0; k < n; k++)
+    if (ids[k] < (uint64_t)n) memcpy(*boxes + 6 * (size_t)ids[k], leaf + 6 * k, 24);
+  free(leaf);
+  free(ids);
+}
+
+/* The GPU build makes the CPU build's groups and boxes, bit for bit (index_hd.h). */
+static void index_identical(void) {
+  if (!gpu) return;
+  rdx_context *cpu = NULL;
+  rdx_context_options co = RDX_CONTEXT_OPTIONS_INIT;
+  co.backend = RDX_BACKEND_CPU;
+  CHECK_OK(cpu, rdx_context_create(&co, &cpu));
+  lb L;
+  grid_layer_at(&L, 12, 0, 1000.0, -1000.0, 0x1p-16);
+  for (int f = 0; f < 20; f++) {
+    lb_feature(&L);
+    star(&L, urand(1000, 1000.0001), urand(-1000, -999.9999), 0x1p-14, 3 + (int)check_below(60));
+  }
+  rdx_polygons *pg = make(&L), *pc = make_in(cpu, &L);
+  static const double s[3] = {1.0, 3.5, 64.0};
+  for (int a = 0; a < 3; a++) {
+    rdx_join_options o = RDX_JOIN_OPTIONS_INIT;
+    o.group_threshold = s[a];
+    o.pad_ulps = 1 + a;
+    CHECK_OK(ctx, rdx_polygons_build_index(ctx, pg, &o));
+    CHECK_OK(cpu, rdx_polygons_build_index(cpu, pc, &o));
+    CHECK_EQ(pg->index.n_groups, pc->index.n_groups);
+    if (pg->index.n_groups != pc->index.n_groups) continue;
+    uint32_t *fg, *fc;
+    float *bg, *bc;
+    index_host(ctx, pg, &fg, &bg);
+    index_host(cpu, pc, &fc, &bc);
+    int64_t n = pc->index.n_groups;
+    if (memcmp(fg, fc, (size_t)(n + 1) * 4) != 0) CHECK_FAIL_("s = %g: the groups differ between backends", s[a]);
+    if (memcmp(bg, bc, (size_t)n * 24) != 0) CHECK_FAIL_("s = %g: the group boxes differ between backends", s[a]);
+    free(fg), free(fc), free(bg), free(bc);
+  }
+  printf("  identical groups and boxes on cpu and %s\n", rdx_backend_name(rdx_context_backend(ctx)));
+  rdx_polygons_destroy(pg);
+  rdx_polygons_destroy(pc);
+  rdx_context_destroy(cpu);
+  lb_free(&L);
+}
+
 static void empty(void) {
   lb L;
   lb_init(&L);
@@ -763,6 +837,7 @@ int main(int argc, char **argv) {
   if (CASE_RUN(pip_big_feature)) big_feature();
   if (CASE_RUN(pip_many_features)) many_features();
   if (CASE_RUN(pip_index_options)) index_options();
+  if (CASE_RUN(pip_index_identical)) index_identical();
   if (CASE_RUN(pip_empty)) empty();
   if (CASE_RUN(pip_bad_input)) bad_input();
   if (CASE_RUN(pip_fill_offsets)) fill_offsets();
