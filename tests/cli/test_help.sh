@@ -13,7 +13,8 @@ bad() { echo "FAIL: $*"; fail=1; }
 
 # help words, the source file whose parser they cover
 checks=("info|cmd_info.c" "keys|cmd_keys.c" "points|cmd_points.c" "demo|cmd_demo.c" "gen keys|cmd_gen.c"
-        "gen points|cmd_gen_points.c" "bench keys|cmd_bench.c" "bench points|cmd_bench_points.c")
+        "gen points|cmd_gen_points.c" "gen polygons|cmd_gen_polygons.c" "bench keys|cmd_bench.c"
+        "bench points|cmd_bench_points.c" "bench join|cmd_bench_join.c" "join|cmd_join.c" "convert|cmd_convert.c")
 for c in "${checks[@]}"; do
   words=${c%%|*} file=${c##*|}
   for h in --help -h; do
@@ -38,9 +39,9 @@ done
 # the dispatching commands list all of theirs; the program lists its commands
 "$rdx" gen --help > "$tmp/out" && grep -q "raydex gen keys" "$tmp/out" && grep -q "raydex gen point-queries" "$tmp/out" ||
   bad "raydex gen --help must show gen keys .. point-queries"
-"$rdx" bench --help > "$tmp/out" && grep -q "raydex bench keys" "$tmp/out" && grep -q "raydex bench points" "$tmp/out" ||
-  bad "raydex bench --help must show bench keys and bench points"
-"$rdx" --help > "$tmp/out" && for c in info gen keys points bench demo; do grep -q "^  $c " "$tmp/out" || bad "raydex --help lacks $c"; done
+"$rdx" bench --help > "$tmp/out" && grep -q "raydex bench keys" "$tmp/out" && grep -q "raydex bench points" "$tmp/out" &&
+  grep -q "raydex bench join" "$tmp/out" || bad "raydex bench --help must show bench keys, points and join"
+"$rdx" --help > "$tmp/out" && for c in info gen keys points join convert bench demo; do grep -q "^  $c " "$tmp/out" || bad "raydex --help lacks $c"; done
 # the defaults the points usage states are the library's (src/spatial/spatial.h)
 def() { sed -n "s/^#define RDX_SP_DEFAULT_$1 \([0-9]*\).*/\1/p" "$src/../src/spatial/spatial.h"; }
 "$rdx" points --help > "$tmp/out"
