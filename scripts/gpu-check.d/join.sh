@@ -36,11 +36,11 @@ if [[ $jparts == *" small "* ]]; then
   pair world-countries-10m world-countries-50m 180
 fi
 if [[ $jparts == *" big "* ]]; then
-  pair countries-maritime-10m countries-land-10m 400
+  pair countries-maritime-10m countries-land-10m 240
   r=$maps/countries-land-10m.rdxp
   if [ -f "$r" ]; then
-    jb join_pip_rate 200 bench join --op pip --r "$r" --points 2^27 --backend cuda,optix --group 3.5 --reps 5 --planar
-    jb join_pip_rate 200 bench join --op pip --r "$r" --points 2^27 --backend cuda,optix --group 3.5 --reps 5
+    jb join_pip_rate 120 bench join --op pip --r "$r" --points 2^27 --backend cuda,optix --group 3.5 --reps 5 --planar
+    jb join_pip_rate 120 bench join --op pip --r "$r" --points 2^27 --backend cuda,optix --group 3.5 --reps 5
   fi
 fi
 if [[ $jparts == *" synth "* ]]; then
