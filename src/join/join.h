@@ -57,8 +57,8 @@ typedef struct rdx_jn_arrays {
 
 /* A layer's join index: groups of consecutive edges of one ring, each with a conservative f32
  * box, in an rt scene of AABBs (scene primitive g is group g). index_hd.h states the grouping rule,
- * the boxes and why the engine never misses a candidate. On OptiX contexts the scene is the soft
- * BVH on the device (scene.gas NULL): the joins run the CUDA kernels there (no OptiX programs yet). */
+ * the boxes and why the engine never misses a candidate. On OptiX contexts the scene is a compacted
+ * GAS (scene.gas; scene.bvh empty) that only the join's OptiX programs (src/join/optix/) trace. */
 typedef struct rdx_jn_index {
   int built;                 /* 1 once made; 0 for a zeroed, empty struct */
   int32_t pad_ulps;          /* float32 ulps stepped outward after rounding, 1..64 */
@@ -184,7 +184,9 @@ rdx_status rdx_jn_lsi_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn
 
 /* ---- ops tables: one per (operation, backend), listed in registry.c (STYLE rule 34) ----
  * join.c and join_lsi.c validate the public calls and stage arrays, then call the table of the
- * context's backend; OptiX contexts take the CUDA tables (the soft BVH on the device). */
+ * context's backend. OptiX contexts build the index with the CUDA table (index.cu makes a GAS
+ * there) and run PIP and LSI with the OptiX tables (src/join/optix/launch.cu), whose programs trace
+ * the GAS and share everything around the traversal with the CUDA backend (below). */
 typedef enum rdx_jn_op {
   RDX_JN_OP_INDEX = 1,       /* index_build */
   RDX_JN_OP_PIP = 2,         /* points, pip */
@@ -193,7 +195,7 @@ typedef enum rdx_jn_op {
 
 typedef struct rdx_jn_ops {
   rdx_jn_op op;
-  rdx_backend backend;       /* CPU or CUDA */
+  rdx_backend backend;       /* CPU, CUDA or OPTIX */
   /* INDEX: groups, boxes and scene of p into *out, whose options (pad_ulps, group_threshold,
    * magnitude, abs_pad) rdx_jn_index_make has set; p has at least one edge. */
   rdx_status (*index_build)(rdx_context *ctx, const rdx_polygons *p, rdx_jn_index *out);
@@ -212,6 +214,45 @@ const rdx_jn_ops *rdx_jn_find_ops(rdx_jn_op op, rdx_backend backend);
 /* Tables, one per (operation, backend), defined in the files that implement them. */
 extern const rdx_jn_ops rdx_jn_index_cpu_ops, rdx_jn_pip_cpu_ops, rdx_jn_lsi_cpu_ops;
 extern const rdx_jn_ops rdx_jn_index_cuda_ops, rdx_jn_pip_cuda_ops, rdx_jn_lsi_cuda_ops;
+extern const rdx_jn_ops rdx_jn_pip_optix_ops, rdx_jn_lsi_optix_ops; /* OptiX builds only */
+
+/* ---- the GPU stages the soft kernels and the OptiX programs share (pip.cu, lsi.cu) ----
+ * The CUDA backend traces the soft BVH in kernels and the OptiX backend traces a GAS with its
+ * programs (src/join/optix/), both through pip_hd.h's and lsi_hd.h's functions; everything around
+ * the traversal (pass 2's lists, blocks, sorts and reductions; LSI's scans, points and pairs) is
+ * written once here and calls the engine's launches. A launch is stream-ordered on the context's
+ * stream and reports launch failures; the caller waits. */
+typedef struct rdx_jn_pip_engine {
+  /* Pass 1 over the n points xy (device): point i answered into out (pip_hd.h's POINT), and
+   * pending[i] = 0; or pending[i] = its event count (>= 1) when pass 2 must answer it. */
+  rdx_status (*pass1)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
+                      int planar, const rdx_jn_pip_out *out, uint32_t *pending);
+  /* Pass 2's tracing: point list[k], k < nb, again, its events at ev + boff[k] (pip_hd.h's
+   * EVENTS, room for boff[k + 1] - boff[k]); *mismatch = 1 when it meets another number. */
+  rdx_status (*events)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                       const int64_t *list, int64_t nb, const uint64_t *boff, uint64_t *ev, int *mismatch);
+} rdx_jn_pip_engine;
+/* rdx_jn_pip_cuda's contract, with the traversal of eng (rdx_jn_pip_cuda: the soft BVH's). */
+rdx_status rdx_jn_pip_gpu(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
+                          const rdx_jn_index *ix, const double *xy, int64_t n, int planar, const rdx_jn_pip_out *out);
+
+struct rdx_jn_lsi_r; /* lsi_hd.h: R's side of a join */
+/* One LSI pass over S's edges (device) through R (r: device pointers, r->v the soft BVH when
+ * there is one): counting when pairs is NULL (counts[e] = the R edges S edge e meets, and
+ * tally[0..3] += candidates, rays, clipped, brute over all edges), else filling (edge e's pairs at
+ * pairs + offsets[e], *mismatch = 1 when an edge meets another count than the counting pass). */
+typedef rdx_status (*rdx_jn_lsi_pass_fn)(rdx_context *ctx, const struct rdx_jn_lsi_r *r, const rdx_jn_index *ix,
+                                         const rdx_polygons *s, uint64_t *counts, const uint64_t *offsets,
+                                         uint64_t *pairs, unsigned long long *tally, int *mismatch);
+/* rdx_jn_lsi_cuda's contract, with the count and fill passes of pass (rdx_jn_lsi_cuda: the soft
+ * BVH's). */
+rdx_status rdx_jn_lsi_gpu(rdx_context *ctx, rdx_jn_lsi_pass_fn pass, const rdx_polygons *r, const rdx_jn_index *ix,
+                          const rdx_polygons *s, int want_points, rdx_join_lsi_result *out, rdx_jn_lsi_stats *stats);
+
+/* Launches of the join's OptiX programs since the process began, over all contexts (0 in builds
+ * without OptiX): tests and benchmarks read it around a join on an OptiX context to see that the
+ * OptiX programs, not the soft kernels, answered it. */
+int64_t rdx_jn_optix_launches(void);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /*
  * lsi.cu: segment intersection (LSI) on the GPU: lsi_hd.h's rays as kernels over the soft BVH of
- * R's groups (CUDA contexts, and OptiX contexts, whose join index is the soft BVH on the device
- * too: join.h; there are no OptiX programs for LSI yet, so an OptiX context runs these kernels).
+ * R's groups (CUDA contexts), and the stages around the traversal, which the OptiX backend shares
+ * (rdx_jn_lsi_gpu: its count and fill passes are the OptiX programs', src/join/optix/launch.cu).
  * The stages are lsi.c's, and the answers equal the CPU's: the same functions decide every pair,
  * every point is the same correctly rounded value, and rows are sorted and made unique by value.
  *   count   one thread per S edge counts its intersecting R edges (and, reduced per warp, the
@@ -179,9 +179,21 @@ rdx_jn_lsi_r lsi_r_of(const rdx_polygons *r, const rdx_jn_index *ix) {
   return R;
 }
 
-/* Count and fill: *pairs (device, *n_pairs of them) gets every intersecting edge pair. */
-rdx_status edge_pairs(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_polygons *s,
-                      uint64_t **pairs, int64_t *n_pairs, rdx_jn_lsi_stats *stats) {
+/* The soft BVH's pass (rdx_jn_lsi_pass_fn): edges_kernel. */
+rdx_status soft_pass(rdx_context *ctx, const rdx_jn_lsi_r *r, const rdx_jn_index *ix, const rdx_polygons *s,
+                     uint64_t *counts, const uint64_t *offsets, uint64_t *pairs, unsigned long long *tally,
+                     int *mismatch) {
+  (void)ix; /* r->v is its BVH */
+  const int64_t n_s = s->dev.n_vertices;
+  edges_kernel<<<rdx_grid(n_s, TPB), TPB, 0, rdx_stream(ctx)>>>(*r, s->dev.xy, s->dev.edge_end, n_s, counts, offsets,
+                                                                 pairs, tally, mismatch);
+  return rdx_cuda_ok(ctx, cudaGetLastError(), pairs ? "rdx_join_lsi: fill kernel" : "rdx_join_lsi: count kernel");
+}
+
+/* Count and fill through pass: *pairs (device, *n_pairs of them) gets every intersecting edge
+ * pair. */
+rdx_status edge_pairs(rdx_context *ctx, rdx_jn_lsi_pass_fn pass, const rdx_polygons *r, const rdx_jn_index *ix,
+                      const rdx_polygons *s, uint64_t **pairs, int64_t *n_pairs, rdx_jn_lsi_stats *stats) {
   static const char what[] = "rdx_join_lsi: edge pairs";
   cudaStream_t cs = rdx_stream(ctx);
   const rdx_jn_lsi_r R = lsi_r_of(r, ix);
@@ -195,8 +207,7 @@ rdx_status edge_pairs(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_inde
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&offsets, (size_t)(n_s + 1) * 8), st, fail);
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&tally, (TALLY + 1) * 8), st, fail);
   RDX_CUDA_GOTO(ctx, cudaMemsetAsync(tally, 0, (TALLY + 1) * 8, cs), what, st, fail);
-  edges_kernel<<<rdx_grid(n_s, TPB), TPB, 0, cs>>>(R, s->dev.xy, s->dev.edge_end, n_s, counts, NULL, NULL, tally, NULL);
-  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_join_lsi: count kernel", st, fail);
+  RDX_CHECK_GOTO(pass(ctx, &R, ix, s, counts, NULL, NULL, tally, NULL), st, fail);
   {
     unsigned long long h[TALLY];
     RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(h, tally, sizeof h, cudaMemcpyDeviceToHost, cs), what, st, fail);
@@ -217,9 +228,7 @@ rdx_status edge_pairs(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_inde
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)pairs, (size_t)total * 8), st, fail);
   {
     int *mismatch = (int *)(tally + TALLY);
-    edges_kernel<<<rdx_grid(n_s, TPB), TPB, 0, cs>>>(R, s->dev.xy, s->dev.edge_end, n_s, NULL, offsets, *pairs, NULL,
-                                                      mismatch);
-    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_join_lsi: fill kernel", st, fail);
+    RDX_CHECK_GOTO(pass(ctx, &R, ix, s, NULL, offsets, *pairs, NULL, mismatch), st, fail);
     int bad = 0;
     RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&bad, mismatch, sizeof bad, cudaMemcpyDeviceToHost, cs), what, st, fail);
     RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(cs), what, st, fail);
@@ -376,16 +385,16 @@ done:
 
 }  // namespace
 
-extern "C" rdx_status rdx_jn_lsi_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
-                                      const rdx_polygons *s, int want_points, rdx_join_lsi_result *out,
-                                      rdx_jn_lsi_stats *stats) {
+extern "C" rdx_status rdx_jn_lsi_gpu(rdx_context *ctx, rdx_jn_lsi_pass_fn pass, const rdx_polygons *r,
+                                     const rdx_jn_index *ix, const rdx_polygons *s, int want_points,
+                                     rdx_join_lsi_result *out, rdx_jn_lsi_stats *stats) {
   static const char what[] = "rdx_join_lsi";
   cudaStream_t cs = rdx_stream(ctx);
   uint64_t *pairs = NULL, *rows = NULL, n_fp = 0;
   int64_t n_edge_pairs = 0;
   sorted_points sp;
   rdx_status st = RDX_OK;
-  RDX_CHECK_GOTO(edge_pairs(ctx, r, ix, s, &pairs, &n_edge_pairs, stats), st, done);
+  RDX_CHECK_GOTO(edge_pairs(ctx, pass, r, ix, s, &pairs, &n_edge_pairs, stats), st, done);
   {
     double t0 = rdx_now_ms();
     /* the points read the edge pairs before they become feature keys in place */
@@ -414,6 +423,12 @@ done:
   rdx_mem_free(ctx, rows);
   sorted_points_free(ctx, &sp);
   return st; /* on failure the caller frees what out holds */
+}
+
+extern "C" rdx_status rdx_jn_lsi_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
+                                      const rdx_polygons *s, int want_points, rdx_join_lsi_result *out,
+                                      rdx_jn_lsi_stats *stats) {
+  return rdx_jn_lsi_gpu(ctx, soft_pass, r, ix, s, want_points, out, stats);
 }
 
 extern "C" const rdx_jn_ops rdx_jn_lsi_cuda_ops = {

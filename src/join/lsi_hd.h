@@ -228,22 +228,37 @@ RDX_HD void rdx_jn_lsi_begin(const rdx_jn_lsi_r *r, const double *s0, const doub
   st->out = out;
 }
 
-/* One S edge through R: its intersecting R edges into st (begun by rdx_jn_lsi_begin). Returns
- * RDX_JN_LSI_SKIP, _RAY, _CLIPPED or _BRUTE. */
-RDX_HD int rdx_jn_lsi_edge(const rdx_jn_lsi_r *r, rdx_jn_lsi_state *st) {
-  double ua, ub;
-  if (!rdx_jn_lsi_clip(st->s0, st->s1, r->lo, r->hi, &ua, &ub)) return RDX_JN_LSI_SKIP;
-  double A[2], B[2], epsA[2], epsB[2];
-  rdx_jn_lsi_end(st->s0, st->s1, ua, A, epsA);
-  rdx_jn_lsi_end(st->s0, st->s1, ub, B, epsB);
-  rdx_ray ray;
-  if (!rdx_jn_lsi_ray(A, B, epsA, epsB, r->tol, &ray)) {
-    rdx_jn_lsi_brute(r, st);
-    return RDX_JN_LSI_BRUTE;
+/*
+ * RDX_JN_LSI_DEFINE_EDGE(QUAL, NAME, TRACE) defines
+ *     QUAL int NAME(const rdx_jn_lsi_r *r, rdx_jn_lsi_state *st)
+ * one S edge through R: its intersecting R edges into st (begun by rdx_jn_lsi_begin); returns
+ * RDX_JN_LSI_SKIP, _RAY, _CLIPPED or _BRUTE. The ray is cast by void TRACE(const rdx_jn_lsi_r *r,
+ * const rdx_ray *ray, rdx_jn_lsi_state *st), which runs rdx_jn_lsi_isect on every group the ray
+ * meets: the soft BVH's traversal below (rdx_jn_lsi_edge), or OptiX's in the join's OptiX programs
+ * (src/join/optix/programs.cu), so both decide the same S edges the same way. QUAL is RDX_HD for
+ * the soft backends and a device-only qualifier in OptiX programs.
+ */
+#define RDX_JN_LSI_DEFINE_EDGE(QUAL, NAME, TRACE)                                                  \
+  QUAL int NAME(const rdx_jn_lsi_r *r, rdx_jn_lsi_state *st) {                                    \
+    double ua, ub;                                                                                \
+    if (!rdx_jn_lsi_clip(st->s0, st->s1, r->lo, r->hi, &ua, &ub)) return RDX_JN_LSI_SKIP;        \
+    double A[2], B[2], epsA[2], epsB[2];                                                          \
+    rdx_jn_lsi_end(st->s0, st->s1, ua, A, epsA);                                                  \
+    rdx_jn_lsi_end(st->s0, st->s1, ub, B, epsB);                                                  \
+    rdx_ray ray;                                                                                  \
+    if (!rdx_jn_lsi_ray(A, B, epsA, epsB, r->tol, &ray)) {                                        \
+      rdx_jn_lsi_brute(r, st);                                                                    \
+      return RDX_JN_LSI_BRUTE;                                                                    \
+    }                                                                                             \
+    TRACE(r, &ray, st);                                                                           \
+    return ua == 0.0 && ub == 1.0 ? RDX_JN_LSI_RAY : RDX_JN_LSI_CLIPPED;                          \
   }
-  rdx_jn_lsi_trace(&r->v, &ray, st);
-  return ua == 0.0 && ub == 1.0 ? RDX_JN_LSI_RAY : RDX_JN_LSI_CLIPPED;
+
+/* The soft BVH's cast of an LSI ray. */
+RDX_HD void rdx_jn_lsi_trace_soft(const rdx_jn_lsi_r *r, const rdx_ray *ray, rdx_jn_lsi_state *st) {
+  rdx_jn_lsi_trace(&r->v, ray, st);
 }
+RDX_JN_LSI_DEFINE_EDGE(RDX_HD, rdx_jn_lsi_edge, rdx_jn_lsi_trace_soft)
 
 /* ---- points ---- */
 

@@ -1,6 +1,7 @@
 /*
  * pip.cu: point in polygon on the GPU: pip_hd.h's two passes as kernels over the soft BVH (CUDA
- * contexts, and OptiX contexts, whose join index is the soft BVH too: join.h), and the query
+ * contexts), the machinery around them that the OptiX programs share (rdx_jn_pip_gpu: the OptiX
+ * backend's engine, src/join/optix/launch.cu, traces the same rays through a GAS), and the query
  * points' check and widening to f64.
  *
  * Pass 1: one thread per point, with a set of RDX_JN_PIP_SET_GPU events in local memory; it
@@ -160,8 +161,8 @@ rdx_status block_end(rdx_context *ctx, const uint64_t *off, int64_t k0, int64_t 
   return RDX_OK;
 }
 
-rdx_status pass2(rdx_context *ctx, rdx_bvh_view v, rdx_jn_pip_geom g, const double *xy, int64_t n,
-                 const rdx_jn_pip_out &out, const uint32_t *pending) {
+rdx_status pass2(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r, const rdx_jn_index *ix,
+                 const double *xy, int64_t n, const rdx_jn_pip_out &out, const uint32_t *pending) {
   static const char what[] = "rdx_join_pip: pass 2";
   cudaStream_t cs = rdx_stream(ctx);
   pass2_mem s;
@@ -189,8 +190,8 @@ rdx_status pass2(rdx_context *ctx, rdx_bvh_view v, rdx_jn_pip_geom g, const doub
     }
     int64_t nb = k1 - k0;
     block_offsets_kernel<<<rdx_grid(nb + 1, TPB), TPB, 0, cs>>>(s.off, k0, nb, s.boff);
-    events_kernel<<<rdx_grid(nb, TPB), TPB, 0, cs>>>(v, g, xy, s.list + k0, nb, s.boff, s.ev, s.mismatch);
-    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_join_pip: pass 2 events kernel", st, done);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_join_pip: pass 2 offsets kernel", st, done);
+    RDX_CHECK_GOTO(eng->events(ctx, r, ix, xy, s.list + k0, nb, s.boff, s.ev, s.mismatch), st, done);
     RDX_CHECK_GOTO(rdx_csr_sort_cuda(ctx, s.boff, nb, s.ev), st, done);
     reduce_kernel<<<rdx_grid(nb, TPB), TPB, 0, cs>>>(s.list + k0, nb, s.boff, s.ev, out);
     RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_join_pip: pass 2 reduce kernel", st, done);
@@ -205,6 +206,30 @@ rdx_status pass2(rdx_context *ctx, rdx_bvh_view v, rdx_jn_pip_geom g, const doub
 done:
   pass2_free(ctx, &s);
   return st;
+}
+
+/* The soft BVH's engine (rdx_jn_pip_engine): the kernels above. */
+rdx_jn_pip_geom geom_of(const rdx_polygons *r, const rdx_jn_index *ix) {
+  rdx_jn_pip_geom g;
+  g.xy = r->dev.xy;
+  g.edge_end = r->dev.edge_end;
+  g.edge_feat = r->dev.edge_feat;
+  g.group_first = ix->group_first;
+  return g;
+}
+
+rdx_status soft_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
+                      int planar, const rdx_jn_pip_out *out, uint32_t *pending) {
+  pass1_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(rdx_bvh_view_of(&ix->scene.bvh), geom_of(r, ix), xy, n,
+                                                               planar, *out, pending);
+  return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_join_pip: pass 1 kernel");
+}
+
+rdx_status soft_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                       const int64_t *list, int64_t nb, const uint64_t *boff, uint64_t *ev, int *mismatch) {
+  events_kernel<<<rdx_grid(nb, TPB), TPB, 0, rdx_stream(ctx)>>>(rdx_bvh_view_of(&ix->scene.bvh), geom_of(r, ix), xy,
+                                                                 list, nb, boff, ev, mismatch);
+  return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_join_pip: pass 2 events kernel");
 }
 
 __global__ void points_kernel(const void *src, int f32, int64_t n, double *dst, unsigned long long *bad) {
@@ -223,22 +248,22 @@ __global__ void points_kernel(const void *src, int f32, int64_t n, double *dst, 
 
 }  // namespace
 
-extern "C" rdx_status rdx_jn_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
-                                      int64_t n, int planar, const rdx_jn_pip_out *out) {
-  rdx_bvh_view v = rdx_bvh_view_of(&ix->scene.bvh);
-  rdx_jn_pip_geom g;
-  g.xy = r->dev.xy;
-  g.edge_end = r->dev.edge_end;
-  g.edge_feat = r->dev.edge_feat;
-  g.group_first = ix->group_first;
+extern "C" rdx_status rdx_jn_pip_gpu(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
+                                     const rdx_jn_index *ix, const double *xy, int64_t n, int planar,
+                                     const rdx_jn_pip_out *out) {
   uint32_t *pending = NULL;
   RDX_CHECK(rdx_scratch(ctx, "rdx_join_pip: pending points", (void **)&pending, (size_t)n * 4));
-  pass1_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(v, g, xy, n, planar, *out, pending);
-  rdx_status st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_join_pip: pass 1 kernel");
-  if (st == RDX_OK) st = pass2(ctx, v, g, xy, n, *out, pending);
+  rdx_status st = eng->pass1(ctx, r, ix, xy, n, planar, out, pending);
+  if (st == RDX_OK) st = pass2(ctx, eng, r, ix, xy, n, *out, pending);
   if (st == RDX_OK) st = rdx_cuda_sync(ctx, "rdx_join_pip");
   rdx_mem_free(ctx, pending);
   return st;
+}
+
+extern "C" rdx_status rdx_jn_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                                      int64_t n, int planar, const rdx_jn_pip_out *out) {
+  static const rdx_jn_pip_engine soft = {soft_pass1, soft_events};
+  return rdx_jn_pip_gpu(ctx, &soft, r, ix, xy, n, planar, out);
 }
 
 extern "C" rdx_status rdx_jn_points_cuda(rdx_context *ctx, const void *src, int f32, int64_t n, double *dst,

@@ -256,46 +256,60 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
   return count;
 }
 
-/* Pass 1 for one point: answers it (returns 1: *count, *first, and the features into fill when
+/*
+ * RDX_JN_PIP_DEFINE_POINT(QUAL, POINT, EVENTS, CTX, TRACE_PLANAR, TRACE_GENERAL) defines
+ *     QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, int planar,
+ *                    uint64_t *set, uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill,
+ *                    uint32_t *n_ev)
+ * pass 1 for one point: answers it (returns 1: *count, *first, and the features into fill when
  * not NULL) or, when the general rule's set outgrows cap, returns 0 with *n_ev its event count
- * (>= 1) for pass 2. set: room for cap entries. */
-RDX_HD int rdx_jn_pip_point(const rdx_bvh_view *v, const rdx_jn_pip_geom *g, double px, double py, int planar,
-                            uint64_t *set, uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill,
-                            uint32_t *n_ev) {
-  rdx_ray ray = rdx_jn_pip_ray(px, py);
-  rdx_jn_pip_state s;
-  if (planar) {
-    rdx_jn_pip_state_init(&s, g, px, py, set, cap, 0);
-    rdx_jn_pip_trace_planar(v, &ray, &s);
-    if (!s.boundary) {
-      uint32_t b = s.best;
-      int in = b != RDX_JN_NO_EDGE && g->xy[2 * (uint64_t)b] > g->xy[2 * (uint64_t)g->edge_end[b]];
-      *count = (uint64_t)in;
-      *first = in ? (int64_t)g->edge_feat[b] : -1;
-      if (in && fill) fill[0] = g->edge_feat[b];
-      return 1;
-    }
+ * (>= 1) for pass 2 (set: room for cap entries); and
+ *     QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, uint64_t *ev,
+ *                          uint32_t cap)
+ * pass 2 for one point: every event of the general rule into ev (room for cap); returns how many
+ * the ray met (the caller checks it equals pass 1's count). The point's ray is cast by
+ * void TRACE_PLANAR(CTX c, const rdx_ray *ray, rdx_jn_pip_state *s) and TRACE_GENERAL (same
+ * arguments), which run the rule's intersection and hit programs above on the groups the ray
+ * meets: the soft BVH's traversals (CTX const rdx_bvh_view *, below), or OptiX's in the join's
+ * OptiX programs (src/join/optix/programs.cu). QUAL is RDX_HD for the soft backends and a
+ * device-only qualifier in OptiX programs.
+ */
+#define RDX_JN_PIP_DEFINE_POINT(QUAL, POINT, EVENTS, CTX, TRACE_PLANAR, TRACE_GENERAL)              \
+  QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, int planar, uint64_t *set, \
+                 uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill, uint32_t *n_ev) {  \
+    rdx_ray ray = rdx_jn_pip_ray(px, py);                                                         \
+    rdx_jn_pip_state s;                                                                           \
+    if (planar) {                                                                                 \
+      rdx_jn_pip_state_init(&s, g, px, py, set, cap, 0);                                          \
+      TRACE_PLANAR(c, &ray, &s);                                                                  \
+      if (!s.boundary) {                                                                          \
+        uint32_t b = s.best;                                                                      \
+        int in = b != RDX_JN_NO_EDGE && g->xy[2 * (uint64_t)b] > g->xy[2 * (uint64_t)g->edge_end[b]]; \
+        *count = (uint64_t)in;                                                                    \
+        *first = in ? (int64_t)g->edge_feat[b] : -1;                                              \
+        if (in && fill) fill[0] = g->edge_feat[b];                                                \
+        return 1;                                                                                 \
+      }                                                                                           \
+    }                                                                                             \
+    rdx_jn_pip_state_init(&s, g, px, py, set, cap, 0);                                            \
+    TRACE_GENERAL(c, &ray, &s);                                                                   \
+    if (s.overflow) {                                                                             \
+      *n_ev = s.n_ev;                                                                             \
+      return 0;                                                                                   \
+    }                                                                                             \
+    rdx_jn_sort_small(set, s.n_live);                                                             \
+    *count = rdx_jn_pip_reduce(set, s.n_live, first, fill);                                       \
+    return 1;                                                                                     \
+  }                                                                                               \
+  QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, uint64_t *ev, uint32_t cap) { \
+    rdx_ray ray = rdx_jn_pip_ray(px, py);                                                         \
+    rdx_jn_pip_state s;                                                                           \
+    rdx_jn_pip_state_init(&s, g, px, py, ev, cap, 1);                                             \
+    TRACE_GENERAL(c, &ray, &s);                                                                   \
+    return s.n_ev;                                                                                \
   }
-  rdx_jn_pip_state_init(&s, g, px, py, set, cap, 0);
-  rdx_jn_pip_trace_general(v, &ray, &s);
-  if (s.overflow) {
-    *n_ev = s.n_ev;
-    return 0;
-  }
-  rdx_jn_sort_small(set, s.n_live);
-  *count = rdx_jn_pip_reduce(set, s.n_live, first, fill);
-  return 1;
-}
 
-/* Pass 2 for one point: every event of the general rule into ev (room for cap); returns how many
- * the ray met (the caller checks it equals pass 1's count). */
-RDX_HD uint32_t rdx_jn_pip_events(const rdx_bvh_view *v, const rdx_jn_pip_geom *g, double px, double py, uint64_t *ev,
-                                  uint32_t cap) {
-  rdx_ray ray = rdx_jn_pip_ray(px, py);
-  rdx_jn_pip_state s;
-  rdx_jn_pip_state_init(&s, g, px, py, ev, cap, 1);
-  rdx_jn_pip_trace_general(v, &ray, &s);
-  return s.n_ev;
-}
+RDX_JN_PIP_DEFINE_POINT(RDX_HD, rdx_jn_pip_point, rdx_jn_pip_events, const rdx_bvh_view *, rdx_jn_pip_trace_planar,
+                        rdx_jn_pip_trace_general)
 
 #endif /* RDX_JOIN_PIP_HD_H */
