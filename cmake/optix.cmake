@@ -1,9 +1,10 @@
 # cmake/optix.cmake: the OptiX backend (included by CMakeLists.txt when RAYDEX_OPTIX_DIR has
-# include/optix.h). Each module's device programs (src/<module>/optix/programs.cu: rt's own and
-# the keys module's) are compiled to OptiX-IR by nvcc at build time and embedded in the library
-# as a byte array (optix_ir/rdx_<module>_optix_ir.h, made by cmake/bin2h.cmake), so the library
-# needs no file at run time; the OptiX runtime itself comes with the NVIDIA driver and is loaded
-# by optixInit(). rt makes the OptiX modules and pipelines from the arrays (rdx_optix_launch).
+# include/optix.h). Each module's device programs (src/<module>/optix/programs.cu: rt's own, the
+# keys module's and the join module's) are compiled to OptiX-IR by nvcc at build time and embedded
+# in the library as a byte array (optix_ir/rdx_<module>_optix_ir.h, made by cmake/bin2h.cmake),
+# so the library needs no file at run time; the OptiX runtime itself comes with the NVIDIA driver
+# and is loaded by optixInit(). rt makes the OptiX modules and pipelines from the arrays
+# (rdx_optix_launch).
 set(RDX_OPTIX_IR_DIR ${CMAKE_BINARY_DIR}/optix_ir)
 file(MAKE_DIRECTORY ${RDX_OPTIX_IR_DIR})
 # OptiX-IR is compiled for a virtual architecture; OptiX finishes it for the device at run time.
@@ -43,6 +44,7 @@ endfunction()
 
 rdx_optix_embed(rt)
 rdx_optix_embed(keys)
+rdx_optix_embed(join)
 add_custom_target(raydex_optix_ir DEPENDS ${RDX_OPTIX_IR_HEADERS})
 
 # The host side: rt's machinery (contexts, modules, pipelines, GAS, launches) and each module's

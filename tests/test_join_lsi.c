@@ -49,6 +49,16 @@ static void expect_message(const char *part) {
     CHECK_FAIL_("message '%s' lacks '%s'", rdx_context_message(ctx), part);
 }
 
+/* On OptiX contexts the join's OptiX programs answer, not the soft kernels: a join that reached
+ * the backend (both layers with edges) adds at least `calls` launches of them. */
+static void expect_optix(const char *what, int64_t before, int64_t calls) {
+  if (rdx_context_backend(ctx) != RDX_BACKEND_OPTIX) return;
+  int64_t now = rdx_jn_optix_launches();
+  if (now < before + calls)
+    CHECK_FAIL_("%s: %lld launches of the join's OptiX programs, expected at least %lld", what,
+                (long long)(now - before), (long long)calls);
+}
+
 static int64_t held(void) {
   int64_t b = 0;
   rdx_context_memory(ctx, &b, NULL);
@@ -228,7 +238,9 @@ static void truth_free(truth *T) {
 static int64_t compare(const char *what, rdx_polygons *r, rdx_polygons *s, const rdx_join_options *o, int want_points,
                        const truth *T) {
   rdx_join_lsi_result *res = NULL;
+  int64_t launched = rdx_jn_optix_launches();
   CHECK_OK(ctx, rdx_join_lsi(ctx, r, s, o, want_points, &res));
+  if (r->host.n_vertices > 0 && s->host.n_vertices > 0) expect_optix(what, launched, 2); /* count, fill */
   if (res == NULL) return -1;
   host_result h;
   host_of(res, &h);

@@ -3,9 +3,9 @@
  * as kernels, with index_hd.h's functions, so the groups and boxes equal the CPU build's bit for
  * bit: one thread per ring counts its groups (RayJoin's greedy rule walks a ring in order), a scan
  * gives each ring its first group, one thread per ring writes its groups' first edges, and one
- * thread per group its conservative box. Then the soft BVH over the boxes on the device: the
- * scene of CUDA contexts, and of OptiX contexts too (join.h: no OptiX programs for joins yet, so
- * their joins run these kernels' companions in pip.cu on the soft BVH).
+ * thread per group its conservative box. Then the scene over the boxes (rdx_rt_scene_build): the
+ * soft BVH on the device for CUDA contexts, a compacted OptiX GAS for OptiX contexts, whose joins
+ * run the join's OptiX programs (src/join/optix/).
  */
 #include "core/cuda_util.cuh"
 #include "join/index_hd.h"
@@ -59,14 +59,7 @@ rdx_status index_build_cuda(rdx_context *ctx, const rdx_polygons *p, rdx_jn_inde
   out->group_ms = rdx_now_ms() - t0;
   {
     rdx_bvh_options bo = {NULL, 0}; /* Morton codes; width 0: the context's forced width, else BVH4 */
-    if (ctx->backend == RDX_BACKEND_OPTIX) { /* the soft BVH on the device (join.h) */
-      out->scene.kind = RDX_RT_AABBS;
-      out->scene.backend = ctx->backend;
-      out->scene.n_input = out->n_groups;
-      RDX_CHECK_GOTO(rdx_bvh_build_cuda(ctx, RDX_RT_AABBS, boxes, out->n_groups, &bo, &out->scene.bvh), st, done);
-    } else {
-      RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, boxes, out->n_groups, &bo, &out->scene), st, done);
-    }
+    RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, boxes, out->n_groups, &bo, &out->scene), st, done);
   }
   st = rdx_cuda_sync(ctx, what);
 done:

@@ -1,0 +1,61 @@
+/*
+ * launch.h: the launch parameters of the join module's OptiX pipelines, shared by the host code
+ * (launch.cu) and the device programs (programs.cu). Plain C types only: the device programs see
+ * the same bytes the host copies into the parameter buffer. They begin with rt's rdx_optix_base,
+ * which rdx_optix_launch fills (DESIGN.md §4: rt runs the pipelines, the module owns its programs
+ * and their parameters).
+ *
+ * Pipelines (one per raygen program; every trace folds its work into the intersection program, as
+ * RayJoin does, digest sections 3, 4 and 7):
+ *   lsi  one ray per S edge (lsi_hd.h), counting or filling, op RDX_JN_OPTIX_LSI
+ *   pip  one ray per query point (pip_hd.h): pass 1 (op RDX_JN_OPTIX_PIP) or pass 2's events
+ *        of the points pass 1 left (op RDX_JN_OPTIX_PIP_EVENTS)
+ */
+#ifndef RDX_JOIN_OPTIX_LAUNCH_H
+#define RDX_JOIN_OPTIX_LAUNCH_H
+
+#include <stdint.h>
+
+#include "join/join.h"
+#include "join/lsi_hd.h"
+#include "join/pip_hd.h"
+#include "rt/optix/launch.h"
+
+enum {
+  RDX_JN_OPTIX_LSI = 1,        /* __raygen__lsi */
+  RDX_JN_OPTIX_PIP = 2,        /* __raygen__pip, pass 1 */
+  RDX_JN_OPTIX_PIP_EVENTS = 3  /* __raygen__pip, pass 2's events */
+};
+
+/* The rule a traced ray runs, in its payload word 2: which of lsi_hd.h's and pip_hd.h's
+ * intersection programs __intersection__box calls. */
+enum { RDX_JN_OPTIX_RULE_LSI = 0, RDX_JN_OPTIX_RULE_PLANAR = 1, RDX_JN_OPTIX_RULE_GENERAL = 2 };
+
+/* Per S edge after a counting pass: its candidates (R edges tested, at most R's 2^32 - 2 edges)
+ * in the low 62 bits and what happened to it (RDX_JN_LSI_SKIP .. _BRUTE, 0..3) in the top two. */
+#define RDX_JN_OPTIX_HOW_SHIFT 62
+
+typedef struct rdx_jn_optix_params {
+  rdx_optix_base base;         /* set by rdx_optix_launch */
+  int op;                      /* RDX_JN_OPTIX_* */
+  /* lsi: queries are S's edges */
+  rdx_jn_lsi_r r;              /* R's side, device pointers (r.v unused: the GAS replaces it) */
+  const double *s_xy;          /* S's vertices */
+  const uint32_t *s_end;       /* S's edge ends */
+  uint64_t *counts;            /* counting: per S edge, its intersecting R edges */
+  uint64_t *edge_tally;        /* counting: per S edge, candidates | how << RDX_JN_OPTIX_HOW_SHIFT */
+  const uint64_t *offsets;     /* filling: S edge e's pairs go to pairs + offsets[e] */
+  uint64_t *pairs;             /* filling: (r edge << 32 | s edge); NULL when counting */
+  int *mismatch;               /* filling and pip events: set to 1 on another count */
+  /* pip: queries are points (pass 1) or entries of list (events) */
+  rdx_jn_pip_geom g;           /* R's layer and groups, device pointers */
+  const double *xy;            /* the points, (n, 2) f64 */
+  int planar;                  /* pass 1: the planar rule first */
+  rdx_jn_pip_out out;          /* pass 1's outputs */
+  uint32_t *pending;           /* pass 1: per point, 0 or its event count for pass 2 */
+  const int64_t *list;         /* events: the points of this block */
+  const uint64_t *boff;        /* events: list entry k's events at ev + boff[k] */
+  uint64_t *ev;
+} rdx_jn_optix_params;
+
+#endif /* RDX_JOIN_OPTIX_LAUNCH_H */

@@ -1,0 +1,158 @@
+/*
+ * programs.cu: the join module's OptiX device programs, compiled to OptiX-IR at build time
+ * (cmake/optix.cmake: nvcc -optix-ir) and embedded in the library; rt makes the module and the
+ * pipelines from it (rdx_optix_launch). They trace the join index's GAS (one custom primitive per
+ * group of R's edges, index_hd.h's conservative boxes) with RayJoin's shape (digest sections 3, 4
+ * and 7): all the work is folded into the intersection program, which scans the group's edges and
+ * decides each exactly; any-hit and closest-hit programs are disabled on every ray.
+ *
+ * One copy of the logic. The rays, the per-edge decisions, the states and the answers are
+ * lsi_hd.h's and pip_hd.h's, the very functions the soft backends run: the raygen programs
+ * instantiate RDX_JN_LSI_DEFINE_EDGE and RDX_JN_PIP_DEFINE_POINT with an OptiX cast, and
+ * __intersection__box calls rdx_jn_lsi_isect, rdx_jn_pip_general_isect or rdx_jn_pip_planar_isect
+ * on the ray's state. The state lives in the raygen program's frame; its address travels in
+ * payload words 0 and 1 (the per-ray-data pointer of the OptiX SDK's samples) and the rule in
+ * word 2, so the intersection program updates it in place.
+ *
+ * Why OptiX finds what the soft BVH finds. index_hd.h and lsi_hd.h prove that every group holding
+ * an edge that decides an answer has a box around the exact float32 ray with room to spare: the
+ * pads put the PIP ray's origin strictly inside the box's x-range and below its top, and keep a
+ * ball of radius tol around the LSI ray's points inside the box. Ray-tracing hardware tests boxes
+ * conservatively (it may report a box the ray misses, never miss one it meets: the DXR and Vulkan
+ * specifications allow false positives only), so the intersection program runs on every such
+ * group. It may run on a few more, whose edges the exact tests then reject or count as the soft
+ * path would: answers never depend on which extra groups are scanned. So the soft box test is not
+ * repeated here (only statistics such as LSI's candidates may differ from the soft BVH's). Each
+ * group must be scanned at most once per ray (PIP's crossing parity counts every crossing): the
+ * GAS is built with OPTIX_GEOMETRY_FLAG_REQUIRE_SINGLE_ANYHIT_CALL (rt/optix/optix.cu), under
+ * which a primitive is referenced once by the BVH and met once per ray.
+ *
+ * Rules:
+ *   LSI      the program never reports: the ray runs through every box, like the soft all-hits
+ *            traversal, and its state counts or fills the intersecting R edges.
+ *   general  never reports either: every crossing and boundary event of the point's ray.
+ *   planar   reports the float32 bound rdx_jn_pip_planar_isect returns, only when it is inside
+ *            (tmin, tmax) as the soft traversal requires; OptiX then shrinks tmax to it, exactly
+ *            the soft hit program's *tmax = t, and culls only boxes that begin above it, which
+ *            hold no edge as low as the best (pip_hd.h). On a boundary the soft hit program also
+ *            stops the ray; here the bound just past tmin leaves only boxes around the origin,
+ *            whose program returns at once, so no any-hit call is spent on every improvement.
+ * A zero direction (an LSI ray whose piece of S edge rounds to a point) is cast along +z instead:
+ * over t in [0, 1] that ray meets exactly the boxes holding the origin, which is what the soft
+ * box test answers for a zero direction (boxes span z in [-1, 1]).
+ */
+#include "join/optix/launch.h"
+#include "rt/optix/device.cuh"
+
+extern "C" {
+__constant__ rdx_jn_optix_params params;
+}
+
+extern "C" __global__ void __miss__rdx() {}
+
+/* The state of the ray being traced (payload words 0, 1). */
+static __forceinline__ __device__ void *ray_state() {
+  return (void *)(uintptr_t)((uint64_t)optixGetPayload_0() | (uint64_t)optixGetPayload_1() << 32);
+}
+
+/* Cast r for rule with state s, no any-hit or closest-hit program. */
+static __forceinline__ __device__ void cast(const rdx_ray *r, void *s, unsigned rule) {
+  uint64_t a = (uint64_t)(uintptr_t)s;
+  unsigned p0 = (unsigned)a, p1 = (unsigned)(a >> 32), p2 = rule;
+  float3 d = make_float3(r->d[0], r->d[1], r->d[2]);
+  if (d.x == 0.0f && d.y == 0.0f && d.z == 0.0f) d.z = 1.0f; /* a point: the file comment */
+  /* PIP rays run to +inf; FLT_MAX ends them beyond every box (bounds are clamped to 2^125) and
+   * beyond every t the planar rule reports, so the rays meet the same boxes */
+  float tmax = r->tmax < FLT_MAX ? r->tmax : FLT_MAX;
+  optixTrace(params.base.handle, make_float3(r->o[0], r->o[1], r->o[2]), d, r->tmin, tmax, 0.0f,
+             OptixVisibilityMask(255), OPTIX_RAY_FLAG_DISABLE_ANYHIT | OPTIX_RAY_FLAG_DISABLE_CLOSESTHIT, 0, 1, 0, p0,
+             p1, p2);
+}
+
+/* The group's edges against the ray's state, by its rule (the file comment). */
+extern "C" __global__ void __intersection__box() {
+  const float *box = params.base.aabbs + (int64_t)optixGetPrimitiveIndex() * 6;
+  uint32_t grp = rdx_optix_input_prim(params.base);
+  float tmin = optixGetRayTmin(), tmax = optixGetRayTmax(), t = 0.0f;
+  /* the join's programs take the ray and its constants only for the traversal's signature and
+   * read neither (NULL) */
+  unsigned rule = optixGetPayload_2();
+  if (rule == RDX_JN_OPTIX_RULE_LSI) {
+    rdx_jn_lsi_isect((rdx_jn_lsi_state *)ray_state(), grp, box, NULL, NULL, tmin, tmax, &t);
+  } else if (rule == RDX_JN_OPTIX_RULE_GENERAL) {
+    rdx_jn_pip_general_isect((rdx_jn_pip_state *)ray_state(), grp, box, NULL, NULL, tmin, tmax, &t);
+  } else if (rdx_jn_pip_planar_isect((rdx_jn_pip_state *)ray_state(), grp, box, NULL, NULL, tmin, tmax, &t) &&
+             tmin < t && t < tmax) {
+    optixReportIntersection(t, 0);
+  }
+}
+
+/* ---- LSI ---- */
+
+static __forceinline__ __device__ void lsi_cast(const rdx_jn_lsi_r *r, const rdx_ray *ray, rdx_jn_lsi_state *st) {
+  (void)r; /* the GAS of params.base stands for r->v */
+  cast(ray, st, RDX_JN_OPTIX_RULE_LSI);
+}
+
+RDX_JN_LSI_DEFINE_EDGE(static __forceinline__ __device__, lsi_edge_optix, lsi_cast)
+
+/* S edge e: count its intersecting R edges (and its statistics) or fill them, as lsi.cu's
+ * edges_kernel does for the soft BVH. */
+extern "C" __global__ void __raygen__lsi() {
+  int64_t e = rdx_optix_query_index(params.base);
+  if (e >= params.base.n) return;
+  const double *s0 = params.s_xy + 2 * e, *s1 = params.s_xy + 2 * (uint64_t)params.s_end[e];
+  uint64_t *out = params.pairs ? params.pairs + params.offsets[e] : NULL;
+  uint64_t cap = params.pairs ? params.offsets[e + 1] - params.offsets[e] : 0;
+  rdx_jn_lsi_state st;
+  rdx_jn_lsi_begin(&params.r, s0, s1, (uint32_t)e, out, cap, &st);
+  int how = lsi_edge_optix(&params.r, &st);
+  if (params.pairs) {
+    if (st.hits != cap) *params.mismatch = 1;
+    return;
+  }
+  params.counts[e] = st.hits;
+  params.edge_tally[e] = st.candidates | (uint64_t)how << RDX_JN_OPTIX_HOW_SHIFT;
+}
+
+/* ---- PIP ---- */
+
+static __forceinline__ __device__ void pip_planar_cast(int unused, const rdx_ray *ray, rdx_jn_pip_state *s) {
+  (void)unused;
+  cast(ray, s, RDX_JN_OPTIX_RULE_PLANAR);
+}
+static __forceinline__ __device__ void pip_general_cast(int unused, const rdx_ray *ray, rdx_jn_pip_state *s) {
+  (void)unused;
+  cast(ray, s, RDX_JN_OPTIX_RULE_GENERAL);
+}
+
+RDX_JN_PIP_DEFINE_POINT(static __forceinline__ __device__, pip_point_optix, pip_events_optix, int, pip_planar_cast,
+                        pip_general_cast)
+
+/* Pass 1 for point k (pip.cu's pass1_kernel), or pass 2's events for list entry k (its
+ * events_kernel). */
+extern "C" __global__ void __raygen__pip() {
+  int64_t k = rdx_optix_query_index(params.base);
+  if (k >= params.base.n) return;
+  if (params.op == RDX_JN_OPTIX_PIP_EVENTS) {
+    int64_t i = params.list[k];
+    uint32_t want = (uint32_t)(params.boff[k + 1] - params.boff[k]);
+    uint32_t got = pip_events_optix(0, &params.g, params.xy[2 * i], params.xy[2 * i + 1], params.ev + params.boff[k], want);
+    if (got != want) *params.mismatch = 1;
+    return;
+  }
+  uint64_t set[RDX_JN_PIP_SET_GPU];
+  uint64_t count = 0;
+  int64_t first = -1;
+  uint32_t n_ev = 0;
+  const rdx_jn_pip_out &out = params.out;
+  uint64_t *fill = out.features ? out.features + out.offsets[k] : NULL;
+  if (pip_point_optix(0, &params.g, params.xy[2 * k], params.xy[2 * k + 1], params.planar, set, RDX_JN_PIP_SET_GPU,
+                      &count, &first, fill, &n_ev)) {
+    if (out.counts) out.counts[k] = count;
+    if (out.first) out.first[k] = first;
+    params.pending[k] = 0;
+  } else {
+    params.pending[k] = n_ev;
+  }
+}
