@@ -4,9 +4,10 @@
  *
  * CPU build, on the thread pool, in three passes that index_hd.h's functions make identical to the
  * CUDA build (index.cu):
- *   1. per ring (chunks of rings), the number of groups of RayJoin's greedy adaptive grouping;
- *   2. an exclusive scan of those counts (serial: one add per ring) gives each ring's first group,
- *      and each ring writes its groups' first edges into group_first;
+ *   1. per block of RDX_JN_GROUP_BLOCK edges (index_hd.h), the number of groups of RayJoin's
+ *      greedy adaptive grouping;
+ *   2. an exclusive scan of those counts (serial: one add per block) gives each block its first
+ *      group, and each block writes its groups' first edges into group_first;
  *   3. per group (chunks of groups), the conservative float32 box;
  * then the scene: the soft BVH over the group boxes (Morton order; the edge order of groups is
  * coherent within a ring but not across rings). The boxes are scratch: the tree keeps its own copy.
@@ -18,7 +19,7 @@
 #include <math.h>
 #include <string.h>
 
-#define RINGS_PER_TASK 512
+#define BLOCKS_PER_TASK 256
 #define GROUPS_PER_TASK 16384
 
 double rdx_jn_layer_magnitude(const rdx_polygons *p) {
@@ -85,7 +86,8 @@ rdx_status rdx_jn_index_build(rdx_context *ctx, rdx_polygons *p, int32_t pad_ulp
 typedef struct group_job {
   const rdx_jn_arrays *a;
   double s;
-  uint64_t *ring_group; /* pass 1: groups per ring; pass 2: the ring's first group */
+  int64_t n_blocks;     /* grouping blocks (index_hd.h) */
+  uint64_t *block_group; /* pass 1: groups per block; pass 2: the block's first group */
   uint32_t *group_first;
   int pad_ulps;
   double abs_pad;
@@ -96,18 +98,17 @@ typedef struct group_job {
 static void count_task(void *arg, int64_t t, int thread) {
   (void)thread;
   const group_job *j = (const group_job *)arg;
-  int64_t end = (t + 1) * RINGS_PER_TASK < j->a->n_rings ? (t + 1) * RINGS_PER_TASK : j->a->n_rings;
-  for (int64_t r = t * RINGS_PER_TASK; r < end; r++)
-    j->ring_group[r] = rdx_jn_group_ring(j->a->xy, j->a->edge_end, j->a->ring_off[r], j->a->ring_off[r + 1], j->s, NULL);
+  int64_t end = (t + 1) * BLOCKS_PER_TASK < j->n_blocks ? (t + 1) * BLOCKS_PER_TASK : j->n_blocks;
+  for (int64_t k = t * BLOCKS_PER_TASK; k < end; k++)
+    j->block_group[k] = rdx_jn_group_block(j->a->xy, j->a->edge_end, j->a->n_vertices, k, j->s, NULL);
 }
 
 static void starts_task(void *arg, int64_t t, int thread) {
   (void)thread;
   const group_job *j = (const group_job *)arg;
-  int64_t end = (t + 1) * RINGS_PER_TASK < j->a->n_rings ? (t + 1) * RINGS_PER_TASK : j->a->n_rings;
-  for (int64_t r = t * RINGS_PER_TASK; r < end; r++)
-    rdx_jn_group_ring(j->a->xy, j->a->edge_end, j->a->ring_off[r], j->a->ring_off[r + 1], j->s,
-                      j->group_first + j->ring_group[r]);
+  int64_t end = (t + 1) * BLOCKS_PER_TASK < j->n_blocks ? (t + 1) * BLOCKS_PER_TASK : j->n_blocks;
+  for (int64_t k = t * BLOCKS_PER_TASK; k < end; k++)
+    rdx_jn_group_block(j->a->xy, j->a->edge_end, j->a->n_vertices, k, j->s, j->group_first + j->block_group[k]);
 }
 
 static void boxes_task(void *arg, int64_t t, int thread) {
@@ -131,19 +132,20 @@ static rdx_status index_build_cpu(rdx_context *ctx, const rdx_polygons *p, rdx_j
   j.s = out->group_threshold;
   j.pad_ulps = out->pad_ulps;
   j.abs_pad = out->abs_pad;
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&j.ring_group, (size_t)a->n_rings * 8, RDX_HOST), st, done);
-  int64_t ring_tasks = (a->n_rings + RINGS_PER_TASK - 1) / RINGS_PER_TASK;
-  RDX_CHECK_GOTO(rdx_parallel_for(ctx, ring_tasks, count_task, &j), st, done);
+  j.n_blocks = (a->n_vertices + RDX_JN_GROUP_BLOCK - 1) / RDX_JN_GROUP_BLOCK;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&j.block_group, (size_t)j.n_blocks * 8, RDX_HOST), st, done);
+  int64_t block_tasks = (j.n_blocks + BLOCKS_PER_TASK - 1) / BLOCKS_PER_TASK;
+  RDX_CHECK_GOTO(rdx_parallel_for(ctx, block_tasks, count_task, &j), st, done);
   uint64_t total = 0;
-  for (int64_t r = 0; r < a->n_rings; r++) {
-    uint64_t c = j.ring_group[r];
-    j.ring_group[r] = total;
+  for (int64_t k = 0; k < j.n_blocks; k++) {
+    uint64_t c = j.block_group[k];
+    j.block_group[k] = total;
     total += c;
   }
   out->n_groups = (int64_t)total; /* at most one group per edge, so below 2^32 */
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->group_first, (size_t)(total + 1) * 4, RDX_HOST), st, done);
   j.group_first = out->group_first;
-  RDX_CHECK_GOTO(rdx_parallel_for(ctx, ring_tasks, starts_task, &j), st, done);
+  RDX_CHECK_GOTO(rdx_parallel_for(ctx, block_tasks, starts_task, &j), st, done);
   out->group_first[total] = (uint32_t)a->n_vertices;
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&boxes, (size_t)total * 24, RDX_HOST), st, done);
   j.boxes = boxes;
@@ -155,7 +157,7 @@ static rdx_status index_build_cpu(rdx_context *ctx, const rdx_polygons *p, rdx_j
     RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, boxes, j.n_groups, &bo, &out->scene), st, done);
   }
 done:
-  rdx_mem_free(ctx, j.ring_group);
+  rdx_mem_free(ctx, j.block_group);
   rdx_mem_free(ctx, boxes);
   return st; /* on failure rdx_jn_index_make frees what out holds */
 }

@@ -1,9 +1,9 @@
 /*
  * index.cu: the join index built on the GPU from the layer's device arrays: the steps of index.c
  * as kernels, with index_hd.h's functions, so the groups and boxes equal the CPU build's bit for
- * bit: one thread per ring counts its groups (RayJoin's greedy rule walks a ring in order), a scan
- * gives each ring its first group, one thread per ring writes its groups' first edges, and one
- * thread per group its conservative box. Then the scene over the boxes (rdx_rt_scene_build): the
+ * bit: one thread per block of edges counts its groups (RayJoin's greedy rule walks the block in
+ * order), a scan gives each block its first group, one thread per block writes its groups' first
+ * edges, and one thread per group its conservative box. Then the scene over the boxes (rdx_rt_scene_build): the
  * soft BVH on the device for CUDA contexts, a compacted OptiX GAS for OptiX contexts, whose joins
  * run the join's OptiX programs (src/join/optix/).
  */
@@ -15,15 +15,15 @@ namespace {
 
 constexpr int TPB = 128;
 
-__global__ void count_kernel(rdx_jn_arrays a, double s, uint64_t *counts) {
-  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < a.n_rings; r += (int64_t)gridDim.x * blockDim.x)
-    counts[r] = rdx_jn_group_ring(a.xy, a.edge_end, a.ring_off[r], a.ring_off[r + 1], s, NULL);
+__global__ void count_kernel(rdx_jn_arrays a, int64_t n_blocks, double s, uint64_t *counts) {
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n_blocks; k += (int64_t)gridDim.x * blockDim.x)
+    counts[k] = rdx_jn_group_block(a.xy, a.edge_end, a.n_vertices, k, s, NULL);
 }
 
-__global__ void starts_kernel(rdx_jn_arrays a, double s, const uint64_t *ring_first, uint32_t *group_first,
-                              int64_t n_groups) {
-  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < a.n_rings; r += (int64_t)gridDim.x * blockDim.x)
-    rdx_jn_group_ring(a.xy, a.edge_end, a.ring_off[r], a.ring_off[r + 1], s, group_first + ring_first[r]);
+__global__ void starts_kernel(rdx_jn_arrays a, int64_t n_blocks, double s, const uint64_t *block_first,
+                              uint32_t *group_first, int64_t n_groups) {
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n_blocks; k += (int64_t)gridDim.x * blockDim.x)
+    rdx_jn_group_block(a.xy, a.edge_end, a.n_vertices, k, s, group_first + block_first[k]);
   if (blockIdx.x == 0 && threadIdx.x == 0) group_first[n_groups] = (uint32_t)a.n_vertices;
 }
 
@@ -39,17 +39,18 @@ rdx_status index_build_cuda(rdx_context *ctx, const rdx_polygons *p, rdx_jn_inde
   cudaStream_t st_ = rdx_stream(ctx);
   double t0 = rdx_now_ms();
   rdx_status st = RDX_OK;
-  uint64_t *counts = NULL, *ring_first = NULL, total = 0;
+  const int64_t n_blocks = (a.n_vertices + RDX_JN_GROUP_BLOCK - 1) / RDX_JN_GROUP_BLOCK;
+  uint64_t *counts = NULL, *block_first = NULL, total = 0;
   float *boxes = NULL;
-  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&counts, (size_t)a.n_rings * 8), st, done);
-  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&ring_first, (size_t)(a.n_rings + 1) * 8), st, done);
-  count_kernel<<<rdx_grid(a.n_rings, TPB), TPB, 0, st_>>>(a, out->group_threshold, counts);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&counts, (size_t)n_blocks * 8), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&block_first, (size_t)(n_blocks + 1) * 8), st, done);
+  count_kernel<<<rdx_grid(n_blocks, TPB), TPB, 0, st_>>>(a, n_blocks, out->group_threshold, counts);
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: group count kernel", st, done);
-  RDX_CHECK_GOTO(rdx_csr_scan_cuda(ctx, counts, a.n_rings, ring_first, &total), st, done);
+  RDX_CHECK_GOTO(rdx_csr_scan_cuda(ctx, counts, n_blocks, block_first, &total), st, done);
   out->n_groups = (int64_t)total; /* at most one group per edge, so below 2^32 */
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->group_first, (size_t)(total + 1) * 4, RDX_DEVICE), st, done);
-  starts_kernel<<<rdx_grid(a.n_rings, TPB), TPB, 0, st_>>>(a, out->group_threshold, ring_first, out->group_first,
-                                                             out->n_groups);
+  starts_kernel<<<rdx_grid(n_blocks, TPB), TPB, 0, st_>>>(a, n_blocks, out->group_threshold, block_first,
+                                                          out->group_first, out->n_groups);
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: group starts kernel", st, done);
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&boxes, (size_t)total * 24), st, done);
   boxes_kernel<<<rdx_grid(out->n_groups, TPB), TPB, 0, st_>>>(a, out->group_first, out->n_groups, out->pad_ulps,
@@ -59,12 +60,16 @@ rdx_status index_build_cuda(rdx_context *ctx, const rdx_polygons *p, rdx_jn_inde
   out->group_ms = rdx_now_ms() - t0;
   {
     rdx_bvh_options bo = {NULL, 0}; /* Morton codes; width 0: the context's forced width, else BVH4 */
+#ifdef RDX_HAVE_OPTIX
+    if (ctx->backend == RDX_BACKEND_OPTIX) /* room for the hardware's box tests (join.h) */
+      RDX_CHECK_GOTO(rdx_jn_optix_boxes(ctx, boxes, out->n_groups), st, done);
+#endif
     RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, boxes, out->n_groups, &bo, &out->scene), st, done);
   }
   st = rdx_cuda_sync(ctx, what);
 done:
   rdx_mem_free(ctx, counts);
-  rdx_mem_free(ctx, ring_first);
+  rdx_mem_free(ctx, block_first);
   rdx_mem_free(ctx, boxes);
   return st; /* on failure rdx_jn_index_make frees what out holds */
 }

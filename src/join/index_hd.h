@@ -5,17 +5,20 @@
  * (digest section 5), plus the one rule for the rays' float32 coordinates that makes the index
  * provably miss no candidate.
  *
- * Groups (RayJoin's AG, sequential form). The edges of one ring are walked in storage order; the
- * current group takes the next edge while
+ * Groups (RayJoin's AG, sequential form). The edges are cut into blocks of RDX_JN_GROUP_BLOCK
+ * consecutive edges (RayJoin's thread-block partitions: groups never cross a block), and each
+ * block is walked in storage order; the current group takes the next edge while
  *      area(G u E) / max(area(G), area(E)) < s      and      |G| < RDX_JN_MAX_GROUP_EDGES,
- * where G is the group's f64 box so far and E the edge's; otherwise the edge starts a new group.
+ * where G is the group's f64 box so far and E the edge's, and the edge continues G's ring;
+ * otherwise the edge starts a new group. Blocks, not rings, are the unit of work, so a ring of
+ * 10^5 edges takes as long as any other 10^5 edges, on one thread per block.
  * The ratio is computed in double from the f64 boxes, with no fused operation, so both backends
  * take the same branch. Two zero-area boxes never merge (max area 0), and s = 1 never merges
  * (the union's area is never below either area, in floating point too: the differences and
  * products are monotone). Groups never cross rings, and are numbered in edge order, so group g
  * covers the edges [group_first[g], group_first[g + 1]) of one ring. The paper merges pairwise
- * in 64-edge blocks on the GPU; a greedy walk per ring (one thread per ring on CUDA) gives the
- * same kind of contiguous ranges and is identical on both backends by construction.
+ * within its blocks on the GPU; a greedy walk per block gives the same kind of contiguous ranges
+ * and is identical on both backends by construction.
  *
  * Boxes (RayJoin's CR, with the absolute pad). For a group whose f64 box is [min, max]:
  *      lo = clamp(f32_down(min - abs_pad, pad_ulps)),   hi = clamp(f32_up(max + abs_pad, pad_ulps))
@@ -101,16 +104,24 @@ RDX_HD int rdx_jn_group_takes(const double *glo, const double *ghi, const double
   return rdx_jn_box_area(ulo, uhi) / m < s;
 }
 
-/* The greedy grouping of the ring whose edges are [v0, v1): returns its number of groups and,
- * when starts is not NULL, writes the first edge of each group to starts[0 ..]. */
-RDX_HD uint32_t rdx_jn_group_ring(const double *xy, const uint32_t *edge_end, uint64_t v0, uint64_t v1, double s,
-                                  uint32_t *starts) {
+/* Edges per grouping block: a multiple of RDX_JN_MAX_GROUP_EDGES, so a block cut ends no group
+ * early that the size cap would not end. */
+#define RDX_JN_GROUP_BLOCK 64
+
+/* The greedy grouping of block k (edges [k B, min((k + 1) B, n_edges))): returns its number of
+ * groups and, when starts is not NULL, writes the first edge of each group to starts[0 ..]. A
+ * ring's last edge is the one whose end is not the next vertex (rings have at least 3). */
+RDX_HD uint32_t rdx_jn_group_block(const double *xy, const uint32_t *edge_end, int64_t n_edges, int64_t k, double s,
+                                   uint32_t *starts) {
+  const int64_t e0 = k * RDX_JN_GROUP_BLOCK;
+  const int64_t e1 = e0 + RDX_JN_GROUP_BLOCK < n_edges ? e0 + RDX_JN_GROUP_BLOCK : n_edges;
   uint32_t n = 0, size = 0;
   double glo[2] = {0.0, 0.0}, ghi[2] = {0.0, 0.0};
-  for (uint64_t e = v0; e < v1; e++) {
+  for (int64_t e = e0; e < e1; e++) {
     double elo[2], ehi[2];
     rdx_jn_edge_box(xy, edge_end, (uint32_t)e, elo, ehi);
-    if (size > 0 && size < RDX_JN_MAX_GROUP_EDGES && rdx_jn_group_takes(glo, ghi, elo, ehi, s)) {
+    const int same_ring = e > e0 && edge_end[e - 1] == (uint32_t)e;
+    if (size > 0 && same_ring && size < RDX_JN_MAX_GROUP_EDGES && rdx_jn_group_takes(glo, ghi, elo, ehi, s)) {
       for (int a = 0; a < 2; a++) {
         glo[a] = glo[a] < elo[a] ? glo[a] : elo[a];
         ghi[a] = ghi[a] > ehi[a] ? ghi[a] : ehi[a];
