@@ -249,6 +249,11 @@ typedef rdx_status (*rdx_jn_lsi_pass_fn)(rdx_context *ctx, const struct rdx_jn_l
 rdx_status rdx_jn_lsi_gpu(rdx_context *ctx, rdx_jn_lsi_pass_fn pass, const rdx_polygons *r, const rdx_jn_index *ix,
                           const rdx_polygons *s, int want_points, rdx_join_lsi_result *out, rdx_jn_lsi_stats *stats);
 
+/* The group boxes (device, 6 floats each, index_hd.h) made ready for an OptiX GAS, in place
+ * (optix/launch.cu; OptiX builds only): the bounds that can equal a ray coordinate are moved
+ * outward, so that every ray lies strictly inside the boxes it needs. */
+rdx_status rdx_jn_optix_boxes(rdx_context *ctx, float *boxes, int64_t n);
+
 /* Launches of the join's OptiX programs since the process began, over all contexts (0 in builds
  * without OptiX): tests and benchmarks read it around a join on an OptiX context to see that the
  * OptiX programs, not the soft kernels, answered it. */

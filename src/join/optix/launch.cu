@@ -143,7 +143,43 @@ rdx_status lsi_optix(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index
   return rdx_jn_lsi_gpu(ctx, lsi_pass, r, ix, s, want_points, out, stats);
 }
 
+/* ---- the GAS's boxes ---- */
+
+/* Box bound b widened for the hardware (rdx_jn_optix_boxes): lo when lo is set, else hi. */
+__device__ float widen(float b, int lo) {
+  const float c = (float)RDX_JN_F32_CLAMP;
+  const float s = lo ? -1.0f : 1.0f; /* outward */
+  if (b == s * c) return 2.0f * s * c;                         /* clamped outward: beyond every ray */
+  if (b == -s * c) return nextafterf(-s * c, s * INFINITY);    /* clamped inward: past the rays there */
+  if (fabsf(b) < FLT_MIN) return s * FLT_MIN;                  /* tiny: 0 inside */
+  return b;
+}
+
+__global__ void widen_kernel(float *boxes, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    for (int a = 0; a < 2; a++) { /* x, y; z is [-1, 1] */
+      boxes[6 * i + a] = widen(boxes[6 * i + a], 1);
+      boxes[6 * i + 3 + a] = widen(boxes[6 * i + 3 + a], 0);
+    }
+}
+
 }  // namespace
+
+/* The boxes index_hd.h proves sufficient contain every ray coordinate the soft test needs within
+ * closed bounds; the pads make that strict everywhere except where a bound or a ray coordinate is
+ * clamped to +-RDX_JN_F32_CLAMP (both then equal it) and, on hardware that flushes subnormal
+ * numbers to zero, near 0. A ray lying exactly on a face of a box, along an axis where its
+ * direction is 0, meets it only under closed arithmetic that hardware does not promise (the slab
+ * test's 0 / 0), so the GAS gets its boxes widened: a bound clamped on its outer side moves to
+ * +-2 RDX_JN_F32_CLAMP (box sums stay finite), one clamped on its inner side (a box wholly beyond
+ * the clamp) one float past it, and a subnormal or zero bound to -+FLT_MIN on its outer side.
+ * Every widening enlarges the box, so nothing the soft BVH finds is lost; the extra candidates
+ * are decided exactly like the others. */
+extern "C" rdx_status rdx_jn_optix_boxes(rdx_context *ctx, float *boxes, int64_t n) {
+  if (n == 0) return RDX_OK;
+  widen_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(boxes, n);
+  return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_polygons_build_index: OptiX box kernel");
+}
 
 extern "C" int64_t rdx_jn_optix_launches(void) { return g_launches.load(std::memory_order_relaxed); }
 

@@ -17,10 +17,11 @@
  * Why OptiX finds what the soft BVH finds. index_hd.h and lsi_hd.h prove that every group holding
  * an edge that decides an answer has a box around the exact float32 ray with room to spare: the
  * pads put the PIP ray's origin strictly inside the box's x-range and below its top, and keep a
- * ball of radius tol around the LSI ray's points inside the box. Ray-tracing hardware tests boxes
- * conservatively (it may report a box the ray misses, never miss one it meets: the DXR and Vulkan
- * specifications allow false positives only), so the intersection program runs on every such
- * group. It may run on a few more, whose edges the exact tests then reject or count as the soft
+ * ball of radius tol around the LSI ray's points inside the box; where clamping (or a subnormal
+ * flushed to zero) could put a ray on a face instead, the GAS's boxes are widened
+ * (rdx_jn_optix_boxes, launch.cu). Ray-tracing hardware tests boxes conservatively (it may report
+ * a box the ray misses, never miss one it meets: the DXR and Vulkan specifications allow false
+ * positives only), so the intersection program runs on every such group. It may run on a few more, whose edges the exact tests then reject or count as the soft
  * path would: answers never depend on which extra groups are scanned. So the soft box test is not
  * repeated here (only statistics such as LSI's candidates may differ from the soft BVH's). Each
  * group must be scanned at most once per ray (PIP's crossing parity counts every crossing): the
