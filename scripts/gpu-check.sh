@@ -31,7 +31,7 @@ jobs=$(nproc)
 t0=$(date +%s)
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DRAYDEX_CUDA=ON ${optix_dir:+-DRAYDEX_OPTIX_DIR=$optix_dir} \
   > "$OUT/logs/configure.log" 2>&1 || { log "configure FAILED"; tail -30 "$OUT/logs/configure.log"; }
-cmake --build build-gpu -j "$jobs" > "$OUT/logs/build.log" 2>&1 || { log "build FAILED"; grep -E "error" -A3 "$OUT/logs/build.log" | head -60; }
+cmake --build build-gpu -j "$jobs" -- -k > "$OUT/logs/build.log" 2>&1 || { log "build FAILED"; grep -E "error" -A3 "$OUT/logs/build.log" | head -60; }
 log "build done in $(( $(date +%s) - t0 )) s"
 RDX=$root/build-gpu/raydex
 "$RDX" info | tee "$OUT/logs/info.txt"
