@@ -31,6 +31,12 @@ enum {
  * intersection programs __intersection__box calls. */
 enum { RDX_JN_OPTIX_RULE_LSI = 0, RDX_JN_OPTIX_RULE_PLANAR = 1, RDX_JN_OPTIX_RULE_GENERAL = 2 };
 
+/* The range of magnitudes the GAS is traced in (launch.cu): layers whose largest |coordinate| lies
+ * outside [2^-60, 2^60], and rays with an origin coordinate beyond 2^61, scan every group instead. */
+#define RDX_JN_OPTIX_MAG_MIN 0x1p-60
+#define RDX_JN_OPTIX_MAG_MAX 0x1p60
+#define RDX_JN_OPTIX_RAY_MAX 0x1p61f
+
 /* Per S edge after a counting pass: its candidates (R edges tested, at most R's 2^32 - 2 edges)
  * in the low 62 bits and what happened to it (RDX_JN_LSI_SKIP .. _BRUTE, 0..3) in the top two. */
 #define RDX_JN_OPTIX_HOW_SHIFT 62
@@ -38,6 +44,8 @@ enum { RDX_JN_OPTIX_RULE_LSI = 0, RDX_JN_OPTIX_RULE_PLANAR = 1, RDX_JN_OPTIX_RUL
 typedef struct rdx_jn_optix_params {
   rdx_optix_base base;         /* set by rdx_optix_launch */
   int op;                      /* RDX_JN_OPTIX_* */
+  int scan_all;                /* 1: every ray scans every group (R outside the traced range) */
+  uint32_t n_groups;           /* R's groups (the index's), for the scans */
   /* lsi: queries are S's edges */
   rdx_jn_lsi_r r;              /* R's side, device pointers (r.v unused: the GAS replaces it) */
   const double *s_xy;          /* S's vertices */

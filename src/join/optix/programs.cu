@@ -21,9 +21,10 @@
  * flushed to zero) could put a ray on a face instead, the GAS's boxes are widened
  * (rdx_jn_optix_boxes, launch.cu). Ray-tracing hardware tests boxes conservatively (it may report
  * a box the ray misses, never miss one it meets: the DXR and Vulkan specifications allow false
- * positives only), so the intersection program runs on every such group. It may run on a few more, whose edges the exact tests then reject or count as the soft
- * path would: answers never depend on which extra groups are scanned. So the soft box test is not
- * repeated here (only statistics such as LSI's candidates may differ from the soft BVH's). Each
+ * positives only), so the intersection program runs on every such group. It may run on a few
+ * more, whose edges the exact tests then reject or count as the soft path would: answers never
+ * depend on which extra groups are scanned. So the soft box test is not repeated here (only
+ * statistics such as LSI's candidates may differ from the soft BVH's). Each
  * group must be scanned at most once per ray (PIP's crossing parity counts every crossing): the
  * GAS is built with OPTIX_GEOMETRY_FLAG_REQUIRE_SINGLE_ANYHIT_CALL (rt/optix/optix.cu), under
  * which a primitive is referenced once by the BVH and met once per ray.
@@ -41,6 +42,15 @@
  * A zero direction (an LSI ray whose piece of S edge rounds to a point) is cast along +z instead:
  * over t in [0, 1] that ray meets exactly the boxes holding the origin, which is what the soft
  * box test answers for a zero direction (boxes span z in [-1, 1]).
+ *
+ * Range. The GAS is traced only for layers of moderate magnitude and rays near them (launch.h's
+ * RDX_JN_OPTIX_MAG_*, RDX_JN_OPTIX_RAY_MAX). On the GPU runs (H100, OptiX 9.0, driver 580,
+ * 2026-11-26) OptiX found no box at all for tests/test_join_pip.c's grid beyond float32's range,
+ * whose boxes and rays clamp at 2^125, with or without the faces widened; extents that large also
+ * overflow the areas a BVH builder weighs (2^64 squared). Outside the range a ray scans every group through the same
+ * intersection program (scan_all): the soft traversal visits a subset of the groups and answers
+ * never depend on extra groups, so the answers are the same, at a cost in edges per ray that only
+ * such inputs (no map in any unit comes near 2^60 or 2^-60) pay.
  */
 #include "join/optix/launch.h"
 #include "rt/optix/device.cuh"
@@ -56,8 +66,26 @@ static __forceinline__ __device__ void *ray_state() {
   return (void *)(uintptr_t)((uint64_t)optixGetPayload_0() | (uint64_t)optixGetPayload_1() << 32);
 }
 
-/* Cast r for rule with state s, no any-hit or closest-hit program. */
+/* The group grp through rule's intersection program for state s (tmin, tmax: the ray's interval
+ * so far); 1 with *t when the planar rule reports a hit. */
+static __forceinline__ __device__ int isect(void *s, unsigned rule, uint32_t grp, float tmin, float tmax, float *t) {
+  /* the join's programs take the box, the ray and its constants only for the traversal's
+   * signature and read none of them (NULL) */
+  if (rule == RDX_JN_OPTIX_RULE_LSI)
+    return rdx_jn_lsi_isect((rdx_jn_lsi_state *)s, grp, NULL, NULL, NULL, tmin, tmax, t);
+  if (rule == RDX_JN_OPTIX_RULE_GENERAL)
+    return rdx_jn_pip_general_isect((rdx_jn_pip_state *)s, grp, NULL, NULL, NULL, tmin, tmax, t);
+  return rdx_jn_pip_planar_isect((rdx_jn_pip_state *)s, grp, NULL, NULL, NULL, tmin, tmax, t);
+}
+
+/* Cast r for rule with state s: through the GAS, no any-hit or closest-hit program; or, outside
+ * the traced range, over every group (the file comment). */
 static __forceinline__ __device__ void cast(const rdx_ray *r, void *s, unsigned rule) {
+  if (params.scan_all || !(fabsf(r->o[0]) <= RDX_JN_OPTIX_RAY_MAX && fabsf(r->o[1]) <= RDX_JN_OPTIX_RAY_MAX)) {
+    float t = 0.0f; /* reports only prune: here nothing is pruned */
+    for (uint32_t g = 0; g < params.n_groups; g++) isect(s, rule, g, r->tmin, r->tmax, &t);
+    return;
+  }
   uint64_t a = (uint64_t)(uintptr_t)s;
   unsigned p0 = (unsigned)a, p1 = (unsigned)(a >> 32), p2 = rule;
   float3 d = make_float3(r->d[0], r->d[1], r->d[2]);
@@ -72,20 +100,10 @@ static __forceinline__ __device__ void cast(const rdx_ray *r, void *s, unsigned 
 
 /* The group's edges against the ray's state, by its rule (the file comment). */
 extern "C" __global__ void __intersection__box() {
-  const float *box = params.base.aabbs + (int64_t)optixGetPrimitiveIndex() * 6;
-  uint32_t grp = rdx_optix_input_prim(params.base);
   float tmin = optixGetRayTmin(), tmax = optixGetRayTmax(), t = 0.0f;
-  /* the join's programs take the ray and its constants only for the traversal's signature and
-   * read neither (NULL) */
-  unsigned rule = optixGetPayload_2();
-  if (rule == RDX_JN_OPTIX_RULE_LSI) {
-    rdx_jn_lsi_isect((rdx_jn_lsi_state *)ray_state(), grp, box, NULL, NULL, tmin, tmax, &t);
-  } else if (rule == RDX_JN_OPTIX_RULE_GENERAL) {
-    rdx_jn_pip_general_isect((rdx_jn_pip_state *)ray_state(), grp, box, NULL, NULL, tmin, tmax, &t);
-  } else if (rdx_jn_pip_planar_isect((rdx_jn_pip_state *)ray_state(), grp, box, NULL, NULL, tmin, tmax, &t) &&
-             tmin < t && t < tmax) {
-    optixReportIntersection(t, 0);
-  }
+  if (isect(ray_state(), optixGetPayload_2(), rdx_optix_input_prim(params.base), tmin, tmax, &t) && tmin < t &&
+      t < tmax)
+    optixReportIntersection(t, 0); /* the planar rule's bound (LSI and general report nothing) */
 }
 
 /* ---- LSI ---- */
@@ -138,7 +156,8 @@ extern "C" __global__ void __raygen__pip() {
   if (params.op == RDX_JN_OPTIX_PIP_EVENTS) {
     int64_t i = params.list[k];
     uint32_t want = (uint32_t)(params.boff[k + 1] - params.boff[k]);
-    uint32_t got = pip_events_optix(0, &params.g, params.xy[2 * i], params.xy[2 * i + 1], params.ev + params.boff[k], want);
+    uint64_t *ev = params.ev + params.boff[k];
+    uint32_t got = pip_events_optix(0, &params.g, params.xy[2 * i], params.xy[2 * i + 1], ev, want);
     if (got != want) *params.mismatch = 1;
     return;
   }
