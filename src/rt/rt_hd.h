@@ -501,7 +501,7 @@ RDX_HD rdx_bvh4_node rdx_bvh4_fetch(const rdx_bvh4_node *nodes, uint32_t i) {
 #define RDX_RT_DEFINE_TRACE_AABB(NAME, STATE, ISECT, HIT)                                        \
   RDX_RT_TRAVERSE_(NAME, STATE, {                                                                \
     const float *box_ = bv->prims + (int64_t)s * 6;                                              \
-    float t_;                                                                                    \
+    float t_ = 0.0f; /* set by ISECT when it reports a hit; zeroed for the compiler's sake */   \
     if (rdx_rt_box_hit(box_, box_ + 3, ray, &pre, tmin, tmax) &&                                 \
         ISECT(st, bv->ids[s], box_, ray, &pre, tmin, tmax, &t_) && tmin < t_ && t_ < tmax &&     \
         HIT(st, bv->ids[s], t_, 1, &tmax) == RDX_RT_STOP)                                        \
