@@ -65,7 +65,7 @@ double rdx_now_ms(void);
  * queries). */
 int rdx_cuda_built(void);
 
-/* ---- paths forced by tests and benchmarks, never by the environment (core, rt, spatial) ---- */
+/* ---- paths forced by tests and benchmarks, never by the environment (core, rt, spatial, join) ---- */
 /* The GPU's CSR sort path (core/csr_sort.cu): AUTO is the cost model's choice, and PACKED falls
  * back to SEGMENTED when the packed keys do not fit 64 bits. */
 enum { RDX_CSR_SORT_AUTO = 0, RDX_CSR_SORT_SEGMENTED = 1, RDX_CSR_SORT_PACKED = 2 };
@@ -78,6 +78,13 @@ void rdx_rt_force_bvh_width(rdx_context *ctx, int width);
  * 0 (the default) decides by the batch's size. Layouts whose engine takes any batch (the CPU
  * planner, the dense quadtree) ignore it. */
 void rdx_sp_force_rebuild(rdx_points *pts, int mode);
+/* On (1), the join indexes this context builds from now on have naive boxes: every bound rounded
+ * to the nearest float32, no pad (RayJoin's plain float32 version, digest section 5), and LSI
+ * casts every ray whatever its rounding error instead of testing such S edges against every R
+ * edge; the exact tests of the candidates stay, so each wrong answer is a missed candidate.
+ * `raydex bench join --naive` counts them. 0 (the default) restores the conservative boxes.
+ * Indexes already built keep their boxes. */
+void rdx_join_force_naive(rdx_context *ctx, int on);
 
 /* ---- data generators (io: gen.c, gen_points.c) ---- */
 /* Key sets. */

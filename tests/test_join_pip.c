@@ -24,8 +24,11 @@
  *  - pip_index_options: group_threshold 1, 3.5 and 64 and pad_ulps 1, 2 and 8, through
  *    rdx_polygons_build_index and through a join's temporary index, answer alike; what describe
  *    says about the index; a failed build keeps the old index;
- *  - pip_index_identical (GPU backends): the index's groups and float32 boxes equal the CPU
- *    build's bit for bit, at s = 1, 3.5 and 64;
+ *  - pip_index_identical (GPU backends): the index's groups and float32 boxes, ring boxes and
+ *    floors equal the CPU build's bit for bit, at s = 1, 3.5 and 64;
+ *  - pip_rings: the general rule's phase (A) (pip_hd.h): each ring's box and floor are those of
+ *    its edges taken at once (the union of its groups', index_hd.h), and on CPU contexts
+ *    rdx_jn_pip_top equals a brute force over the ring boxes, some points meeting none;
  *  - pip_empty: an empty layer, an empty batch;
  *  - pip_bad_input: each refused argument with its status and sentence, outputs untouched;
  *  - pip_fill_offsets: a fill with offsets that do not match the counts is refused and writes
@@ -584,6 +587,32 @@ static void index_host(rdx_context *c, const rdx_polygons *p, uint32_t **first, 
   free(ids);
 }
 
+/* The index's ring boxes in ring order (NULL on OptiX contexts, whose boxes live in the GAS) and
+ * its per-group floors, on the host. */
+static void rings_host(rdx_context *c, const rdx_polygons *p, float **boxes, float **floors) {
+  const rdx_jn_index *ix = &p->index;
+  rdx_location w = rdx_context_backend(c) != RDX_BACKEND_CPU ? RDX_DEVICE : RDX_HOST;
+  int64_t n = ix->n_rings, ng = ix->n_groups;
+  CHECK_EQ(n, p->host.n_rings);
+  *floors = (float *)malloc((size_t)ng * 4 + 4);
+  CHECK_OK(c, rdx_copy(c, *floors, RDX_HOST, ix->group_floor, w, (size_t)ng * 4));
+  *boxes = NULL;
+  if (rdx_context_backend(c) == RDX_BACKEND_OPTIX) {
+    CHECK(ix->rings.gas != NULL);
+    return;
+  }
+  *boxes = (float *)malloc((size_t)n * 24 + 4);
+  float *leaf = (float *)malloc((size_t)n * 24 + 4);
+  uint32_t *ids = (uint32_t *)malloc((size_t)n * 4 + 4);
+  CHECK_EQ(ix->rings.bvh.n_prims, n);
+  CHECK_OK(c, rdx_copy(c, leaf, RDX_HOST, ix->rings.bvh.prims, w, (size_t)n * 24));
+  CHECK_OK(c, rdx_copy(c, ids, RDX_HOST, ix->rings.bvh.ids, w, (size_t)n * 4));
+  for (int64_t k = 0; k < n; k++)
+    if (ids[k] < (uint64_t)n) memcpy(*boxes + 6 * (size_t)ids[k], leaf + 6 * k, 24);
+  free(leaf);
+  free(ids);
+}
+
 /* The GPU build makes the CPU build's groups and boxes, bit for bit (index_hd.h). */
 static void index_identical(void) {
   if (!gpu) return;
@@ -615,11 +644,90 @@ static void index_identical(void) {
     if (memcmp(fg, fc, (size_t)(n + 1) * 4) != 0) CHECK_FAIL_("s = %g: the groups differ between backends", s[a]);
     if (bg && memcmp(bg, bc, (size_t)n * 24) != 0) CHECK_FAIL_("s = %g: the group boxes differ between backends", s[a]);
     free(fg), free(fc), free(bg), free(bc);
+    float *rg, *rc, *flg, *flc;
+    rings_host(ctx, pg, &rg, &flg);
+    rings_host(cpu, pc, &rc, &flc);
+    if (rg && memcmp(rg, rc, (size_t)pc->index.n_rings * 24) != 0)
+      CHECK_FAIL_("s = %g: the ring boxes differ between backends", s[a]);
+    if (memcmp(flg, flc, (size_t)n * 4) != 0) CHECK_FAIL_("s = %g: the ring floors differ between backends", s[a]);
+    free(rg), free(rc), free(flg), free(flc);
   }
-  printf("  identical groups and boxes on cpu and %s\n", rdx_backend_name(rdx_context_backend(ctx)));
+  printf("  identical groups, boxes, ring boxes and floors on cpu and %s\n", rdx_backend_name(rdx_context_backend(ctx)));
   rdx_polygons_destroy(pg);
   rdx_polygons_destroy(pc);
   rdx_context_destroy(cpu);
+  lb_free(&L);
+}
+
+/* Phase (A)'s data and traversal (the file comment's pip_rings). */
+static void rings(void) {
+  lb L;
+  grid_layer_at(&L, 4, 0, 1000.0, -1000.0, 0x1p-16); /* sub-ulp cells: every bound rounds */
+  for (int f = 0; f < 30; f++) { /* rings of up to 300 edges: many groups each at s = 3.5 */
+    lb_feature(&L);
+    star(&L, urand(0, 10), urand(0, 10), urand(0.5, 3), 3 + (int)check_below(300));
+    if (f % 3 == 0) star(&L, urand(0, 10), urand(0, 10), urand(0.5, 2), 3 + (int)check_below(20));
+  }
+  rdx_polygons *p = make(&L);
+  pts P = {NULL, 0, 0};
+  points_for(&L, &P, 1500, 1500);
+  const rdx_jn_arrays *a = &p->host;
+  static const double s[3] = {1.0, 3.5, 64.0};
+  int64_t none = 0, some = 0;
+  for (int k = 0; k < 3; k++) {
+    rdx_join_options o = RDX_JOIN_OPTIONS_INIT;
+    o.group_threshold = s[k];
+    o.pad_ulps = 1 + 3 * k;
+    CHECK_OK(ctx, rdx_polygons_build_index(ctx, p, &o));
+    const rdx_jn_index *ix = &p->index;
+    float *rb, *fl;
+    rings_host(ctx, p, &rb, &fl);
+    uint32_t *gf = (uint32_t *)malloc((size_t)(ix->n_groups + 1) * 4);
+    CHECK_OK(ctx, rdx_copy(ctx, gf, RDX_HOST, ix->group_first, gpu ? RDX_DEVICE : RDX_HOST, (size_t)(ix->n_groups + 1) * 4));
+    int64_t bad = 0;
+    for (int64_t g = 0; g < ix->n_groups && bad < 5; g++) { /* each group's floor is its ring's */
+      uint32_t r = rdx_jn_ring_of_vertex(a->ring_off, a->n_rings, gf[g]);
+      float want[6], floor_y;
+      rdx_jn_group_box(a->xy, a->edge_end, (uint32_t)a->ring_off[r], (uint32_t)a->ring_off[r + 1], ix->pad_ulps,
+                       ix->abs_pad, want, &floor_y);
+      if (fl[g] != floor_y || (rb && memcmp(rb + 6 * (size_t)r, want, 24) != 0)) {
+        bad++;
+        CHECK_FAIL_("s = %g: group %lld, ring %u: floor %.9g, box [%.9g, %.9g] x [%.9g, %.9g]; its edges give %.9g, "
+                    "[%.9g, %.9g] x [%.9g, %.9g]", s[k], (long long)g, r, fl[g], rb ? rb[6 * r] : 0.0,
+                    rb ? rb[6 * r + 3] : 0.0, rb ? rb[6 * r + 1] : 0.0, rb ? rb[6 * r + 4] : 0.0, floor_y, want[0],
+                    want[3], want[1], want[4]);
+      }
+    }
+    if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) { /* phase (A) against every ring box */
+      rdx_jn_pip_bvhs v;
+      v.groups = rdx_bvh_view_of(&ix->scene.bvh);
+      v.rings = rdx_bvh_view_of(&ix->rings.bvh);
+      for (int64_t i = 0; i < P.n && bad < 10; i++) {
+        float ox = rdx_jn_ray_coord(P.xy[2 * i]), oy = rdx_jn_ray_coord(P.xy[2 * i + 1]), want = -INFINITY;
+        for (int64_t r = 0; r < a->n_rings; r++) {
+          const float *b = rb + 6 * r;
+          if (b[0] <= ox && ox <= b[3] && b[1] <= oy && oy <= b[4] && b[4] > want) want = b[4];
+        }
+        float top = rdx_jn_pip_top(&v, P.xy[2 * i], P.xy[2 * i + 1]);
+        none += top == -INFINITY;
+        some += top != -INFINITY;
+        if (top != want) {
+          bad++;
+          CHECK_FAIL_("s = %g: point (%.17g, %.17g): top %.9g, the ring boxes give %.9g", s[k], P.xy[2 * i],
+                      P.xy[2 * i + 1], top, want);
+        }
+      }
+    }
+    free(rb), free(fl), free(gf);
+  }
+  if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) {
+    CHECK(none > 0);
+    CHECK(some > 0);
+    printf("  rings: %lld rings, phase (A) met no ring box for %lld of %lld points\n", (long long)a->n_rings,
+           (long long)none, (long long)(none + some));
+  }
+  rdx_polygons_destroy(p);
+  free(P.xy);
   lb_free(&L);
 }
 
@@ -846,6 +954,7 @@ int main(int argc, char **argv) {
   if (CASE_RUN(pip_many_features)) many_features();
   if (CASE_RUN(pip_index_options)) index_options();
   if (CASE_RUN(pip_index_identical)) index_identical();
+  if (CASE_RUN(pip_rings)) rings();
   if (CASE_RUN(pip_empty)) empty();
   if (CASE_RUN(pip_bad_input)) bad_input();
   if (CASE_RUN(pip_fill_offsets)) fill_offsets();

@@ -80,9 +80,11 @@ struct rdx_context {
   int stream_priority;          /* rdx_context_options.stream_priority (GPU contexts) */
   struct {                      /* paths forced by tests and benchmarks, never by the environment;
                                    0 = the library's choice. Internal: set through
-                                   rdx_rt_force_bvh_width (rt.h) and rdx_csr_force_sort */
+                                   rdx_rt_force_bvh_width (rt.h), rdx_csr_force_sort and
+                                   rdx_join_force_naive (bench_api.h) */
     int bvh_width;              /* soft BVH width, 2 or 4 (rt/bvh.c) */
     int csr_sort;               /* RDX_CSR_SORT_* (csr_sort.cu) */
+    int join_naive;             /* 1: join indexes get naive boxes (join/index.c) */
   } force;
   char message[1024];           /* last failure sentence */
 };

@@ -8,10 +8,12 @@
  *      greedy adaptive grouping;
  *   2. an exclusive scan of those counts (serial: one add per block) gives each block its first
  *      group, and each block writes its groups' first edges into group_first;
- *   3. per group (chunks of groups), the conservative float32 box;
- * then the scene: the soft BVH over the group boxes (Morton order; the edge order of groups is
- * coherent within a ring but not across rings). The boxes are scratch: the tree keeps its own copy.
- * Tuned for maps of 10^4 to 10^8 edges in 10^2 to 10^7 rings.
+ *   3. per group (chunks of groups), the conservative float32 box and the floor of its lowest y;
+ *   4. per ring (chunks of rings, each chunk finding its first group by binary search and walking
+ *      on), the union of its groups' boxes and floors, whose floor goes back to each of its groups;
+ * then the scenes: the soft BVHs over the group boxes and over the ring boxes (Morton order; the
+ * edge order of groups is coherent within a ring but not across rings). The boxes are scratch:
+ * the trees keep their own copies. Tuned for maps of 10^4 to 10^8 edges in 10^2 to 10^7 rings.
  */
 #include "join/index_hd.h"
 #include "join/join.h"
@@ -21,6 +23,7 @@
 
 #define BLOCKS_PER_TASK 256
 #define GROUPS_PER_TASK 16384
+#define RINGS_PER_TASK 16384
 
 double rdx_jn_layer_magnitude(const rdx_polygons *p) {
   if (p->host.n_vertices == 0) return 0.0;
@@ -34,15 +37,20 @@ double rdx_jn_layer_magnitude(const rdx_polygons *p) {
 
 int64_t rdx_jn_index_bytes(const rdx_jn_index *ix) {
   if (!ix->built) return 0;
-  return rdx_rt_scene_bytes(&ix->scene) + 4 * (ix->n_groups + 1);
+  return rdx_rt_scene_bytes(&ix->scene) + rdx_rt_scene_bytes(&ix->rings) + 4 * (ix->n_groups + 1) +
+         4 * (ix->group_floor ? ix->n_groups : 0);
 }
 
 void rdx_jn_index_free(rdx_context *ctx, rdx_jn_index *ix) {
   if (ix == NULL) return;
   rdx_rt_scene_free(ctx, &ix->scene);
+  rdx_rt_scene_free(ctx, &ix->rings);
   rdx_mem_free(ctx, ix->group_first);
+  rdx_mem_free(ctx, ix->group_floor);
   memset(ix, 0, sizeof *ix);
 }
+
+void rdx_join_force_naive(rdx_context *ctx, int on) { ctx->force.join_naive = on != 0; }
 
 rdx_status rdx_jn_index_make(rdx_context *ctx, const rdx_polygons *p, int32_t pad_ulps, double group_threshold,
                              double magnitude, rdx_jn_index *out) {
@@ -50,12 +58,14 @@ rdx_status rdx_jn_index_make(rdx_context *ctx, const rdx_polygons *p, int32_t pa
   double m = rdx_jn_layer_magnitude(p);
   if (magnitude > m) m = magnitude;
   if (m > RDX_JN_F32_CLAMP) m = RDX_JN_F32_CLAMP; /* boxes are clamped there anyway */
-  out->pad_ulps = pad_ulps;
+  const int naive = ctx->force.join_naive; /* benchmarks only (index_hd.h) */
+  out->pad_ulps = naive ? RDX_JN_PAD_NAIVE : pad_ulps;
   out->group_threshold = group_threshold;
   out->magnitude = m;
-  out->abs_pad = rdx_jn_abs_pad(m);
-  out->scene.kind = RDX_RT_AABBS;
-  out->scene.backend = ctx->backend;
+  out->abs_pad = naive ? 0.0 : rdx_jn_abs_pad(m);
+  out->n_rings = p->host.n_rings;
+  out->scene.kind = out->rings.kind = RDX_RT_AABBS;
+  out->scene.backend = out->rings.backend = ctx->backend;
   double t0 = rdx_now_ms();
   if (p->host.n_vertices > 0) { /* an empty layer has an empty index: no groups, an empty scene */
     const rdx_jn_ops *ops = rdx_jn_find_ops(RDX_JN_OP_INDEX, ctx->backend);
@@ -91,7 +101,9 @@ typedef struct group_job {
   uint32_t *group_first;
   int pad_ulps;
   double abs_pad;
-  float *boxes;
+  float *boxes;         /* 6 per group */
+  float *floors;        /* pass 3: per group, its own floor; pass 4: its ring's */
+  float *ring_boxes;    /* 6 per ring */
   int64_t n_groups;
 } group_job;
 
@@ -117,7 +129,36 @@ static void boxes_task(void *arg, int64_t t, int thread) {
   int64_t end = (t + 1) * GROUPS_PER_TASK < j->n_groups ? (t + 1) * GROUPS_PER_TASK : j->n_groups;
   for (int64_t g = t * GROUPS_PER_TASK; g < end; g++)
     rdx_jn_group_box(j->a->xy, j->a->edge_end, j->group_first[g], j->group_first[g + 1], j->pad_ulps, j->abs_pad,
-                     j->boxes + 6 * g);
+                     j->boxes + 6 * g, j->floors + g);
+}
+
+/* The first group at or after edge e: group_first is increasing and holds every ring's first
+ * edge, so for e = ring_off[r] it is ring r's first group. */
+static int64_t group_at(const uint32_t *group_first, int64_t n_groups, uint64_t e) {
+  int64_t lo = 0, hi = n_groups; /* the answer is in [lo, hi] */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (group_first[mid] < e) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static void rings_task(void *arg, int64_t t, int thread) {
+  (void)thread;
+  const group_job *j = (const group_job *)arg;
+  const int64_t n_rings = j->a->n_rings;
+  int64_t r1 = (t + 1) * RINGS_PER_TASK < n_rings ? (t + 1) * RINGS_PER_TASK : n_rings;
+  int64_t g = group_at(j->group_first, j->n_groups, j->a->ring_off[t * RINGS_PER_TASK]);
+  for (int64_t r = t * RINGS_PER_TASK; r < r1; r++) {
+    const uint64_t end = j->a->ring_off[r + 1];
+    const int64_t g0 = g;
+    rdx_jn_ring_acc acc = rdx_jn_ring_of_group(j->boxes + 6 * g, j->floors[g]);
+    for (g++; g < j->n_groups && j->group_first[g] < end; g++)
+      acc = rdx_jn_ring_union(acc, rdx_jn_ring_of_group(j->boxes + 6 * g, j->floors[g]));
+    rdx_jn_ring_box(&acc, j->ring_boxes + 6 * r);
+    for (int64_t k = g0; k < g; k++) j->floors[k] = acc.floor_y;
+  }
 }
 
 static rdx_status index_build_cpu(rdx_context *ctx, const rdx_polygons *p, rdx_jn_index *out) {
@@ -148,17 +189,23 @@ static rdx_status index_build_cpu(rdx_context *ctx, const rdx_polygons *p, rdx_j
   RDX_CHECK_GOTO(rdx_parallel_for(ctx, block_tasks, starts_task, &j), st, done);
   out->group_first[total] = (uint32_t)a->n_vertices;
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&boxes, (size_t)total * 24, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->group_floor, (size_t)total * 4, RDX_HOST), st, done);
   j.boxes = boxes;
+  j.floors = out->group_floor;
   j.n_groups = (int64_t)total;
   RDX_CHECK_GOTO(rdx_parallel_for(ctx, (j.n_groups + GROUPS_PER_TASK - 1) / GROUPS_PER_TASK, boxes_task, &j), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&j.ring_boxes, (size_t)a->n_rings * 24, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_parallel_for(ctx, (a->n_rings + RINGS_PER_TASK - 1) / RINGS_PER_TASK, rings_task, &j), st, done);
   out->group_ms = rdx_now_ms() - t0;
   {
     rdx_bvh_options bo = {NULL, 0}; /* Morton codes; width 0: the context's forced width, else BVH4 */
     RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, boxes, j.n_groups, &bo, &out->scene), st, done);
+    RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, j.ring_boxes, a->n_rings, &bo, &out->rings), st, done);
   }
 done:
   rdx_mem_free(ctx, j.block_group);
   rdx_mem_free(ctx, boxes);
+  rdx_mem_free(ctx, j.ring_boxes);
   return st; /* on failure rdx_jn_index_make frees what out holds */
 }
 

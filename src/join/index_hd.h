@@ -46,6 +46,22 @@
  *    reach deviate from the exact segment by rounding errors of a few float32 ulps of the
  *    segment's coordinates, at most a few ulps at M; abs_pad (RDX_JN_ABS_PAD_ULPS ulps at M)
  *    exists for them, and lsi_hd.h states how its rays stay within it.
+ *
+ * Rings (for PIP's general rule, pip_hd.h). Ring r's box is the union of its groups' boxes (every
+ * ring starts a group and groups never cross rings, so its groups are a run of consecutive ones);
+ * the union of float32 bounds is exact and the bounds are monotone in the f64 ones, so it equals
+ * the box the rule above gives the ring's f64 box: conservative like every group box, and the same
+ * bit for bit on both backends whatever order the union is taken in. The ring boxes are a second
+ * rt scene of the index. Per group, floor[g] = f32_down(lowest y of g's ring, 0) (the largest float
+ * at or below it): floor[g] > p.y proves that p lies below the whole ring. As the ring's box has
+ * lo.y = clamp(f32_down(miny - abs_pad, pad_ulps)) with pad_ulps >= 1, lo.y < floor unless
+ * clamped, so p.y >= floor puts c(p.y) strictly above the box's bottom, as the pads put c(p.x)
+ * strictly inside its x-range when p.x is inside the ring's.
+ *
+ * Naive boxes (benchmarks only: rdx_join_force_naive, RayJoin's plain float32 version, digest
+ * section 5): pad_ulps = RDX_JN_PAD_NAIVE and abs_pad = 0 round every bound, floors included, to
+ * the nearest float32 with no pad. Nothing above is claimed for them: they exist to count the
+ * answers the conservative representation saves.
  */
 #ifndef RDX_JOIN_INDEX_HD_H
 #define RDX_JOIN_INDEX_HD_H
@@ -64,6 +80,8 @@
 #define RDX_JN_F32_CLAMP 4.2535295865117308e37 /* 2^125 */
 /* The absolute pad, in float32 ulps of the largest |coordinate| M. */
 #define RDX_JN_ABS_PAD_ULPS 4
+/* pad_ulps of an index of naive boxes (the file comment); public pad_ulps are 1..64. */
+#define RDX_JN_PAD_NAIVE 0
 
 /* The absolute pad for inputs whose coordinates are at most m in magnitude: RDX_JN_ABS_PAD_ULPS
  * float32 ulps at m (a power of two; 0 for m = 0). */
@@ -137,9 +155,16 @@ RDX_HD uint32_t rdx_jn_group_block(const double *xy, const uint32_t *edge_end, i
   return n;
 }
 
-/* The conservative float32 box (lo x, y, z, hi x, y, z) of the edges [first, end). */
+/* The float32 floor of a lowest y (the file comment): the largest float at or below it, or for
+ * naive boxes the nearest. */
+RDX_HD float rdx_jn_floor_y(double miny, int pad_ulps) {
+  return pad_ulps == RDX_JN_PAD_NAIVE ? (float)miny : rdx_jn_f32_down(miny, 0);
+}
+
+/* The conservative float32 box (lo x, y, z, hi x, y, z) of the edges [first, end), and the floor
+ * of their lowest y into *floor_y (naive box and floor when pad_ulps is RDX_JN_PAD_NAIVE). */
 RDX_HD void rdx_jn_group_box(const double *xy, const uint32_t *edge_end, uint32_t first, uint32_t end, int pad_ulps,
-                             double abs_pad, float *box) {
+                             double abs_pad, float *box, float *floor_y) {
   double lo[2], hi[2];
   rdx_jn_edge_box(xy, edge_end, first, lo, hi);
   for (uint32_t e = first + 1; e < end; e++) {
@@ -151,11 +176,55 @@ RDX_HD void rdx_jn_group_box(const double *xy, const uint32_t *edge_end, uint32_
     }
   }
   for (int a = 0; a < 2; a++) {
+    if (pad_ulps == RDX_JN_PAD_NAIVE) {
+      box[a] = rdx_jn_clamp_f32((float)lo[a]);
+      box[3 + a] = rdx_jn_clamp_f32((float)hi[a]);
+      continue;
+    }
     box[a] = rdx_jn_clamp_f32(rdx_jn_f32_down(RDX_DSUB(lo[a], abs_pad), pad_ulps));
     box[3 + a] = rdx_jn_clamp_f32(rdx_jn_f32_up(RDX_DADD(hi[a], abs_pad), pad_ulps));
   }
   box[2] = -1.0f;
   box[5] = 1.0f;
+  *floor_y = rdx_jn_floor_y(lo[1], pad_ulps);
+}
+
+/* A ring's box and floor, as the union over its groups (the file comment). */
+typedef struct rdx_jn_ring_acc {
+  float lo[2], hi[2];
+  float floor_y;
+} rdx_jn_ring_acc;
+
+RDX_HD rdx_jn_ring_acc rdx_jn_ring_of_group(const float *box, float floor_y) {
+  rdx_jn_ring_acc a;
+  a.lo[0] = box[0], a.lo[1] = box[1], a.hi[0] = box[3], a.hi[1] = box[4];
+  a.floor_y = floor_y;
+  return a;
+}
+RDX_HD rdx_jn_ring_acc rdx_jn_ring_union(rdx_jn_ring_acc a, rdx_jn_ring_acc b) {
+  for (int k = 0; k < 2; k++) {
+    a.lo[k] = b.lo[k] < a.lo[k] ? b.lo[k] : a.lo[k];
+    a.hi[k] = b.hi[k] > a.hi[k] ? b.hi[k] : a.hi[k];
+  }
+  a.floor_y = b.floor_y < a.floor_y ? b.floor_y : a.floor_y;
+  return a;
+}
+/* The ring's primitive in the ring scene (lo x, y, z, hi x, y, z). */
+RDX_HD void rdx_jn_ring_box(const rdx_jn_ring_acc *a, float *box) {
+  box[0] = a->lo[0], box[1] = a->lo[1], box[2] = -1.0f;
+  box[3] = a->hi[0], box[4] = a->hi[1], box[5] = 1.0f;
+}
+
+/* The ring holding vertex (or edge) v: the largest r with ring_off[r] <= v, for ring_off of
+ * n_rings + 1 entries and v < ring_off[n_rings]. */
+RDX_HD uint32_t rdx_jn_ring_of_vertex(const uint64_t *ring_off, int64_t n_rings, uint64_t v) {
+  int64_t lo = 0, hi = n_rings - 1; /* the answer is in [lo, hi] */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (ring_off[mid] <= v) lo = mid;
+    else hi = mid - 1;
+  }
+  return (uint32_t)lo;
 }
 
 #endif /* RDX_JOIN_INDEX_HD_H */

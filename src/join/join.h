@@ -56,22 +56,30 @@ typedef struct rdx_jn_arrays {
 } rdx_jn_arrays;
 
 /* A layer's join index: groups of consecutive edges of one ring, each with a conservative f32
- * box, in an rt scene of AABBs (scene primitive g is group g). index_hd.h states the grouping rule,
- * the boxes and why the engine never misses a candidate. On OptiX contexts the scene is a compacted
- * GAS (scene.gas; scene.bvh empty) that only the join's OptiX programs (src/join/optix/) trace. */
+ * box, in an rt scene of AABBs (scene primitive g is group g); and the rings' boxes (each the union
+ * of its groups' boxes) in a second scene with, per group, the floor of its ring's lowest y, for
+ * PIP's general rule (pip_hd.h). index_hd.h states the grouping rule, the boxes and why the engine
+ * never misses a candidate. On OptiX contexts the scenes are compacted GASes (scene.gas, rings.gas;
+ * their bvh empty) that only the join's OptiX programs (src/join/optix/) trace. */
 typedef struct rdx_jn_index {
   int built;                 /* 1 once made; 0 for a zeroed, empty struct */
-  int32_t pad_ulps;          /* float32 ulps stepped outward after rounding, 1..64 */
+  int32_t pad_ulps;          /* float32 ulps stepped outward after rounding, 1..64; or
+                                RDX_JN_PAD_NAIVE (0): naive boxes (rdx_join_force_naive) */
   double group_threshold;    /* RayJoin's s, 1..64 (1: one edge per group) */
   double magnitude;          /* largest |coordinate| the absolute pad covers (the layer's, or more
                                 when the maker asked) */
-  double abs_pad;            /* rdx_jn_abs_pad(magnitude), applied to every box before rounding */
+  double abs_pad;            /* rdx_jn_abs_pad(magnitude), applied to every box before rounding
+                                (0 for naive boxes) */
   int64_t n_groups;
   uint32_t *group_first;     /* n_groups + 1 (backend memory): group g covers edges
                                 [group_first[g], group_first[g + 1]) */
   rdx_rt_scene scene;
+  int64_t n_rings;           /* the layer's rings: primitives of the ring scene */
+  rdx_rt_scene rings;        /* primitive r: ring r's box (index_hd.h) */
+  float *group_floor;        /* n_groups (backend memory): the float32 floor of the lowest y of
+                                group g's ring (index_hd.h) */
   double build_ms;           /* for benchmarks: grouping + boxes + BVH build, milliseconds */
-  double group_ms;           /* the grouping and boxes alone */
+  double group_ms;           /* the grouping and boxes (groups' and rings') alone */
 } rdx_jn_index;
 
 struct rdx_polygons {

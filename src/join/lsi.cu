@@ -175,7 +175,7 @@ rdx_jn_lsi_r lsi_r_of(const rdx_polygons *r, const rdx_jn_index *ix) {
   R.group_first = ix->group_first;
   R.n_edges = r->dev.n_vertices;
   for (int k = 0; k < 2; k++) R.lo[k] = r->lo[k], R.hi[k] = r->hi[k];
-  R.tol = rdx_jn_lsi_tol(ix->abs_pad);
+  R.tol = rdx_jn_lsi_index_tol(ix->pad_ulps, ix->abs_pad);
   return R;
 }
 

@@ -54,6 +54,8 @@
  * S's coordinates so small that directions fall below 2^-126).
  * An S edge whose check fails is not dropped: it is tested against every R edge (RDX_JN_LSI_BRUTE,
  * counted in the join's statistics), exact like the rest and slow only for such edges.
+ * Naive indexes (index_hd.h, benchmarks only) have no pad, so tol would be 0 and every edge would
+ * take that path: they cast every ray instead (tol = +inf), which is RayJoin's plain float32 LSI.
  *
  * Results. A pass over S counts each edge's intersecting R edges, a scan sizes the output, and a
  * second identical pass writes (r edge << 32 | s edge); the same traversal visits the same
@@ -109,6 +111,10 @@ typedef struct rdx_jn_lsi_state {
 
 /* tol for an index whose absolute pad is abs_pad (the file comment's proof). */
 RDX_HD double rdx_jn_lsi_tol(double abs_pad) { return RDX_DMUL(RDX_DMUL(abs_pad, 1.0 - 0x1p-29), 0.5); }
+/* tol for an index with these pads: rdx_jn_lsi_tol, or +inf for naive boxes (the file comment). */
+RDX_HD double rdx_jn_lsi_index_tol(int pad_ulps, double abs_pad) {
+  return pad_ulps == RDX_JN_PAD_NAIVE ? (double)INFINITY : rdx_jn_lsi_tol(abs_pad);
+}
 
 /* One candidate: R edge e against the state's S edge, exactly. */
 RDX_HD void rdx_jn_lsi_test(rdx_jn_lsi_state *st, uint32_t e) {

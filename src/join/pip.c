@@ -2,12 +2,14 @@
  * pip.c: point in polygon on the CPU: pip_hd.h's two passes on the thread pool, and the query
  * points' check and widening to f64.
  *
- * Pass 1 answers each point with a set of RDX_JN_PIP_SET_CPU events on the thread's stack (the
- * planar rule needs none). Points whose general-rule set outgrew it are listed with their event
- * counts; pass 2 takes them in blocks of at most EVENT_BLOCK events (or one point, however many
- * it has), traces each again appending every event at its offset in one buffer, sorts and reduces
- * them. Both passes write a point's outputs directly: counts[i], first[i], and the features at
- * features[offsets[i] ..]. Chunks of POINTS_PER_TASK points, taken dynamically by the threads.
+ * Each pass runs phase (A) of a point (pip_hd.h: the ring boxes holding it) just before its phase
+ * (B), so nothing is kept between the two. Pass 1 answers each point with a set of
+ * RDX_JN_PIP_SET_CPU events on the thread's stack (the planar rule needs none). Points whose
+ * general-rule set outgrew it are listed with their event counts; pass 2 takes them in blocks of at
+ * most EVENT_BLOCK events (or one point, however many it has), traces each again appending every
+ * event at its offset in one buffer, sorts and reduces them. Both passes write a point's outputs
+ * directly: counts[i], first[i], and the features at features[offsets[i] ..]. Chunks of
+ * POINTS_PER_TASK points, taken dynamically by the threads.
  */
 #include "join/join.h"
 #include "join/pip_hd.h"
@@ -22,7 +24,7 @@
 #define EVENT_BLOCK ((uint64_t)1 << 22) /* 32 MiB of events at a time */
 
 typedef struct pip_job {
-  rdx_bvh_view v;
+  rdx_jn_pip_bvhs v;
   rdx_jn_pip_geom g;
   const double *xy;
   int64_t n;
@@ -52,8 +54,10 @@ static void pass1_task(void *arg, int64_t t, int thread) {
     int64_t first = -1;
     uint32_t n_ev = 0;
     uint64_t *fill = j->out.features ? j->out.features + j->out.offsets[i] : NULL;
-    if (rdx_jn_pip_point(&j->v, &j->g, j->xy[2 * i], j->xy[2 * i + 1], j->planar, set, RDX_JN_PIP_SET_CPU, &count,
-                         &first, fill, &n_ev)) {
+    const double px = j->xy[2 * i], py = j->xy[2 * i + 1];
+    const float top = rdx_jn_pip_top(&j->v, px, py);
+    if (rdx_jn_pip_point(&j->v, &j->g, px, py, top, j->planar, set, RDX_JN_PIP_SET_CPU, &count, &first, fill,
+                         &n_ev)) {
       emit(j, i, count, first);
       j->pending[i] = 0;
     } else {
@@ -75,7 +79,8 @@ static void pass2_task(void *arg, int64_t t, int thread) {
     int64_t i = j->list[k];
     uint64_t *ev = j->ev + (j->ev_off[k] - j->ev_off[j->k0]);
     uint32_t want = (uint32_t)(j->ev_off[k + 1] - j->ev_off[k]);
-    uint32_t got = rdx_jn_pip_events(&j->v, &j->g, j->xy[2 * i], j->xy[2 * i + 1], ev, want);
+    const double px = j->xy[2 * i], py = j->xy[2 * i + 1];
+    uint32_t got = rdx_jn_pip_events(&j->v, &j->g, px, py, rdx_jn_pip_top(&j->v, px, py), ev, want);
     if (got != want) {
       atomic_store(&j->mismatch, 1);
       continue;
@@ -135,11 +140,13 @@ rdx_status rdx_jn_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_
   pip_job j;
   memset(&j, 0, sizeof j);
   atomic_init(&j.mismatch, 0);
-  j.v = rdx_bvh_view_of(&ix->scene.bvh);
+  j.v.groups = rdx_bvh_view_of(&ix->scene.bvh);
+  j.v.rings = rdx_bvh_view_of(&ix->rings.bvh);
   j.g.xy = r->host.xy;
   j.g.edge_end = r->host.edge_end;
   j.g.edge_feat = r->host.edge_feat;
   j.g.group_first = ix->group_first;
+  j.g.group_floor = ix->group_floor;
   j.xy = xy;
   j.n = n;
   j.planar = planar;

@@ -4,14 +4,15 @@
  * backend's engine, src/join/optix/launch.cu, traces the same rays through a GAS), and the query
  * points' check and widening to f64.
  *
- * Pass 1: one thread per point, with a set of RDX_JN_PIP_SET_GPU events in local memory; it
- * answers the point or records how many events the general rule met. Pass 2 for the points left:
- * CUB counts and selects them in point order, their event counts are scanned into offsets
- * (rdx_csr_scan_cuda), and blocks of at most EVENT_BLOCK events (or one point, however many it
- * has; block ends found by binary search over the offsets) are traced again by one thread per
- * point appending every event at its offset, sorted per point (rdx_csr_sort_cuda) and reduced by
- * one thread per point. The answers equal the CPU's (pip.c): the same functions decide each
- * point, and which pass answers a point never shows in its answer.
+ * Pass 1: one thread per point, with a set of RDX_JN_PIP_SET_GPU events in local memory; it runs
+ * the point's phase (A) through the ring scene, then answers the point or records how many events
+ * the general rule met. Pass 2 for the points left (each of its threads runs phase (A) again rather
+ * than pass 1 keeping 4 bytes per point): CUB counts and selects them in point order, their event
+ * counts are scanned into offsets (rdx_csr_scan_cuda), and blocks of at most EVENT_BLOCK events (or
+ * one point, however many it has; block ends found by binary search over the offsets) are traced
+ * again by one thread per point appending every event at its offset, sorted per point
+ * (rdx_csr_sort_cuda) and reduced by one thread per point. The answers equal the CPU's (pip.c): the
+ * same functions decide each point, and which pass answers a point never shows in its answer.
  */
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -31,7 +32,7 @@ __device__ void emit(const rdx_jn_pip_out &out, int64_t i, uint64_t count, int64
   if (out.first) out.first[i] = first;
 }
 
-__global__ void pass1_kernel(rdx_bvh_view v, rdx_jn_pip_geom g, const double *xy, int64_t n, int planar,
+__global__ void pass1_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, const double *xy, int64_t n, int planar,
                              rdx_jn_pip_out out, uint32_t *pending) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     uint64_t set[RDX_JN_PIP_SET_GPU];
@@ -39,8 +40,9 @@ __global__ void pass1_kernel(rdx_bvh_view v, rdx_jn_pip_geom g, const double *xy
     int64_t first = -1;
     uint32_t n_ev = 0;
     uint64_t *fill = out.features ? out.features + out.offsets[i] : NULL;
-    if (rdx_jn_pip_point(&v, &g, xy[2 * i], xy[2 * i + 1], planar, set, RDX_JN_PIP_SET_GPU, &count, &first, fill,
-                         &n_ev)) {
+    const double px = xy[2 * i], py = xy[2 * i + 1];
+    const float top = rdx_jn_pip_top(&v, px, py);
+    if (rdx_jn_pip_point(&v, &g, px, py, top, planar, set, RDX_JN_PIP_SET_GPU, &count, &first, fill, &n_ev)) {
       emit(out, i, count, first);
       pending[i] = 0;
     } else {
@@ -65,12 +67,13 @@ __global__ void block_offsets_kernel(const uint64_t *off, int64_t k0, int64_t nb
     boff[k] = off[k0 + k] - off[k0];
 }
 
-__global__ void events_kernel(rdx_bvh_view v, rdx_jn_pip_geom g, const double *xy, const int64_t *list, int64_t nb,
-                              const uint64_t *boff, uint64_t *ev, int *mismatch) {
+__global__ void events_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, const double *xy, const int64_t *list,
+                              int64_t nb, const uint64_t *boff, uint64_t *ev, int *mismatch) {
   for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < nb; k += (int64_t)gridDim.x * blockDim.x) {
     int64_t i = list[k];
     uint32_t want = (uint32_t)(boff[k + 1] - boff[k]);
-    uint32_t got = rdx_jn_pip_events(&v, &g, xy[2 * i], xy[2 * i + 1], ev + boff[k], want);
+    const double px = xy[2 * i], py = xy[2 * i + 1];
+    uint32_t got = rdx_jn_pip_events(&v, &g, px, py, rdx_jn_pip_top(&v, px, py), ev + boff[k], want);
     if (got != want) *mismatch = 1;
   }
 }
@@ -215,20 +218,28 @@ rdx_jn_pip_geom geom_of(const rdx_polygons *r, const rdx_jn_index *ix) {
   g.edge_end = r->dev.edge_end;
   g.edge_feat = r->dev.edge_feat;
   g.group_first = ix->group_first;
+  g.group_floor = ix->group_floor;
   return g;
+}
+
+rdx_jn_pip_bvhs bvhs_of(const rdx_jn_index *ix) {
+  rdx_jn_pip_bvhs b;
+  b.groups = rdx_bvh_view_of(&ix->scene.bvh);
+  b.rings = rdx_bvh_view_of(&ix->rings.bvh);
+  return b;
 }
 
 rdx_status soft_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
                       int planar, const rdx_jn_pip_out *out, uint32_t *pending) {
-  pass1_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(rdx_bvh_view_of(&ix->scene.bvh), geom_of(r, ix), xy, n,
-                                                               planar, *out, pending);
+  pass1_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(bvhs_of(ix), geom_of(r, ix), xy, n, planar, *out,
+                                                               pending);
   return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_join_pip: pass 1 kernel");
 }
 
 rdx_status soft_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
                        const int64_t *list, int64_t nb, const uint64_t *boff, uint64_t *ev, int *mismatch) {
-  events_kernel<<<rdx_grid(nb, TPB), TPB, 0, rdx_stream(ctx)>>>(rdx_bvh_view_of(&ix->scene.bvh), geom_of(r, ix), xy,
-                                                                 list, nb, boff, ev, mismatch);
+  events_kernel<<<rdx_grid(nb, TPB), TPB, 0, rdx_stream(ctx)>>>(bvhs_of(ix), geom_of(r, ix), xy, list, nb, boff, ev,
+                                                                 mismatch);
   return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_join_pip: pass 2 events kernel");
 }
 

@@ -21,6 +21,36 @@
  * again, appends every event into a buffer sized by that count, sorts and reduces them
  * (rdx_jn_pip_reduce). Both passes answer the same; which one answers a point never shows.
  *
+ * Only the rings whose box holds p matter to the general rule: a ring whose f64 bounding box does
+ * not hold p has no edge with p on it and an even number of crossings. (Around a closed ring, the
+ * edges with (a.x <= p.x) != (b.x <= p.x) are even in number, as each moves the walk to the other
+ * side of x = p.x. If p is below the whole ring they are all crossings; if p.x is outside the
+ * ring's x-range there are none; if p is above the ring none passes above p.) So each point is
+ * answered in two phases:
+ *  (A) rings: a point ray (direction 0: the boxes holding (c(p.x), c(p.y)), rt_hd.h's zero
+ *      direction, OptiX's +z over [0, 1]) through the index's ring scene gives top, the largest
+ *      hi.y of the ring boxes holding it; -inf when none does, and then p is in no feature and on
+ *      no boundary (every ring box is conservative, index_hd.h: it holds the f64 box), done. Its
+ *      callers may also pass +inf, "unknown": the whole ray, as before phase (A) existed.
+ *  (B) edges: the upward ray over (0, tmax], tmax = the float just above fl32(top - o.y), and the
+ *      events of the groups it meets, except the groups whose ring floor (index_hd.h) is above
+ *      p.y: those rings lie wholly above p, so their boxes do not hold p; they are skipped without
+ *      reading an edge.
+ * Why the answer is the one of the whole ray. Let R be a ring and G one of its groups with an
+ * edge that gives an event (p on the edge, or a crossing: the edge spans p.x and passes above p).
+ * If G's floor is above p.y, R lies wholly above p and its events are all dropped: an even number
+ * of crossings and no boundary, which changes no feature's answer. Otherwise p.y >= floor, R's
+ * x-range holds p.x (the edge spans it) and R's top is at or above p.y (the edge meets x = p.x at
+ * or above p), so R's box holds p from below by the floor's margin and sideways by its pads
+ * (index_hd.h): phase (A) met R's box, whose hi.y >= R's top is at most top. Every edge of R that
+ * gives an event meets x = p.x at a height y_e <= R's top; its group's box has lo.y <= y_e (the
+ * box is conservative), so fl32(lo.y - o.y) <= fl32(top - o.y) < tmax (rounding is monotone) and
+ * the box and all its BVH ancestors pass the traversal's test: every event of R is counted, as on
+ * the whole ray. Hardware traversals (OptiX) see the same margins: y_e - o.y < tmax in exact
+ * arithmetic, with the box's pads around the edge. The rings of p's answer are thus counted
+ * whole, the others contribute nothing, and both passes drop and keep the same events, so their
+ * counts agree.
+ *
  * Planar rule (RayJoin's nearest edge; the caller states that features do not overlap): among the
  * CROSS edges, the first in the order "lower at x = p.x; then lower just right of p.x (every CROSS
  * edge extends right of p.x, and tied edges meet at one point there, so the one whose right end
@@ -37,6 +67,8 @@
  * planar rule cannot see every feature whose boundary holds p: such points take the general rule.
  * The closest-hit traversal shrinks tmax to a float32 bound at or above the best edge's height at
  * p.x (rdx_jn_pip_t_bound), never below, so no box holding an edge as low or lower is culled.
+ * Phase (A) serves the planar rule only to answer points whose ray meets no ring box (-inf); its
+ * ray is not shortened to top, whose edges need not lie below top when p is in no feature.
  */
 #ifndef RDX_JOIN_PIP_HD_H
 #define RDX_JOIN_PIP_HD_H
@@ -57,7 +89,14 @@ typedef struct rdx_jn_pip_geom {
   const uint32_t *edge_end;  /* n_vertices */
   const uint32_t *edge_feat; /* n_vertices */
   const uint32_t *group_first; /* n_groups + 1 */
+  const float *group_floor;  /* n_groups: the floor of the lowest y of each group's ring */
 } rdx_jn_pip_geom;
+
+/* Phase (A)'s state: the point ray's origin and the top so far. */
+typedef struct rdx_jn_pip_rings_state {
+  float o[2];                /* (c(p.x), c(p.y)) */
+  float top;                 /* the largest hi.y of the ring boxes holding o; -inf for none yet */
+} rdx_jn_pip_rings_state;
 
 /* One point's traversal state. */
 typedef struct rdx_jn_pip_state {
@@ -89,6 +128,32 @@ RDX_HD rdx_ray rdx_jn_pip_ray(double px, double py) {
   r.tmax = INFINITY;
   return r;
 }
+
+/* Phase (A)'s ray of (px, py): the point (c(p.x), c(p.y)), direction 0, over [0, 1]. */
+RDX_HD rdx_ray rdx_jn_pip_point_ray(double px, double py) {
+  rdx_ray r = rdx_jn_pip_ray(px, py);
+  r.d[1] = 0.0f;
+  r.tmax = 1.0f;
+  return r;
+}
+
+/* Phase (A)'s intersection program: raise top to the ring box's hi.y. The box test is repeated
+ * for hardware traversals, which may report a box the ray misses (never one it meets). */
+RDX_HD int rdx_jn_pip_rings_isect(rdx_jn_pip_rings_state *s, uint32_t ring, const float *box, const rdx_ray *r,
+                                  const rdx_ray_pre *pre, float tmin, float tmax, float *t) {
+  (void)ring, (void)r, (void)pre, (void)tmin, (void)tmax, (void)t;
+  if (box[0] <= s->o[0] && s->o[0] <= box[3] && box[1] <= s->o[1] && s->o[1] <= box[4] && box[4] > s->top)
+    s->top = box[4];
+  return 0;
+}
+RDX_HD int rdx_jn_pip_rings_hit(rdx_jn_pip_rings_state *s, uint32_t id, float t, int front, float *tmax) {
+  (void)s, (void)id, (void)t, (void)front, (void)tmax;
+  return RDX_RT_CONTINUE; /* not reached: the program reports nothing */
+}
+
+/* Phase (B)'s tmax for phase (A)'s top: the float just above fl32(top - o.y), so above the exact
+ * difference too; +inf for top = +inf (the file comment). */
+RDX_HD float rdx_jn_pip_tmax(float top, float oy) { return nextafterf(RDX_FSUB(top, oy), INFINITY); }
 
 /* What edge (a, b) is to p: RDX_JN_PIP_BOUNDARY, _CROSS or _NONE (file comment). Exact. */
 RDX_HD int rdx_jn_pip_edge(const double *p, const double *a, const double *b) {
@@ -161,6 +226,7 @@ RDX_HD int rdx_jn_pip_general_isect(rdx_jn_pip_state *s, uint32_t grp, const flo
                                     const rdx_ray_pre *pre, float tmin, float tmax, float *t) {
   (void)box, (void)r, (void)pre, (void)tmin, (void)tmax, (void)t;
   const rdx_jn_pip_geom *g = s->g;
+  if ((double)g->group_floor[grp] > s->p[1]) return 0; /* the group's ring lies wholly above p */
   uint32_t end = g->group_first[grp + 1];
   for (uint32_t e = g->group_first[grp]; e < end; e++) {
     int k = rdx_jn_pip_edge(s->p, g->xy + 2 * (uint64_t)e, g->xy + 2 * (uint64_t)g->edge_end[e]);
@@ -207,6 +273,7 @@ RDX_HD int rdx_jn_pip_planar_hit(rdx_jn_pip_state *s, uint32_t id, float t, int 
 }
 
 RDX_RT_DEFINE_TRACE_AABB(rdx_jn_pip_trace_general, rdx_jn_pip_state, rdx_jn_pip_general_isect, rdx_jn_pip_general_hit)
+RDX_RT_DEFINE_TRACE_AABB(rdx_jn_pip_trace_rings, rdx_jn_pip_rings_state, rdx_jn_pip_rings_isect, rdx_jn_pip_rings_hit)
 RDX_RT_DEFINE_TRACE_AABB(rdx_jn_pip_trace_planar, rdx_jn_pip_state, rdx_jn_pip_planar_isect, rdx_jn_pip_planar_hit)
 
 RDX_HD void rdx_jn_pip_state_init(rdx_jn_pip_state *s, const rdx_jn_pip_geom *g, double px, double py, uint64_t *ev,
@@ -257,26 +324,45 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
 }
 
 /*
- * RDX_JN_PIP_DEFINE_POINT(QUAL, POINT, EVENTS, CTX, TRACE_PLANAR, TRACE_GENERAL) defines
- *     QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, int planar,
+ * RDX_JN_PIP_DEFINE_POINT(QUAL, TOP, POINT, EVENTS, CTX, TRACE_RINGS, TRACE_PLANAR, TRACE_GENERAL)
+ * defines
+ *     QUAL float TOP(CTX c, double px, double py)
+ * phase (A) for one point: the top of the ring boxes holding it, -inf for none;
+ *     QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, float top, int planar,
  *                    uint64_t *set, uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill,
  *                    uint32_t *n_ev)
- * pass 1 for one point: answers it (returns 1: *count, *first, and the features into fill when
- * not NULL) or, when the general rule's set outgrows cap, returns 0 with *n_ev its event count
- * (>= 1) for pass 2 (set: room for cap entries); and
- *     QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, uint64_t *ev,
- *                          uint32_t cap)
+ * pass 1 for one point whose phase (A) gave top (or +inf, unknown): answers it (returns 1: *count,
+ * *first, and the features into fill when not NULL) or, when the general rule's set outgrows cap,
+ * returns 0 with *n_ev its event count (>= 1) for pass 2 (set: room for cap entries); and
+ *     QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, float top,
+ *                          uint64_t *ev, uint32_t cap)
  * pass 2 for one point: every event of the general rule into ev (room for cap); returns how many
- * the ray met (the caller checks it equals pass 1's count). The point's ray is cast by
- * void TRACE_PLANAR(CTX c, const rdx_ray *ray, rdx_jn_pip_state *s) and TRACE_GENERAL (same
- * arguments), which run the rule's intersection and hit programs above on the groups the ray
- * meets: the soft BVH's traversals (CTX const rdx_bvh_view *, below), or OptiX's in the join's
+ * the ray met (the caller checks it equals pass 1's count, with the same top). The rays are cast
+ * by void TRACE_RINGS(CTX c, const rdx_ray *ray, rdx_jn_pip_rings_state *s) through the ring
+ * scene, and void TRACE_PLANAR(CTX c, const rdx_ray *ray, rdx_jn_pip_state *s) and TRACE_GENERAL
+ * (same arguments) through the group scene, which run the programs above on the boxes the ray
+ * meets: the soft BVH's traversals (CTX const rdx_jn_pip_bvhs *, below), or OptiX's in the join's
  * OptiX programs (src/join/optix/programs.cu). QUAL is RDX_HD for the soft backends and a
  * device-only qualifier in OptiX programs.
  */
-#define RDX_JN_PIP_DEFINE_POINT(QUAL, POINT, EVENTS, CTX, TRACE_PLANAR, TRACE_GENERAL)              \
-  QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, int planar, uint64_t *set, \
-                 uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill, uint32_t *n_ev) {  \
+#define RDX_JN_PIP_DEFINE_POINT(QUAL, TOP, POINT, EVENTS, CTX, TRACE_RINGS, TRACE_PLANAR, TRACE_GENERAL) \
+  QUAL float TOP(CTX c, double px, double py) {                                                   \
+    rdx_ray ray = rdx_jn_pip_point_ray(px, py);                                                   \
+    rdx_jn_pip_rings_state s;                                                                     \
+    s.o[0] = ray.o[0];                                                                            \
+    s.o[1] = ray.o[1];                                                                            \
+    s.top = -INFINITY;                                                                            \
+    TRACE_RINGS(c, &ray, &s);                                                                     \
+    return s.top;                                                                                 \
+  }                                                                                               \
+  QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, float top, int planar,    \
+                 uint64_t *set, uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill,    \
+                 uint32_t *n_ev) {                                                                \
+    if (top == -INFINITY) { /* no ring box holds p: in no feature, on no boundary */             \
+      *count = 0;                                                                                 \
+      *first = -1;                                                                                \
+      return 1;                                                                                   \
+    }                                                                                             \
     rdx_ray ray = rdx_jn_pip_ray(px, py);                                                         \
     rdx_jn_pip_state s;                                                                           \
     if (planar) {                                                                                 \
@@ -291,6 +377,7 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
         return 1;                                                                                 \
       }                                                                                           \
     }                                                                                             \
+    ray.tmax = rdx_jn_pip_tmax(top, ray.o[1]);                                                    \
     rdx_jn_pip_state_init(&s, g, px, py, set, cap, 0);                                            \
     TRACE_GENERAL(c, &ray, &s);                                                                   \
     if (s.overflow) {                                                                             \
@@ -301,15 +388,34 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
     *count = rdx_jn_pip_reduce(set, s.n_live, first, fill);                                       \
     return 1;                                                                                     \
   }                                                                                               \
-  QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, uint64_t *ev, uint32_t cap) { \
+  QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, float top, uint64_t *ev, \
+                       uint32_t cap) {                                                            \
+    if (top == -INFINITY) return 0;                                                               \
     rdx_ray ray = rdx_jn_pip_ray(px, py);                                                         \
+    ray.tmax = rdx_jn_pip_tmax(top, ray.o[1]);                                                    \
     rdx_jn_pip_state s;                                                                           \
     rdx_jn_pip_state_init(&s, g, px, py, ev, cap, 1);                                             \
     TRACE_GENERAL(c, &ray, &s);                                                                   \
     return s.n_ev;                                                                                \
   }
 
-RDX_JN_PIP_DEFINE_POINT(RDX_HD, rdx_jn_pip_point, rdx_jn_pip_events, const rdx_bvh_view *, rdx_jn_pip_trace_planar,
-                        rdx_jn_pip_trace_general)
+/* The soft BVHs of an index, for the soft backends' traversals. */
+typedef struct rdx_jn_pip_bvhs {
+  rdx_bvh_view groups;       /* the group scene */
+  rdx_bvh_view rings;        /* the ring scene */
+} rdx_jn_pip_bvhs;
+
+RDX_HD void rdx_jn_pip_soft_rings(const rdx_jn_pip_bvhs *b, const rdx_ray *ray, rdx_jn_pip_rings_state *s) {
+  rdx_jn_pip_trace_rings(&b->rings, ray, s);
+}
+RDX_HD void rdx_jn_pip_soft_planar(const rdx_jn_pip_bvhs *b, const rdx_ray *ray, rdx_jn_pip_state *s) {
+  rdx_jn_pip_trace_planar(&b->groups, ray, s);
+}
+RDX_HD void rdx_jn_pip_soft_general(const rdx_jn_pip_bvhs *b, const rdx_ray *ray, rdx_jn_pip_state *s) {
+  rdx_jn_pip_trace_general(&b->groups, ray, s);
+}
+
+RDX_JN_PIP_DEFINE_POINT(RDX_HD, rdx_jn_pip_top, rdx_jn_pip_point, rdx_jn_pip_events, const rdx_jn_pip_bvhs *,
+                        rdx_jn_pip_soft_rings, rdx_jn_pip_soft_planar, rdx_jn_pip_soft_general)
 
 #endif /* RDX_JOIN_PIP_HD_H */

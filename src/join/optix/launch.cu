@@ -31,17 +31,19 @@ static_assert(sizeof(rdx_jn_optix_params) <= 512, "the join's OptiX parameters o
 
 std::atomic<int64_t> g_launches{0}; /* rdx_jn_optix_launches */
 
-/* Launch prog over n queries on the index's GAS (n >= 1; the index has at least one group, so
- * the GAS holds at least one primitive: group boxes are finite). */
+/* Launch prog over n queries on the index's group GAS, or its ring GAS when rings is set (n >= 1;
+ * the index has at least one group and one ring, so each GAS holds at least one primitive: the
+ * boxes are finite). */
 rdx_status launch(rdx_context *ctx, const rdx_optix_program *prog, const rdx_jn_index *ix, rdx_jn_optix_params *p,
-                  int64_t n) {
-  if (ix->scene.gas == NULL || ix->n_groups < 1)
-    return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_join: %s: the join index has no OptiX GAS (%lld groups)", prog->name,
-                    (long long)ix->n_groups);
+                  int64_t n, int rings = 0) {
+  const rdx_optix_gas *gas = rings ? ix->rings.gas : ix->scene.gas;
+  if (gas == NULL || ix->n_groups < 1 || ix->n_rings < 1)
+    return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_join: %s: the join index has no OptiX GAS (%lld groups, %lld rings)",
+                    prog->name, (long long)ix->n_groups, (long long)ix->n_rings);
   /* R's magnitude outside the range the GAS is traced in: every ray scans (programs.cu) */
   p->scan_all = !(ix->magnitude >= RDX_JN_OPTIX_MAG_MIN && ix->magnitude <= RDX_JN_OPTIX_MAG_MAX);
   p->n_groups = (uint32_t)ix->n_groups;
-  RDX_CHECK(rdx_optix_launch(ctx, prog, ix->scene.gas, p, sizeof *p, n));
+  RDX_CHECK(rdx_optix_launch(ctx, prog, gas, p, sizeof *p, n));
   g_launches.fetch_add(1, std::memory_order_relaxed);
   return RDX_OK;
 }
@@ -52,10 +54,29 @@ rdx_jn_pip_geom geom_of(const rdx_polygons *r, const rdx_jn_index *ix) {
   g.edge_end = r->dev.edge_end;
   g.edge_feat = r->dev.edge_feat;
   g.group_first = ix->group_first;
+  g.group_floor = ix->group_floor;
   return g;
 }
 
-/* ---- PIP (rdx_jn_pip_engine) ---- */
+/* ---- PIP (rdx_jn_pip_engine) ----
+ * Each pass is two launches: phase (A) of its queries on the ring GAS into tops (4 bytes per
+ * query, scratch), then the pass itself on the group GAS reading them (pip_hd.h). One program
+ * cannot trace both GASes: rt hands a launch one GAS (rdx_optix_base). */
+
+/* p's queries (the points, or p->list's) through phase (A) into p->tops (scratch of n floats),
+ * then p's own op on the group GAS. */
+rdx_status pip_launch(rdx_context *ctx, const rdx_jn_index *ix, rdx_jn_optix_params *p, int64_t n) {
+  rdx_status st = rdx_scratch(ctx, "rdx_join_pip: ring tops", (void **)&p->tops, (size_t)n * 4);
+  if (st != RDX_OK) return st;
+  const int op = p->op;
+  p->op = RDX_JN_OPTIX_PIP_RINGS;
+  st = launch(ctx, &pip_program, ix, p, n, 1);
+  p->op = op;
+  if (st == RDX_OK) st = launch(ctx, &pip_program, ix, p, n);
+  rdx_mem_free(ctx, p->tops); /* stream-ordered, and rdx_optix_launch has waited anyway */
+  p->tops = NULL;
+  return st;
+}
 
 rdx_status pip_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
                      int planar, const rdx_jn_pip_out *out, uint32_t *pending) {
@@ -67,7 +88,7 @@ rdx_status pip_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index
   p.planar = planar;
   p.out = *out;
   p.pending = pending;
-  return launch(ctx, &pip_program, ix, &p, n);
+  return pip_launch(ctx, ix, &p, n);
 }
 
 rdx_status pip_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
@@ -81,7 +102,7 @@ rdx_status pip_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_inde
   p.boff = boff;
   p.ev = ev;
   p.mismatch = mismatch;
-  return launch(ctx, &pip_program, ix, &p, nb);
+  return pip_launch(ctx, ix, &p, nb);
 }
 
 rdx_status pip_optix(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,

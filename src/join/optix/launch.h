@@ -8,8 +8,10 @@
  * Pipelines (one per raygen program; every trace folds its work into the intersection program, as
  * RayJoin does, digest sections 3, 4 and 7):
  *   lsi  one ray per S edge (lsi_hd.h), counting or filling, op RDX_JN_OPTIX_LSI
- *   pip  one ray per query point (pip_hd.h): pass 1 (op RDX_JN_OPTIX_PIP) or pass 2's events
- *        of the points pass 1 left (op RDX_JN_OPTIX_PIP_EVENTS)
+ *   pip  per query point (pip_hd.h): phase (A), a point ray through the ring GAS into tops
+ *        (op RDX_JN_OPTIX_PIP_RINGS, for the points or for pass 2's list); then pass 1 (op
+ *        RDX_JN_OPTIX_PIP) or pass 2's events of the points pass 1 left (op
+ *        RDX_JN_OPTIX_PIP_EVENTS), one ray each through the group GAS
  */
 #ifndef RDX_JOIN_OPTIX_LAUNCH_H
 #define RDX_JOIN_OPTIX_LAUNCH_H
@@ -24,12 +26,18 @@
 enum {
   RDX_JN_OPTIX_LSI = 1,        /* __raygen__lsi */
   RDX_JN_OPTIX_PIP = 2,        /* __raygen__pip, pass 1 */
-  RDX_JN_OPTIX_PIP_EVENTS = 3  /* __raygen__pip, pass 2's events */
+  RDX_JN_OPTIX_PIP_EVENTS = 3, /* __raygen__pip, pass 2's events */
+  RDX_JN_OPTIX_PIP_RINGS = 4   /* __raygen__pip, phase (A) into tops */
 };
 
 /* The rule a traced ray runs, in its payload word 2: which of lsi_hd.h's and pip_hd.h's
  * intersection programs __intersection__box calls. */
-enum { RDX_JN_OPTIX_RULE_LSI = 0, RDX_JN_OPTIX_RULE_PLANAR = 1, RDX_JN_OPTIX_RULE_GENERAL = 2 };
+enum {
+  RDX_JN_OPTIX_RULE_LSI = 0,
+  RDX_JN_OPTIX_RULE_PLANAR = 1,
+  RDX_JN_OPTIX_RULE_GENERAL = 2,
+  RDX_JN_OPTIX_RULE_RINGS = 3  /* pip_hd.h's phase (A), on the ring GAS */
+};
 
 /* The range of magnitudes the GAS is traced in (launch.cu): layers whose largest |coordinate| lies
  * outside [2^-60, 2^60], and rays with an origin coordinate beyond 2^61, scan every group instead. */
@@ -61,7 +69,10 @@ typedef struct rdx_jn_optix_params {
   int planar;                  /* pass 1: the planar rule first */
   rdx_jn_pip_out out;          /* pass 1's outputs */
   uint32_t *pending;           /* pass 1: per point, 0 or its event count for pass 2 */
-  const int64_t *list;         /* events: the points of this block */
+  float *tops;                 /* per query, phase (A)'s top: written by op RINGS, read by the
+                                  others (pip_hd.h; +inf where the GAS is not traced) */
+  const int64_t *list;         /* events, and rings for them: the points of this block (rings:
+                                  NULL for all points) */
   const uint64_t *boff;        /* events: list entry k's events at ev + boff[k] */
   uint64_t *ev;
 } rdx_jn_optix_params;
