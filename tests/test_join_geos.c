@@ -206,7 +206,7 @@ static void g_query(const glayer *G, const GEOSGeometry *g, hits *h) {
   hits cand = {0, 0, NULL};
   h->n = 0;
   GEOSSTRtree_query_r(geos, G->tree, g, hit_cb, &cand);
-  qsort(cand.f, (size_t)cand.n, 8, cmp_i64);
+  if (cand.n > 0) qsort(cand.f, (size_t)cand.n, 8, cmp_i64); /* cand.f is NULL when nothing was hit */
   for (int64_t i = 0; i < cand.n; i++)
     if (GEOSPreparedIntersects_r(geos, G->prep[cand.f[i]], g) == 1) {
       h->f = (int64_t *)grow(h->f, &h->cap, h->n + 1, 8);
@@ -342,7 +342,7 @@ static void check_lsi_one(const char *what, const layer *R, const layer *S) {
     }
   }
   free(h.f);
-  qsort(want, (size_t)n, 16, cmp_pair);
+  if (n > 0) qsort(want, (size_t)n, 16, cmp_pair); /* want is NULL when GEOS found no pair */
   for (int wp = 0; wp < 2; wp++) {
     rdx_join_lsi_result *res = NULL;
     int64_t launched = rdx_jn_optix_launches();
