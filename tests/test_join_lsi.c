@@ -1,7 +1,7 @@
 /*
  * test_join_lsi.c: segment intersection of two layers' boundaries (rdx_join_lsi,
  * rdx_join_lsi_free, and the benchmarks' rdx_jn_lsi_run) on the backend given by --backend, every
- * answer against the brute force of tests/oracle/lsi_oracle.c (and, where the build has GEOS,
+ * answer against the brute force of tools/oracle/lsi_oracle.c (and, where the build has GEOS,
  * the oracle's feature pairs against GEOS's GEOSIntersects of the features' boundaries).
  *
  * Every join runs with and without points, and R x S as well as S x R. Cases:
