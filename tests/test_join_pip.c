@@ -1,7 +1,7 @@
 /*
  * test_join_pip.c: point in polygon (rdx_join_pip_first, _count, _fill, _alloc) and the join index
  * (rdx_polygons_build_index) on the backend given by --backend, every answer against the brute
- * force of tests/oracle/pip_oracle.c.
+ * force of tools/oracle/pip_oracle.c.
  *
  * Every layer is made by rdx_polygons_create from CSR arrays built here, and answered four ways
  * (first, count, fill at the oracle's offsets, alloc), with host f64 points, the same points as
@@ -25,10 +25,15 @@
  *    rdx_polygons_build_index and through a join's temporary index, answer alike; what describe
  *    says about the index; a failed build keeps the old index;
  *  - pip_index_identical (GPU backends): the index's groups and float32 boxes, ring boxes and
- *    floors equal the CPU build's bit for bit, at s = 1, 3.5 and 64;
- *  - pip_rings: the general rule's phase (A) (pip_hd.h): each ring's box and floor are those of
+ *    ring spans equal the CPU build's bit for bit, at s = 1, 3.5 and 64;
+ *  - pip_rings: the general rule's phase (A) (pip_hd.h): each ring's box and y-span are those of
  *    its edges taken at once (the union of its groups', index_hd.h), and on CPU contexts
- *    rdx_jn_pip_top equals a brute force over the ring boxes, some points meeting none;
+ *    rdx_jn_pip_reach equals a brute force over the ring boxes, some points meeting none and
+ *    both ways (up, down) taken;
+ *  - pip_naive: RayJoin's plain float32 version (bench_api.h's rdx_join_force_naive) misses
+ *    answers the conservative index finds: a triangle whose lowest vertex lies between two
+ *    float32 values, inside a tall square of another feature, and points just above that vertex
+ *    (and on it) below its float32 rounding;
  *  - pip_empty: an empty layer, an empty batch;
  *  - pip_bad_input: each refused argument with its status and sentence, outputs untouched;
  *  - pip_fill_offsets: a fill with offsets that do not match the counts is refused and writes
@@ -588,14 +593,14 @@ static void index_host(rdx_context *c, const rdx_polygons *p, uint32_t **first, 
 }
 
 /* The index's ring boxes in ring order (NULL on OptiX contexts, whose boxes live in the GAS) and
- * its per-group floors, on the host. */
-static void rings_host(rdx_context *c, const rdx_polygons *p, float **boxes, float **floors) {
+ * its per-group ring spans, on the host. */
+static void rings_host(rdx_context *c, const rdx_polygons *p, float **boxes, float **spans) {
   const rdx_jn_index *ix = &p->index;
   rdx_location w = rdx_context_backend(c) != RDX_BACKEND_CPU ? RDX_DEVICE : RDX_HOST;
   int64_t n = ix->n_rings, ng = ix->n_groups;
   CHECK_EQ(n, p->host.n_rings);
-  *floors = (float *)malloc((size_t)ng * 4 + 4);
-  CHECK_OK(c, rdx_copy(c, *floors, RDX_HOST, ix->group_floor, w, (size_t)ng * 4));
+  *spans = (float *)malloc((size_t)ng * 8 + 4);
+  CHECK_OK(c, rdx_copy(c, *spans, RDX_HOST, ix->group_span, w, (size_t)ng * 8));
   *boxes = NULL;
   if (rdx_context_backend(c) == RDX_BACKEND_OPTIX) {
     CHECK(ix->rings.gas != NULL);
@@ -649,10 +654,10 @@ static void index_identical(void) {
     rings_host(cpu, pc, &rc, &flc);
     if (rg && memcmp(rg, rc, (size_t)pc->index.n_rings * 24) != 0)
       CHECK_FAIL_("s = %g: the ring boxes differ between backends", s[a]);
-    if (memcmp(flg, flc, (size_t)n * 4) != 0) CHECK_FAIL_("s = %g: the ring floors differ between backends", s[a]);
+    if (memcmp(flg, flc, (size_t)n * 8) != 0) CHECK_FAIL_("s = %g: the ring spans differ between backends", s[a]);
     free(rg), free(rc), free(flg), free(flc);
   }
-  printf("  identical groups, boxes, ring boxes and floors on cpu and %s\n", rdx_backend_name(rdx_context_backend(ctx)));
+  printf("  identical groups, boxes, ring boxes and spans on cpu and %s\n", rdx_backend_name(rdx_context_backend(ctx)));
   rdx_polygons_destroy(pg);
   rdx_polygons_destroy(pc);
   rdx_context_destroy(cpu);
@@ -673,7 +678,7 @@ static void rings(void) {
   points_for(&L, &P, 1500, 1500);
   const rdx_jn_arrays *a = &p->host;
   static const double s[3] = {1.0, 3.5, 64.0};
-  int64_t none = 0, some = 0;
+  int64_t none = 0, up = 0, down = 0;
   for (int k = 0; k < 3; k++) {
     rdx_join_options o = RDX_JOIN_OPTIONS_INIT;
     o.group_threshold = s[k];
@@ -685,17 +690,17 @@ static void rings(void) {
     uint32_t *gf = (uint32_t *)malloc((size_t)(ix->n_groups + 1) * 4);
     CHECK_OK(ctx, rdx_copy(ctx, gf, RDX_HOST, ix->group_first, gpu ? RDX_DEVICE : RDX_HOST, (size_t)(ix->n_groups + 1) * 4));
     int64_t bad = 0;
-    for (int64_t g = 0; g < ix->n_groups && bad < 5; g++) { /* each group's floor is its ring's */
+    for (int64_t g = 0; g < ix->n_groups && bad < 5; g++) { /* each group's span is its ring's */
       uint32_t r = rdx_jn_ring_of_vertex(a->ring_off, a->n_rings, gf[g]);
-      float want[6], floor_y;
+      float want[6], span[2];
       rdx_jn_group_box(a->xy, a->edge_end, (uint32_t)a->ring_off[r], (uint32_t)a->ring_off[r + 1], ix->pad_ulps,
-                       ix->abs_pad, want, &floor_y);
-      if (fl[g] != floor_y || (rb && memcmp(rb + 6 * (size_t)r, want, 24) != 0)) {
+                       ix->abs_pad, want, span);
+      if (fl[2 * g] != span[0] || fl[2 * g + 1] != span[1] || (rb && memcmp(rb + 6 * (size_t)r, want, 24) != 0)) {
         bad++;
-        CHECK_FAIL_("s = %g: group %lld, ring %u: floor %.9g, box [%.9g, %.9g] x [%.9g, %.9g]; its edges give %.9g, "
-                    "[%.9g, %.9g] x [%.9g, %.9g]", s[k], (long long)g, r, fl[g], rb ? rb[6 * r] : 0.0,
-                    rb ? rb[6 * r + 3] : 0.0, rb ? rb[6 * r + 1] : 0.0, rb ? rb[6 * r + 4] : 0.0, floor_y, want[0],
-                    want[3], want[1], want[4]);
+        CHECK_FAIL_("s = %g: group %lld, ring %u: span [%.9g, %.9g], box [%.9g, %.9g] x [%.9g, %.9g]; its edges "
+                    "give [%.9g, %.9g], [%.9g, %.9g] x [%.9g, %.9g]", s[k], (long long)g, r, fl[2 * g], fl[2 * g + 1],
+                    rb ? rb[6 * r] : 0.0, rb ? rb[6 * r + 3] : 0.0, rb ? rb[6 * r + 1] : 0.0, rb ? rb[6 * r + 4] : 0.0,
+                    span[0], span[1], want[0], want[3], want[1], want[4]);
       }
     }
     if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) { /* phase (A) against every ring box */
@@ -704,17 +709,23 @@ static void rings(void) {
       v.rings = rdx_bvh_view_of(&ix->rings.bvh);
       for (int64_t i = 0; i < P.n && bad < 10; i++) {
         float ox = rdx_jn_ray_coord(P.xy[2 * i]), oy = rdx_jn_ray_coord(P.xy[2 * i + 1]), want = -INFINITY;
+        float top = -INFINITY, bottom = INFINITY;
         for (int64_t r = 0; r < a->n_rings; r++) {
           const float *b = rb + 6 * r;
-          if (b[0] <= ox && ox <= b[3] && b[1] <= oy && oy <= b[4] && b[4] > want) want = b[4];
+          if (!(b[0] <= ox && ox <= b[3] && b[1] <= oy && oy <= b[4])) continue;
+          top = b[4] > top ? b[4] : top;
+          bottom = b[1] < bottom ? b[1] : bottom;
         }
-        float top = rdx_jn_pip_top(&v, P.xy[2 * i], P.xy[2 * i + 1]);
-        none += top == -INFINITY;
-        some += top != -INFINITY;
-        if (top != want) {
+        if (top != -INFINITY) /* the shorter way out, up on a tie, past the float distance */
+          want = top - oy <= oy - bottom ? nextafterf(top - oy, INFINITY) : -nextafterf(oy - bottom, INFINITY);
+        float reach = rdx_jn_pip_reach(&v, P.xy[2 * i], P.xy[2 * i + 1]);
+        none += reach == -INFINITY;
+        up += reach > 0.0f;
+        down += reach < 0.0f && reach != -INFINITY;
+        if (reach != want) {
           bad++;
-          CHECK_FAIL_("s = %g: point (%.17g, %.17g): top %.9g, the ring boxes give %.9g", s[k], P.xy[2 * i],
-                      P.xy[2 * i + 1], top, want);
+          CHECK_FAIL_("s = %g: point (%.17g, %.17g): reach %.9g, the ring boxes give %.9g", s[k], P.xy[2 * i],
+                      P.xy[2 * i + 1], reach, want);
         }
       }
     }
@@ -722,10 +733,59 @@ static void rings(void) {
   }
   if (rdx_context_backend(ctx) == RDX_BACKEND_CPU) {
     CHECK(none > 0);
-    CHECK(some > 0);
-    printf("  rings: %lld rings, phase (A) met no ring box for %lld of %lld points\n", (long long)a->n_rings,
-           (long long)none, (long long)(none + some));
+    CHECK(up > 0);
+    CHECK(down > 0);
+    printf("  rings: %lld rings; phase (A): %lld points in no ring box, %lld rays up, %lld down\n",
+           (long long)a->n_rings, (long long)none, (long long)up, (long long)down);
   }
+  rdx_polygons_destroy(p);
+  free(P.xy);
+  lb_free(&L);
+}
+
+/* The file comment's pip_naive. The square makes the upward ray the shorter way out (pip_hd.h's
+ * phase (A)); the naive floor of the triangle's ring rounds up past the points, so that ray skips
+ * the triangle's edges, where the conservative floor (rounded down) keeps them. */
+static void naive(void) {
+  lb L;
+  lb_init(&L);
+  const double y0 = 1.0 + 3.0 * 0x1p-25; /* 3/4 of the way from 1 to the next float32 */
+  lb_feature(&L);
+  double t[6] = {0.0, y0, 1.0, y0 + 1.0, -1.0, y0 + 1.0};
+  lb_ring(&L, t, 3);
+  lb_feature(&L);
+  lb_quad(&L, -5.0, -100.0, 5.0, y0 + 1.5);
+  pts P = {NULL, 0, 0};
+  pt_add(&P, 0.0, y0); /* the vertex: on the triangle's boundary */
+  for (int k = 13; k <= 15; k++) /* above it by up to 3 * 2^-27, below 1 + 2^-23 */
+    for (int i = -1; i <= 1; i++) pt_add(&P, i * 0x1p-30, 1.0 + k * 0x1p-27);
+  truth T;
+  truth_of(&L, P.xy, P.n, &T);
+  for (int64_t i = 0; i < P.n; i++) CHECK_EQ(T.counts[i], 2); /* the oracle: in both features */
+  rdx_polygons *p = make(&L);
+  rdx_join_options o = RDX_JOIN_OPTIONS_INIT;
+  compare("naive case, conservative boxes", p, P.xy, RDX_F64, P.n, &o, &T, 0);
+  rdx_join_force_naive(ctx, 1); /* the join's temporary index: naive boxes */
+  uint64_t *counts = (uint64_t *)calloc((size_t)P.n, 8);
+  void *dc = gpu ? check_place(ctx, counts, (size_t)P.n * 8) : counts;
+  void *dp = gpu ? check_place(ctx, P.xy, (size_t)P.n * 16) : P.xy;
+  rdx_array pa = gpu ? rdx_device_matrix(dp, P.n, 2, RDX_F64) : rdx_host_matrix(dp, P.n, 2, RDX_F64);
+  CHECK_OK(ctx, rdx_join_pip_count(ctx, p, pa, &o, gpu ? rdx_device_array(dc, P.n, RDX_U64)
+                                                       : rdx_host_array(dc, P.n, RDX_U64)));
+  rdx_join_force_naive(ctx, 0);
+  if (gpu) {
+    check_fetch(ctx, counts, dc, (size_t)P.n * 8);
+    check_unplace(ctx, dc);
+    check_unplace(ctx, dp);
+  }
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < P.n; i++) wrong += counts[i] != T.counts[i];
+  CHECK_EQ(wrong, P.n); /* every point misses the triangle */
+  printf("  naive boxes: %lld of %lld points answered wrong (conservative: none)\n", (long long)wrong,
+         (long long)P.n);
+  compare("naive case, conservative boxes again", p, P.xy, RDX_F64, P.n, &o, &T, 0); /* the flag is off */
+  free(counts);
+  truth_free(&T);
   rdx_polygons_destroy(p);
   free(P.xy);
   lb_free(&L);
@@ -955,6 +1015,7 @@ int main(int argc, char **argv) {
   if (CASE_RUN(pip_index_options)) index_options();
   if (CASE_RUN(pip_index_identical)) index_identical();
   if (CASE_RUN(pip_rings)) rings();
+  if (CASE_RUN(pip_naive)) naive();
   if (CASE_RUN(pip_empty)) empty();
   if (CASE_RUN(pip_bad_input)) bad_input();
   if (CASE_RUN(pip_fill_offsets)) fill_offsets();

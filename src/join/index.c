@@ -8,9 +8,9 @@
  *      greedy adaptive grouping;
  *   2. an exclusive scan of those counts (serial: one add per block) gives each block its first
  *      group, and each block writes its groups' first edges into group_first;
- *   3. per group (chunks of groups), the conservative float32 box and the floor of its lowest y;
+ *   3. per group (chunks of groups), the conservative float32 box and the y-span of its edges;
  *   4. per ring (chunks of rings, each chunk finding its first group by binary search and walking
- *      on), the union of its groups' boxes and floors, whose floor goes back to each of its groups;
+ *      on), the union of its groups' boxes and spans, whose span goes back to each of its groups;
  * then the scenes: the soft BVHs over the group boxes and over the ring boxes (Morton order; the
  * edge order of groups is coherent within a ring but not across rings). The boxes are scratch:
  * the trees keep their own copies. Tuned for maps of 10^4 to 10^8 edges in 10^2 to 10^7 rings.
@@ -38,7 +38,7 @@ double rdx_jn_layer_magnitude(const rdx_polygons *p) {
 int64_t rdx_jn_index_bytes(const rdx_jn_index *ix) {
   if (!ix->built) return 0;
   return rdx_rt_scene_bytes(&ix->scene) + rdx_rt_scene_bytes(&ix->rings) + 4 * (ix->n_groups + 1) +
-         4 * (ix->group_floor ? ix->n_groups : 0);
+         8 * (ix->group_span ? ix->n_groups : 0);
 }
 
 void rdx_jn_index_free(rdx_context *ctx, rdx_jn_index *ix) {
@@ -46,7 +46,7 @@ void rdx_jn_index_free(rdx_context *ctx, rdx_jn_index *ix) {
   rdx_rt_scene_free(ctx, &ix->scene);
   rdx_rt_scene_free(ctx, &ix->rings);
   rdx_mem_free(ctx, ix->group_first);
-  rdx_mem_free(ctx, ix->group_floor);
+  rdx_mem_free(ctx, ix->group_span);
   memset(ix, 0, sizeof *ix);
 }
 
@@ -102,7 +102,7 @@ typedef struct group_job {
   int pad_ulps;
   double abs_pad;
   float *boxes;         /* 6 per group */
-  float *floors;        /* pass 3: per group, its own floor; pass 4: its ring's */
+  float *spans;         /* 2 per group: pass 3, its own y-span; pass 4, its ring's */
   float *ring_boxes;    /* 6 per ring */
   int64_t n_groups;
 } group_job;
@@ -129,7 +129,7 @@ static void boxes_task(void *arg, int64_t t, int thread) {
   int64_t end = (t + 1) * GROUPS_PER_TASK < j->n_groups ? (t + 1) * GROUPS_PER_TASK : j->n_groups;
   for (int64_t g = t * GROUPS_PER_TASK; g < end; g++)
     rdx_jn_group_box(j->a->xy, j->a->edge_end, j->group_first[g], j->group_first[g + 1], j->pad_ulps, j->abs_pad,
-                     j->boxes + 6 * g, j->floors + g);
+                     j->boxes + 6 * g, j->spans + 2 * g);
 }
 
 /* The first group at or after edge e: group_first is increasing and holds every ring's first
@@ -153,11 +153,11 @@ static void rings_task(void *arg, int64_t t, int thread) {
   for (int64_t r = t * RINGS_PER_TASK; r < r1; r++) {
     const uint64_t end = j->a->ring_off[r + 1];
     const int64_t g0 = g;
-    rdx_jn_ring_acc acc = rdx_jn_ring_of_group(j->boxes + 6 * g, j->floors[g]);
+    rdx_jn_ring_acc acc = rdx_jn_ring_of_group(j->boxes + 6 * g, j->spans + 2 * g);
     for (g++; g < j->n_groups && j->group_first[g] < end; g++)
-      acc = rdx_jn_ring_union(acc, rdx_jn_ring_of_group(j->boxes + 6 * g, j->floors[g]));
+      acc = rdx_jn_ring_union(acc, rdx_jn_ring_of_group(j->boxes + 6 * g, j->spans + 2 * g));
     rdx_jn_ring_box(&acc, j->ring_boxes + 6 * r);
-    for (int64_t k = g0; k < g; k++) j->floors[k] = acc.floor_y;
+    for (int64_t k = g0; k < g; k++) j->spans[2 * k] = acc.span[0], j->spans[2 * k + 1] = acc.span[1];
   }
 }
 
@@ -189,9 +189,9 @@ static rdx_status index_build_cpu(rdx_context *ctx, const rdx_polygons *p, rdx_j
   RDX_CHECK_GOTO(rdx_parallel_for(ctx, block_tasks, starts_task, &j), st, done);
   out->group_first[total] = (uint32_t)a->n_vertices;
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&boxes, (size_t)total * 24, RDX_HOST), st, done);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->group_floor, (size_t)total * 4, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->group_span, (size_t)total * 8, RDX_HOST), st, done);
   j.boxes = boxes;
-  j.floors = out->group_floor;
+  j.spans = out->group_span;
   j.n_groups = (int64_t)total;
   RDX_CHECK_GOTO(rdx_parallel_for(ctx, (j.n_groups + GROUPS_PER_TASK - 1) / GROUPS_PER_TASK, boxes_task, &j), st, done);
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&j.ring_boxes, (size_t)a->n_rings * 24, RDX_HOST), st, done);

@@ -3,10 +3,10 @@
  * as kernels, with index_hd.h's functions, so the groups and boxes equal the CPU build's bit for
  * bit: one thread per block of edges counts its groups (RayJoin's greedy rule walks the block in
  * order), a scan gives each block its first group, one thread per block writes its groups' first
- * edges, and one thread per group its conservative box and floor. The rings: one thread per group
+ * edges, and one thread per group its conservative box and y-span. The rings: one thread per group
  * finds its ring (binary search over the ring offsets), CUB's ReduceByKey unions the boxes and
- * floors of each ring's run of groups (one pass over the groups, however long a ring), and one
- * thread per ring writes its box, one per group its ring's floor. Then the scenes over the group
+ * spans of each ring's run of groups (one pass over the groups, however long a ring), and one
+ * thread per ring writes its box, one per group its ring's span. Then the scenes over the group
  * and ring boxes (rdx_rt_scene_build): soft BVHs on the device for CUDA contexts, compacted OptiX
  * GASes for OptiX contexts, whose joins run the join's OptiX programs (src/join/optix/).
  */
@@ -36,18 +36,18 @@ __global__ void starts_kernel(rdx_jn_arrays a, int64_t n_blocks, double s, const
 }
 
 __global__ void boxes_kernel(rdx_jn_arrays a, const uint32_t *group_first, int64_t n_groups, int pad_ulps,
-                             double abs_pad, float *boxes, float *floors, uint32_t *ring_of) {
+                             double abs_pad, float *boxes, float *spans, uint32_t *ring_of) {
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n_groups; g += (int64_t)gridDim.x * blockDim.x) {
     rdx_jn_group_box(a.xy, a.edge_end, group_first[g], group_first[g + 1], pad_ulps, abs_pad, boxes + 6 * g,
-                     floors + g);
+                     spans + 2 * g);
     ring_of[g] = rdx_jn_ring_of_vertex(a.ring_off, a.n_rings, group_first[g]);
   }
 }
 
 /* Group g as a ring accumulator (ReduceByKey's values). */
 struct group_acc {
-  const float *boxes, *floors;
-  __device__ rdx_jn_ring_acc operator()(int64_t g) const { return rdx_jn_ring_of_group(boxes + 6 * g, floors[g]); }
+  const float *boxes, *spans;
+  __device__ rdx_jn_ring_acc operator()(int64_t g) const { return rdx_jn_ring_of_group(boxes + 6 * g, spans + 2 * g); }
 };
 struct ring_union {
   __device__ rdx_jn_ring_acc operator()(const rdx_jn_ring_acc &a, const rdx_jn_ring_acc &b) const {
@@ -60,15 +60,18 @@ __global__ void ring_boxes_kernel(const rdx_jn_ring_acc *acc, int64_t n_rings, f
     rdx_jn_ring_box(acc + r, ring_boxes + 6 * r);
 }
 
-__global__ void floors_kernel(const rdx_jn_ring_acc *acc, const uint32_t *ring_of, int64_t n_groups, float *floors) {
-  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n_groups; g += (int64_t)gridDim.x * blockDim.x)
-    floors[g] = acc[ring_of[g]].floor_y;
+__global__ void spans_kernel(const rdx_jn_ring_acc *acc, const uint32_t *ring_of, int64_t n_groups, float *spans) {
+  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n_groups; g += (int64_t)gridDim.x * blockDim.x) {
+    const rdx_jn_ring_acc &a = acc[ring_of[g]];
+    spans[2 * g] = a.span[0];
+    spans[2 * g + 1] = a.span[1];
+  }
 }
 
-/* The ring boxes (ring_boxes, 6 floats per ring) from the group boxes and floors, and each group's
- * floor replaced by its ring's (the file comment). Every ring starts a group, so the runs of equal
+/* The ring boxes (ring_boxes, 6 floats per ring) from the group boxes and spans, and each group's
+ * span replaced by its ring's (the file comment). Every ring starts a group, so the runs of equal
  * ring_of are the rings in order, each ring one run. */
-rdx_status rings_cuda(rdx_context *ctx, const rdx_jn_arrays &a, int64_t n_groups, const float *boxes, float *floors,
+rdx_status rings_cuda(rdx_context *ctx, const rdx_jn_arrays &a, int64_t n_groups, const float *boxes, float *spans,
                       const uint32_t *ring_of, float *ring_boxes) {
   static const char what[] = "rdx_polygons_build_index: ring boxes";
   cudaStream_t cs = rdx_stream(ctx);
@@ -77,7 +80,7 @@ rdx_status rings_cuda(rdx_context *ctx, const rdx_jn_arrays &a, int64_t n_groups
   void *temp = NULL;
   size_t temp_bytes = 0;
   thrust::transform_iterator<group_acc, thrust::counting_iterator<int64_t>> values(
-      thrust::counting_iterator<int64_t>(0), group_acc{boxes, floors});
+      thrust::counting_iterator<int64_t>(0), group_acc{boxes, spans});
   auto discard = thrust::make_discard_iterator();
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&acc, (size_t)a.n_rings * sizeof *acc), st, done);
   RDX_CUDA_GOTO(ctx, cub::DeviceReduce::ReduceByKey(NULL, temp_bytes, ring_of, discard, values, acc, discard,
@@ -87,8 +90,8 @@ rdx_status rings_cuda(rdx_context *ctx, const rdx_jn_arrays &a, int64_t n_groups
                                                     ring_union(), n_groups, cs), what, st, done);
   ring_boxes_kernel<<<rdx_grid(a.n_rings, TPB), TPB, 0, cs>>>(acc, a.n_rings, ring_boxes);
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: ring boxes kernel", st, done);
-  floors_kernel<<<rdx_grid(n_groups, TPB), TPB, 0, cs>>>(acc, ring_of, n_groups, floors);
-  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: floors kernel", st, done);
+  spans_kernel<<<rdx_grid(n_groups, TPB), TPB, 0, cs>>>(acc, ring_of, n_groups, spans);
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: spans kernel", st, done);
 done:
   rdx_mem_free(ctx, temp); /* stream-ordered: after the kernels */
   rdx_mem_free(ctx, acc);
@@ -116,13 +119,13 @@ rdx_status index_build_cuda(rdx_context *ctx, const rdx_polygons *p, rdx_jn_inde
                                                           out->group_first, out->n_groups);
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: group starts kernel", st, done);
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&boxes, (size_t)total * 24), st, done);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->group_floor, (size_t)total * 4, RDX_DEVICE), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&out->group_span, (size_t)total * 8, RDX_DEVICE), st, done);
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&ring_of, (size_t)total * 4), st, done);
   boxes_kernel<<<rdx_grid(out->n_groups, TPB), TPB, 0, st_>>>(a, out->group_first, out->n_groups, out->pad_ulps,
-                                                                out->abs_pad, boxes, out->group_floor, ring_of);
+                                                                out->abs_pad, boxes, out->group_span, ring_of);
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: group boxes kernel", st, done);
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&ring_boxes, (size_t)a.n_rings * 24), st, done);
-  RDX_CHECK_GOTO(rings_cuda(ctx, a, out->n_groups, boxes, out->group_floor, ring_of, ring_boxes), st, done);
+  RDX_CHECK_GOTO(rings_cuda(ctx, a, out->n_groups, boxes, out->group_span, ring_of, ring_boxes), st, done);
   RDX_CHECK_GOTO(rdx_cuda_sync(ctx, what), st, done);
   out->group_ms = rdx_now_ms() - t0;
   {

@@ -52,14 +52,15 @@
  * the union of float32 bounds is exact and the bounds are monotone in the f64 ones, so it equals
  * the box the rule above gives the ring's f64 box: conservative like every group box, and the same
  * bit for bit on both backends whatever order the union is taken in. The ring boxes are a second
- * rt scene of the index. Per group, floor[g] = f32_down(lowest y of g's ring, 0) (the largest float
- * at or below it): floor[g] > p.y proves that p lies below the whole ring. As the ring's box has
+ * rt scene of the index. Per group, its ring's y-span: floor = f32_down(lowest y of the ring, 0)
+ * (the largest float at or below it) and ceiling = f32_up(highest y, 0): floor > p.y proves that p
+ * lies below the whole ring, ceiling < p.y that it lies above. As the ring's box has
  * lo.y = clamp(f32_down(miny - abs_pad, pad_ulps)) with pad_ulps >= 1, lo.y < floor unless
- * clamped, so p.y >= floor puts c(p.y) strictly above the box's bottom, as the pads put c(p.x)
- * strictly inside its x-range when p.x is inside the ring's.
+ * clamped, so p.y >= floor puts c(p.y) strictly above the box's bottom (and p.y <= ceiling below
+ * its top), as the pads put c(p.x) strictly inside its x-range when p.x is inside the ring's.
  *
  * Naive boxes (benchmarks only: rdx_join_force_naive, RayJoin's plain float32 version, digest
- * section 5): pad_ulps = RDX_JN_PAD_NAIVE and abs_pad = 0 round every bound, floors included, to
+ * section 5): pad_ulps = RDX_JN_PAD_NAIVE and abs_pad = 0 round every bound, spans included, to
  * the nearest float32 with no pad. Nothing above is claimed for them: they exist to count the
  * answers the conservative representation saves.
  */
@@ -155,16 +156,17 @@ RDX_HD uint32_t rdx_jn_group_block(const double *xy, const uint32_t *edge_end, i
   return n;
 }
 
-/* The float32 floor of a lowest y (the file comment): the largest float at or below it, or for
- * naive boxes the nearest. */
-RDX_HD float rdx_jn_floor_y(double miny, int pad_ulps) {
-  return pad_ulps == RDX_JN_PAD_NAIVE ? (float)miny : rdx_jn_f32_down(miny, 0);
+/* The float32 y-span of a y-range [miny, maxy] (the file comment): the largest float at or below
+ * miny and the smallest at or above maxy, or for naive boxes the nearest floats. */
+RDX_HD void rdx_jn_span_y(double miny, double maxy, int pad_ulps, float *span) {
+  span[0] = pad_ulps == RDX_JN_PAD_NAIVE ? (float)miny : rdx_jn_f32_down(miny, 0);
+  span[1] = pad_ulps == RDX_JN_PAD_NAIVE ? (float)maxy : rdx_jn_f32_up(maxy, 0);
 }
 
-/* The conservative float32 box (lo x, y, z, hi x, y, z) of the edges [first, end), and the floor
- * of their lowest y into *floor_y (naive box and floor when pad_ulps is RDX_JN_PAD_NAIVE). */
+/* The conservative float32 box (lo x, y, z, hi x, y, z) of the edges [first, end), and the y-span
+ * of their y-range into span[0..1] (naive box and span when pad_ulps is RDX_JN_PAD_NAIVE). */
 RDX_HD void rdx_jn_group_box(const double *xy, const uint32_t *edge_end, uint32_t first, uint32_t end, int pad_ulps,
-                             double abs_pad, float *box, float *floor_y) {
+                             double abs_pad, float *box, float *span) {
   double lo[2], hi[2];
   rdx_jn_edge_box(xy, edge_end, first, lo, hi);
   for (uint32_t e = first + 1; e < end; e++) {
@@ -186,19 +188,19 @@ RDX_HD void rdx_jn_group_box(const double *xy, const uint32_t *edge_end, uint32_
   }
   box[2] = -1.0f;
   box[5] = 1.0f;
-  *floor_y = rdx_jn_floor_y(lo[1], pad_ulps);
+  rdx_jn_span_y(lo[1], hi[1], pad_ulps, span);
 }
 
-/* A ring's box and floor, as the union over its groups (the file comment). */
+/* A ring's box and y-span, as the union over its groups (the file comment). */
 typedef struct rdx_jn_ring_acc {
   float lo[2], hi[2];
-  float floor_y;
+  float span[2];
 } rdx_jn_ring_acc;
 
-RDX_HD rdx_jn_ring_acc rdx_jn_ring_of_group(const float *box, float floor_y) {
+RDX_HD rdx_jn_ring_acc rdx_jn_ring_of_group(const float *box, const float *span) {
   rdx_jn_ring_acc a;
   a.lo[0] = box[0], a.lo[1] = box[1], a.hi[0] = box[3], a.hi[1] = box[4];
-  a.floor_y = floor_y;
+  a.span[0] = span[0], a.span[1] = span[1];
   return a;
 }
 RDX_HD rdx_jn_ring_acc rdx_jn_ring_union(rdx_jn_ring_acc a, rdx_jn_ring_acc b) {
@@ -206,7 +208,8 @@ RDX_HD rdx_jn_ring_acc rdx_jn_ring_union(rdx_jn_ring_acc a, rdx_jn_ring_acc b) {
     a.lo[k] = b.lo[k] < a.lo[k] ? b.lo[k] : a.lo[k];
     a.hi[k] = b.hi[k] > a.hi[k] ? b.hi[k] : a.hi[k];
   }
-  a.floor_y = b.floor_y < a.floor_y ? b.floor_y : a.floor_y;
+  a.span[0] = b.span[0] < a.span[0] ? b.span[0] : a.span[0];
+  a.span[1] = b.span[1] > a.span[1] ? b.span[1] : a.span[1];
   return a;
 }
 /* The ring's primitive in the ring scene (lo x, y, z, hi x, y, z). */

@@ -57,7 +57,7 @@ typedef struct rdx_jn_arrays {
 
 /* A layer's join index: groups of consecutive edges of one ring, each with a conservative f32
  * box, in an rt scene of AABBs (scene primitive g is group g); and the rings' boxes (each the union
- * of its groups' boxes) in a second scene with, per group, the floor of its ring's lowest y, for
+ * of its groups' boxes) in a second scene with, per group, the y-span of its ring, for
  * PIP's general rule (pip_hd.h). index_hd.h states the grouping rule, the boxes and why the engine
  * never misses a candidate. On OptiX contexts the scenes are compacted GASes (scene.gas, rings.gas;
  * their bvh empty) that only the join's OptiX programs (src/join/optix/) trace. */
@@ -76,8 +76,8 @@ typedef struct rdx_jn_index {
   rdx_rt_scene scene;
   int64_t n_rings;           /* the layer's rings: primitives of the ring scene */
   rdx_rt_scene rings;        /* primitive r: ring r's box (index_hd.h) */
-  float *group_floor;        /* n_groups (backend memory): the float32 floor of the lowest y of
-                                group g's ring (index_hd.h) */
+  float *group_span;         /* 2 * n_groups (backend memory): group g's ring's y-span, the float32
+                                floor of its lowest y and ceiling of its highest (index_hd.h) */
   double build_ms;           /* for benchmarks: grouping + boxes + BVH build, milliseconds */
   double group_ms;           /* the grouping and boxes (groups' and rings') alone */
 } rdx_jn_index;

@@ -55,8 +55,8 @@ static void pass1_task(void *arg, int64_t t, int thread) {
     uint32_t n_ev = 0;
     uint64_t *fill = j->out.features ? j->out.features + j->out.offsets[i] : NULL;
     const double px = j->xy[2 * i], py = j->xy[2 * i + 1];
-    const float top = rdx_jn_pip_top(&j->v, px, py);
-    if (rdx_jn_pip_point(&j->v, &j->g, px, py, top, j->planar, set, RDX_JN_PIP_SET_CPU, &count, &first, fill,
+    const float reach = rdx_jn_pip_reach(&j->v, px, py);
+    if (rdx_jn_pip_point(&j->v, &j->g, px, py, reach, j->planar, set, RDX_JN_PIP_SET_CPU, &count, &first, fill,
                          &n_ev)) {
       emit(j, i, count, first);
       j->pending[i] = 0;
@@ -80,7 +80,7 @@ static void pass2_task(void *arg, int64_t t, int thread) {
     uint64_t *ev = j->ev + (j->ev_off[k] - j->ev_off[j->k0]);
     uint32_t want = (uint32_t)(j->ev_off[k + 1] - j->ev_off[k]);
     const double px = j->xy[2 * i], py = j->xy[2 * i + 1];
-    uint32_t got = rdx_jn_pip_events(&j->v, &j->g, px, py, rdx_jn_pip_top(&j->v, px, py), ev, want);
+    uint32_t got = rdx_jn_pip_events(&j->v, &j->g, px, py, rdx_jn_pip_reach(&j->v, px, py), ev, want);
     if (got != want) {
       atomic_store(&j->mismatch, 1);
       continue;
@@ -146,7 +146,7 @@ rdx_status rdx_jn_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_
   j.g.edge_end = r->host.edge_end;
   j.g.edge_feat = r->host.edge_feat;
   j.g.group_first = ix->group_first;
-  j.g.group_floor = ix->group_floor;
+  j.g.group_span = ix->group_span;
   j.xy = xy;
   j.n = n;
   j.planar = planar;

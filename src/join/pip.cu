@@ -41,8 +41,8 @@ __global__ void pass1_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, const double 
     uint32_t n_ev = 0;
     uint64_t *fill = out.features ? out.features + out.offsets[i] : NULL;
     const double px = xy[2 * i], py = xy[2 * i + 1];
-    const float top = rdx_jn_pip_top(&v, px, py);
-    if (rdx_jn_pip_point(&v, &g, px, py, top, planar, set, RDX_JN_PIP_SET_GPU, &count, &first, fill, &n_ev)) {
+    const float reach = rdx_jn_pip_reach(&v, px, py);
+    if (rdx_jn_pip_point(&v, &g, px, py, reach, planar, set, RDX_JN_PIP_SET_GPU, &count, &first, fill, &n_ev)) {
       emit(out, i, count, first);
       pending[i] = 0;
     } else {
@@ -73,7 +73,7 @@ __global__ void events_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, const double
     int64_t i = list[k];
     uint32_t want = (uint32_t)(boff[k + 1] - boff[k]);
     const double px = xy[2 * i], py = xy[2 * i + 1];
-    uint32_t got = rdx_jn_pip_events(&v, &g, px, py, rdx_jn_pip_top(&v, px, py), ev + boff[k], want);
+    uint32_t got = rdx_jn_pip_events(&v, &g, px, py, rdx_jn_pip_reach(&v, px, py), ev + boff[k], want);
     if (got != want) *mismatch = 1;
   }
 }
@@ -218,7 +218,7 @@ rdx_jn_pip_geom geom_of(const rdx_polygons *r, const rdx_jn_index *ix) {
   g.edge_end = r->dev.edge_end;
   g.edge_feat = r->dev.edge_feat;
   g.group_first = ix->group_first;
-  g.group_floor = ix->group_floor;
+  g.group_span = ix->group_span;
   return g;
 }
 

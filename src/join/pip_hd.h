@@ -28,14 +28,24 @@
  * ring's x-range there are none; if p is above the ring none passes above p.) So each point is
  * answered in two phases:
  *  (A) rings: a point ray (direction 0: the boxes holding (c(p.x), c(p.y)), rt_hd.h's zero
- *      direction, OptiX's +z over [0, 1]) through the index's ring scene gives top, the largest
- *      hi.y of the ring boxes holding it; -inf when none does, and then p is in no feature and on
- *      no boundary (every ring box is conservative, index_hd.h: it holds the f64 box), done. Its
- *      callers may also pass +inf, "unknown": the whole ray, as before phase (A) existed.
- *  (B) edges: the upward ray over (0, tmax], tmax = the float just above fl32(top - o.y), and the
- *      events of the groups it meets, except the groups whose ring floor (index_hd.h) is above
- *      p.y: those rings lie wholly above p, so their boxes do not hold p; they are skipped without
- *      reading an edge.
+ *      direction, OptiX's +z over [0, 1]) through the index's ring scene gives top and bottom, the
+ *      largest hi.y and the smallest lo.y of the ring boxes holding it. When none does, p is in
+ *      no feature and on no boundary (every ring box is conservative, index_hd.h: it holds the f64
+ *      box): done. Else phase (B) takes the shorter way out of those boxes, up or down, and phase
+ *      (A) returns its reach (rdx_jn_pip_rings_reach): -inf for none, t > 0 for the upward ray over
+ *      (0, t], -t for the downward one, where t is the float just above fl32(top - o.y), resp.
+ *      fl32(o.y - bottom), so above the exact difference too. Callers may also pass +inf,
+ *      "unknown": the whole upward ray, as before phase (A) existed.
+ *  (B) edges: the ray over (0, t] and the events of the groups it meets, except the groups whose
+ *      ring lies wholly beyond p on the ray's side (upward: the ring's floor, index_hd.h, is above
+ *      p.y; downward: its ceiling is below): their boxes do not hold p, and they are skipped
+ *      without reading an edge.
+ * The downward ray is the upward ray of the layer turned by a half turn, (x, y) -> (-x, -y): the
+ * turn is exact on doubles and floats, maps conservative boxes to conservative boxes of the turned
+ * edges, and swaps floors with negated ceilings and top with the negated bottom; the group scan
+ * turns p and each vertex (rdx_jn_pip_state's q and sign), so CROSS is the definition above in
+ * the turned frame. Its parity per ring is the same even-odd answer, and each point takes one
+ * frame in both passes. So it is enough to argue for the upward ray.
  * Why the answer is the one of the whole ray. Let R be a ring and G one of its groups with an
  * edge that gives an event (p on the edge, or a crossing: the edge spans p.x and passes above p).
  * If G's floor is above p.y, R lies wholly above p and its events are all dropped: an even number
@@ -44,12 +54,13 @@
  * or above p), so R's box holds p from below by the floor's margin and sideways by its pads
  * (index_hd.h): phase (A) met R's box, whose hi.y >= R's top is at most top. Every edge of R that
  * gives an event meets x = p.x at a height y_e <= R's top; its group's box has lo.y <= y_e (the
- * box is conservative), so fl32(lo.y - o.y) <= fl32(top - o.y) < tmax (rounding is monotone) and
+ * box is conservative), so fl32(lo.y - o.y) <= fl32(top - o.y) < t (rounding is monotone) and
  * the box and all its BVH ancestors pass the traversal's test: every event of R is counted, as on
- * the whole ray. Hardware traversals (OptiX) see the same margins: y_e - o.y < tmax in exact
- * arithmetic, with the box's pads around the edge. The rings of p's answer are thus counted
- * whole, the others contribute nothing, and both passes drop and keep the same events, so their
- * counts agree.
+ * the whole ray. (The downward ray takes rt_hd.h's general box test, which computes the same
+ * float differences negated, then widens its interval: the inequalities hold there too.)
+ * Hardware traversals (OptiX) see the same margins: y_e - o.y < t in exact arithmetic, with the
+ * box's pads around the edge. The rings of p's answer are thus counted whole, the others
+ * contribute nothing, and both passes drop and keep the same events, so their counts agree.
  *
  * Planar rule (RayJoin's nearest edge; the caller states that features do not overlap): among the
  * CROSS edges, the first in the order "lower at x = p.x; then lower just right of p.x (every CROSS
@@ -68,7 +79,8 @@
  * The closest-hit traversal shrinks tmax to a float32 bound at or above the best edge's height at
  * p.x (rdx_jn_pip_t_bound), never below, so no box holding an edge as low or lower is culled.
  * Phase (A) serves the planar rule only to answer points whose ray meets no ring box (-inf); its
- * ray is not shortened to top, whose edges need not lie below top when p is in no feature.
+ * ray is always the whole upward one, as its first edge need not lie below top when p is in no
+ * feature.
  */
 #ifndef RDX_JOIN_PIP_HD_H
 #define RDX_JOIN_PIP_HD_H
@@ -89,13 +101,14 @@ typedef struct rdx_jn_pip_geom {
   const uint32_t *edge_end;  /* n_vertices */
   const uint32_t *edge_feat; /* n_vertices */
   const uint32_t *group_first; /* n_groups + 1 */
-  const float *group_floor;  /* n_groups: the floor of the lowest y of each group's ring */
+  const float *group_span;   /* 2 * n_groups: each group's ring's y-span, floor then ceiling */
 } rdx_jn_pip_geom;
 
-/* Phase (A)'s state: the point ray's origin and the top so far. */
+/* Phase (A)'s state: the point ray's origin, and the top and bottom so far. */
 typedef struct rdx_jn_pip_rings_state {
   float o[2];                /* (c(p.x), c(p.y)) */
-  float top;                 /* the largest hi.y of the ring boxes holding o; -inf for none yet */
+  float top, bottom;         /* the largest hi.y and smallest lo.y of the ring boxes holding o;
+                                -inf and +inf for none yet */
 } rdx_jn_pip_rings_state;
 
 /* One point's traversal state. */
@@ -103,6 +116,9 @@ typedef struct rdx_jn_pip_state {
   const rdx_jn_pip_geom *g;
   double p[2];               /* the query point */
   float oy;                  /* the ray's origin y */
+  /* general rule: the frame of the ray (the file comment) */
+  double sign;               /* 1 for the upward ray, -1 for the downward one (the turn) */
+  double q[2];               /* sign * p, exact */
   /* general rule */
   uint64_t *ev;              /* events (pass 1: the toggling set; pass 2: every event) */
   uint32_t cap;              /* room in ev */
@@ -115,7 +131,7 @@ typedef struct rdx_jn_pip_state {
   int boundary;              /* p lies on an edge met so far */
 } rdx_jn_pip_state;
 
-/* The upward ray of (px, py). */
+/* The upward ray of (px, py) (the downward one: d[1] = -1). */
 RDX_HD rdx_ray rdx_jn_pip_ray(double px, double py) {
   rdx_ray r;
   r.o[0] = rdx_jn_ray_coord(px);
@@ -137,13 +153,15 @@ RDX_HD rdx_ray rdx_jn_pip_point_ray(double px, double py) {
   return r;
 }
 
-/* Phase (A)'s intersection program: raise top to the ring box's hi.y. The box test is repeated
- * for hardware traversals, which may report a box the ray misses (never one it meets). */
+/* Phase (A)'s intersection program: widen top and bottom to the ring box's. The box test is
+ * repeated for hardware traversals, which may report a box the ray misses (never one it meets). */
 RDX_HD int rdx_jn_pip_rings_isect(rdx_jn_pip_rings_state *s, uint32_t ring, const float *box, const rdx_ray *r,
                                   const rdx_ray_pre *pre, float tmin, float tmax, float *t) {
   (void)ring, (void)r, (void)pre, (void)tmin, (void)tmax, (void)t;
-  if (box[0] <= s->o[0] && s->o[0] <= box[3] && box[1] <= s->o[1] && s->o[1] <= box[4] && box[4] > s->top)
-    s->top = box[4];
+  if (box[0] <= s->o[0] && s->o[0] <= box[3] && box[1] <= s->o[1] && s->o[1] <= box[4]) {
+    s->top = box[4] > s->top ? box[4] : s->top;
+    s->bottom = box[1] < s->bottom ? box[1] : s->bottom;
+  }
   return 0;
 }
 RDX_HD int rdx_jn_pip_rings_hit(rdx_jn_pip_rings_state *s, uint32_t id, float t, int front, float *tmax) {
@@ -151,9 +169,14 @@ RDX_HD int rdx_jn_pip_rings_hit(rdx_jn_pip_rings_state *s, uint32_t id, float t,
   return RDX_RT_CONTINUE; /* not reached: the program reports nothing */
 }
 
-/* Phase (B)'s tmax for phase (A)'s top: the float just above fl32(top - o.y), so above the exact
- * difference too; +inf for top = +inf (the file comment). */
-RDX_HD float rdx_jn_pip_tmax(float top, float oy) { return nextafterf(RDX_FSUB(top, oy), INFINITY); }
+/* Phase (A)'s reach from its state (the file comment): -inf when no ring box held the origin,
+ * else the shorter of the ways up and down, each the float above the float distance to top or
+ * bottom (>= 0: the boxes hold o.y), positive up, negative down; up on a tie. */
+RDX_HD float rdx_jn_pip_rings_reach(const rdx_jn_pip_rings_state *s) {
+  if (s->top == -INFINITY) return -INFINITY;
+  const float up = RDX_FSUB(s->top, s->o[1]), down = RDX_FSUB(s->o[1], s->bottom);
+  return up <= down ? nextafterf(up, INFINITY) : -nextafterf(down, INFINITY);
+}
 
 /* What edge (a, b) is to p: RDX_JN_PIP_BOUNDARY, _CROSS or _NONE (file comment). Exact. */
 RDX_HD int rdx_jn_pip_edge(const double *p, const double *a, const double *b) {
@@ -164,6 +187,19 @@ RDX_HD int rdx_jn_pip_edge(const double *p, const double *a, const double *b) {
   if ((a[0] <= p[0]) == (b[0] <= p[0])) return RDX_JN_PIP_NONE;
   if (p[1] < ylo) return RDX_JN_PIP_CROSS; /* the edge spans p.x and lies wholly above p */
   return rdx_jn_cmp_y_at_x_pt(p[0], p[1], a, b) > 0 ? RDX_JN_PIP_CROSS : RDX_JN_PIP_NONE;
+}
+
+/* Where vertex v lies against p, as bits: 1 when v.x < p.x, 2 when v.x > p.x, 4 when v.y < p.y.
+ * An edge whose two ends share a bit lies wholly left of, right of or below p: it is NONE, the
+ * first test of rdx_jn_pip_edge, decided here once per vertex as a group's edges are walked. */
+RDX_HD uint32_t rdx_jn_pip_side(const double *v, const double *p) {
+  return (uint32_t)(v[0] < p[0]) | (uint32_t)(v[0] > p[0]) << 1 | (uint32_t)(v[1] < p[1]) << 2;
+}
+/* The vertex edge e ends at, for e in a group whose edges end before `end`: e + 1, except for the
+ * group's last edge, which may close its ring (groups never cross rings and only a ring's last
+ * edge ends elsewhere than at the next vertex, join.h): the walk reads edge_end once per group. */
+RDX_HD uint32_t rdx_jn_pip_next(const rdx_jn_pip_geom *g, uint32_t e, uint32_t end) {
+  return e + 1 < end ? e + 1 : g->edge_end[e];
 }
 
 /* The planar rule's order: 1 when CROSS edge e comes before CROSS edge f for p.x (file comment). */
@@ -226,11 +262,23 @@ RDX_HD int rdx_jn_pip_general_isect(rdx_jn_pip_state *s, uint32_t grp, const flo
                                     const rdx_ray_pre *pre, float tmin, float tmax, float *t) {
   (void)box, (void)r, (void)pre, (void)tmin, (void)tmax, (void)t;
   const rdx_jn_pip_geom *g = s->g;
-  if ((double)g->group_floor[grp] > s->p[1]) return 0; /* the group's ring lies wholly above p */
-  uint32_t end = g->group_first[grp + 1];
-  for (uint32_t e = g->group_first[grp]; e < end; e++) {
-    int k = rdx_jn_pip_edge(s->p, g->xy + 2 * (uint64_t)e, g->xy + 2 * (uint64_t)g->edge_end[e]);
-    if (k != RDX_JN_PIP_NONE) rdx_jn_pip_event(s, g->edge_feat[e], k == RDX_JN_PIP_BOUNDARY);
+  const double sg = s->sign;
+  const float *span = g->group_span + 2 * (uint64_t)grp;
+  if (sg > 0.0 ? (double)span[0] > s->p[1] : (double)span[1] < s->p[1])
+    return 0; /* the group's ring lies wholly beyond p on the ray's side (the file comment) */
+  uint32_t e = g->group_first[grp], end = g->group_first[grp + 1];
+  const double *v = g->xy + 2 * (uint64_t)e;
+  double a[2] = {RDX_DMUL(sg, v[0]), RDX_DMUL(sg, v[1])}; /* vertices in the ray's frame */
+  uint32_t fa = rdx_jn_pip_side(a, s->q);
+  for (; e < end; e++) {
+    v = g->xy + 2 * (uint64_t)rdx_jn_pip_next(g, e, end);
+    const double b[2] = {RDX_DMUL(sg, v[0]), RDX_DMUL(sg, v[1])};
+    const uint32_t fb = rdx_jn_pip_side(b, s->q);
+    if ((fa & fb) == 0) {
+      int k = rdx_jn_pip_edge(s->q, a, b);
+      if (k != RDX_JN_PIP_NONE) rdx_jn_pip_event(s, g->edge_feat[e], k == RDX_JN_PIP_BOUNDARY);
+    }
+    a[0] = b[0], a[1] = b[1], fa = fb;
   }
   return 0;
 }
@@ -246,10 +294,16 @@ RDX_HD int rdx_jn_pip_planar_isect(rdx_jn_pip_state *s, uint32_t grp, const floa
   (void)box, (void)r, (void)pre, (void)tmax;
   if (s->boundary) return 0;
   const rdx_jn_pip_geom *g = s->g;
-  uint32_t end = g->group_first[grp + 1];
+  uint32_t e = g->group_first[grp], end = g->group_first[grp + 1];
   int better = 0;
-  for (uint32_t e = g->group_first[grp]; e < end; e++) {
-    int k = rdx_jn_pip_edge(s->p, g->xy + 2 * (uint64_t)e, g->xy + 2 * (uint64_t)g->edge_end[e]);
+  const double *a = g->xy + 2 * (uint64_t)e;
+  uint32_t fa = rdx_jn_pip_side(a, s->p);
+  for (; e < end; e++) {
+    const double *b = g->xy + 2 * (uint64_t)rdx_jn_pip_next(g, e, end);
+    const uint32_t fb = rdx_jn_pip_side(b, s->p), both = fa & fb;
+    a = b, fa = fb;
+    if (both) continue; /* NONE */
+    int k = rdx_jn_pip_edge(s->p, g->xy + 2 * (uint64_t)e, b);
     if (k == RDX_JN_PIP_BOUNDARY) {
       s->boundary = 1;
       *t = nextafterf(tmin, INFINITY);
@@ -282,6 +336,9 @@ RDX_HD void rdx_jn_pip_state_init(rdx_jn_pip_state *s, const rdx_jn_pip_geom *g,
   s->p[0] = px;
   s->p[1] = py;
   s->oy = rdx_jn_ray_coord(py);
+  s->sign = 1.0;
+  s->q[0] = px;
+  s->q[1] = py;
   s->ev = ev;
   s->cap = cap;
   s->n_live = 0;
@@ -290,6 +347,18 @@ RDX_HD void rdx_jn_pip_state_init(rdx_jn_pip_state *s, const rdx_jn_pip_geom *g,
   s->overflow = 0;
   s->best = RDX_JN_NO_EDGE;
   s->boundary = 0;
+}
+
+/* The general rule's ray for phase (A)'s reach (not -inf): upward over (0, reach] (+inf: the whole
+ * ray), or downward over (0, -reach] with s in the turned frame (the file comment). */
+RDX_HD void rdx_jn_pip_general_frame(float reach, rdx_ray *ray, rdx_jn_pip_state *s) {
+  ray->tmax = reach;
+  if (reach > 0.0f) return;
+  ray->tmax = -reach;
+  ray->d[1] = -1.0f;
+  s->sign = -1.0;
+  s->q[0] = -s->p[0];
+  s->q[1] = -s->p[1];
 }
 
 /* Insertion sort, for pass 1's small sets. */
@@ -324,41 +393,43 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
 }
 
 /*
- * RDX_JN_PIP_DEFINE_POINT(QUAL, TOP, POINT, EVENTS, CTX, TRACE_RINGS, TRACE_PLANAR, TRACE_GENERAL)
+ * RDX_JN_PIP_DEFINE_POINT(QUAL, REACH, POINT, EVENTS, CTX, TRACE_RINGS, TRACE_PLANAR, TRACE_GENERAL)
  * defines
- *     QUAL float TOP(CTX c, double px, double py)
- * phase (A) for one point: the top of the ring boxes holding it, -inf for none;
- *     QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, float top, int planar,
+ *     QUAL float REACH(CTX c, double px, double py)
+ * phase (A) for one point: its reach (the file comment; -inf when no ring box holds it);
+ *     QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, float reach, int planar,
  *                    uint64_t *set, uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill,
  *                    uint32_t *n_ev)
- * pass 1 for one point whose phase (A) gave top (or +inf, unknown): answers it (returns 1: *count,
- * *first, and the features into fill when not NULL) or, when the general rule's set outgrows cap,
- * returns 0 with *n_ev its event count (>= 1) for pass 2 (set: room for cap entries); and
- *     QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, float top,
+ * pass 1 for one point whose phase (A) gave reach (or +inf, unknown): answers it (returns 1:
+ * *count, *first, and the features into fill when not NULL) or, when the general rule's set
+ * outgrows cap, returns 0 with *n_ev its event count (>= 1) for pass 2 (set: room for cap
+ * entries); and
+ *     QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, float reach,
  *                          uint64_t *ev, uint32_t cap)
  * pass 2 for one point: every event of the general rule into ev (room for cap); returns how many
- * the ray met (the caller checks it equals pass 1's count, with the same top). The rays are cast
- * by void TRACE_RINGS(CTX c, const rdx_ray *ray, rdx_jn_pip_rings_state *s) through the ring
+ * the ray met (the caller checks it equals pass 1's count, with the same reach). The rays are
+ * cast by void TRACE_RINGS(CTX c, const rdx_ray *ray, rdx_jn_pip_rings_state *s) through the ring
  * scene, and void TRACE_PLANAR(CTX c, const rdx_ray *ray, rdx_jn_pip_state *s) and TRACE_GENERAL
  * (same arguments) through the group scene, which run the programs above on the boxes the ray
  * meets: the soft BVH's traversals (CTX const rdx_jn_pip_bvhs *, below), or OptiX's in the join's
  * OptiX programs (src/join/optix/programs.cu). QUAL is RDX_HD for the soft backends and a
  * device-only qualifier in OptiX programs.
  */
-#define RDX_JN_PIP_DEFINE_POINT(QUAL, TOP, POINT, EVENTS, CTX, TRACE_RINGS, TRACE_PLANAR, TRACE_GENERAL) \
-  QUAL float TOP(CTX c, double px, double py) {                                                   \
+#define RDX_JN_PIP_DEFINE_POINT(QUAL, REACH, POINT, EVENTS, CTX, TRACE_RINGS, TRACE_PLANAR, TRACE_GENERAL) \
+  QUAL float REACH(CTX c, double px, double py) {                                                 \
     rdx_ray ray = rdx_jn_pip_point_ray(px, py);                                                   \
     rdx_jn_pip_rings_state s;                                                                     \
     s.o[0] = ray.o[0];                                                                            \
     s.o[1] = ray.o[1];                                                                            \
     s.top = -INFINITY;                                                                            \
+    s.bottom = INFINITY;                                                                          \
     TRACE_RINGS(c, &ray, &s);                                                                     \
-    return s.top;                                                                                 \
+    return rdx_jn_pip_rings_reach(&s);                                                                \
   }                                                                                               \
-  QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, float top, int planar,    \
+  QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, float reach, int planar,  \
                  uint64_t *set, uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill,    \
                  uint32_t *n_ev) {                                                                \
-    if (top == -INFINITY) { /* no ring box holds p: in no feature, on no boundary */             \
+    if (reach == -INFINITY) { /* no ring box holds p: in no feature, on no boundary */           \
       *count = 0;                                                                                 \
       *first = -1;                                                                                \
       return 1;                                                                                   \
@@ -377,8 +448,8 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
         return 1;                                                                                 \
       }                                                                                           \
     }                                                                                             \
-    ray.tmax = rdx_jn_pip_tmax(top, ray.o[1]);                                                    \
     rdx_jn_pip_state_init(&s, g, px, py, set, cap, 0);                                            \
+    rdx_jn_pip_general_frame(reach, &ray, &s);                                                    \
     TRACE_GENERAL(c, &ray, &s);                                                                   \
     if (s.overflow) {                                                                             \
       *n_ev = s.n_ev;                                                                             \
@@ -388,13 +459,13 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
     *count = rdx_jn_pip_reduce(set, s.n_live, first, fill);                                       \
     return 1;                                                                                     \
   }                                                                                               \
-  QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, float top, uint64_t *ev, \
+  QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, float reach, uint64_t *ev, \
                        uint32_t cap) {                                                            \
-    if (top == -INFINITY) return 0;                                                               \
+    if (reach == -INFINITY) return 0;                                                             \
     rdx_ray ray = rdx_jn_pip_ray(px, py);                                                         \
-    ray.tmax = rdx_jn_pip_tmax(top, ray.o[1]);                                                    \
     rdx_jn_pip_state s;                                                                           \
     rdx_jn_pip_state_init(&s, g, px, py, ev, cap, 1);                                             \
+    rdx_jn_pip_general_frame(reach, &ray, &s);                                                    \
     TRACE_GENERAL(c, &ray, &s);                                                                   \
     return s.n_ev;                                                                                \
   }
@@ -415,7 +486,7 @@ RDX_HD void rdx_jn_pip_soft_general(const rdx_jn_pip_bvhs *b, const rdx_ray *ray
   rdx_jn_pip_trace_general(&b->groups, ray, s);
 }
 
-RDX_JN_PIP_DEFINE_POINT(RDX_HD, rdx_jn_pip_top, rdx_jn_pip_point, rdx_jn_pip_events, const rdx_jn_pip_bvhs *,
+RDX_JN_PIP_DEFINE_POINT(RDX_HD, rdx_jn_pip_reach, rdx_jn_pip_point, rdx_jn_pip_events, const rdx_jn_pip_bvhs *,
                         rdx_jn_pip_soft_rings, rdx_jn_pip_soft_planar, rdx_jn_pip_soft_general)
 
 #endif /* RDX_JOIN_PIP_HD_H */

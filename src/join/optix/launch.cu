@@ -54,27 +54,27 @@ rdx_jn_pip_geom geom_of(const rdx_polygons *r, const rdx_jn_index *ix) {
   g.edge_end = r->dev.edge_end;
   g.edge_feat = r->dev.edge_feat;
   g.group_first = ix->group_first;
-  g.group_floor = ix->group_floor;
+  g.group_span = ix->group_span;
   return g;
 }
 
 /* ---- PIP (rdx_jn_pip_engine) ----
- * Each pass is two launches: phase (A) of its queries on the ring GAS into tops (4 bytes per
+ * Each pass is two launches: phase (A) of its queries on the ring GAS into reaches (4 bytes per
  * query, scratch), then the pass itself on the group GAS reading them (pip_hd.h). One program
  * cannot trace both GASes: rt hands a launch one GAS (rdx_optix_base). */
 
-/* p's queries (the points, or p->list's) through phase (A) into p->tops (scratch of n floats),
+/* p's queries (the points, or p->list's) through phase (A) into p->reach (scratch of n floats),
  * then p's own op on the group GAS. */
 rdx_status pip_launch(rdx_context *ctx, const rdx_jn_index *ix, rdx_jn_optix_params *p, int64_t n) {
-  rdx_status st = rdx_scratch(ctx, "rdx_join_pip: ring tops", (void **)&p->tops, (size_t)n * 4);
+  rdx_status st = rdx_scratch(ctx, "rdx_join_pip: phase (A) reaches", (void **)&p->reach, (size_t)n * 4);
   if (st != RDX_OK) return st;
   const int op = p->op;
   p->op = RDX_JN_OPTIX_PIP_RINGS;
   st = launch(ctx, &pip_program, ix, p, n, 1);
   p->op = op;
   if (st == RDX_OK) st = launch(ctx, &pip_program, ix, p, n);
-  rdx_mem_free(ctx, p->tops); /* stream-ordered, and rdx_optix_launch has waited anyway */
-  p->tops = NULL;
+  rdx_mem_free(ctx, p->reach); /* stream-ordered, and rdx_optix_launch has waited anyway */
+  p->reach = NULL;
   return st;
 }
 

@@ -8,7 +8,7 @@
  * Pipelines (one per raygen program; every trace folds its work into the intersection program, as
  * RayJoin does, digest sections 3, 4 and 7):
  *   lsi  one ray per S edge (lsi_hd.h), counting or filling, op RDX_JN_OPTIX_LSI
- *   pip  per query point (pip_hd.h): phase (A), a point ray through the ring GAS into tops
+ *   pip  per query point (pip_hd.h): phase (A), a point ray through the ring GAS into reach
  *        (op RDX_JN_OPTIX_PIP_RINGS, for the points or for pass 2's list); then pass 1 (op
  *        RDX_JN_OPTIX_PIP) or pass 2's events of the points pass 1 left (op
  *        RDX_JN_OPTIX_PIP_EVENTS), one ray each through the group GAS
@@ -27,7 +27,7 @@ enum {
   RDX_JN_OPTIX_LSI = 1,        /* __raygen__lsi */
   RDX_JN_OPTIX_PIP = 2,        /* __raygen__pip, pass 1 */
   RDX_JN_OPTIX_PIP_EVENTS = 3, /* __raygen__pip, pass 2's events */
-  RDX_JN_OPTIX_PIP_RINGS = 4   /* __raygen__pip, phase (A) into tops */
+  RDX_JN_OPTIX_PIP_RINGS = 4   /* __raygen__pip, phase (A) into reach */
 };
 
 /* The rule a traced ray runs, in its payload word 2: which of lsi_hd.h's and pip_hd.h's
@@ -69,7 +69,7 @@ typedef struct rdx_jn_optix_params {
   int planar;                  /* pass 1: the planar rule first */
   rdx_jn_pip_out out;          /* pass 1's outputs */
   uint32_t *pending;           /* pass 1: per point, 0 or its event count for pass 2 */
-  float *tops;                 /* per query, phase (A)'s top: written by op RINGS, read by the
+  float *reach;                /* per query, phase (A)'s reach: written by op RINGS, read by the
                                   others (pip_hd.h; +inf where the GAS is not traced) */
   const int64_t *list;         /* events, and rings for them: the points of this block (rings:
                                   NULL for all points) */

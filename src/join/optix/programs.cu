@@ -41,9 +41,9 @@
  *            whose program returns at once, so no any-hit call is spent on every improvement.
  *   rings    pip_hd.h's phase (A), in a launch of its own on the ring GAS (the ring boxes, made
  *            like the group boxes and widened alike): a point ray (direction 0, so +z below) whose
- *            program raises the state's top to the box's hi.y and never reports. pip_hd.h shows
- *            that the rings that matter hold the origin with the pads' margins, so the hardware
- *            meets them; extra boxes only raise top, which never changes an answer.
+ *            program widens the state's top and bottom to the box's and never reports. pip_hd.h
+ *            shows that the rings that matter hold the origin with the pads' margins, so the
+ *            hardware meets them; extra boxes only lengthen the ray, which changes no answer.
  * A zero direction (an LSI ray whose piece of S edge rounds to a point) is cast along +z instead:
  * over t in [0, 1] that ray meets exactly the boxes holding the origin, which is what the soft
  * box test answers for a zero direction (boxes span z in [-1, 1]).
@@ -147,12 +147,13 @@ extern "C" __global__ void __raygen__lsi() {
 
 /* ---- PIP ---- */
 
-/* Phase (A) through the ring GAS (launched on it); outside the traced range the top is unknown
- * (+inf: pip_hd.h's whole ray), as no ring box is met there. */
+/* Phase (A) through the ring GAS (launched on it); outside the traced range the reach is unknown
+ * (top and bottom infinite give +inf: pip_hd.h's whole upward ray), as no ring box is met there. */
 static __forceinline__ __device__ void pip_rings_cast(int unused, const rdx_ray *ray, rdx_jn_pip_rings_state *s) {
   (void)unused;
   if (params.scan_all || !(fabsf(ray->o[0]) <= RDX_JN_OPTIX_RAY_MAX && fabsf(ray->o[1]) <= RDX_JN_OPTIX_RAY_MAX)) {
     s->top = INFINITY;
+    s->bottom = -INFINITY;
     return;
   }
   cast(ray, s, RDX_JN_OPTIX_RULE_RINGS);
@@ -166,24 +167,24 @@ static __forceinline__ __device__ void pip_general_cast(int unused, const rdx_ra
   cast(ray, s, RDX_JN_OPTIX_RULE_GENERAL);
 }
 
-RDX_JN_PIP_DEFINE_POINT(static __forceinline__ __device__, pip_top_optix, pip_point_optix, pip_events_optix, int,
+RDX_JN_PIP_DEFINE_POINT(static __forceinline__ __device__, pip_reach_optix, pip_point_optix, pip_events_optix, int,
                         pip_rings_cast, pip_planar_cast, pip_general_cast)
 
 /* Phase (A) for point k or list entry k (on the ring GAS), then pass 1 for point k (pip.cu's
- * pass1_kernel), or pass 2's events for list entry k (its events_kernel), with that top. */
+ * pass1_kernel), or pass 2's events for list entry k (its events_kernel), with that reach. */
 extern "C" __global__ void __raygen__pip() {
   int64_t k = rdx_optix_query_index(params.base);
   if (k >= params.base.n) return;
   if (params.op == RDX_JN_OPTIX_PIP_RINGS) {
     int64_t i = params.list ? params.list[k] : k;
-    params.tops[k] = pip_top_optix(0, params.xy[2 * i], params.xy[2 * i + 1]);
+    params.reach[k] = pip_reach_optix(0, params.xy[2 * i], params.xy[2 * i + 1]);
     return;
   }
   if (params.op == RDX_JN_OPTIX_PIP_EVENTS) {
     int64_t i = params.list[k];
     uint32_t want = (uint32_t)(params.boff[k + 1] - params.boff[k]);
     uint64_t *ev = params.ev + params.boff[k];
-    uint32_t got = pip_events_optix(0, &params.g, params.xy[2 * i], params.xy[2 * i + 1], params.tops[k], ev, want);
+    uint32_t got = pip_events_optix(0, &params.g, params.xy[2 * i], params.xy[2 * i + 1], params.reach[k], ev, want);
     if (got != want) *params.mismatch = 1;
     return;
   }
@@ -193,7 +194,7 @@ extern "C" __global__ void __raygen__pip() {
   uint32_t n_ev = 0;
   const rdx_jn_pip_out &out = params.out;
   uint64_t *fill = out.features ? out.features + out.offsets[k] : NULL;
-  if (pip_point_optix(0, &params.g, params.xy[2 * k], params.xy[2 * k + 1], params.tops[k], params.planar, set,
+  if (pip_point_optix(0, &params.g, params.xy[2 * k], params.xy[2 * k + 1], params.reach[k], params.planar, set,
                       RDX_JN_PIP_SET_GPU, &count, &first, fill, &n_ev)) {
     if (out.counts) out.counts[k] = count;
     if (out.first) out.first[k] = first;
