@@ -10,6 +10,15 @@
  *   total_ms            build_ms + query_ms (RayJoin's "total" less its host-to-device copy)
  * The check column compares every row's answers with the first row's of the same join (another
  * backend or threshold in the same run): "ref" for that row, "same" or "DIFF".
+ *
+ * --naive (RayJoin's precision experiment, rayjoin.md section 5): after each row, a row of the
+ * same join on the same backend and threshold whose index has naive boxes (bench_api.h's
+ * rdx_join_force_naive: bounds rounded to the nearest float32, no pad, every LSI ray cast; the
+ * exact tests of the candidates kept). Its pad column reads 0 and its check column "wrong=N", the
+ * answers that differ from the row before: points whose smallest feature differs (PIP), pairs in
+ * one result and not the other (LSI; then also edge_pairs_missed=M, the intersecting edge pairs
+ * missed, as a feature pair stands while one of its edge pairs is found). Every wrong answer is a
+ * candidate the plain float32 boxes missed; the conservative ones miss none.
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,11 +31,13 @@
 
 const char cli_bench_join_usage[] =
     "usage: raydex bench join --op pip|lsi --r R [--s S] [--points N] [--backend cpu,cuda,optix]\n"
-    "            [--group 3.5,1] [--pad 2] [--planar] [--reps 5] [--seed 1] [--header] [--quiet]\n"
+    "            [--group 3.5,1] [--pad 2] [--planar] [--naive] [--reps 5] [--seed 1] [--header] [--quiet]\n"
     "   R, S: polygon layers (.rdxp, or any layer GDAL reads when built with GDAL)\n"
     "   lsi:   every edge of S against R's index; rows count the (r, s) feature pairs\n"
     "   pip:   the vertices of S located in R (with --s), or --points N points uniform in R's box\n"
     "          (default 2^20); --planar takes the nearest-edge rule (R must not overlap itself)\n"
+    "   --naive: after each row, the same join with plain float32 boxes (no pad): pad 0, and the\n"
+    "          check column counts the answers that differ from the row before (wrong=N)\n"
     "Lists are comma-separated; every (backend, group) gives one CSV row with a check column.\n";
 
 typedef struct join_cfg {
@@ -37,7 +48,7 @@ typedef struct join_cfg {
   int n_backends;
   double groups[CLI_LIST];
   int n_groups;
-  int pad, planar, reps;
+  int pad, planar, naive, reps;
   uint64_t seed;
   rdx_info info;
 } join_cfg;
@@ -93,24 +104,50 @@ static double *make_points(const join_cfg *c, rdx_context *ctx, const rdx_polygo
 typedef struct answers {
   int64_t *v;
   int64_t n;
+  int64_t edge_pairs; /* LSI: the intersecting edge pairs behind the feature pairs */
 } answers;
 
-static const char *compare(answers *ref, answers *now) {
+/* The check of a row: against the run's first answers (*ref, taken from this row when empty). */
+static const char *compare(answers *ref, const answers *now) {
   if (!ref->v) {
-    *ref = *now;
-    now->v = NULL;
+    ref->n = now->n;
+    ref->v = malloc((size_t)(now->n ? now->n : 1) * 8);
+    if (!ref->v) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld answers", (long long)now->n);
+    memcpy(ref->v, now->v, (size_t)now->n * 8);
     return "ref";
   }
   int same = ref->n == now->n && (ref->n == 0 || memcmp(ref->v, now->v, (size_t)ref->n * 8) == 0);
-  free(now->v);
-  now->v = NULL;
   return same ? "same" : "DIFF";
+}
+
+/* A naive row's wrong answers against the exact row's: PIP, the points whose answers differ; LSI
+ * (sorted unique (r, s) rows), the pairs in one list and not the other. */
+static int64_t wrong_answers(int op, const answers *exact, const answers *naive) {
+  int64_t wrong = 0;
+  if (op == 0) {
+    for (int64_t i = 0; i < exact->n && i < naive->n; i++) wrong += exact->v[i] != naive->v[i];
+    return wrong;
+  }
+  int64_t i = 0, j = 0;
+  while (i < exact->n && j < naive->n) {
+    const int64_t *a = exact->v + i, *b = naive->v + j;
+    int c = a[0] != b[0] ? (a[0] < b[0] ? -1 : 1) : a[1] != b[1] ? (a[1] < b[1] ? -1 : 1) : 0;
+    wrong += c != 0;
+    i += c <= 0 ? 2 : 0;
+    j += c >= 0 ? 2 : 0;
+  }
+  return wrong + (exact->n - i) / 2 + (naive->n - j) / 2;
 }
 
 static int n_rows;
 
-static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref) {
+/* One row: the join on backend b at threshold `group`, checked against *ref; or with naive boxes
+ * (exact: the answers of the row before, whose wrong ones it counts). The row's answers go to
+ * *keep when keep is not NULL (the caller frees them). */
+static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref, const answers *exact,
+                    answers *keep) {
   rdx_context *ctx = cli_context(b);
+  if (exact) rdx_join_force_naive(ctx, 1);
   rdx_polygons *r = NULL, *s = NULL;
   cli_must(ctx, rdx_polygons_load(ctx, c->r_path, NULL, &r), "rdx_polygons_load R");
   if (c->s_path) cli_must(ctx, rdx_polygons_load(ctx, c->s_path, NULL, &s), "rdx_polygons_load S");
@@ -128,7 +165,7 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
     rdx_polygons_index_stats(r, &ist);
     if (i > 0) build_ms[i - 1] = t1 - t0, group_ms[i - 1] = ist.group_ms;
   }
-  answers now = {NULL, 0};
+  answers now = {NULL, 0, 0};
   int64_t n_pts = 0, results = 0, candidates = -1, s_edges = 0;
   rdx_polygons_info ri, si;
   ri.size = si.size = sizeof ri;
@@ -164,6 +201,7 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
     }
     results = res->n_pairs;
     candidates = lb.candidates;
+    now.edge_pairs = lb.edge_pairs;
     now.n = 2 * res->n_pairs;
     now.v = malloc((size_t)(now.n ? now.n : 1) * 8);
     if (!now.v) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld pairs", (long long)res->n_pairs);
@@ -172,7 +210,14 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
   }
   const double g = cli_median(group_ms, reps), bm = cli_median(build_ms, reps), q = cli_median(query_ms, reps);
   const double work = c->op == 0 ? (double)n_pts : (double)s_edges;
-  char label[32], date[32], device[160];
+  char label[32], date[32], device[160], check[48];
+  if (exact && c->op == 1) /* and the edge pairs missed, of which a feature pair needs only one */
+    snprintf(check, sizeof check, "wrong=%lld edge_pairs_missed=%lld", (long long)wrong_answers(c->op, exact, &now),
+             (long long)(exact->edge_pairs - now.edge_pairs));
+  else if (exact) snprintf(check, sizeof check, "wrong=%lld", (long long)wrong_answers(c->op, exact, &now));
+  else snprintf(check, sizeof check, "%s", compare(ref, &now));
+  if (keep) *keep = now;
+  else free(now.v);
   cli_backend_label(label, ctx, b);
   time_t t = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%d", gmtime(&t));
@@ -181,9 +226,9 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
     if (*p == ',') *p = ' ';
   printf("%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%g,%d,%d,%lld,%.2f,%.3f,%.3f,%.3f,%.3f,%.4g,%lld,%lld,%s\n",
          date, device, label, op_names[c->op], base_name(c->r_path), base_name(c->s_path),
-         (long long)ri.n_features, (long long)ri.n_edges, (long long)s_edges, (long long)n_pts, group, c->pad,
-         c->planar, (long long)ist.n_groups, (double)ist.bytes / 1048576.0, g, bm, q, bm + q,
-         q > 0 ? work / (q / 1e3) : 0.0, (long long)results, (long long)candidates, compare(ref, &now));
+         (long long)ri.n_features, (long long)ri.n_edges, (long long)s_edges, (long long)n_pts, group,
+         exact ? 0 : c->pad, c->planar, (long long)ist.n_groups, (double)ist.bytes / 1048576.0, g, bm, q, bm + q,
+         q > 0 ? work / (q / 1e3) : 0.0, (long long)results, (long long)candidates, check);
   fflush(stdout);
   n_rows++;
   rdx_polygons_destroy(r);
@@ -211,6 +256,7 @@ int cmd_bench_join(int argc, char **argv) {
   c.pad = (int)cli_int(&a, "pad", 1, 64, 2);
   c.planar = cli_flag(&a, "planar");
   cli_applies(&a, "planar", c.op == 0, "--op pip");
+  c.naive = cli_flag(&a, "naive");
   c.reps = (int)cli_int(&a, "reps", 1, 63, 5);
   c.seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 1);
   int hdr = cli_flag(&a, "header");
@@ -219,10 +265,15 @@ int cmd_bench_join(int argc, char **argv) {
   c.info.size = sizeof c.info;
   if (rdx_info_get(&c.info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
   if (hdr) header();
-  answers ref = {NULL, 0};
+  answers ref = {NULL, 0, 0};
   double t0 = rdx_now_ms();
   for (int i = 0; i < c.n_backends; i++)
-    for (int j = 0; j < c.n_groups; j++) run_one(&c, c.backends[i], c.groups[j], &ref);
+    for (int j = 0; j < c.n_groups; j++) {
+      answers exact = {NULL, 0, 0};
+      run_one(&c, c.backends[i], c.groups[j], &ref, NULL, c.naive ? &exact : NULL);
+      if (c.naive) run_one(&c, c.backends[i], c.groups[j], &ref, &exact, NULL);
+      free(exact.v);
+    }
   free(ref.v);
   cli_report("%d rows (--op %s) in %.1f s", n_rows, op_names[c.op], (rdx_now_ms() - t0) / 1e3);
   return 0;
