@@ -5,6 +5,8 @@
 #   join_lsi  LSI: every edge of S against R's index (feature pairs, rows count them)
 #   join_pip  PIP: S's vertices located in R, general rule and RayJoin's planar rule
 #   join_pip_rate  PIP throughput: 2^27 points uniform in R's box, points and answers in GPU memory
+#   join_naive  each pair's LSI and PIP once more with plain float32 boxes (rdx_join_force_naive:
+#             RayJoin without its conservative representation), the wrong answers in the check column
 # Maps: .cache/maps/xz/*.rdxp.xz, made here by `scripts/fetch-maps.sh --xz` and carried to the
 # GPU machine (no network, no GDAL there), where fetch-maps.sh unpacks them into .cache/maps/.
 # JOIN_PARTS (default "small big synth") picks the pairs: small = US states/counties and world
@@ -30,6 +32,9 @@ pair() { # pair <R> <S> <limit>: LSI, then PIP of S's vertices in R (general and
   jb join_lsi "$3" bench join --op lsi --r "$r" --s "$s" --backend $B --group 3.5,1 --reps 5
   jb join_pip "$3" bench join --op pip --r "$r" --s "$s" --backend $B --group 3.5,1 --reps 5
   jb join_pip "$3" bench join --op pip --r "$r" --s "$s" --backend $B --group 3.5 --reps 5 --planar
+  # RayJoin's precision experiment: the same joins with plain float32 boxes, their wrong answers
+  jb join_naive "$3" bench join --op lsi --r "$r" --s "$s" --backend cuda --group 3.5 --reps 1 --naive
+  jb join_naive "$3" bench join --op pip --r "$r" --s "$s" --backend cuda --group 3.5 --reps 1 --naive
 }
 if [[ $jparts == *" small "* ]]; then
   pair us-states us-counties 120
