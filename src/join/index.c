@@ -11,6 +11,8 @@
  *   3. per group (chunks of groups), the conservative float32 box and the y-span of its edges;
  *   4. per ring (chunks of rings, each chunk finding its first group by binary search and walking
  *      on), the union of its groups' boxes and spans, whose span goes back to each of its groups;
+ *   5. per feature (chunks of features), the rings the ring scene keeps (index_hd.h's dominance
+ *      rule: a running maximum over the feature's rings), their boxes then moved to the front;
  * then the scenes: the soft BVHs over the group boxes and over the ring boxes (Morton order; the
  * edge order of groups is coherent within a ring but not across rings). The boxes are scratch:
  * the trees keep their own copies. Tuned for maps of 10^4 to 10^8 edges in 10^2 to 10^7 rings.
@@ -24,6 +26,7 @@
 #define BLOCKS_PER_TASK 256
 #define GROUPS_PER_TASK 16384
 #define RINGS_PER_TASK 16384
+#define FEATURES_PER_TASK 64
 
 double rdx_jn_layer_magnitude(const rdx_polygons *p) {
   if (p->host.n_vertices == 0) return 0.0;
@@ -104,6 +107,7 @@ typedef struct group_job {
   float *boxes;         /* 6 per group */
   float *spans;         /* 2 per group: pass 3, its own y-span; pass 4, its ring's */
   float *ring_boxes;    /* 6 per ring */
+  uint8_t *keep;        /* per ring: 1 when the ring scene keeps it */
   int64_t n_groups;
 } group_job;
 
@@ -161,6 +165,39 @@ static void rings_task(void *arg, int64_t t, int thread) {
   }
 }
 
+static void keep_task(void *arg, int64_t t, int thread) {
+  (void)thread;
+  const group_job *j = (const group_job *)arg;
+  const int64_t n_feat = j->a->n_features;
+  int64_t f1 = (t + 1) * FEATURES_PER_TASK < n_feat ? (t + 1) * FEATURES_PER_TASK : n_feat;
+  for (int64_t f = t * FEATURES_PER_TASK; f < f1; f++) {
+    const uint64_t r0 = j->a->feat_off[f], r1 = j->a->feat_off[f + 1];
+    rdx_jn_ring_big big = {0.0, 0};
+    for (uint64_t r = r0; r < r1; r++) {
+      const float *box = j->ring_boxes + 6 * r;
+      j->keep[r] = r == r0 || !rdx_jn_box_within(box, j->ring_boxes + 6 * (uint64_t)big.ring);
+      const rdx_jn_ring_big mine = rdx_jn_ring_big_of(box, (uint32_t)r);
+      big = r == r0 ? mine : rdx_jn_ring_bigger(big, mine);
+    }
+  }
+}
+
+/* Passes 4 and 5: the ring boxes, the groups' ring spans, and the kept rings' boxes at the front
+ * of j->ring_boxes (*n_kept of them). */
+static rdx_status rings_cpu(rdx_context *ctx, group_job *j, int64_t *n_kept) {
+  const rdx_jn_arrays *a = j->a;
+  RDX_CHECK(rdx_parallel_for(ctx, (a->n_rings + RINGS_PER_TASK - 1) / RINGS_PER_TASK, rings_task, j));
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_polygons_build_index", (void **)&j->keep, (size_t)a->n_rings, RDX_HOST));
+  rdx_status st = rdx_parallel_for(ctx, (a->n_features + FEATURES_PER_TASK - 1) / FEATURES_PER_TASK, keep_task, j);
+  int64_t k = 0;
+  for (int64_t r = 0; st == RDX_OK && r < a->n_rings; r++)
+    if (j->keep[r]) memmove(j->ring_boxes + 6 * k++, j->ring_boxes + 6 * r, 24);
+  *n_kept = k;
+  rdx_mem_free(ctx, j->keep);
+  j->keep = NULL;
+  return st;
+}
+
 static rdx_status index_build_cpu(rdx_context *ctx, const rdx_polygons *p, rdx_jn_index *out) {
   static const char what[] = "rdx_polygons_build_index";
   const rdx_jn_arrays *a = &p->host;
@@ -195,12 +232,12 @@ static rdx_status index_build_cpu(rdx_context *ctx, const rdx_polygons *p, rdx_j
   j.n_groups = (int64_t)total;
   RDX_CHECK_GOTO(rdx_parallel_for(ctx, (j.n_groups + GROUPS_PER_TASK - 1) / GROUPS_PER_TASK, boxes_task, &j), st, done);
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&j.ring_boxes, (size_t)a->n_rings * 24, RDX_HOST), st, done);
-  RDX_CHECK_GOTO(rdx_parallel_for(ctx, (a->n_rings + RINGS_PER_TASK - 1) / RINGS_PER_TASK, rings_task, &j), st, done);
+  RDX_CHECK_GOTO(rings_cpu(ctx, &j, &out->n_ring_boxes), st, done);
   out->group_ms = rdx_now_ms() - t0;
   {
     rdx_bvh_options bo = {NULL, 0}; /* Morton codes; width 0: the context's forced width, else BVH4 */
     RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, boxes, j.n_groups, &bo, &out->scene), st, done);
-    RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, j.ring_boxes, a->n_rings, &bo, &out->rings), st, done);
+    RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, j.ring_boxes, out->n_ring_boxes, &bo, &out->rings), st, done);
   }
 done:
   rdx_mem_free(ctx, j.block_group);

@@ -6,11 +6,15 @@
  * edges, and one thread per group its conservative box and y-span. The rings: one thread per group
  * finds its ring (binary search over the ring offsets), CUB's ReduceByKey unions the boxes and
  * spans of each ring's run of groups (one pass over the groups, however long a ring), and one
- * thread per ring writes its box, one per group its ring's span. Then the scenes over the group
+ * thread per ring writes its box, one per group its ring's span. The rings the ring scene keeps
+ * (index_hd.h's dominance rule): CUB's InclusiveScanByKey over the rings keyed by feature gives
+ * each ring the largest box so far, and DeviceSelect::Flagged keeps the boxes in ring order. Then
+ * the scenes over the group
  * and ring boxes (rdx_rt_scene_build): soft BVHs on the device for CUDA contexts, compacted OptiX
  * GASes for OptiX contexts, whose joins run the join's OptiX programs (src/join/optix/).
  */
 #include <cub/cub.cuh>
+#include <cuda/std/functional>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/discard_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -40,7 +44,7 @@ __global__ void boxes_kernel(rdx_jn_arrays a, const uint32_t *group_first, int64
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n_groups; g += (int64_t)gridDim.x * blockDim.x) {
     rdx_jn_group_box(a.xy, a.edge_end, group_first[g], group_first[g + 1], pad_ulps, abs_pad, boxes + 6 * g,
                      spans + 2 * g);
-    ring_of[g] = rdx_jn_ring_of_vertex(a.ring_off, a.n_rings, group_first[g]);
+    ring_of[g] = rdx_jn_run_of(a.ring_off, a.n_rings, group_first[g]);
   }
 }
 
@@ -98,6 +102,84 @@ done:
   return st;
 }
 
+__global__ void ring_feat_kernel(rdx_jn_arrays a, uint32_t *feat_of) {
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < a.n_rings; r += (int64_t)gridDim.x * blockDim.x)
+    feat_of[r] = rdx_jn_run_of(a.feat_off, a.n_features, (uint64_t)r);
+}
+
+/* Ring r's box with its area, for the scan. */
+struct ring_big_of {
+  const float *ring_boxes;
+  __device__ rdx_jn_ring_big operator()(int64_t r) const {
+    return rdx_jn_ring_big_of(ring_boxes + 6 * r, (uint32_t)r);
+  }
+};
+struct ring_bigger {
+  __device__ rdx_jn_ring_big operator()(const rdx_jn_ring_big &a, const rdx_jn_ring_big &b) const {
+    return rdx_jn_ring_bigger(a, b);
+  }
+};
+
+/* keep[r]: 1 unless the largest earlier ring box of r's feature (big[r - 1], the inclusive scan)
+ * holds r's box. */
+__global__ void keep_kernel(const float *ring_boxes, const uint32_t *feat_of, const rdx_jn_ring_big *big,
+                            int64_t n_rings, uint8_t *keep) {
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < n_rings; r += (int64_t)gridDim.x * blockDim.x)
+    keep[r] = r == 0 || feat_of[r - 1] != feat_of[r] ||
+              !rdx_jn_box_within(ring_boxes + 6 * r, ring_boxes + 6 * (uint64_t)big[r - 1].ring);
+}
+
+struct box6 {
+  float v[6];
+};
+
+/* The boxes of the rings the ring scene keeps, in ring order, into kept (6 floats per ring of
+ * room), *n_kept of them (index_hd.h's dominance rule). */
+rdx_status keep_rings_cuda(rdx_context *ctx, const rdx_jn_arrays &a, const float *ring_boxes, float *kept,
+                           int64_t *n_kept) {
+  static const char what[] = "rdx_polygons_build_index: ring scene";
+  cudaStream_t cs = rdx_stream(ctx);
+  const int64_t n = a.n_rings;
+  rdx_status st = RDX_OK;
+  uint32_t *feat_of = NULL;
+  rdx_jn_ring_big *big = NULL;
+  uint8_t *keep = NULL;
+  int64_t *d_kept = NULL;
+  void *temp = NULL;
+  size_t temp_bytes = 0;
+  thrust::transform_iterator<ring_big_of, thrust::counting_iterator<int64_t>> values(
+      thrust::counting_iterator<int64_t>(0), ring_big_of{ring_boxes});
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&feat_of, (size_t)n * 4), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&big, (size_t)n * sizeof *big), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&keep, (size_t)n), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&d_kept, 8), st, done);
+  ring_feat_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(a, feat_of);
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: ring features kernel", st, done);
+  RDX_CUDA_GOTO(ctx, cub::DeviceScan::InclusiveScanByKey(NULL, temp_bytes, feat_of, values, big, ring_bigger(), n,
+                                                         cuda::std::equal_to<>(), cs), what, st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, &temp, temp_bytes), st, done);
+  RDX_CUDA_GOTO(ctx, cub::DeviceScan::InclusiveScanByKey(temp, temp_bytes, feat_of, values, big, ring_bigger(), n,
+                                                         cuda::std::equal_to<>(), cs), what, st, done);
+  keep_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(ring_boxes, feat_of, big, n, keep);
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: ring keep kernel", st, done);
+  rdx_mem_free(ctx, temp);
+  temp = NULL;
+  RDX_CUDA_GOTO(ctx, cub::DeviceSelect::Flagged(NULL, temp_bytes, (const box6 *)ring_boxes, keep, (box6 *)kept,
+                                                d_kept, n, cs), what, st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, &temp, temp_bytes), st, done);
+  RDX_CUDA_GOTO(ctx, cub::DeviceSelect::Flagged(temp, temp_bytes, (const box6 *)ring_boxes, keep, (box6 *)kept,
+                                                d_kept, n, cs), what, st, done);
+  RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(n_kept, d_kept, 8, cudaMemcpyDeviceToHost, cs), what, st, done);
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(cs), what, st, done);
+done:
+  rdx_mem_free(ctx, feat_of);
+  rdx_mem_free(ctx, big);
+  rdx_mem_free(ctx, keep);
+  rdx_mem_free(ctx, d_kept);
+  rdx_mem_free(ctx, temp);
+  return st;
+}
+
 rdx_status index_build_cuda(rdx_context *ctx, const rdx_polygons *p, rdx_jn_index *out) {
   static const char what[] = "rdx_polygons_build_index";
   const rdx_jn_arrays a = p->dev;
@@ -106,7 +188,7 @@ rdx_status index_build_cuda(rdx_context *ctx, const rdx_polygons *p, rdx_jn_inde
   rdx_status st = RDX_OK;
   const int64_t n_blocks = (a.n_vertices + RDX_JN_GROUP_BLOCK - 1) / RDX_JN_GROUP_BLOCK;
   uint64_t *counts = NULL, *block_first = NULL, total = 0;
-  float *boxes = NULL, *ring_boxes = NULL;
+  float *boxes = NULL, *ring_boxes = NULL, *kept = NULL;
   uint32_t *ring_of = NULL;
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&counts, (size_t)n_blocks * 8), st, done);
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&block_first, (size_t)(n_blocks + 1) * 8), st, done);
@@ -126,6 +208,8 @@ rdx_status index_build_cuda(rdx_context *ctx, const rdx_polygons *p, rdx_jn_inde
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_polygons_build_index: group boxes kernel", st, done);
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&ring_boxes, (size_t)a.n_rings * 24), st, done);
   RDX_CHECK_GOTO(rings_cuda(ctx, a, out->n_groups, boxes, out->group_span, ring_of, ring_boxes), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&kept, (size_t)a.n_rings * 24), st, done);
+  RDX_CHECK_GOTO(keep_rings_cuda(ctx, a, ring_boxes, kept, &out->n_ring_boxes), st, done);
   RDX_CHECK_GOTO(rdx_cuda_sync(ctx, what), st, done);
   out->group_ms = rdx_now_ms() - t0;
   {
@@ -133,11 +217,11 @@ rdx_status index_build_cuda(rdx_context *ctx, const rdx_polygons *p, rdx_jn_inde
 #ifdef RDX_HAVE_OPTIX
     if (ctx->backend == RDX_BACKEND_OPTIX) { /* room for the hardware's box tests (join.h) */
       RDX_CHECK_GOTO(rdx_jn_optix_boxes(ctx, boxes, out->n_groups), st, done);
-      RDX_CHECK_GOTO(rdx_jn_optix_boxes(ctx, ring_boxes, a.n_rings), st, done);
+      RDX_CHECK_GOTO(rdx_jn_optix_boxes(ctx, kept, out->n_ring_boxes), st, done);
     }
 #endif
     RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, boxes, out->n_groups, &bo, &out->scene), st, done);
-    RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, ring_boxes, a.n_rings, &bo, &out->rings), st, done);
+    RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_AABBS, kept, out->n_ring_boxes, &bo, &out->rings), st, done);
   }
   st = rdx_cuda_sync(ctx, what);
 done:
@@ -146,6 +230,7 @@ done:
   rdx_mem_free(ctx, boxes);
   rdx_mem_free(ctx, ring_of);
   rdx_mem_free(ctx, ring_boxes);
+  rdx_mem_free(ctx, kept);
   return st; /* on failure rdx_jn_index_make frees what out holds */
 }
 

@@ -51,8 +51,15 @@
  * ring starts a group and groups never cross rings, so its groups are a run of consecutive ones);
  * the union of float32 bounds is exact and the bounds are monotone in the f64 ones, so it equals
  * the box the rule above gives the ring's f64 box: conservative like every group box, and the same
- * bit for bit on both backends whatever order the union is taken in. The ring boxes are a second
- * rt scene of the index. Per group, its ring's y-span: floor = f32_down(lowest y of the ring, 0)
+ * bit for bit on both backends whatever order the union is taken in. The ring scene, the index's
+ * second, holds the boxes of the rings no earlier ring of their feature dominates: ring i is left
+ * out when its box lies within the box of big(i), the ring of largest box area among the rings of
+ * i's feature before i (ties: the first). PIP reads only the top and bottom of the ring boxes
+ * holding a point, and a box within another holding box changes neither (containment is
+ * transitive, so a left-out ring always lies within a kept one); maps store a polygon's holes
+ * after its shell, and countries-land-10m keeps 40,372 of its 920,808 rings. big(i) is a prefix
+ * maximum, so both backends find it with a scan (segmented by feature on the GPU) and keep the
+ * same rings in the same order. Per group, its ring's y-span: floor = f32_down(lowest y of the ring, 0)
  * (the largest float at or below it) and ceiling = f32_up(highest y, 0): floor > p.y proves that p
  * lies below the whole ring, ceiling < p.y that it lies above. As the ring's box has
  * lo.y = clamp(f32_down(miny - abs_pad, pad_ulps)) with pad_ulps >= 1, lo.y < floor unless
@@ -218,13 +225,34 @@ RDX_HD void rdx_jn_ring_box(const rdx_jn_ring_acc *a, float *box) {
   box[3] = a->hi[0], box[4] = a->hi[1], box[5] = 1.0f;
 }
 
-/* The ring holding vertex (or edge) v: the largest r with ring_off[r] <= v, for ring_off of
- * n_rings + 1 entries and v < ring_off[n_rings]. */
-RDX_HD uint32_t rdx_jn_ring_of_vertex(const uint64_t *ring_off, int64_t n_rings, uint64_t v) {
-  int64_t lo = 0, hi = n_rings - 1; /* the answer is in [lo, hi] */
+/* The dominance rule of the ring scene (the file comment): a ring's box area, in double from the
+ * float32 bounds, paired with the ring; the larger of two (ties: the earlier ring), an associative
+ * and commutative maximum for scans; and whether box `in` lies within box `out`. */
+typedef struct rdx_jn_ring_big {
+  double area;
+  uint32_t ring;
+} rdx_jn_ring_big;
+RDX_HD rdx_jn_ring_big rdx_jn_ring_big_of(const float *box, uint32_t ring) {
+  rdx_jn_ring_big b;
+  b.area = RDX_DMUL(RDX_DSUB((double)box[3], (double)box[0]), RDX_DSUB((double)box[4], (double)box[1]));
+  b.ring = ring;
+  return b;
+}
+RDX_HD rdx_jn_ring_big rdx_jn_ring_bigger(rdx_jn_ring_big a, rdx_jn_ring_big b) {
+  return b.area > a.area || (b.area == a.area && b.ring < a.ring) ? b : a;
+}
+RDX_HD int rdx_jn_box_within(const float *in, const float *out) {
+  return in[0] >= out[0] && in[1] >= out[1] && in[3] <= out[3] && in[4] <= out[4];
+}
+
+/* The run of CSR offsets holding v: the largest r with off[r] <= v, for nondecreasing off of n + 1
+ * entries and v < off[n] (the ring of a vertex through ring_off, the feature of a ring through
+ * feat_off, whose empty features it passes over). */
+RDX_HD uint32_t rdx_jn_run_of(const uint64_t *off, int64_t n, uint64_t v) {
+  int64_t lo = 0, hi = n - 1; /* the answer is in [lo, hi] */
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
-    if (ring_off[mid] <= v) lo = mid;
+    if (off[mid] <= v) lo = mid;
     else hi = mid - 1;
   }
   return (uint32_t)lo;

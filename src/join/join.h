@@ -74,8 +74,10 @@ typedef struct rdx_jn_index {
   uint32_t *group_first;     /* n_groups + 1 (backend memory): group g covers edges
                                 [group_first[g], group_first[g + 1]) */
   rdx_rt_scene scene;
-  int64_t n_rings;           /* the layer's rings: primitives of the ring scene */
-  rdx_rt_scene rings;        /* primitive r: ring r's box (index_hd.h) */
+  int64_t n_rings;           /* the layer's rings */
+  int64_t n_ring_boxes;      /* primitives of the ring scene: the rings no earlier ring of their
+                                feature dominates (index_hd.h), >= 1 */
+  rdx_rt_scene rings;        /* those rings' boxes in ring order (index_hd.h) */
   float *group_span;         /* 2 * n_groups (backend memory): group g's ring's y-span, the float32
                                 floor of its lowest y and ceiling of its highest (index_hd.h) */
   double build_ms;           /* for benchmarks: grouping + boxes + BVH build, milliseconds */
