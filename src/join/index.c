@@ -65,6 +65,8 @@ rdx_status rdx_jn_index_make(rdx_context *ctx, const rdx_polygons *p, int32_t pa
   out->pad_ulps = naive ? RDX_JN_PAD_NAIVE : pad_ulps;
   out->group_threshold = group_threshold;
   out->magnitude = m;
+  if (p->host.n_vertices > 0)
+    out->extent = fmax(p->hi[0] - p->lo[0], p->hi[1] - p->lo[1]);
   out->abs_pad = naive ? 0.0 : rdx_jn_abs_pad(m);
   out->n_rings = p->host.n_rings;
   out->scene.kind = out->rings.kind = RDX_RT_AABBS;

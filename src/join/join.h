@@ -68,6 +68,7 @@ typedef struct rdx_jn_index {
   double group_threshold;    /* RayJoin's s, 1..64 (1: one edge per group) */
   double magnitude;          /* largest |coordinate| the absolute pad covers (the layer's, or more
                                 when the maker asked) */
+  double extent;             /* the layer's larger box side (0 when empty), for OptiX's range */
   double abs_pad;            /* rdx_jn_abs_pad(magnitude), applied to every box before rounding
                                 (0 for naive boxes) */
   int64_t n_groups;

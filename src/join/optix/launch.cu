@@ -40,8 +40,9 @@ rdx_status launch(rdx_context *ctx, const rdx_optix_program *prog, const rdx_jn_
   if (gas == NULL || ix->n_groups < 1 || ix->n_rings < 1)
     return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_join: %s: the join index has no OptiX GAS (%lld groups, %lld rings)",
                     prog->name, (long long)ix->n_groups, (long long)ix->n_rings);
-  /* R's magnitude outside the range the GAS is traced in: every ray scans (programs.cu) */
-  p->scan_all = !(ix->magnitude >= RDX_JN_OPTIX_MAG_MIN && ix->magnitude <= RDX_JN_OPTIX_MAG_MAX);
+  /* R's magnitude or extent outside the range the GAS is traced in: every ray scans (programs.cu) */
+  p->scan_all = !(ix->magnitude >= RDX_JN_OPTIX_MAG_MIN && ix->magnitude <= RDX_JN_OPTIX_MAG_MAX &&
+                  ix->extent >= ix->magnitude * RDX_JN_OPTIX_EXTENT_MIN);
   p->n_groups = (uint32_t)ix->n_groups;
   RDX_CHECK(rdx_optix_launch(ctx, prog, gas, p, sizeof *p, n));
   g_launches.fetch_add(1, std::memory_order_relaxed);

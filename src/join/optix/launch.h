@@ -40,7 +40,10 @@ enum {
 };
 
 /* The range of magnitudes the GAS is traced in (launch.cu): layers whose largest |coordinate| lies
- * outside [2^-60, 2^60], and rays with an origin coordinate beyond 2^61, scan every group instead. */
+ * outside [2^-60, 2^60], layers whose extent is below 2^-16 of that magnitude (float32 resolves
+ * them into fewer than 2^8 steps), and rays with an origin coordinate beyond 2^61, scan every
+ * group instead. */
+#define RDX_JN_OPTIX_EXTENT_MIN 0x1p-16
 #define RDX_JN_OPTIX_MAG_MIN 0x1p-60
 #define RDX_JN_OPTIX_MAG_MAX 0x1p60
 #define RDX_JN_OPTIX_RAY_MAX 0x1p61f

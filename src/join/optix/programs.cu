@@ -52,7 +52,9 @@
  * RDX_JN_OPTIX_MAG_*, RDX_JN_OPTIX_RAY_MAX). On the GPU runs (H100, OptiX 9.0, driver 580,
  * 2026-11-26) OptiX found no box at all for tests/test_join_pip.c's grid beyond float32's range,
  * whose boxes and rays clamp at 2^125, with or without the faces widened; extents that large also
- * overflow the areas a BVH builder weighs (2^64 squared). Outside the range a ray scans every group through the same
+ * overflow the areas a BVH builder weighs (2^64 squared). Nor did it for tests/test_join_geos.c's random
+ * layers of extent 2^25 at an offset of 3e15 (2^-26 of their magnitude: the whole layer lies within
+ * one float32 step), hence RDX_JN_OPTIX_EXTENT_MIN. Outside the range a ray scans every group through the same
  * intersection program (scan_all): the soft traversal visits a subset of the groups and answers
  * never depend on extra groups, so the answers are the same, at a cost in edges per ray that only
  * such inputs (no map in any unit comes near 2^60 or 2^-60) pay.
