@@ -42,10 +42,10 @@ if [[ $jparts == *" small "* ]]; then
 fi
 if [[ $jparts == *" big "* ]]; then
   pair countries-maritime-10m countries-land-10m 240
-  r=$maps/countries-land-10m.rdxp
-  if [ -f "$r" ]; then
-    jb join_pip_rate 120 bench join --op pip --r "$r" --points 2^27 --backend cuda,optix --group 3.5 --reps 5 --planar
-    jb join_pip_rate 120 bench join --op pip --r "$r" --points 2^27 --backend cuda,optix --group 3.5 --reps 5
+  land=$maps/countries-land-10m.rdxp
+  if [ -f "$land" ]; then
+    jb join_pip_rate 120 bench join --op pip --r "$land" --points 2^27 --backend cuda,optix --group 3.5 --reps 5 --planar
+    jb join_pip_rate 120 bench join --op pip --r "$land" --points 2^27 --backend cuda,optix --group 3.5 --reps 5
   fi
 fi
 if [[ $jparts == *" synth "* ]]; then
@@ -57,9 +57,10 @@ if [[ $jparts == *" synth "* ]]; then
     done
     b=cuda,optix
     [ $n -le 250000 ] && b=cpu,cuda,optix
-    r=$maps/grid-$n-1.rdxp s=$maps/grid-$n-2.rdxp
-    [ -f "$r" ] && [ -f "$s" ] || continue
-    jb join_lsi_synth 300 bench join --op lsi --r "$r" --s "$s" --backend $b --group 3.5,1 --reps 5
-    jb join_pip_synth 300 bench join --op pip --r "$r" --s "$s" --backend $b --group 3.5 --reps 5 --planar
+    # (gr, gs: gpu-check.sh's own loop variable is s)
+    gr=$maps/grid-$n-1.rdxp gs=$maps/grid-$n-2.rdxp
+    [ -f "$gr" ] && [ -f "$gs" ] || continue
+    jb join_lsi_synth 300 bench join --op lsi --r "$gr" --s "$gs" --backend $b --group 3.5,1 --reps 5
+    jb join_pip_synth 300 bench join --op pip --r "$gr" --s "$gs" --backend $b --group 3.5 --reps 5 --planar
   done
 fi
