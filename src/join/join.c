@@ -32,8 +32,7 @@ static const char *dtype_name(rdx_dtype d) {
   return "non-dtype";
 }
 
-/* opts (may be NULL) with every field set: pad_ulps in [1, 64], group_threshold in [1, 64]. */
-static rdx_status get_options(rdx_context *ctx, const char *fn, const rdx_join_options *opts, rdx_join_options *o) {
+rdx_status rdx_jn_get_options(rdx_context *ctx, const char *fn, const rdx_join_options *opts, rdx_join_options *o) {
   rdx_join_options d = RDX_JOIN_OPTIONS_INIT;
   *o = d;
   if (opts != NULL) {
@@ -57,7 +56,7 @@ rdx_status rdx_polygons_build_index(rdx_context *ctx, rdx_polygons *layer, const
   RDX_CHECK(rdx_check_context(ctx));
   RDX_CHECK(rdx_jn_check_layer(ctx, fn, layer));
   rdx_join_options o;
-  RDX_CHECK(get_options(ctx, fn, opts, &o));
+  RDX_CHECK(rdx_jn_get_options(ctx, fn, opts, &o));
   return rdx_jn_index_build(ctx, layer, o.pad_ulps, o.group_threshold);
 }
 
@@ -221,7 +220,7 @@ static rdx_status pip_public(rdx_context *ctx, const char *fn, const rdx_polygon
   RDX_CHECK(rdx_check_context(ctx));
   RDX_CHECK(rdx_jn_check_layer(ctx, fn, r));
   rdx_join_options o;
-  RDX_CHECK(get_options(ctx, fn, opts, &o));
+  RDX_CHECK(rdx_jn_get_options(ctx, fn, opts, &o));
   return pip_run(ctx, fn, r, NULL, points, &o, mode, a, b, 0);
 }
 
@@ -265,7 +264,7 @@ rdx_status rdx_join_pip_alloc(rdx_context *ctx, const rdx_polygons *r, rdx_array
   *out = NULL;
   RDX_CHECK(rdx_jn_check_layer(ctx, fn, r));
   rdx_join_options o;
-  RDX_CHECK(get_options(ctx, fn, opts, &o));
+  RDX_CHECK(rdx_jn_get_options(ctx, fn, opts, &o));
   RDX_CHECK(check_points(ctx, fn, points));
   /* one index for the count and the fill: R's, or one temporary index for both */
   rdx_jn_index temp;

@@ -115,6 +115,11 @@ int64_t rdx_jn_layer_bytes(const rdx_polygons *p);
 rdx_status rdx_jn_orient_rings(rdx_context *ctx, double *xy, const uint64_t *ring_off, const uint64_t *feat_off,
                                const uint32_t *edge_end, int64_t n_features, int64_t n_rings);
 
+/* ---- options (join.c) ---- */
+/* *o = opts (may be NULL) with every field set: pad_ulps in [1, 64], group_threshold in [1, 64];
+ * RDX_ERR_INVALID_ARGUMENT naming fn for a bad size or value. Every join call reads them so. */
+rdx_status rdx_jn_get_options(rdx_context *ctx, const char *fn, const rdx_join_options *opts, rdx_join_options *o);
+
 /* ---- index (index.c, index.cu) ---- */
 /* Make an index of p for the context's backend into *out (zeroed first; on failure it holds
  * nothing). pad_ulps 1..64 and group_threshold 1..64 are validated by the caller; magnitude: the

@@ -14,26 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* opts (may be NULL) with every field set, checked as join.c checks them for PIP. */
-static rdx_status get_options(rdx_context *ctx, const char *fn, const rdx_join_options *opts, rdx_join_options *o) {
-  rdx_join_options d = RDX_JOIN_OPTIONS_INIT;
-  *o = d;
-  if (opts != NULL) {
-    if (opts->size < sizeof(size_t) || opts->size > (1u << 16))
-      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->size %zu is not a valid size", fn, opts->size);
-    memcpy(o, opts, opts->size < sizeof *o ? opts->size : sizeof *o);
-    o->size = sizeof *o;
-  }
-  if (o->pad_ulps == 0) o->pad_ulps = RDX_JN_DEFAULT_PAD_ULPS;
-  if (o->pad_ulps < 1 || o->pad_ulps > 64)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->pad_ulps %d is not in [1, 64]", fn, (int)o->pad_ulps);
-  if (o->group_threshold == 0.0) o->group_threshold = RDX_JN_DEFAULT_GROUP;
-  if (!(o->group_threshold >= 1.0 && o->group_threshold <= 64.0))
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->group_threshold %g is not in [1, 64]", fn,
-                    o->group_threshold);
-  return RDX_OK;
-}
-
 /* A layer argument: NULL named by its role, then join.h's handle check. */
 static rdx_status check_layer(rdx_context *ctx, const char *fn, const char *role, const rdx_polygons *p) {
   if (p == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, role);
@@ -75,7 +55,7 @@ rdx_status rdx_jn_lsi_run(rdx_context *ctx, const rdx_polygons *r, const rdx_pol
   RDX_CHECK(check_layer(ctx, fn, "r", r));
   RDX_CHECK(check_layer(ctx, fn, "s", s));
   rdx_join_options o;
-  RDX_CHECK(get_options(ctx, fn, opts, &o));
+  RDX_CHECK(rdx_jn_get_options(ctx, fn, opts, &o));
   const rdx_jn_ops *ops = rdx_jn_find_ops(RDX_JN_OP_LSI, ctx->backend);
   if (ops == NULL || ops->lsi == NULL)
     return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: no segment intersection on backend %s", fn,
