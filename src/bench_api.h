@@ -85,6 +85,9 @@ void rdx_sp_force_rebuild(rdx_points *pts, int mode);
  * `raydex bench join --naive` counts them. 0 (the default) restores the conservative boxes.
  * Indexes already built keep their boxes. */
 void rdx_join_force_naive(rdx_context *ctx, int on);
+/* On (1), the GPU's PIP traces the points in input order instead of sorting them by their Morton
+ * cell first (join/pip.cu), for `raydex bench join --input-order`; 0 (the default) sorts. */
+void rdx_join_force_input_order(rdx_context *ctx, int on);
 
 /* ---- data generators (io: gen.c, gen_points.c) ---- */
 /* Key sets. */

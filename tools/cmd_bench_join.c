@@ -31,13 +31,15 @@
 
 const char cli_bench_join_usage[] =
     "usage: raydex bench join --op pip|lsi --r R [--s S] [--points N] [--backend cpu,cuda,optix]\n"
-    "            [--group 3.5,1] [--pad 2] [--planar] [--naive] [--reps 5] [--seed 1] [--header] [--quiet]\n"
+    "            [--group 3.5,1] [--pad 2] [--planar] [--naive] [--input-order] [--reps 5] [--seed 1]\n"
+    "            [--header] [--quiet]\n"
     "   R, S: polygon layers (.rdxp, or any layer GDAL reads when built with GDAL)\n"
     "   lsi:   every edge of S against R's index; rows count the (r, s) feature pairs\n"
     "   pip:   the vertices of S located in R (with --s), or --points N points uniform in R's box\n"
     "          (default 2^20); --planar takes the nearest-edge rule (R must not overlap itself)\n"
     "   --naive: after each row, the same join with plain float32 boxes (no pad): pad 0, and the\n"
     "          check column counts the answers that differ from the row before (wrong=N)\n"
+    "   --input-order: GPU PIP traces the points in input order, without sorting them first\n"
     "Lists are comma-separated; every (backend, group) gives one CSV row with a check column.\n";
 
 typedef struct join_cfg {
@@ -48,7 +50,7 @@ typedef struct join_cfg {
   int n_backends;
   double groups[CLI_LIST];
   int n_groups;
-  int pad, planar, naive, reps;
+  int pad, planar, naive, input_order, reps;
   uint64_t seed;
   rdx_info info;
 } join_cfg;
@@ -148,6 +150,7 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
                     answers *keep) {
   rdx_context *ctx = cli_context(b);
   if (exact) rdx_join_force_naive(ctx, 1);
+  if (c->input_order) rdx_join_force_input_order(ctx, 1);
   rdx_polygons *r = NULL, *s = NULL;
   cli_must(ctx, rdx_polygons_load(ctx, c->r_path, NULL, &r), "rdx_polygons_load R");
   if (c->s_path) cli_must(ctx, rdx_polygons_load(ctx, c->s_path, NULL, &s), "rdx_polygons_load S");
@@ -257,6 +260,8 @@ int cmd_bench_join(int argc, char **argv) {
   c.planar = cli_flag(&a, "planar");
   cli_applies(&a, "planar", c.op == 0, "--op pip");
   c.naive = cli_flag(&a, "naive");
+  c.input_order = cli_flag(&a, "input-order");
+  cli_applies(&a, "input-order", c.op == 0, "--op pip");
   c.reps = (int)cli_int(&a, "reps", 1, 63, 5);
   c.seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 1);
   int hdr = cli_flag(&a, "header");

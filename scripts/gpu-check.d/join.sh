@@ -11,7 +11,7 @@
 # GPU machine (no network, no GDAL there), where fetch-maps.sh unpacks them into .cache/maps/.
 # JOIN_PARTS (default "small big synth") picks the pairs: small = US states/counties and world
 # countries 10m/50m, big = countries-maritime-10m with countries-land-10m, and PIP's rate on the
-# latter; synth = two perturbed grids of quads (raydex gen polygons --kind grid, seeds 1 and 2) of
+# latter (rate alone: that rate, ordered and in input order, and checked on 2^22 points); synth = two perturbed grids of quads (raydex gen polygons --kind grid, seeds 1 and 2) of
 # 10^6, 10^7 and 5 10^7 segments each, the CPU backend on the smallest only.
 
 jparts=" ${JOIN_PARTS:-small big synth} "
@@ -40,13 +40,16 @@ if [[ $jparts == *" small "* ]]; then
   pair us-states us-counties 120
   pair world-countries-10m world-countries-50m 180
 fi
-if [[ $jparts == *" big "* ]]; then
-  pair countries-maritime-10m countries-land-10m 240
-  land=$maps/countries-land-10m.rdxp
-  if [ -f "$land" ]; then
-    jb join_pip_rate 120 bench join --op pip --r "$land" --points 2^27 --backend cuda,optix --group 3.5 --reps 5 --planar
-    jb join_pip_rate 120 bench join --op pip --r "$land" --points 2^27 --backend cuda,optix --group 3.5 --reps 5
-  fi
+[[ $jparts == *" big "* ]] && pair countries-maritime-10m countries-land-10m 240
+land=$maps/countries-land-10m.rdxp
+if [[ $jparts == *" big "* || $jparts == *" rate "* ]] && [ -f "$land" ]; then
+  # the GPU sorts the points by their Morton cell before tracing (pip.cu); --input-order rows do not
+  for o in "" --input-order; do
+    jb join_pip_rate 180 bench join --op pip --r "$land" --points 2^27 --backend cuda,optix --group 3.5,1 --reps 5 --planar $o
+    jb join_pip_rate 240 bench join --op pip --r "$land" --points 2^27 --backend cuda,optix --group 3.5,1 --reps 5 $o
+  done
+  # the same random points checked against the CPU backend, at a size the CPU answers in seconds
+  jb join_pip_rate_check 240 bench join --op pip --r "$land" --points 2^22 --backend cpu,cuda,optix --group 3.5 --reps 1
 fi
 if [[ $jparts == *" synth "* ]]; then
   for n in 250000 2500000 12500000; do

@@ -85,6 +85,7 @@ struct rdx_context {
     int bvh_width;              /* soft BVH width, 2 or 4 (rt/bvh.c) */
     int csr_sort;               /* RDX_CSR_SORT_* (csr_sort.cu) */
     int join_naive;             /* 1: join indexes get naive boxes (join/index.c) */
+    int join_input_order;       /* 1: GPU PIP takes the points in input order (join/pip.cu) */
   } force;
   char message[1024];           /* last failure sentence */
 };

@@ -239,10 +239,11 @@ extern const rdx_jn_ops rdx_jn_pip_optix_ops, rdx_jn_lsi_optix_ops; /* OptiX bui
  * written once here and calls the engine's launches. A launch is stream-ordered on the context's
  * stream and reports launch failures; the caller waits. */
 typedef struct rdx_jn_pip_engine {
-  /* Pass 1 over the n points xy (device): point i answered into out (pip_hd.h's POINT), and
-   * pending[i] = 0; or pending[i] = its event count (>= 1) when pass 2 must answer it. */
-  rdx_status (*pass1)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
-                      int planar, const rdx_jn_pip_out *out, uint32_t *pending);
+  /* Pass 1 over the n points xy (device), taken in the order order[0..n) (NULL: 0..n): point i
+   * answered into out (pip_hd.h's POINT), and pending[i] = 0; or pending[i] = its event count
+   * (>= 1) when pass 2 must answer it. */
+  rdx_status (*pass1)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                      const int64_t *order, int64_t n, int planar, const rdx_jn_pip_out *out, uint32_t *pending);
   /* Pass 2's tracing: point list[k], k < nb, again, its events at ev + boff[k] (pip_hd.h's
    * EVENTS, room for boff[k + 1] - boff[k]); *mismatch = 1 when it meets another number. */
   rdx_status (*events)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,

@@ -135,6 +135,8 @@ done:
   return st;
 }
 
+void rdx_join_force_input_order(rdx_context *ctx, int on) { ctx->force.join_input_order = on != 0; }
+
 rdx_status rdx_jn_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
                           int planar, const rdx_jn_pip_out *out) {
   pip_job j;

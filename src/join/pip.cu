@@ -26,15 +26,17 @@ namespace {
 
 constexpr int TPB = 128;
 constexpr uint64_t EVENT_BLOCK = (uint64_t)1 << 25; /* 256 MiB of events at a time */
+constexpr int64_t ORDER_MIN = 1 << 14;            /* smaller batches take the points in input order */
 
 __device__ void emit(const rdx_jn_pip_out &out, int64_t i, uint64_t count, int64_t first) {
   if (out.counts) out.counts[i] = count;
   if (out.first) out.first[i] = first;
 }
 
-__global__ void pass1_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, const double *xy, int64_t n, int planar,
-                             rdx_jn_pip_out out, uint32_t *pending) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+__global__ void pass1_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, const double *xy, const int64_t *order, int64_t n,
+                             int planar, rdx_jn_pip_out out, uint32_t *pending) {
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t i = order ? order[k] : k;
     uint64_t set[RDX_JN_PIP_SET_GPU];
     uint64_t count = 0;
     int64_t first = -1;
@@ -229,9 +231,9 @@ rdx_jn_pip_bvhs bvhs_of(const rdx_jn_index *ix) {
   return b;
 }
 
-rdx_status soft_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
-                      int planar, const rdx_jn_pip_out *out, uint32_t *pending) {
-  pass1_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(bvhs_of(ix), geom_of(r, ix), xy, n, planar, *out,
+rdx_status soft_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                      const int64_t *order, int64_t n, int planar, const rdx_jn_pip_out *out, uint32_t *pending) {
+  pass1_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(bvhs_of(ix), geom_of(r, ix), xy, order, n, planar, *out,
                                                                pending);
   return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_join_pip: pass 1 kernel");
 }
@@ -257,14 +259,80 @@ __global__ void points_kernel(const void *src, int f32, int64_t n, double *dst, 
   }
 }
 
+/* 16 bits of x and of y interleaved, x in the even bits. */
+__device__ uint32_t morton16(uint32_t x, uint32_t y) {
+  uint32_t v[2] = {x, y};
+  for (int a = 0; a < 2; a++) {
+    uint32_t w = v[a] & 0xFFFFu;
+    w = (w | w << 8) & 0x00FF00FFu;
+    w = (w | w << 4) & 0x0F0F0F0Fu;
+    w = (w | w << 2) & 0x33333333u;
+    w = (w | w << 1) & 0x55555555u;
+    v[a] = w;
+  }
+  return v[0] | v[1] << 1;
+}
+
+/* Each point's cell on a 2^16 x 2^16 grid over R's box (points outside it clamped to its edge). */
+__global__ void morton_kernel(const double *xy, int64_t n, double lox, double loy, double sx, double sy,
+                              uint32_t *key, int64_t *idx) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    double c[2] = {(xy[2 * i] - lox) * sx, (xy[2 * i + 1] - loy) * sy};
+    uint32_t q[2];
+    for (int a = 0; a < 2; a++) q[a] = c[a] >= 65535.0 ? 65535u : c[a] > 0.0 ? (uint32_t)c[a] : 0u;
+    key[i] = morton16(q[0], q[1]);
+    idx[i] = i;
+  }
+}
+
+/* The order pass 1 takes the points in: by their Morton cell in R's box, so that the threads of a
+ * warp trace neighbouring points through the same part of the BVH and the same edges (random
+ * points in input order make every thread of a warp walk elsewhere). Answers are written at each
+ * point's own index, so the order never shows. *order: n indices (scratch), or NULL for small
+ * batches, which take input order. */
+rdx_status query_order(rdx_context *ctx, const rdx_polygons *r, const double *xy, int64_t n, int64_t **order) {
+  static const char what[] = "rdx_join_pip: ordering the points";
+  cudaStream_t cs = rdx_stream(ctx);
+  *order = NULL;
+  if (n < ORDER_MIN || n > INT32_MAX) return RDX_OK; /* CUB's item count is an int */
+  uint32_t *key = NULL;
+  int64_t *idx = NULL, *out = NULL;
+  void *temp = NULL;
+  size_t temp_bytes = 0;
+  double w[2] = {r->hi[0] - r->lo[0], r->hi[1] - r->lo[1]};
+  double sx = w[0] > 0 ? 65536.0 / w[0] : 0.0, sy = w[1] > 0 ? 65536.0 / w[1] : 0.0;
+  rdx_status st = rdx_scratch(ctx, what, (void **)&key, (size_t)n * 8);
+  if (st == RDX_OK) st = rdx_scratch(ctx, what, (void **)&idx, (size_t)n * 8);
+  if (st == RDX_OK) st = rdx_scratch(ctx, what, (void **)&out, (size_t)n * 8);
+  if (st == RDX_OK) {
+    morton_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(xy, n, r->lo[0], r->lo[1], sx, sy, key, idx);
+    st = rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_join_pip: Morton kernel");
+  }
+  /* the sorted keys go to key's second half */
+  if (st == RDX_OK)
+    st = rdx_cuda_ok(ctx, cub::DeviceRadixSort::SortPairs(NULL, temp_bytes, key, key + n, idx, out, (int)n, 0, 32, cs),
+                     what);
+  if (st == RDX_OK) st = rdx_scratch(ctx, what, &temp, temp_bytes);
+  if (st == RDX_OK)
+    st = rdx_cuda_ok(ctx, cub::DeviceRadixSort::SortPairs(temp, temp_bytes, key, key + n, idx, out, (int)n, 0, 32, cs),
+                     what);
+  rdx_mem_free(ctx, temp), rdx_mem_free(ctx, key), rdx_mem_free(ctx, idx);
+  if (st == RDX_OK) *order = out;
+  else rdx_mem_free(ctx, out);
+  return st;
+}
+
 }  // namespace
 
 extern "C" rdx_status rdx_jn_pip_gpu(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
                                      const rdx_jn_index *ix, const double *xy, int64_t n, int planar,
                                      const rdx_jn_pip_out *out) {
   uint32_t *pending = NULL;
+  int64_t *order = NULL;
   RDX_CHECK(rdx_scratch(ctx, "rdx_join_pip: pending points", (void **)&pending, (size_t)n * 4));
-  rdx_status st = eng->pass1(ctx, r, ix, xy, n, planar, out, pending);
+  rdx_status st = ctx->force.join_input_order ? RDX_OK : query_order(ctx, r, xy, n, &order);
+  if (st == RDX_OK) st = eng->pass1(ctx, r, ix, xy, order, n, planar, out, pending);
+  rdx_mem_free(ctx, order);
   if (st == RDX_OK) st = pass2(ctx, eng, r, ix, xy, n, *out, pending);
   if (st == RDX_OK) st = rdx_cuda_sync(ctx, "rdx_join_pip");
   rdx_mem_free(ctx, pending);

@@ -79,13 +79,14 @@ rdx_status pip_launch(rdx_context *ctx, const rdx_jn_index *ix, rdx_jn_optix_par
   return st;
 }
 
-rdx_status pip_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
-                     int planar, const rdx_jn_pip_out *out, uint32_t *pending) {
+rdx_status pip_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                     const int64_t *order, int64_t n, int planar, const rdx_jn_pip_out *out, uint32_t *pending) {
   rdx_jn_optix_params p;
   memset(&p, 0, sizeof p);
   p.op = RDX_JN_OPTIX_PIP;
   p.g = geom_of(r, ix);
   p.xy = xy;
+  p.list = order;
   p.planar = planar;
   p.out = *out;
   p.pending = pending;

@@ -66,7 +66,8 @@ typedef struct rdx_jn_optix_params {
   const uint64_t *offsets;     /* filling: S edge e's pairs go to pairs + offsets[e] */
   uint64_t *pairs;             /* filling: (r edge << 32 | s edge); NULL when counting */
   int *mismatch;               /* filling and pip events: set to 1 on another count */
-  /* pip: queries are points (pass 1) or entries of list (events) */
+  /* pip: queries are entries of list (events; pass 1: its order, or all points in input order
+   * when list is NULL) */
   rdx_jn_pip_geom g;           /* R's layer and groups, device pointers */
   const double *xy;            /* the points, (n, 2) f64 */
   int planar;                  /* pass 1: the planar rule first */
@@ -74,8 +75,8 @@ typedef struct rdx_jn_optix_params {
   uint32_t *pending;           /* pass 1: per point, 0 or its event count for pass 2 */
   float *reach;                /* per query, phase (A)'s reach: written by op RINGS, read by the
                                   others (pip_hd.h; +inf where the GAS is not traced) */
-  const int64_t *list;         /* events, and rings for them: the points of this block (rings:
-                                  NULL for all points) */
+  const int64_t *list;         /* events, and rings for them: the points of this block; pass 1
+                                  and its rings: the points in pass 1's order (NULL: input order) */
   const uint64_t *boff;        /* events: list entry k's events at ev + boff[k] */
   uint64_t *ev;
 } rdx_jn_optix_params;

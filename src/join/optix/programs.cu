@@ -172,8 +172,9 @@ static __forceinline__ __device__ void pip_general_cast(int unused, const rdx_ra
 RDX_JN_PIP_DEFINE_POINT(static __forceinline__ __device__, pip_reach_optix, pip_point_optix, pip_events_optix, int,
                         pip_rings_cast, pip_planar_cast, pip_general_cast)
 
-/* Phase (A) for point k or list entry k (on the ring GAS), then pass 1 for point k (pip.cu's
- * pass1_kernel), or pass 2's events for list entry k (its events_kernel), with that reach. */
+/* Phase (A) for point k or list entry k (on the ring GAS), then pass 1 for point list[k], or k
+ * without a list (pip.cu's pass1_kernel), or pass 2's events for list entry k (its events_kernel),
+ * with that reach. */
 extern "C" __global__ void __raygen__pip() {
   int64_t k = rdx_optix_query_index(params.base);
   if (k >= params.base.n) return;
@@ -190,18 +191,19 @@ extern "C" __global__ void __raygen__pip() {
     if (got != want) *params.mismatch = 1;
     return;
   }
+  const int64_t i = params.list ? params.list[k] : k; /* pass 1's order (pip.cu) */
   uint64_t set[RDX_JN_PIP_SET_GPU];
   uint64_t count = 0;
   int64_t first = -1;
   uint32_t n_ev = 0;
   const rdx_jn_pip_out &out = params.out;
-  uint64_t *fill = out.features ? out.features + out.offsets[k] : NULL;
-  if (pip_point_optix(0, &params.g, params.xy[2 * k], params.xy[2 * k + 1], params.reach[k], params.planar, set,
+  uint64_t *fill = out.features ? out.features + out.offsets[i] : NULL;
+  if (pip_point_optix(0, &params.g, params.xy[2 * i], params.xy[2 * i + 1], params.reach[k], params.planar, set,
                       RDX_JN_PIP_SET_GPU, &count, &first, fill, &n_ev)) {
-    if (out.counts) out.counts[k] = count;
-    if (out.first) out.first[k] = first;
-    params.pending[k] = 0;
+    if (out.counts) out.counts[i] = count;
+    if (out.first) out.first[i] = first;
+    params.pending[i] = 0;
   } else {
-    params.pending[k] = n_ev;
+    params.pending[i] = n_ev;
   }
 }
