@@ -31,7 +31,7 @@
  *    layer.
  * Without GEOS the test prints "skipped: no GEOS" and exits 77.
  */
-#include "check.h"
+#include "join_check.h"
 
 #include <float.h>
 #include <math.h>
@@ -46,76 +46,18 @@ static rdx_context *ctx;
 static int gpu;
 static GEOSContextHandle_t geos;
 
-/* ---- a layer: CSR plus, per ring, whether it opens a polygon (a shell) or is a hole of it ---- */
+/* ---- a layer (join_check.h: CSR plus, per ring, whether it opens a polygon) ---- */
 
-typedef struct layer {
-  uint64_t *fo, *ro;
-  double *xy;
-  unsigned char *shell;
-  int64_t nf, nr, nv, cap_f, cap_r, cap_v, cap_s;
-} layer;
-
-static void *grow(void *p, int64_t *cap, int64_t need, size_t elem) {
-  if (need <= *cap) return p;
-  while (*cap < need) *cap = *cap ? 2 * *cap : 16;
-  p = realloc(p, (size_t)*cap * elem);
-  if (!p) {
-    fprintf(stderr, "out of memory\n");
-    exit(1);
-  }
-  return p;
-}
-static void l_init(layer *L) {
-  memset(L, 0, sizeof *L);
-  L->fo = (uint64_t *)grow(NULL, &L->cap_f, 1, 8);
-  L->ro = (uint64_t *)grow(NULL, &L->cap_r, 1, 8);
-  L->fo[0] = L->ro[0] = 0;
-}
-static void l_free(layer *L) {
-  free(L->fo), free(L->ro), free(L->xy), free(L->shell);
-  memset(L, 0, sizeof *L);
-}
-static void l_feature(layer *L) {
-  L->fo = (uint64_t *)grow(L->fo, &L->cap_f, L->nf + 2, 8);
-  L->nf++;
-  L->fo[L->nf] = (uint64_t)L->nr;
-}
-/* a ring of n points (x, y pairs) for the last feature: a shell, or a hole of the last shell */
-static void l_ring(layer *L, const double *p, int64_t n, int shell) {
-  L->ro = (uint64_t *)grow(L->ro, &L->cap_r, L->nr + 2, 8);
-  L->shell = (unsigned char *)grow(L->shell, &L->cap_s, L->nr + 1, 1);
-  L->xy = (double *)grow(L->xy, &L->cap_v, 2 * (L->nv + n), 8);
-  memcpy(L->xy + 2 * L->nv, p, (size_t)n * 16);
-  L->nv += n;
-  L->shell[L->nr] = (unsigned char)shell;
-  L->nr++;
-  L->ro[L->nr] = (uint64_t)L->nv;
-  L->fo[L->nf] = (uint64_t)L->nr;
-}
-static void l_rect(layer *L, double x0, double y0, double x1, double y1, int shell) {
-  double p[8] = {x0, y0, x1, y0, x1, y1, x0, y1};
-  l_ring(L, p, 4, shell);
-}
 /* every coordinate times 2^e (exact) */
-static void l_scale(layer *L, int e) {
+static void lb_scale(lb_layer *L, int e) {
   for (int64_t i = 0; i < 2 * L->nv; i++) L->xy[i] = ldexp(L->xy[i], e);
 }
 
-static rdx_polygons *make(const layer *L) {
-  rdx_polygons_input in;
-  memset(&in, 0, sizeof in);
-  in.size = sizeof in;
-  in.feature_offsets = rdx_host_array(L->fo, L->nf + 1, RDX_U64);
-  in.ring_offsets = rdx_host_array(L->ro, L->nr + 1, RDX_U64);
-  in.coords = rdx_host_matrix(L->xy, L->nv, 2, RDX_F64);
-  rdx_polygons *p = NULL;
-  CHECK_OK(ctx, rdx_polygons_create(ctx, &in, &p));
-  return p;
-}
+static rdx_polygons *make(const lb_layer *L) { return lb_create(ctx, L); }
 
 /* ---- GEOS geometries of a layer ---- */
 
-static GEOSGeometry *g_ring(const layer *L, int64_t r) {
+static GEOSGeometry *g_ring(const lb_layer *L, int64_t r) {
   uint64_t v0 = L->ro[r], v1 = L->ro[r + 1];
   GEOSCoordSequence *cs = GEOSCoordSeq_create_r(geos, (unsigned)(v1 - v0 + 1), 2);
   for (uint64_t v = v0; v <= v1; v++) {
@@ -126,7 +68,7 @@ static GEOSGeometry *g_ring(const layer *L, int64_t r) {
 }
 
 /* Feature f as a Polygon or MultiPolygon (an empty Polygon when it has no rings). */
-static GEOSGeometry *g_feature(const layer *L, int64_t f) {
+static GEOSGeometry *g_feature(const lb_layer *L, int64_t f) {
   int64_t r0 = (int64_t)L->fo[f], r1 = (int64_t)L->fo[f + 1];
   if (r0 == r1) return GEOSGeom_createEmptyPolygon_r(geos);
   GEOSGeometry **polys = (GEOSGeometry **)malloc((size_t)(r1 - r0) * sizeof *polys);
@@ -151,7 +93,7 @@ typedef struct glayer {
   GEOSSTRtree *tree;
 } glayer;
 
-static void g_make(const layer *L, int boundary, glayer *G) {
+static void g_make(const lb_layer *L, int boundary, glayer *G) {
   G->n = L->nf;
   G->geom = (GEOSGeometry **)calloc((size_t)L->nf + 1, sizeof *G->geom);
   G->prep = (const GEOSPreparedGeometry **)calloc((size_t)L->nf + 1, sizeof *G->prep);
@@ -188,7 +130,7 @@ typedef struct hits {
 } hits;
 static void hit_cb(void *item, void *user) {
   hits *h = (hits *)user;
-  h->f = (int64_t *)grow(h->f, &h->cap, h->n + 1, 8);
+  h->f = (int64_t *)jc_grow(h->f, &h->cap, h->n + 1, 8);
   h->f[h->n++] = (int64_t)(intptr_t)item;
 }
 static int cmp_i64(const void *a, const void *b) {
@@ -209,7 +151,7 @@ static void g_query(const glayer *G, const GEOSGeometry *g, hits *h) {
   if (cand.n > 0) qsort(cand.f, (size_t)cand.n, 8, cmp_i64); /* cand.f is NULL when nothing was hit */
   for (int64_t i = 0; i < cand.n; i++)
     if (GEOSPreparedIntersects_r(geos, G->prep[cand.f[i]], g) == 1) {
-      h->f = (int64_t *)grow(h->f, &h->cap, h->n + 1, 8);
+      h->f = (int64_t *)jc_grow(h->f, &h->cap, h->n + 1, 8);
       h->f[h->n++] = cand.f[i];
     }
   free(cand.f);
@@ -222,7 +164,7 @@ typedef struct pts {
   int64_t n, cap;
 } pts;
 static void pt(pts *P, double x, double y) {
-  P->xy = (double *)grow(P->xy, &P->cap, 2 * (P->n + 1), 8);
+  P->xy = (double *)jc_grow(P->xy, &P->cap, 2 * (P->n + 1), 8);
   P->xy[2 * P->n] = x, P->xy[2 * P->n + 1] = y;
   P->n++;
 }
@@ -233,7 +175,7 @@ static int in_domain(double v) {
 }
 /* the layer's vertices, edge midpoints (rounded: on, or an ulp beside, the edge) and random
  * points of its box widened by a tenth */
-static void points_of(const layer *L, pts *P, int64_t n_random, int64_t every) {
+static void points_of(const lb_layer *L, pts *P, int64_t n_random, int64_t every) {
   double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
   for (int64_t v = 0; v < L->nv; v++)
     for (int k = 0; k < 2; k++) lo[k] = fmin(lo[k], L->xy[2 * v + k]), hi[k] = fmax(hi[k], L->xy[2 * v + k]);
@@ -264,7 +206,7 @@ static void expect_optix(const char *what, int64_t before, int64_t calls) {
                 (long long)(now - before), (long long)calls);
 }
 
-static void check_pip(const char *what, const layer *L, const pts *P, int planar) {
+static void check_pip(const char *what, const lb_layer *L, const pts *P, int planar) {
   rdx_polygons *r = make(L);
   if (!r) return;
   glayer G;
@@ -320,7 +262,7 @@ static void check_pip(const char *what, const layer *L, const pts *P, int planar
 
 /* ---- LSI against GEOS ---- */
 
-static void check_lsi_one(const char *what, const layer *R, const layer *S) {
+static void check_lsi_one(const char *what, const lb_layer *R, const lb_layer *S) {
   rdx_polygons *r = make(R), *s = make(S);
   if (!r || !s) {
     rdx_polygons_destroy(r), rdx_polygons_destroy(s);
@@ -336,7 +278,7 @@ static void check_lsi_one(const char *what, const layer *R, const layer *S) {
     if (GEOSisEmpty_r(geos, GS.geom[j])) continue;
     g_query(&GR, GS.geom[j], &h);
     for (int64_t k = 0; k < h.n; k++) {
-      want = (int64_t *)grow(want, &cap, 2 * (n + 1), 8);
+      want = (int64_t *)jc_grow(want, &cap, 2 * (n + 1), 8);
       want[2 * n] = h.f[k], want[2 * n + 1] = j;
       n++;
     }
@@ -395,7 +337,7 @@ static void check_lsi_one(const char *what, const layer *R, const layer *S) {
   rdx_polygons_destroy(r), rdx_polygons_destroy(s);
 }
 /* R x S and S x R */
-static void check_lsi(const char *what, const layer *R, const layer *S) {
+static void check_lsi(const char *what, const lb_layer *R, const lb_layer *S) {
   char w[160];
   snprintf(w, sizeof w, "%s (R x S)", what);
   check_lsi_one(w, R, S);
@@ -407,10 +349,10 @@ static void check_lsi(const char *what, const layer *R, const layer *S) {
 
 static void triangle(void) {
   CASE(geos_triangle);
-  layer T, U, V;
-  l_init(&T), l_init(&U), l_init(&V);
+  lb_layer T, U, V;
+  lb_init(&T), lb_init(&U), lb_init(&V);
   double t[6] = {0, 0, 8, 0, 0, 8};
-  l_feature(&T), l_ring(&T, t, 3, 1);
+  lb_feature(&T), lb_ring_as(&T, t, 3, 1);
   pts P = {0};
   const double special[][2] = {{0, 0}, {8, 0}, {0, 8}, {4, 0}, {0, 4}, {4, 4}, {2, 6}, {1, 1}, {4, 3.999999999},
                                {4, 4.000000001}, {-1, 0}, {9, 0}, {5, 5}, {8, -0.0}, {0.5, 7.5}, {7.5, 0.5}};
@@ -419,19 +361,20 @@ static void triangle(void) {
   check_pip("triangle", &T, &P, 1);
   double u[6] = {8, 0, 12, 0, 10, 4};     /* touches T at the vertex (8, 0) */
   double v[6] = {-2, 2, 10, 2, 4, -3};    /* crosses T twice */
-  l_feature(&U), l_ring(&U, u, 3, 1);
-  l_feature(&V), l_ring(&V, v, 3, 1);
+  lb_feature(&U), lb_ring_as(&U, u, 3, 1);
+  lb_feature(&V), lb_ring_as(&V, v, 3, 1);
   check_lsi("triangle x itself", &T, &T);
   check_lsi("triangle x vertex touch", &T, &U);
   check_lsi("triangle x crossing", &T, &V);
   free(P.xy);
-  l_free(&T), l_free(&U), l_free(&V);
+  lb_free(&T), lb_free(&U), lb_free(&V);
 }
 
 /* n x n squares of side h from (x0, y0), one feature each */
-static void grid(layer *L, int n, double x0, double y0, double h) {
+static void grid(lb_layer *L, int n, double x0, double y0, double h) {
   for (int i = 0; i < n; i++)
-    for (int j = 0; j < n; j++) l_feature(L), l_rect(L, x0 + i * h, y0 + j * h, x0 + (i + 1) * h, y0 + (j + 1) * h, 1);
+    for (int j = 0; j < n; j++)
+      lb_feature(L), lb_quad_as(L, x0 + i * h, y0 + j * h, x0 + (i + 1) * h, y0 + (j + 1) * h, 1);
 }
 
 static void grids(void) {
@@ -439,12 +382,12 @@ static void grids(void) {
   const int scales[3] = {0, -200, 100};
   for (int s = 0; s < 3; s++) {
     int n = s == 0 ? 24 : 8;
-    layer F, C, H;
-    l_init(&F), l_init(&C), l_init(&H);
+    lb_layer F, C, H;
+    lb_init(&F), lb_init(&C), lb_init(&H);
     grid(&F, n, -8, -4, 1);         /* fine */
     grid(&C, n / 2, -8, -4, 2);     /* coarse, aligned */
     grid(&H, n, -7.5, -4, 1);       /* fine, shifted by half a cell in x */
-    l_scale(&F, scales[s]), l_scale(&C, scales[s]), l_scale(&H, scales[s]);
+    lb_scale(&F, scales[s]), lb_scale(&C, scales[s]), lb_scale(&H, scales[s]);
     pts P = {0};
     for (int i = 0; i <= 2 * n + 2; i++)
       for (int j = 0; j <= 2 * n + 2; j++) pt(&P, ldexp(-9 + 0.5 * i, scales[s]), ldexp(-5 + 0.5 * j, scales[s]));
@@ -461,26 +404,26 @@ static void grids(void) {
     snprintf(w, sizeof w, "grid x half-shifted grid at 2^%d", scales[s]);
     check_lsi(w, &F, &H);
     free(P.xy);
-    l_free(&F), l_free(&C), l_free(&H);
+    lb_free(&F), lb_free(&C), lb_free(&H);
   }
 }
 
 static void holes(void) {
   CASE(geos_holes);
-  layer L, D;
-  l_init(&L), l_init(&D);
-  l_feature(&L); /* 0: shell, hole, island of its own inside the hole (a MultiPolygon) */
-  l_rect(&L, 0, 0, 10, 10, 1), l_rect(&L, 2, 2, 8, 8, 0), l_rect(&L, 4, 4, 6, 6, 1);
-  l_feature(&L), l_rect(&L, 2.5, 2.5, 3.5, 3.5, 1);           /* 1: an island of another feature */
-  l_feature(&L), l_rect(&L, 10, 0, 12, 10, 1);                 /* 2: shares the edge x = 10 */
-  l_feature(&L), l_rect(&L, 6, 6, 8, 8, 1);                    /* 3: fills a corner of the hole */
-  l_feature(&L); /* 4: a multipolygon of three squares, one touching feature 2 at a vertex */
-  l_rect(&L, 12, 10, 13, 11, 1), l_rect(&L, 14, 0, 15, 1, 1), l_rect(&L, 14, 4, 15, 5, 1);
+  lb_layer L, D;
+  lb_init(&L), lb_init(&D);
+  lb_feature(&L); /* 0: shell, hole, island of its own inside the hole (a MultiPolygon) */
+  lb_quad_as(&L, 0, 0, 10, 10, 1), lb_quad_as(&L, 2, 2, 8, 8, 0), lb_quad_as(&L, 4, 4, 6, 6, 1);
+  lb_feature(&L), lb_quad_as(&L, 2.5, 2.5, 3.5, 3.5, 1);           /* 1: an island of another feature */
+  lb_feature(&L), lb_quad_as(&L, 10, 0, 12, 10, 1);                 /* 2: shares the edge x = 10 */
+  lb_feature(&L), lb_quad_as(&L, 6, 6, 8, 8, 1);                    /* 3: fills a corner of the hole */
+  lb_feature(&L); /* 4: a multipolygon of three squares, one touching feature 2 at a vertex */
+  lb_quad_as(&L, 12, 10, 13, 11, 1), lb_quad_as(&L, 14, 0, 15, 1, 1), lb_quad_as(&L, 14, 4, 15, 5, 1);
   double dia[8] = {13, -1, 14, 0, 13, 1, 12, 0};                /* 5: a diamond touching 2 and 4 */
-  l_feature(&L), l_ring(&L, dia, 4, 1);
-  l_feature(&L); /* 6: a shell with two holes, one touching the shell at a vertex */
+  lb_feature(&L), lb_ring_as(&L, dia, 4, 1);
+  lb_feature(&L); /* 6: a shell with two holes, one touching the shell at a vertex */
   double sh[8] = {-10, -10, -2, -10, -2, -2, -10, -2}, h1[6] = {-10, -6, -8, -7, -8, -5}, h2[8] = {-5, -5, -4, -6, -3, -5, -4, -4};
-  l_ring(&L, sh, 4, 1), l_ring(&L, h1, 3, 0), l_ring(&L, h2, 4, 0);
+  lb_ring_as(&L, sh, 4, 1), lb_ring_as(&L, h1, 3, 0), lb_ring_as(&L, h2, 4, 0);
   pts P = {0};
   for (int i = 0; i <= 56; i++)
     for (int j = 0; j <= 48; j++) pt(&P, -12 + 0.5 * i, -12 + 0.5 * j);
@@ -490,7 +433,7 @@ static void holes(void) {
   check_lsi("holes x itself", &L, &L);
   check_lsi("holes x grid", &L, &D);
   free(P.xy);
-  l_free(&L), l_free(&D);
+  lb_free(&L), lb_free(&D);
 }
 
 /* a star of k spikes (2k vertices) around (cx, cy) between radii r0 and r1 */
@@ -503,32 +446,32 @@ static void star(double *p, int k, double cx, double cy, double r0, double r1, d
 
 static void big_feature(void) {
   CASE(geos_big_feature);
-  layer L, Z;
-  l_init(&L), l_init(&Z);
+  lb_layer L, Z;
+  lb_init(&L), lb_init(&Z);
   int k = 50000;
   double *p = (double *)malloc((size_t)4 * k * sizeof *p);
   star(p, k, 3, -2, 0.9, 1.0, 0.1);
-  l_feature(&L), l_ring(&L, p, 2 * k, 1);
+  lb_feature(&L), lb_ring_as(&L, p, 2 * k, 1);
   pts P = {0};
   points_of(&L, &P, 20000, 37);
   check_pip("one feature of 10^5 vertices", &L, &P, 1);
   for (int i = 0; i < 20; i++) { /* thin triangles zigzagging across the star's rim */
     double t[6] = {2 + 0.1 * i, -3.2, 2.05 + 0.1 * i, -0.8, 2.1 + 0.1 * i, -3.2};
-    l_feature(&Z), l_ring(&Z, t, 3, 1);
+    lb_feature(&Z), lb_ring_as(&Z, t, 3, 1);
   }
   check_lsi("10^5 vertices x zigzag", &L, &Z);
   free(p), free(P.xy);
-  l_free(&L), l_free(&Z);
+  lb_free(&L), lb_free(&Z);
 }
 
 static void empty(void) {
   CASE(geos_empty);
-  layer E, T, N;
-  l_init(&E), l_init(&T), l_init(&N);
+  lb_layer E, T, N;
+  lb_init(&E), lb_init(&T), lb_init(&N);
   grid(&T, 3, 0, 0, 1);
-  l_feature(&N), l_rect(&N, 0, 0, 1, 1, 1);
-  l_feature(&N); /* a feature without rings */
-  l_feature(&N), l_rect(&N, 1, 0, 2, 1, 1);
+  lb_feature(&N), lb_quad_as(&N, 0, 0, 1, 1, 1);
+  lb_feature(&N); /* a feature without rings */
+  lb_feature(&N), lb_quad_as(&N, 1, 0, 2, 1, 1);
   pts P = {0};
   points_of(&T, &P, 200, 1);
   check_pip("empty layer", &E, &P, 1);
@@ -537,24 +480,24 @@ static void empty(void) {
   check_lsi("empty x empty", &E, &E);
   check_lsi("feature without rings x grid", &N, &T);
   free(P.xy);
-  l_free(&E), l_free(&T), l_free(&N);
+  lb_free(&E), lb_free(&T), lb_free(&N);
 }
 
 /* n random features near (0, 0) of size ~1: stars (some with a hole), some multipolygons of two
  * stars; then every coordinate times 2^e plus an offset */
-static void random_layer(layer *L, int n, int e, double off) {
+static void random_layer(lb_layer *L, int n, int e, double off) {
   double p[2 * 2 * 24];
   for (int f = 0; f < n; f++) {
-    l_feature(L);
+    lb_feature(L);
     int parts = check_below(5) == 0 ? 2 : 1;
     for (int q = 0; q < parts; q++) {
       double cx = urand(-4, 4) + 20.0 * q, cy = urand(-4, 4), r1 = urand(0.5, 2);
       int k = 3 + (int)check_below(20);
       star(p, k, cx, cy, r1 * urand(0.3, 1), r1, urand(0, 1));
-      l_ring(L, p, 2 * k, 1);
+      lb_ring_as(L, p, 2 * k, 1);
       if (check_below(3) == 0) { /* a hole inside the star's inner radius */
         star(p, k, cx, cy, r1 * 0.05, r1 * 0.25, urand(0, 1));
-        l_ring(L, p, 2 * k, 0);
+        lb_ring_as(L, p, 2 * k, 0);
       }
     }
   }
@@ -566,8 +509,8 @@ static void random_case(void) {
   for (int it = 0; it < 24; it++) {
     int e = (int)check_below(60) - 30;
     double off = it % 3 == 0 ? 0.0 : ldexp(urand(1, 2), e + 10 + (int)check_below(30));
-    layer R, S;
-    l_init(&R), l_init(&S);
+    lb_layer R, S;
+    lb_init(&R), lb_init(&S);
     random_layer(&R, 5 + (int)check_below(30), e, off);
     random_layer(&S, 5 + (int)check_below(30), e, off);
     pts P = {0};
@@ -578,7 +521,7 @@ static void random_case(void) {
     check_pip(w, &R, &P, 0);
     check_lsi(w, &R, &S);
     free(P.xy);
-    l_free(&R), l_free(&S);
+    lb_free(&R), lb_free(&S);
   }
 }
 

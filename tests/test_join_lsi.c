@@ -30,7 +30,7 @@
  *  - lsi_faults: the memory account fails the 1st, 2nd, ... allocation of a join: out of memory,
  *    *out NULL and nothing held, until the join goes through with the oracle's answer.
  */
-#include "check.h"
+#include "join_check.h"
 #include "join/join.h"
 #include "lsi_oracle.h"
 
@@ -70,77 +70,24 @@ static int64_t held(void) {
 
 static double urand(double lo, double hi) { return lo + (hi - lo) * ((double)(check_rand_() >> 11) * 0x1p-53); }
 
-/* ---- a layer under construction (CSR, f64) ---- */
+/* ---- more of a layer under construction (join_check.h) ---- */
 
-typedef struct lb {
-  uint64_t *fo, *ro;
-  double *xy;
-  int64_t nf, nr, nv, cap_f, cap_r, cap_v;
-} lb;
-
-static void *grow(void *p, int64_t *cap, int64_t need, size_t elem) {
-  if (need <= *cap) return p;
-  while (*cap < need) *cap = *cap ? 2 * *cap : 16;
-  p = realloc(p, (size_t)*cap * elem);
-  if (!p) {
-    fprintf(stderr, "out of memory\n");
-    exit(1);
-  }
-  return p;
-}
-static void lb_init(lb *L) {
-  memset(L, 0, sizeof *L);
-  L->fo = (uint64_t *)grow(NULL, &L->cap_f, 1, 8);
-  L->ro = (uint64_t *)grow(NULL, &L->cap_r, 1, 8);
-  L->fo[0] = L->ro[0] = 0;
-}
-static void lb_free(lb *L) {
-  free(L->fo), free(L->ro), free(L->xy);
-  memset(L, 0, sizeof *L);
-}
-static void lb_feature(lb *L) {
-  L->fo = (uint64_t *)grow(L->fo, &L->cap_f, L->nf + 2, 8);
-  L->nf++;
-  L->fo[L->nf] = (uint64_t)L->nr;
-}
-static void lb_ring(lb *L, const double *p, int n) {
-  L->xy = (double *)grow(L->xy, &L->cap_v, 2 * (L->nv + n), 8);
-  memcpy(L->xy + 2 * L->nv, p, (size_t)n * 16);
-  L->nv += n;
-  L->ro = (uint64_t *)grow(L->ro, &L->cap_r, L->nr + 2, 8);
-  L->nr++;
-  L->ro[L->nr] = (uint64_t)L->nv;
-  L->fo[L->nf] = (uint64_t)L->nr;
-}
-static void lb_quad(lb *L, double x0, double y0, double x1, double y1) {
-  double q[8] = {x0, y0, x1, y0, x1, y1, x0, y1};
-  lb_ring(L, q, 4);
-}
-static void lb_tri(lb *L, double ax, double ay, double bx, double by, double cx, double cy) {
+static void lb_tri(lb_layer *L, double ax, double ay, double bx, double by, double cx, double cy) {
   double t[6] = {ax, ay, bx, by, cx, cy};
   lb_ring(L, t, 3);
 }
 /* x -> x * scale + dx, y -> y * scale + dy, for every vertex */
-static void lb_map(lb *L, double scale, double dx, double dy) {
+static void lb_map(lb_layer *L, double scale, double dx, double dy) {
   for (int64_t v = 0; v < L->nv; v++) {
     L->xy[2 * v] = L->xy[2 * v] * scale + dx;
     L->xy[2 * v + 1] = L->xy[2 * v + 1] * scale + dy;
   }
 }
 
-static rdx_polygons *make(const lb *L) {
-  rdx_polygons_input in;
-  memset(&in, 0, sizeof in);
-  in.size = sizeof in;
-  in.feature_offsets = rdx_host_array(L->fo, L->nf + 1, RDX_U64);
-  in.ring_offsets = rdx_host_array(L->ro, L->nr + 1, RDX_U64);
-  in.coords = rdx_host_matrix(L->xy, L->nv, 2, RDX_F64);
-  rdx_polygons *p = NULL;
-  CHECK_OK(ctx, rdx_polygons_create(ctx, &in, &p));
-  return p;
-}
+/* A layer built with join_check.h, on the test's context. */
+static rdx_polygons *make(const lb_layer *L) { return lb_create(ctx, L); }
 
-static lsi_oracle_layer oracle_of(const lb *L) {
+static lsi_oracle_layer oracle_of(const lb_layer *L) {
   lsi_oracle_layer O = {L->fo, L->ro, L->xy, L->nf};
   return O;
 }
@@ -176,7 +123,7 @@ static void host_free(host_result *h) {
 static GEOSContextHandle_t geos;
 
 /* Feature f's rings as one MultiLineString (NULL for a feature without rings). */
-static GEOSGeometry *geos_boundary(const lb *L, int64_t f) {
+static GEOSGeometry *geos_boundary(const lb_layer *L, int64_t f) {
   int64_t n = (int64_t)(L->fo[f + 1] - L->fo[f]);
   if (n == 0) return NULL;
   GEOSGeometry **lines = (GEOSGeometry **)malloc((size_t)n * sizeof *lines);
@@ -194,7 +141,7 @@ static GEOSGeometry *geos_boundary(const lb *L, int64_t f) {
   return m;
 }
 
-static void geos_check(const char *what, const lb *R, const lb *S, const int64_t *pairs, int64_t n) {
+static void geos_check(const char *what, const lb_layer *R, const lb_layer *S, const int64_t *pairs, int64_t n) {
   if (R->nf * S->nf > 40000) return;
   GEOSGeometry **gr = (GEOSGeometry **)calloc((size_t)R->nf + 1, sizeof *gr);
   GEOSGeometry **gs = (GEOSGeometry **)calloc((size_t)S->nf + 1, sizeof *gs);
@@ -223,7 +170,7 @@ typedef struct truth {
   double *points;
 } truth;
 
-static void truth_of(const lb *R, const lb *S, truth *T) {
+static void truth_of(const lb_layer *R, const lb_layer *S, truth *T) {
   lsi_oracle_layer OR = oracle_of(R), OS = oracle_of(S);
   T->n_pairs = lsi_oracle_pairs(&OR, &OS, &T->pairs);
   T->n_points = lsi_oracle_points(&OR, &OS, &T->point_pairs, &T->points);
@@ -277,7 +224,7 @@ static int64_t compare(const char *what, rdx_polygons *r, rdx_polygons *s, const
 }
 
 /* R x S and S x R, with and without points, against the oracle (and GEOS). */
-static void check_join(const char *what, const lb *R, const lb *S, const rdx_join_options *o) {
+static void check_join(const char *what, const lb_layer *R, const lb_layer *S, const rdx_join_options *o) {
   rdx_polygons *r = make(R), *s = make(S);
   truth T, TT;
   truth_of(R, S, &T);
@@ -304,7 +251,7 @@ static void check_join(const char *what, const lb *R, const lb *S, const rdx_joi
 
 /* The oracle once against answers worked out by hand. */
 static void oracle_known(void) {
-  lb R, S;
+  lb_layer R, S;
   lb_init(&R), lb_init(&S);
   lb_feature(&R), lb_quad(&R, 0, 0, 1, 1);           /* R0: unit square */
   lb_feature(&R), lb_quad(&R, 5, 5, 6, 6);           /* R1: far away */
@@ -334,7 +281,7 @@ static void oracle_known(void) {
 }
 
 static void triangle(void) {
-  lb R, S, F;
+  lb_layer R, S, F;
   lb_init(&R), lb_init(&S), lb_init(&F);
   lb_feature(&R), lb_tri(&R, 0, 0, 4, 0, 0, 3);
   lb_feature(&S), lb_tri(&S, 1, -1, 3, 2, -1, 2);
@@ -347,7 +294,7 @@ static void triangle(void) {
 
 /* Degenerate contacts around an R square, at scale `sc` and offset `off`. */
 static void degenerate_at(double sc, double off) {
-  lb R, S;
+  lb_layer R, S;
   lb_init(&R), lb_init(&S);
   lb_feature(&R), lb_quad(&R, 0, 0, 4, 4);
   lb_feature(&R), lb_tri(&R, 6, 0, 9, 0, 7.5, 3); /* a triangle with an apex to pass beside */
@@ -388,7 +335,7 @@ static void degenerate(void) {
 }
 
 /* An n x n grid of cells of size h from (x0, y0); jitter moves inner vertices (shared exactly). */
-static void grid(lb *L, int n, double x0, double y0, double h, double jitter) {
+static void grid(lb_layer *L, int n, double x0, double y0, double h, double jitter) {
   double *vx = (double *)malloc((size_t)(n + 1) * (n + 1) * 16);
   for (int i = 0; i <= n; i++)
     for (int j = 0; j <= n; j++) {
@@ -410,7 +357,7 @@ static void grid(lb *L, int n, double x0, double y0, double h, double jitter) {
 }
 
 static void shared(void) {
-  lb A, B, C, D;
+  lb_layer A, B, C, D;
   lb_init(&A), lb_init(&B), lb_init(&C), lb_init(&D);
   grid(&A, 12, 0, 0, 1.0, 0.3);
   check_join("jittered grid x itself", &A, &A, NULL);
@@ -426,7 +373,7 @@ static void shared(void) {
 }
 
 /* A star polygon around (cx, cy): k vertices at sorted angles, radii in [r/3, r]. */
-static void star(lb *L, double cx, double cy, double r, int k, int clockwise) {
+static void star(lb_layer *L, double cx, double cy, double r, int k, int clockwise) {
   double *p = (double *)malloc((size_t)k * 16);
   double a = urand(0, 6.283185307179586);
   for (int i = 0; i < k; i++) {
@@ -440,7 +387,7 @@ static void star(lb *L, double cx, double cy, double r, int k, int clockwise) {
 }
 
 /* n random features in the unit square: stars, some with a hole, some of two parts. */
-static void random_layer(lb *L, int n, double size) {
+static void random_layer(lb_layer *L, int n, double size) {
   for (int f = 0; f < n; f++) {
     double cx = urand(0, 1), cy = urand(0, 1), r = urand(size / 4, size);
     lb_feature(L);
@@ -458,7 +405,7 @@ static void random_layer(lb *L, int n, double size) {
 
 static void random_case(void) {
   for (int round = 0; round < 6; round++) {
-    lb R, S;
+    lb_layer R, S;
     lb_init(&R), lb_init(&S);
     int nr = 20 + (int)check_below(80), ns = 20 + (int)check_below(80);
     random_layer(&R, nr, urand(0.02, 0.2));
@@ -479,7 +426,7 @@ static void random_case(void) {
 
 /* The same pairs for every grouping and padding, with a temporary index and with R's own. */
 static void options(void) {
-  lb R, S;
+  lb_layer R, S;
   lb_init(&R), lb_init(&S);
   random_layer(&R, 60, 0.15);
   grid(&S, 8, 0.01, 0.02, 0.125, 0.2);
@@ -527,7 +474,7 @@ static void options(void) {
 }
 
 /* The statistics of one join, checked against the oracle too. */
-static rdx_jn_lsi_stats run_stats(const char *what, const lb *R, const lb *S) {
+static rdx_jn_lsi_stats run_stats(const char *what, const lb_layer *R, const lb_layer *S) {
   rdx_polygons *r = make(R), *s = make(S);
   truth T;
   truth_of(R, S, &T);
@@ -558,7 +505,7 @@ static rdx_jn_lsi_stats run_stats(const char *what, const lb *R, const lb *S) {
 }
 
 static void paths(void) {
-  lb R, S, B, H;
+  lb_layer R, S, B, H;
   lb_init(&R), lb_init(&S), lb_init(&B), lb_init(&H);
   random_layer(&R, 40, 0.1);
   random_layer(&S, 40, 0.1);
@@ -596,7 +543,7 @@ static void paths(void) {
 }
 
 static void big_feature(void) {
-  lb R, S;
+  lb_layer R, S;
   lb_init(&R), lb_init(&S);
   int n = 100000;
   double *p = (double *)malloc((size_t)n * 16);
@@ -619,7 +566,7 @@ static void big_feature(void) {
 }
 
 static void naive(void) {
-  lb R, S;
+  lb_layer R, S;
   lb_init(&R), lb_init(&S);
   const int n = 64;
   for (int k = 0; k < n; k++) {
@@ -662,7 +609,7 @@ static void naive(void) {
 }
 
 static void empty(void) {
-  lb E, T, N;
+  lb_layer E, T, N;
   lb_init(&E), lb_init(&T), lb_init(&N);
   lb_feature(&T), lb_tri(&T, 0, 0, 1, 0, 0, 1);
   lb_feature(&N);                                 /* a feature without rings */
@@ -675,7 +622,7 @@ static void empty(void) {
 }
 
 static void bad_input(void) {
-  lb L;
+  lb_layer L;
   lb_init(&L);
   lb_feature(&L), lb_tri(&L, 0, 0, 1, 0, 0, 1);
   rdx_polygons *r = make(&L);
@@ -746,7 +693,7 @@ static void bad_input(void) {
 }
 
 static void faults(void) {
-  lb R, S;
+  lb_layer R, S;
   lb_init(&R), lb_init(&S);
   random_layer(&R, 15, 0.2);
   random_layer(&S, 15, 0.2);

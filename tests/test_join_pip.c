@@ -42,7 +42,7 @@
  *  - pip_faults: the memory account fails the 1st, 2nd, ... allocation of an alloc call: out of
  *    memory and nothing held, until the call goes through.
  */
-#include "check.h"
+#include "join_check.h"
 #include "join/pip_hd.h"
 #include "pip_oracle.h"
 
@@ -76,66 +76,8 @@ static int64_t held(void) {
   return b;
 }
 
-/* ---- a layer under construction (CSR, f64) ---- */
-
-typedef struct lb {
-  uint64_t *fo, *ro;
-  double *xy;
-  int64_t nf, nr, nv, cap_f, cap_r, cap_v;
-} lb;
-
-static void *grow(void *p, int64_t *cap, int64_t need, size_t elem) {
-  if (need <= *cap) return p;
-  while (*cap < need) *cap = *cap ? 2 * *cap : 16;
-  p = realloc(p, (size_t)*cap * elem);
-  if (!p) {
-    fprintf(stderr, "out of memory\n");
-    exit(1);
-  }
-  return p;
-}
-static void lb_init(lb *L) {
-  memset(L, 0, sizeof *L);
-  L->fo = (uint64_t *)grow(NULL, &L->cap_f, 1, 8);
-  L->ro = (uint64_t *)grow(NULL, &L->cap_r, 1, 8);
-  L->fo[0] = L->ro[0] = 0;
-}
-static void lb_free(lb *L) {
-  free(L->fo), free(L->ro), free(L->xy);
-  memset(L, 0, sizeof *L);
-}
-/* A new feature; rings follow with lb_ring. */
-static void lb_feature(lb *L) {
-  L->fo = (uint64_t *)grow(L->fo, &L->cap_f, L->nf + 2, 8);
-  L->nf++;
-  L->fo[L->nf] = (uint64_t)L->nr;
-}
-static void lb_ring(lb *L, const double *pts, int n) {
-  L->xy = (double *)grow(L->xy, &L->cap_v, 2 * (L->nv + n), 8);
-  memcpy(L->xy + 2 * L->nv, pts, (size_t)n * 16);
-  L->nv += n;
-  L->ro = (uint64_t *)grow(L->ro, &L->cap_r, L->nr + 2, 8);
-  L->nr++;
-  L->ro[L->nr] = (uint64_t)L->nv;
-  L->fo[L->nf] = (uint64_t)L->nr;
-}
-static void lb_quad(lb *L, double x0, double y0, double x1, double y1) {
-  double q[8] = {x0, y0, x1, y0, x1, y1, x0, y1};
-  lb_ring(L, q, 4);
-}
-
-static rdx_polygons *make_in(rdx_context *c, const lb *L) {
-  rdx_polygons_input in;
-  memset(&in, 0, sizeof in);
-  in.size = sizeof in;
-  in.feature_offsets = rdx_host_array(L->fo, L->nf + 1, RDX_U64);
-  in.ring_offsets = rdx_host_array(L->ro, L->nr + 1, RDX_U64);
-  in.coords = rdx_host_matrix(L->xy, L->nv, 2, RDX_F64);
-  rdx_polygons *p = NULL;
-  CHECK_OK(c, rdx_polygons_create(c, &in, &p));
-  return p;
-}
-static rdx_polygons *make(const lb *L) { return make_in(ctx, L); }
+/* A layer built with join_check.h, on the test's context. */
+static rdx_polygons *make(const lb_layer *L) { return lb_create(ctx, L); }
 
 /* ---- points ---- */
 
@@ -144,7 +86,7 @@ typedef struct pts {
   int64_t n, cap;
 } pts;
 static void pt_add(pts *P, double x, double y) {
-  P->xy = (double *)grow(P->xy, &P->cap, 2 * (P->n + 1), 8);
+  P->xy = (double *)jc_grow(P->xy, &P->cap, 2 * (P->n + 1), 8);
   P->xy[2 * P->n] = x;
   P->xy[2 * P->n + 1] = y;
   P->n++;
@@ -153,7 +95,7 @@ static double urand(double lo, double hi) { return lo + (hi - lo) * ((double)(ch
 
 /* Points that test a layer: random ones over its box (and beyond), its vertices, points a
  * fraction along its edges (exact for dyadic layers), and float steps beside each of them. */
-static void points_for(const lb *L, pts *P, int64_t n_random, int64_t n_special) {
+static void points_for(const lb_layer *L, pts *P, int64_t n_random, int64_t n_special) {
   double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
   for (int64_t v = 0; v < L->nv; v++)
     for (int a = 0; a < 2; a++) {
@@ -197,7 +139,7 @@ typedef struct truth {
   int64_t n_boundary, n_multi; /* coverage: points on a boundary, points in two features or more */
 } truth;
 
-static void truth_of(const lb *L, const double *xy, int64_t n, truth *T) {
+static void truth_of(const lb_layer *L, const double *xy, int64_t n, truth *T) {
   pip_oracle_layer O = {L->fo, L->ro, L->xy, L->nf};
   T->counts = (uint64_t *)malloc((size_t)(n + 1) * 8);
   T->offsets = (uint64_t *)malloc((size_t)(n + 1) * 8);
@@ -212,7 +154,7 @@ static void truth_of(const lb *L, const double *xy, int64_t n, truth *T) {
     int64_t c = pip_oracle_point(&O, xy[2 * i], xy[2 * i + 1], buf, &on);
     T->counts[i] = (uint64_t)c;
     T->first[i] = c ? buf[0] : -1;
-    T->features = (int64_t *)grow(T->features, &cap, total + c, 8);
+    T->features = (int64_t *)jc_grow(T->features, &cap, total + c, 8);
     memcpy(T->features + total, buf, (size_t)c * 8);
     total += c;
     T->offsets[i + 1] = (uint64_t)total;
@@ -293,7 +235,7 @@ static void compare(const char *what, rdx_polygons *layer, const void *hpts, rdx
 
 /* Every way of asking, for one layer and its points: the general rule (and the planar one when
  * the layer is planar), f64 host points, f32 points when they are f32 values, device points. */
-static void check_layer(const char *what, const lb *L, rdx_polygons *layer, const pts *P, int planar) {
+static void check_layer(const char *what, const lb_layer *L, rdx_polygons *layer, const pts *P, int planar) {
   truth T;
   memset(&T, 0, sizeof T);
   truth_of(L, P->xy, P->n, &T);
@@ -331,7 +273,7 @@ static void check_layer(const char *what, const lb *L, rdx_polygons *layer, cons
 /* ---- cases ---- */
 
 static void triangle(void) {
-  lb L;
+  lb_layer L;
   lb_init(&L);
   lb_feature(&L);
   double t[6] = {0, 0, 4, 0, 0, 3};
@@ -359,7 +301,7 @@ static void triangle(void) {
 /* A G x G grid of cells of side h (a power of two) from (x0, y0), all coordinates dyadic:
  * jittered inner vertices unless axis, holes with islands in some cells, a MultiPolygon of two
  * cells. */
-static void grid_layer_at(lb *L, int G, int axis, double x0, double y0, double h) {
+static void grid_layer_at(lb_layer *L, int G, int axis, double x0, double y0, double h) {
   lb_init(L);
   double *vx = (double *)malloc((size_t)(G + 1) * (G + 1) * 16);
 #define V(i, j) (vx + 2 * ((size_t)(j) * (G + 1) + (i)))
@@ -400,11 +342,11 @@ static void grid_layer_at(lb *L, int G, int axis, double x0, double y0, double h
 #undef V
   free(vx);
 }
-static void grid_layer(lb *L, int G, int axis) { grid_layer_at(L, G, axis, 100.0, -48.0, 4.0); }
+static void grid_layer(lb_layer *L, int G, int axis) { grid_layer_at(L, G, axis, 100.0, -48.0, 4.0); }
 
 static void grid(void) {
   for (int axis = 0; axis <= 1; axis++) {
-    lb L;
+    lb_layer L;
     grid_layer(&L, 9, axis);
     rdx_polygons *p = make(&L);
     pts P = {NULL, 0, 0};
@@ -428,7 +370,7 @@ static void float_precision(void) {
   static const char *const names[4] = {"sub-ulp grid", "grid beyond float32", "grid below float32", "grid across 2^125"};
   for (int k = 0; k < 8; k++) {
     int axis = k & 1, w = k >> 1;
-    lb L;
+    lb_layer L;
     grid_layer_at(&L, 6 + 2 * (w == 0), axis, at[w][0], at[w][1], at[w][2]);
     rdx_polygons *p = make(&L);
     pts P = {NULL, 0, 0};
@@ -443,7 +385,7 @@ static void float_precision(void) {
 }
 
 /* A random star polygon around (cx, cy): n vertices at increasing angles. */
-static void star(lb *L, double cx, double cy, double r, int n) {
+static void star(lb_layer *L, double cx, double cy, double r, int n) {
   double *v = (double *)malloc((size_t)n * 16);
   for (int k = 0; k < n; k++) {
     double a = 2.0 * 3.14159265358979323846 * ((double)k + urand(0.0, 0.8)) / (double)n;
@@ -456,7 +398,7 @@ static void star(lb *L, double cx, double cy, double r, int n) {
 }
 
 static void overlapping(void) {
-  lb L;
+  lb_layer L;
   lb_init(&L);
   for (int f = 0; f < 40; f++) {
     lb_feature(&L);
@@ -477,7 +419,7 @@ static void overlapping(void) {
 }
 
 static void big_feature(void) {
-  lb L;
+  lb_layer L;
   lb_init(&L);
   lb_feature(&L);
   star(&L, 0.5, -0.25, 3.0, 100000);
@@ -493,7 +435,7 @@ static void big_feature(void) {
 /* Hundreds of features around one place: points inside more of them than pass 1's set holds,
  * so their answers come from pass 2. */
 static void many_features(void) {
-  lb L;
+  lb_layer L;
   lb_init(&L);
   for (int f = 0; f < 300; f++) {
     lb_feature(&L);
@@ -517,7 +459,7 @@ static void many_features(void) {
 }
 
 static void index_options(void) {
-  lb L;
+  lb_layer L;
   grid_layer(&L, 7, 0);
   lb_feature(&L); /* and an overlapping feature, so the general rule has work */
   star(&L, 110, -40, 9, 40);
@@ -627,13 +569,13 @@ static void index_identical(void) {
   rdx_context_options co = RDX_CONTEXT_OPTIONS_INIT;
   co.backend = RDX_BACKEND_CPU;
   CHECK_OK(cpu, rdx_context_create(&co, &cpu));
-  lb L;
+  lb_layer L;
   grid_layer_at(&L, 12, 0, 1000.0, -1000.0, 0x1p-16);
   for (int f = 0; f < 20; f++) {
     lb_feature(&L);
     star(&L, urand(1000, 1000.0001), urand(-1000, -999.9999), 0x1p-14, 3 + (int)check_below(60));
   }
-  rdx_polygons *pg = make(&L), *pc = make_in(cpu, &L);
+  rdx_polygons *pg = make(&L), *pc = lb_create(cpu, &L);
   static const double s[3] = {1.0, 3.5, 64.0};
   for (int a = 0; a < 3; a++) {
     rdx_join_options o = RDX_JOIN_OPTIONS_INIT;
@@ -670,7 +612,7 @@ static void index_identical(void) {
 
 /* Phase (A)'s data and traversal (the file comment's pip_rings). */
 static void rings(void) {
-  lb L;
+  lb_layer L;
   grid_layer_at(&L, 4, 0, 1000.0, -1000.0, 0x1p-16); /* sub-ulp cells: every bound rounds */
   for (int f = 0; f < 30; f++) { /* rings of up to 300 edges: many groups each at s = 3.5 */
     lb_feature(&L);
@@ -776,7 +718,7 @@ static void rings(void) {
  * phase (A)); the naive floor of the triangle's ring rounds up past the points, so that ray skips
  * the triangle's edges, where the conservative floor (rounded down) keeps them. */
 static void naive(void) {
-  lb L;
+  lb_layer L;
   lb_init(&L);
   const double y0 = 1.0 + 3.0 * 0x1p-25; /* 3/4 of the way from 1 to the next float32 */
   lb_feature(&L);
@@ -821,7 +763,7 @@ static void naive(void) {
 }
 
 static void empty(void) {
-  lb L;
+  lb_layer L;
   lb_init(&L);
   rdx_polygons *p = make(&L); /* no features */
   pts P = {NULL, 0, 0};
@@ -853,7 +795,7 @@ static void empty(void) {
 }
 
 static void bad_input(void) {
-  lb L;
+  lb_layer L;
   lb_init(&L);
   lb_feature(&L);
   lb_quad(&L, 0, 0, 1, 1);
@@ -972,7 +914,7 @@ static void bad_input(void) {
 }
 
 static void fill_offsets(void) {
-  lb L;
+  lb_layer L;
   lb_init(&L);
   lb_feature(&L);
   lb_quad(&L, 0, 0, 2, 2);
@@ -1002,7 +944,7 @@ static void fill_offsets(void) {
 }
 
 static void faults(void) {
-  lb L;
+  lb_layer L;
   grid_layer(&L, 4, 0);
   rdx_polygons *p = make(&L);
   pts P = {NULL, 0, 0};

@@ -1,0 +1,84 @@
+/*
+ * join_check.h: shared pieces of the polygon-join tests (test_join_lsi.c, test_join_pip.c,
+ * test_join_geos.c): a layer built from ring lists in the test (CSR arrays of f64 coordinates,
+ * the input rdx_polygons_create takes), with per ring whether it opens a polygon (a shell) or is
+ * a hole of the last shell, which the GEOS test reads to build OGC Polygons and MultiPolygons.
+ */
+#ifndef RDX_JOIN_CHECK_H
+#define RDX_JOIN_CHECK_H
+
+#include "check.h"
+
+/* p grown to hold `need` elements of `elem` bytes (capacity *cap, doubled); exits when out of
+ * memory. */
+static inline void *jc_grow(void *p, int64_t *cap, int64_t need, size_t elem) {
+  if (need <= *cap) return p;
+  while (*cap < need) *cap = *cap ? 2 * *cap : 16;
+  p = realloc(p, (size_t)*cap * elem);
+  if (!p) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  return p;
+}
+
+/* ---- a layer under construction (CSR, f64) ---- */
+
+typedef struct lb_layer {
+  uint64_t *fo, *ro;    /* feature -> first ring, ring -> first vertex (n + 1 entries each) */
+  double *xy;           /* vertex v at xy[2v], xy[2v + 1] */
+  unsigned char *shell; /* per ring: 1 opens a polygon, 0 is a hole of the last shell */
+  int64_t nf, nr, nv, cap_f, cap_r, cap_v, cap_s;
+} lb_layer;
+
+static inline void lb_init(lb_layer *L) {
+  memset(L, 0, sizeof *L);
+  L->fo = (uint64_t *)jc_grow(NULL, &L->cap_f, 1, 8);
+  L->ro = (uint64_t *)jc_grow(NULL, &L->cap_r, 1, 8);
+  L->fo[0] = L->ro[0] = 0;
+}
+static inline void lb_free(lb_layer *L) {
+  free(L->fo), free(L->ro), free(L->xy), free(L->shell);
+  memset(L, 0, sizeof *L);
+}
+/* A new feature; rings follow with lb_ring. */
+static inline void lb_feature(lb_layer *L) {
+  L->fo = (uint64_t *)jc_grow(L->fo, &L->cap_f, L->nf + 2, 8);
+  L->nf++;
+  L->fo[L->nf] = (uint64_t)L->nr;
+}
+/* A ring of n points (x, y pairs) for the last feature: a shell, or a hole of the last shell. */
+static inline void lb_ring_as(lb_layer *L, const double *p, int64_t n, int shell) {
+  L->ro = (uint64_t *)jc_grow(L->ro, &L->cap_r, L->nr + 2, 8);
+  L->shell = (unsigned char *)jc_grow(L->shell, &L->cap_s, L->nr + 1, 1);
+  L->xy = (double *)jc_grow(L->xy, &L->cap_v, 2 * (L->nv + n), 8);
+  memcpy(L->xy + 2 * L->nv, p, (size_t)n * 16);
+  L->nv += n;
+  L->shell[L->nr] = (unsigned char)shell;
+  L->nr++;
+  L->ro[L->nr] = (uint64_t)L->nv;
+  L->fo[L->nf] = (uint64_t)L->nr;
+}
+/* A ring recorded as a shell; raydex's even-odd rule does not ask which rings are holes. */
+static inline void lb_ring(lb_layer *L, const double *p, int64_t n) { lb_ring_as(L, p, n, 1); }
+/* The rectangle (x0, y0) (x1, y0) (x1, y1) (x0, y1) as a ring. */
+static inline void lb_quad_as(lb_layer *L, double x0, double y0, double x1, double y1, int shell) {
+  double q[8] = {x0, y0, x1, y0, x1, y1, x0, y1};
+  lb_ring_as(L, q, 4, shell);
+}
+static inline void lb_quad(lb_layer *L, double x0, double y0, double x1, double y1) { lb_quad_as(L, x0, y0, x1, y1, 1); }
+
+/* The layer as rdx_polygons of context c (NULL after a failed check). */
+static inline rdx_polygons *lb_create(rdx_context *c, const lb_layer *L) {
+  rdx_polygons_input in;
+  memset(&in, 0, sizeof in);
+  in.size = sizeof in;
+  in.feature_offsets = rdx_host_array(L->fo, L->nf + 1, RDX_U64);
+  in.ring_offsets = rdx_host_array(L->ro, L->nr + 1, RDX_U64);
+  in.coords = rdx_host_matrix(L->xy, L->nv, 2, RDX_F64);
+  rdx_polygons *p = NULL;
+  CHECK_OK(c, rdx_polygons_create(c, &in, &p));
+  return p;
+}
+
+#endif /* RDX_JOIN_CHECK_H */
