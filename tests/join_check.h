@@ -1,13 +1,42 @@
 /*
  * join_check.h: shared pieces of the polygon-join tests (test_join_lsi.c, test_join_pip.c,
- * test_join_geos.c): a layer built from ring lists in the test (CSR arrays of f64 coordinates,
- * the input rdx_polygons_create takes), with per ring whether it opens a polygon (a shell) or is
- * a hole of the last shell, which the GEOS test reads to build OGC Polygons and MultiPolygons.
+ * test_join_geos.c, test_join_layer.c): checks of a context's message, of the memory it holds and
+ * of the OptiX launches a join made; and a layer built from ring lists in the test (CSR arrays of
+ * f64 coordinates, the input rdx_polygons_create takes), with per ring whether it opens a polygon
+ * (a shell) or is a hole of the last shell, which the GEOS test reads to build OGC Polygons and
+ * MultiPolygons.
  */
 #ifndef RDX_JOIN_CHECK_H
 #define RDX_JOIN_CHECK_H
 
 #include "check.h"
+
+/* Internal (src/join/join.h): launches of the join's OptiX programs since the process began. */
+int64_t rdx_jn_optix_launches(void);
+
+/* The context's last message holds part. */
+static inline void expect_message(rdx_context *c, const char *part) {
+  if (strstr(rdx_context_message(c), part) == NULL)
+    CHECK_FAIL_("message '%s' lacks '%s'", rdx_context_message(c), part);
+}
+
+/* The bytes the context's memory account holds. */
+static inline int64_t held(rdx_context *c) {
+  int64_t b = 0;
+  rdx_context_memory(c, &b, NULL);
+  return b;
+}
+
+/* On OptiX contexts the join's OptiX programs answer, not the soft kernels: a join that reached
+ * the backend adds at least `calls` launches of them to `before`, rdx_jn_optix_launches() read
+ * before the join. */
+static inline void expect_optix(rdx_context *c, const char *what, int64_t before, int64_t calls) {
+  if (rdx_context_backend(c) != RDX_BACKEND_OPTIX) return;
+  int64_t now = rdx_jn_optix_launches();
+  if (now < before + calls)
+    CHECK_FAIL_("%s: %lld launches of the join's OptiX programs, expected at least %lld", what,
+                (long long)(now - before), (long long)calls);
+}
 
 /* p grown to hold `need` elements of `elem` bytes (capacity *cap, doubled); exits when out of
  * memory. */

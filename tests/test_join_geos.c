@@ -39,9 +39,6 @@
 #ifdef RDX_HAVE_GEOS
 #include <geos_c.h>
 
-/* Internal (src/join/join.h): launches of the join's OptiX programs so far. */
-int64_t rdx_jn_optix_launches(void);
-
 static rdx_context *ctx;
 static int gpu;
 static GEOSContextHandle_t geos;
@@ -196,16 +193,6 @@ static void points_of(const lb_layer *L, pts *P, int64_t n_random, int64_t every
 
 /* ---- PIP against GEOS ---- */
 
-/* On OptiX contexts the join's OptiX programs answer, not the soft kernels: a join that reached
- * the backend adds at least `calls` launches of them. */
-static void expect_optix(const char *what, int64_t before, int64_t calls) {
-  if (rdx_context_backend(ctx) != RDX_BACKEND_OPTIX) return;
-  int64_t now = rdx_jn_optix_launches();
-  if (now < before + calls)
-    CHECK_FAIL_("%s: %lld launches of the join's OptiX programs, expected at least %lld", what,
-                (long long)(now - before), (long long)calls);
-}
-
 static void check_pip(const char *what, const lb_layer *L, const pts *P, int planar) {
   rdx_polygons *r = make(L);
   if (!r) return;
@@ -223,7 +210,7 @@ static void check_pip(const char *what, const lb_layer *L, const pts *P, int pla
     int64_t launched = rdx_jn_optix_launches();
     CHECK_OK(ctx, rdx_join_pip_alloc(ctx, r, a, &o, &res));
     CHECK_OK(ctx, rdx_join_pip_first(ctx, r, a, &o, rdx_host_array(first, P->n, RDX_I64)));
-    if (P->n > 0 && L->nv > 0) expect_optix(what, launched, 2); /* alloc counts at least once; first */
+    if (P->n > 0 && L->nv > 0) expect_optix(ctx, what, launched, 2); /* alloc counts at least once; first */
     if (!res) break;
     uint64_t *off, *rows;
     check_result_host(ctx, res, &off, &rows);
@@ -289,7 +276,7 @@ static void check_lsi_one(const char *what, const lb_layer *R, const lb_layer *S
     rdx_join_lsi_result *res = NULL;
     int64_t launched = rdx_jn_optix_launches();
     CHECK_OK(ctx, rdx_join_lsi(ctx, r, s, NULL, wp != 0, &res));
-    if (R->nv > 0 && S->nv > 0) expect_optix(what, launched, 2); /* count, fill */
+    if (R->nv > 0 && S->nv > 0) expect_optix(ctx, what, launched, 2); /* count, fill */
     if (!res) continue;
     CHECK_EQ(res->where, gpu ? RDX_DEVICE : RDX_HOST);
     size_t pb = (size_t)res->n_pairs * 16, qb = (size_t)res->n_points * 16;

@@ -37,10 +37,10 @@
  *  - layer_faults: the memory account fails the 1st, 2nd, ... allocation of a create and a load:
  *    out of memory and nothing held, until the call goes through.
  */
-#include "check.h"
 #include "io/layers.h"
 #include "join/exact_hd.h"
 #include "join/join.h"
+#include "join_check.h"
 
 #include <math.h>
 #include <signal.h>
@@ -50,17 +50,6 @@
 
 static char path[256], path2[256];
 static int64_t held0;
-
-static void expect_message(rdx_context *ctx, const char *part) {
-  if (strstr(rdx_context_message(ctx), part) == NULL)
-    CHECK_FAIL_("message '%s' lacks '%s'", rdx_context_message(ctx), part);
-}
-
-static int64_t held(rdx_context *ctx) {
-  int64_t b = 0;
-  rdx_context_memory(ctx, &b, NULL);
-  return b;
-}
 
 static rdx_polygons_input input_of(const uint64_t *fo, int64_t nf, const uint64_t *ro, int64_t nr, const void *xy,
                                    int64_t nv, rdx_dtype dt) {

@@ -47,27 +47,6 @@ void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
 static rdx_context *ctx;
 static int gpu;
 
-static void expect_message(const char *part) {
-  if (strstr(rdx_context_message(ctx), part) == NULL)
-    CHECK_FAIL_("message '%s' lacks '%s'", rdx_context_message(ctx), part);
-}
-
-/* On OptiX contexts the join's OptiX programs answer, not the soft kernels: a join that reached
- * the backend (both layers with edges) adds at least `calls` launches of them. */
-static void expect_optix(const char *what, int64_t before, int64_t calls) {
-  if (rdx_context_backend(ctx) != RDX_BACKEND_OPTIX) return;
-  int64_t now = rdx_jn_optix_launches();
-  if (now < before + calls)
-    CHECK_FAIL_("%s: %lld launches of the join's OptiX programs, expected at least %lld", what,
-                (long long)(now - before), (long long)calls);
-}
-
-static int64_t held(void) {
-  int64_t b = 0;
-  rdx_context_memory(ctx, &b, NULL);
-  return b;
-}
-
 static double urand(double lo, double hi) { return lo + (hi - lo) * ((double)(check_rand_() >> 11) * 0x1p-53); }
 
 /* ---- more of a layer under construction (join_check.h) ---- */
@@ -190,7 +169,7 @@ static int64_t compare(const char *what, rdx_polygons *r, rdx_polygons *s, const
   rdx_join_lsi_result *res = NULL;
   int64_t launched = rdx_jn_optix_launches();
   CHECK_OK(ctx, rdx_join_lsi(ctx, r, s, o, want_points, &res));
-  if (r->host.n_vertices > 0 && s->host.n_vertices > 0) expect_optix(what, launched, 2); /* count, fill */
+  if (r->host.n_vertices > 0 && s->host.n_vertices > 0) expect_optix(ctx, what, launched, 2); /* count, fill */
   if (res == NULL) return -1;
   host_result h;
   host_of(res, &h);
@@ -627,21 +606,21 @@ static void bad_input(void) {
   lb_feature(&L), lb_tri(&L, 0, 0, 1, 0, 0, 1);
   rdx_polygons *r = make(&L);
   rdx_join_lsi_result *res = (rdx_join_lsi_result *)(uintptr_t)1; /* must become NULL */
-  int64_t before = held();
+  int64_t before = held(ctx);
   CHECK_STATUS(ctx, rdx_join_lsi(ctx, r, r, NULL, false, NULL), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("rdx_join_lsi: out is NULL");
+  expect_message(ctx, "rdx_join_lsi: out is NULL");
   CHECK_STATUS(ctx, rdx_join_lsi(ctx, NULL, r, NULL, false, &res), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("rdx_join_lsi: r is NULL");
+  expect_message(ctx, "rdx_join_lsi: r is NULL");
   CHECK(res == NULL);
   CHECK_STATUS(ctx, rdx_join_lsi(ctx, r, NULL, NULL, false, &res), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("rdx_join_lsi: s is NULL");
+  expect_message(ctx, "rdx_join_lsi: s is NULL");
   CHECK_STATUS(NULL, rdx_join_lsi(NULL, r, r, NULL, false, &res), RDX_ERR_INVALID_ARGUMENT);
   /* not a layer */
   uint64_t junk[64];
   memset(junk, 0x5A, sizeof junk);
   CHECK_STATUS(ctx, rdx_join_lsi(ctx, r, (const rdx_polygons *)junk, NULL, false, &res), RDX_ERR_MISUSE);
-  expect_message("rdx_join_lsi (s)");
-  expect_message("is not a polygon layer");
+  expect_message(ctx, "rdx_join_lsi (s)");
+  expect_message(ctx, "is not a polygon layer");
   /* a layer of another context */
   rdx_context_options co = RDX_CONTEXT_OPTIONS_INIT;
   co.backend = RDX_BACKEND_CPU;
@@ -656,31 +635,31 @@ static void bad_input(void) {
   rdx_polygons *foreign = NULL;
   CHECK_OK(other, rdx_polygons_create(other, &in, &foreign));
   CHECK_STATUS(ctx, rdx_join_lsi(ctx, foreign, r, NULL, false, &res), RDX_ERR_MISUSE);
-  expect_message("rdx_join_lsi (r)");
-  expect_message("another context");
+  expect_message(ctx, "rdx_join_lsi (r)");
+  expect_message(ctx, "another context");
   rdx_polygons_destroy(foreign);
   rdx_context_destroy(other);
   /* options */
   rdx_join_options o = RDX_JOIN_OPTIONS_INIT;
   o.pad_ulps = 65;
   CHECK_STATUS(ctx, rdx_join_lsi(ctx, r, r, &o, false, &res), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("rdx_join_lsi: opts->pad_ulps 65 is not in [1, 64]");
+  expect_message(ctx, "rdx_join_lsi: opts->pad_ulps 65 is not in [1, 64]");
   o.pad_ulps = -1;
   CHECK_STATUS(ctx, rdx_join_lsi(ctx, r, r, &o, false, &res), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("opts->pad_ulps -1");
+  expect_message(ctx, "opts->pad_ulps -1");
   o.pad_ulps = 0;
   o.group_threshold = 0.5;
   CHECK_STATUS(ctx, rdx_join_lsi(ctx, r, r, &o, false, &res), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("rdx_join_lsi: opts->group_threshold 0.5 is not in [1, 64]");
+  expect_message(ctx, "rdx_join_lsi: opts->group_threshold 0.5 is not in [1, 64]");
   o.group_threshold = NAN;
   CHECK_STATUS(ctx, rdx_join_lsi(ctx, r, r, &o, false, &res), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("opts->group_threshold nan");
+  expect_message(ctx, "opts->group_threshold nan");
   o.group_threshold = 0.0;
   o.size = 3;
   CHECK_STATUS(ctx, rdx_join_lsi(ctx, r, r, &o, false, &res), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("rdx_join_lsi: opts->size 3 is not a valid size");
+  expect_message(ctx, "rdx_join_lsi: opts->size 3 is not a valid size");
   CHECK(res == NULL);
-  CHECK_EQ(held(), before);
+  CHECK_EQ(held(ctx), before);
   /* a short options struct (an older caller's) takes defaults for the rest */
   o.size = offsetof(rdx_join_options, group_threshold);
   o.pad_ulps = 3;
@@ -700,7 +679,7 @@ static void faults(void) {
   rdx_polygons *r = make(&R), *s = make(&S);
   truth T;
   truth_of(&R, &S, &T);
-  int64_t before = held();
+  int64_t before = held(ctx);
   int ok = 0;
   for (int64_t n = 1; n < 200 && !ok; n++) {
     rdx_join_lsi_result *res = (rdx_join_lsi_result *)(uintptr_t)1;
@@ -717,7 +696,7 @@ static void faults(void) {
       CHECK(st == RDX_ERR_HOST_OUT_OF_MEMORY || st == RDX_ERR_DEVICE_OUT_OF_MEMORY);
       CHECK(res == NULL);
     }
-    CHECK_EQ(held(), before);
+    CHECK_EQ(held(ctx), before);
   }
   CHECK(ok);
   truth_free(&T);

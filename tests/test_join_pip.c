@@ -55,27 +55,6 @@ void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
 static rdx_context *ctx;
 static int gpu;
 
-static void expect_message(const char *part) {
-  if (strstr(rdx_context_message(ctx), part) == NULL)
-    CHECK_FAIL_("message '%s' lacks '%s'", rdx_context_message(ctx), part);
-}
-
-/* On OptiX contexts the join's OptiX programs answer, not the soft kernels: a join that reached
- * the backend (a layer with edges, a batch of points) adds at least `calls` launches of them. */
-static void expect_optix(const char *what, int64_t before, int64_t calls) {
-  if (rdx_context_backend(ctx) != RDX_BACKEND_OPTIX) return;
-  int64_t now = rdx_jn_optix_launches();
-  if (now < before + calls)
-    CHECK_FAIL_("%s: %lld launches of the join's OptiX programs, expected at least %lld", what,
-                (long long)(now - before), (long long)calls);
-}
-
-static int64_t held(void) {
-  int64_t b = 0;
-  rdx_context_memory(ctx, &b, NULL);
-  return b;
-}
-
 /* A layer built with join_check.h, on the test's context. */
 static rdx_polygons *make(const lb_layer *L) { return lb_create(ctx, L); }
 
@@ -191,7 +170,7 @@ static void compare(const char *what, rdx_polygons *layer, const void *hpts, rdx
 #undef ARR
   rdx_result *res = NULL;
   CHECK_OK(ctx, rdx_join_pip_alloc(ctx, layer, pa, o, &res));
-  if (n > 0 && layer->host.n_vertices > 0) expect_optix(what, launched, 4); /* each call counts at least once */
+  if (n > 0 && layer->host.n_vertices > 0) expect_optix(ctx, what, launched, 4); /* each call counts at least once */
   if (dev) {
     check_fetch(ctx, first, dfirst, (size_t)n * 8);
     check_fetch(ctx, counts, dcounts, (size_t)n * 8);
@@ -800,7 +779,7 @@ static void bad_input(void) {
   lb_feature(&L);
   lb_quad(&L, 0, 0, 1, 1);
   rdx_polygons *p = make(&L);
-  int64_t held0 = held();
+  int64_t held0 = held(ctx);
   double xy[6] = {0.5, 0.5, 2, 2, 0.25, 0.75};
   rdx_array pa = rdx_host_matrix(xy, 3, 2, RDX_F64);
   int64_t first[3] = {7, 7, 7};
@@ -809,9 +788,9 @@ static void bad_input(void) {
   rdx_join_options o = RDX_JOIN_OPTIONS_INIT;
 
   CHECK_STATUS(ctx, rdx_join_pip_first(ctx, NULL, pa, NULL, fa), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("rdx_join_pip_first: layer is NULL");
+  expect_message(ctx, "rdx_join_pip_first: layer is NULL");
   CHECK_STATUS(ctx, rdx_join_pip_first(ctx, (const rdx_polygons *)(void *)xy, pa, NULL, fa), RDX_ERR_MISUSE);
-  expect_message("is not a polygon layer");
+  expect_message(ctx, "is not a polygon layer");
   CHECK_STATUS(ctx, rdx_join_pip_first(NULL, p, pa, NULL, fa), RDX_ERR_INVALID_ARGUMENT);
   {
     rdx_context *other = NULL;
@@ -825,9 +804,9 @@ static void bad_input(void) {
   }
   /* points */
   CHECK_STATUS(ctx, rdx_join_pip_first(ctx, p, rdx_host_matrix(xy, 3, 2, RDX_U64), NULL, fa), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("rdx_join_pip_first: points must be (n, 2) f32 or f64 (dtype u64, columns 2)");
+  expect_message(ctx, "rdx_join_pip_first: points must be (n, 2) f32 or f64 (dtype u64, columns 2)");
   CHECK_STATUS(ctx, rdx_join_pip_first(ctx, p, rdx_host_matrix(xy, 2, 3, RDX_F64), NULL, fa), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("columns 3");
+  expect_message(ctx, "columns 3");
   CHECK_STATUS(ctx, rdx_join_pip_first(ctx, p, rdx_host_matrix(NULL, 3, 2, RDX_F64), NULL, fa), RDX_ERR_INVALID_ARGUMENT);
   static const double bad_vals[4] = {NAN, INFINITY, 1e-300, -1e300};
   static const char *const bad_words[4] = {"non-finite", "non-finite", "neither 0 nor of magnitude", "neither 0 nor of magnitude"};
@@ -835,16 +814,16 @@ static void bad_input(void) {
     double b[6] = {0.5, 0.5, 0.25, 0.25, 0.75, 0.75};
     b[2 * 2 + (k & 1)] = bad_vals[k];
     CHECK_STATUS(ctx, rdx_join_pip_first(ctx, p, rdx_host_matrix(b, 3, 2, RDX_F64), NULL, fa), RDX_ERR_INVALID_ARGUMENT);
-    expect_message("points row 2");
-    expect_message(bad_words[k]);
+    expect_message(ctx, "points row 2");
+    expect_message(ctx, bad_words[k]);
     CHECK_STATUS(ctx, rdx_join_pip_count(ctx, p, rdx_host_matrix(b, 3, 2, RDX_F64), NULL, ca), RDX_ERR_INVALID_ARGUMENT);
-    expect_message("rdx_join_pip_count: points row 2");
+    expect_message(ctx, "rdx_join_pip_count: points row 2");
   }
   {
     float bf[4] = {0.5f, 0.5f, NAN, 0.5f};
     CHECK_STATUS(ctx, rdx_join_pip_first(ctx, p, rdx_host_matrix(bf, 2, 2, RDX_F32), NULL, rdx_host_array(first, 2, RDX_I64)),
                  RDX_ERR_INVALID_ARGUMENT);
-    expect_message("points row 1 has a non-finite value");
+    expect_message(ctx, "points row 1 has a non-finite value");
   }
   for (int k = 0; k < 3; k++) { /* untouched */
     CHECK_EQ(first[k], 7);
@@ -852,13 +831,13 @@ static void bad_input(void) {
   }
   /* outputs */
   CHECK_STATUS(ctx, rdx_join_pip_first(ctx, p, pa, NULL, rdx_host_array(first, 3, RDX_U64)), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("first must be 1-D i64 (dtype u64");
+  expect_message(ctx, "first must be 1-D i64 (dtype u64");
   CHECK_STATUS(ctx, rdx_join_pip_first(ctx, p, pa, NULL, rdx_host_array(first, 2, RDX_I64)), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("first.count 2 != points.count 3");
+  expect_message(ctx, "first.count 2 != points.count 3");
   CHECK_STATUS(ctx, rdx_join_pip_count(ctx, p, pa, NULL, rdx_host_array(counts, 3, RDX_I64)), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("counts must be 1-D u64");
+  expect_message(ctx, "counts must be 1-D u64");
   CHECK_STATUS(ctx, rdx_join_pip_count(ctx, p, pa, NULL, rdx_host_array(counts, 4, RDX_U64)), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("counts.count 4 != 3");
+  expect_message(ctx, "counts.count 4 != 3");
   if (!gpu) {
     CHECK_STATUS(ctx, rdx_join_pip_count(ctx, p, pa, NULL, rdx_device_array(counts, 3, RDX_U64)), RDX_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(ctx, rdx_join_pip_first(ctx, p, rdx_device_matrix(xy, 3, 2, RDX_F64), NULL, fa), RDX_ERR_INVALID_ARGUMENT);
@@ -868,34 +847,34 @@ static void bad_input(void) {
     int64_t feats[2] = {7, 7};
     CHECK_STATUS(ctx, rdx_join_pip_fill(ctx, p, pa, NULL, rdx_host_array(off, 3, RDX_U64), rdx_host_array(feats, 2, RDX_I64)),
                  RDX_ERR_INVALID_ARGUMENT);
-    expect_message("offsets.count 3 != 4");
+    expect_message(ctx, "offsets.count 3 != 4");
     CHECK_STATUS(ctx, rdx_join_pip_fill(ctx, p, pa, NULL, rdx_host_array(off, 4, RDX_U64), rdx_host_array(feats, 2, RDX_F64)),
                  RDX_ERR_INVALID_ARGUMENT);
-    expect_message("features must be 1-D i64 (dtype f64");
+    expect_message(ctx, "features must be 1-D i64 (dtype f64");
     CHECK_STATUS(ctx, rdx_join_pip_fill(ctx, p, pa, NULL, rdx_host_array(off, 4, RDX_U64), rdx_host_array(feats, 1, RDX_I64)),
                  RDX_ERR_INVALID_ARGUMENT);
-    expect_message("features.count 1 < offsets[3] = 2");
+    expect_message(ctx, "features.count 1 < offsets[3] = 2");
     CHECK_EQ(feats[0], 7);
   }
   /* options */
   o.size = 0;
   CHECK_STATUS(ctx, rdx_join_pip_first(ctx, p, pa, &o, fa), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("opts->size 0 is not a valid size");
+  expect_message(ctx, "opts->size 0 is not a valid size");
   o.size = sizeof o;
   static const int pads[3] = {-1, 65, 1000};
   for (int k = 0; k < 3; k++) {
     o.pad_ulps = pads[k];
     CHECK_STATUS(ctx, rdx_join_pip_first(ctx, p, pa, &o, fa), RDX_ERR_INVALID_ARGUMENT);
-    expect_message("opts->pad_ulps");
+    expect_message(ctx, "opts->pad_ulps");
     CHECK_STATUS(ctx, rdx_polygons_build_index(ctx, p, &o), RDX_ERR_INVALID_ARGUMENT);
-    expect_message("rdx_polygons_build_index: opts->pad_ulps");
+    expect_message(ctx, "rdx_polygons_build_index: opts->pad_ulps");
   }
   o.pad_ulps = 0;
   static const double groups[4] = {0.5, 64.5, -1.0, NAN};
   for (int k = 0; k < 4; k++) {
     o.group_threshold = groups[k];
     CHECK_STATUS(ctx, rdx_join_pip_count(ctx, p, pa, &o, ca), RDX_ERR_INVALID_ARGUMENT);
-    expect_message("opts->group_threshold");
+    expect_message(ctx, "opts->group_threshold");
   }
   /* the smallest option struct (size only) means the defaults */
   rdx_join_options tiny = RDX_JOIN_OPTIONS_INIT;
@@ -905,10 +884,10 @@ static void bad_input(void) {
   CHECK_EQ(first[0], 0);
   CHECK_EQ(first[1], -1);
   CHECK_STATUS(ctx, rdx_join_pip_alloc(ctx, p, pa, NULL, NULL), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("rdx_join_pip_alloc: out is NULL");
+  expect_message(ctx, "rdx_join_pip_alloc: out is NULL");
   CHECK_STATUS(ctx, rdx_polygons_build_index(ctx, NULL, NULL), RDX_ERR_INVALID_ARGUMENT);
-  expect_message("rdx_polygons_build_index: layer is NULL");
-  CHECK_EQ(held(), held0);
+  expect_message(ctx, "rdx_polygons_build_index: layer is NULL");
+  CHECK_EQ(held(ctx), held0);
   rdx_polygons_destroy(p);
   lb_free(&L);
 }
@@ -929,7 +908,7 @@ static void fill_offsets(void) {
     int64_t feats[6] = {7, 7, 7, 7, 7, 7};
     CHECK_STATUS(ctx, rdx_join_pip_fill(ctx, p, pa, NULL, rdx_host_array(wrong[k], 5, RDX_U64), rdx_host_array(feats, 6, RDX_I64)),
                  RDX_ERR_INVALID_ARGUMENT);
-    expect_message(words[k]);
+    expect_message(ctx, words[k]);
     for (int i = 0; i < 6; i++) CHECK_EQ(feats[i], 7);
   }
   uint64_t good[5] = {0, 1, 3, 3, 4};
@@ -951,7 +930,7 @@ static void faults(void) {
   points_for(&L, &P, 200, 200);
   float *f = (float *)malloc((size_t)P.n * 8);
   for (int64_t i = 0; i < 2 * P.n; i++) f[i] = (float)P.xy[i];
-  int64_t held0 = held();
+  int64_t held0 = held(ctx);
   int ok = 0;
   for (int64_t k = 1; k < 200 && !ok; k++) {
     rdx_result *r = NULL;
@@ -965,7 +944,7 @@ static void faults(void) {
       CHECK(st == RDX_ERR_HOST_OUT_OF_MEMORY || st == RDX_ERR_DEVICE_OUT_OF_MEMORY);
       CHECK(r == NULL);
     }
-    CHECK_EQ(held(), held0);
+    CHECK_EQ(held(ctx), held0);
   }
   CHECK(ok);
   free(f);
