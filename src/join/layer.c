@@ -21,6 +21,7 @@
  */
 #include "join/join.h"
 #include "join/exact_hd.h"
+#include "core/handle.h"
 
 #include "io/layers.h"
 
@@ -46,17 +47,8 @@ static const char *dtype_name(rdx_dtype d) {
   return "non-dtype";
 }
 
-static rdx_status check_layer(rdx_context *ctx, const char *fn, const rdx_polygons *p) {
-  if (p == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: layer is NULL", fn);
-  if (p->magic != RDX_POLYGONS_MAGIC)
-    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: layer %p is not a polygon layer", fn, (const void *)p);
-  if (p->ctx != ctx)
-    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: layer %p belongs to another context", fn, (const void *)p);
-  return RDX_OK;
-}
-
 rdx_status rdx_jn_check_layer(rdx_context *ctx, const char *fn, const rdx_polygons *p) {
-  return check_layer(ctx, fn, p);
+  return RDX_HANDLE_CHECK(ctx, fn, p, RDX_POLYGONS_MAGIC, "layer", "a polygon layer");
 }
 
 /* ---- storage ---- */
@@ -483,7 +475,7 @@ int64_t rdx_jn_layer_bytes(const rdx_polygons *p) {
 rdx_status rdx_polygons_describe(rdx_context *ctx, const rdx_polygons *layer, rdx_polygons_info *info) {
   static const char fn[] = "rdx_polygons_describe";
   RDX_CHECK(rdx_check_context(ctx));
-  RDX_CHECK(check_layer(ctx, fn, layer));
+  RDX_CHECK(rdx_jn_check_layer(ctx, fn, layer));
   if (info == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: info is NULL", fn);
   if (info->size < sizeof *info)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: info->size %zu < %zu", fn, info->size, sizeof *info);
@@ -624,7 +616,7 @@ rdx_status rdx_polygons_load_dropping(rdx_context *ctx, const char *path, const 
 rdx_status rdx_polygons_save(rdx_context *ctx, const rdx_polygons *layer, const char *path) {
   static const char fn[] = "rdx_polygons_save";
   RDX_CHECK(rdx_check_context(ctx));
-  RDX_CHECK(check_layer(ctx, fn, layer));
+  RDX_CHECK(rdx_jn_check_layer(ctx, fn, layer));
   if (path == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: path is NULL", fn);
   if (path[0] == 0) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: path is empty", fn);
   rdx_rdxp_layer L;

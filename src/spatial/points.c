@@ -9,6 +9,7 @@
  * write (update.c and its engines).
  */
 #include "spatial/spatial.h"
+#include "core/handle.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -203,13 +204,7 @@ static rdx_sp_grid make_grid(const double *box, int depth) {
 /* ---- handles ---- */
 
 static rdx_status check_points(rdx_context *ctx, const char *fn, const rdx_points *pts) {
-  if (pts == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: pts is NULL", fn);
-  if (pts->magic != RDX_POINTS_MAGIC)
-    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: pts %p is not a point index", fn,
-                    (const void *)pts);
-  if (pts->ctx != ctx)
-    return rdx_fail(ctx, RDX_ERR_MISUSE, "%s: pts %p belongs to another context", fn, (const void *)pts);
-  return RDX_OK;
+  return RDX_HANDLE_CHECK(ctx, fn, pts, RDX_POINTS_MAGIC, "pts", "a point index");
 }
 
 static const char *dtype_name(rdx_dtype d) {
