@@ -856,6 +856,50 @@ RDX_API RDX_NODISCARD rdx_status rdx_join_lsi(rdx_context *ctx, const rdx_polygo
 /* Free an LSI result with the context that made it (NULL is accepted). Since 0.1. */
 RDX_API void rdx_join_lsi_free(rdx_context *ctx, rdx_join_lsi_result *result);
 
+/* Polygon joins: the (r, s) feature pairs of two layers that satisfy a spatial predicate, the ones
+ * PostGIS users write every day. Features are closed regions as defined above; the interior of a
+ * feature is its region without its boundary. Exact on every backend, degenerate inputs included
+ * (shared boundaries, collinear overlaps, features touching at one vertex, a feature inside a hole
+ * of another). OVERLAY, CONTAINS and WITHIN read the side of an edge on which its feature lies, so
+ * they are exact for features whose rings do not cross one another (rings may touch at points:
+ * OGC-valid polygons and multipolygons, which GEOS and PostGIS take as their reference too). */
+typedef enum rdx_join_predicate {
+  RDX_JOIN_OVERLAY = 1,        /* the interiors share a point: ST_Relate(r, s, 'T********'),
+                                  RayJoin's overlay */
+  RDX_JOIN_INTERSECTS = 2,     /* the features share a point (boundaries or interiors):
+                                  ST_Intersects */
+  RDX_JOIN_CONTAINS = 3,       /* no point of s lies outside r: ST_Contains(r, s) */
+  RDX_JOIN_WITHIN = 4,         /* no point of r lies outside s: ST_Within(r, s) */
+  RDX_JOIN_BOXES = 5           /* the features' closed bounding boxes meet: the candidates of
+                                  the others (PostGIS's && operator) */
+} rdx_join_predicate;
+
+typedef struct rdx_join_pairs_result {
+  int64_t n_pairs;
+  int64_t *pairs;              /* 2 * n_pairs: r0, s0, r1, s1, ... sorted ascending by (r, s),
+                                  unique */
+  double *areas;               /* RDX_JOIN_OVERLAY with want_areas: the area of each pair's
+                                  intersection (f64, the pairs' order); else NULL */
+  rdx_location where;          /* host for a cpu context, device otherwise */
+} rdx_join_pairs_result;
+/* The pairs of R's and S's features that satisfy the predicate, sized from the data and owned by
+ * raydex (free with rdx_join_pairs_free). The joins are built from segment intersection and point
+ * in polygon (RayJoin's overlay): every edge is located in the other layer by its first point,
+ * moved an infinitesimal step along the edge and off it to either side, and the intersections
+ * along it; so both layers get a join index (their own, or a temporary one as
+ * rdx_polygons_build_index says). want_areas (OVERLAY only) adds the area of each intersection,
+ * computed in f64 from the exact pieces of the boundaries (intersection points rounded to the
+ * nearest double). Features without rings and empty layers satisfy nothing. Returns RDX_OK,
+ * RDX_ERR_INVALID_ARGUMENT (out, r or s NULL; an unknown predicate; want_areas with another
+ * predicate; options out of range), RDX_ERR_MISUSE, RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA. On
+ * failure *out is NULL and nothing is held; the layers are never changed. Since 0.1. */
+RDX_API RDX_NODISCARD rdx_status rdx_join_polygons(rdx_context *ctx, const rdx_polygons *r,
+                                                   const rdx_polygons *s, rdx_join_predicate predicate,
+                                                   const rdx_join_options *opts, bool want_areas,
+                                                   rdx_join_pairs_result **out);
+/* Free a polygon join's result with the context that made it (NULL is accepted). Since 0.1. */
+RDX_API void rdx_join_pairs_free(rdx_context *ctx, rdx_join_pairs_result *result);
+
 #ifdef __cplusplus
 }
 #endif

@@ -198,6 +198,22 @@ rdx_status rdx_jn_lsi_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_
 rdx_status rdx_jn_lsi_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_polygons *s,
                            int want_points, rdx_join_lsi_result *out, rdx_jn_lsi_stats *stats);
 
+/* Every intersecting edge pair of R and S (R's index ix) into *pairs (host, n = *n_pairs), as
+ * (r edge << 32 | s edge), grouped by S edge: LSI's count and fill passes (lsi.c), for the polygon
+ * joins. stats gets the passes' counts and times. */
+rdx_status rdx_jn_lsi_edge_pairs_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
+                                     const rdx_polygons *s, uint64_t **pairs, int64_t *n_pairs,
+                                     rdx_jn_lsi_stats *stats);
+
+/* ---- polygon joins (overlay_hd.h; overlay.c; the public call in join_polygons.c) ---- */
+/* The feature pairs (r << 32 | s, host, sorted unique, *n_out of them) of predicate OVERLAY,
+ * INTERSECTS, CONTAINS or WITHIN; ixr and ixs are indexes of R and S for the CPU; both layers have
+ * edges. areas (OVERLAY only; may be NULL): *areas gets each pair's intersection area (host). On
+ * failure *out and *areas are NULL. */
+rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
+                               const rdx_jn_index *ixs, rdx_join_predicate pred, uint64_t **out, int64_t *n_out,
+                               double **areas);
+
 /* ---- ops tables: one per (operation, backend), listed in registry.c (STYLE rule 34) ----
  * join.c and join_lsi.c validate the public calls and stage arrays, then call the table of the
  * context's backend. OptiX contexts build the index with the CUDA table (index.cu makes a GAS

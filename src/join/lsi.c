@@ -75,8 +75,9 @@ static rdx_jn_lsi_r lsi_r_of(const rdx_polygons *r, const rdx_jn_index *ix) {
 }
 
 /* Count and fill: *pairs (n = *n_pairs) gets every intersecting edge pair. */
-static rdx_status edge_pairs(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_polygons *s,
-                             uint64_t **pairs, int64_t *n_pairs, rdx_jn_lsi_stats *stats) {
+rdx_status rdx_jn_lsi_edge_pairs_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
+                                     const rdx_polygons *s, uint64_t **pairs, int64_t *n_pairs,
+                                     rdx_jn_lsi_stats *stats) {
   static const char what[] = "rdx_join_lsi: edge pairs";
   lsi_job j;
   memset(&j, 0, sizeof j);
@@ -374,7 +375,7 @@ rdx_status rdx_jn_lsi_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_
   memset(&pj, 0, sizeof pj);
   memset(&sp, 0, sizeof sp);
   rdx_status st = RDX_OK;
-  RDX_CHECK_GOTO(edge_pairs(ctx, r, ix, s, &pairs, &n_edge_pairs, stats), st, done);
+  RDX_CHECK_GOTO(rdx_jn_lsi_edge_pairs_cpu(ctx, r, ix, s, &pairs, &n_edge_pairs, stats), st, done);
   double t0 = rdx_now_ms();
   /* the points read the edge pairs before they become feature keys in place */
   if (want_points) RDX_CHECK_GOTO(points_prepare(ctx, r, s, pairs, n_edge_pairs, &sp), st, done);

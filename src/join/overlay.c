@@ -1,0 +1,482 @@
+/*
+ * overlay.c: the polygon joins (rdx_join_polygons: overlay, contains, within, intersects) on the
+ * CPU, by overlay_hd.h's rule. Stages:
+ *   pairs    every intersecting edge pair (e of R, f of S), LSI's count and fill through R's index;
+ *   classify per pair (chunks on the pool, counted then written): a proper crossing gives the
+ *            records (e, B: ODD_L | ODD_R) and (f, A: ODD_L | ODD_R); a vertex strictly inside the
+ *            other edge a vertex event (edge, feature, vertex, flip bits);
+ *   groups   vertex events sorted by (edge, feature, vertex) and their flips added per group (XOR):
+ *            an odd group is a record (edge, feature: ODD_L and/or ODD_R);
+ *   starts   the side PIP of every edge's start in the other layer (pip_hd.h), left and, for
+ *            CONTAINS and WITHIN, right: records (edge, feature: START_L or START_R);
+ *   reduce   per direction (R's edges against S's features, S's against R's) the records sorted by
+ *            (edge << 32 | feature) and their bits ORed; then the feature pairs of the predicate,
+ *            sorted and unique.
+ * Records of direction 0 are keyed (R edge << 32 | S feature), of direction 1 (S edge << 32 | R
+ * feature).
+ */
+#include "join/join.h"
+#include "join/overlay_hd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PAIRS_PER_TASK ((int64_t)1 << 14)
+
+/* A growing array of records: keys and bits (the radix sort's payload). */
+typedef struct recs {
+  uint64_t *key;
+  uint32_t *bits;
+  int64_t n, cap;
+} recs;
+
+/* An event on an edge: a vertex of the other layer strictly inside it, or (for areas) a proper
+ * crossing, at its point rounded to doubles. */
+typedef struct vev {
+  uint64_t key;              /* edge << 32 | feature */
+  double v[2];
+  double t;                  /* areas: where along the edge, (v - a).(b - a) / |b - a|^2 */
+  uint32_t bits;             /* the flips (ODD_L, ODD_R) */
+  uint32_t proper;           /* 1 for a proper crossing (areas only) */
+} vev;
+
+typedef struct ov_job {
+  const rdx_polygons *r, *s;
+  const uint64_t *pairs;     /* r edge << 32 | s edge */
+  int64_t n_pairs;
+  int64_t n_tasks;
+  int64_t *count;            /* per task and direction: [4 t + 2 d] proper, [4 t + 2 d + 1] vertex */
+  recs *rec;                 /* [2]: fill targets */
+  vev *ev[2];
+  int areas;                 /* proper crossings are events too, with their points */
+} ov_job;
+
+static rdx_status recs_reserve(rdx_context *ctx, recs *r, int64_t more) {
+  static const char what[] = "rdx_join_polygons: records";
+  if (r->n + more <= r->cap) return RDX_OK;
+  int64_t cap = r->cap * 2 > r->n + more ? r->cap * 2 : r->n + more;
+  uint64_t *k = NULL;
+  uint32_t *b = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&k, (size_t)cap * 8, RDX_HOST));
+  rdx_status st = rdx_mem_alloc(ctx, what, (void **)&b, (size_t)cap * 4, RDX_HOST);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, k);
+    return st;
+  }
+  if (r->n) memcpy(k, r->key, (size_t)r->n * 8), memcpy(b, r->bits, (size_t)r->n * 4);
+  rdx_mem_free(ctx, r->key), rdx_mem_free(ctx, r->bits);
+  r->key = k, r->bits = b, r->cap = cap;
+  return RDX_OK;
+}
+
+static void recs_free(rdx_context *ctx, recs *r) {
+  rdx_mem_free(ctx, r->key), rdx_mem_free(ctx, r->bits);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- classify ---- */
+
+static void put_event(vev *w, uint64_t key, const double *v, const double *a, const double *b, uint32_t bits,
+                      uint32_t proper) {
+  const double ux = b[0] - a[0], uy = b[1] - a[1];
+  w->key = key;
+  w->v[0] = v[0], w->v[1] = v[1];
+  w->t = ((v[0] - a[0]) * ux + (v[1] - a[1]) * uy) / (ux * ux + uy * uy);
+  w->bits = bits;
+  w->proper = proper;
+}
+
+static void classify_task(void *arg, int64_t t, int thread) {
+  (void)thread;
+  ov_job *j = (ov_job *)arg;
+  const rdx_jn_arrays *R = &j->r->host, *S = &j->s->host;
+  int64_t end = (t + 1) * PAIRS_PER_TASK < j->n_pairs ? (t + 1) * PAIRS_PER_TASK : j->n_pairs;
+  int64_t c[4] = {0, 0, 0, 0}; /* proper and vertex per direction, counted or written so far */
+  int fill = j->rec != NULL;
+  if (fill) memcpy(c, j->count + 4 * t, sizeof c);
+  for (int64_t i = t * PAIRS_PER_TASK; i < end; i++) {
+    uint32_t e = (uint32_t)(j->pairs[i] >> 32), f = (uint32_t)j->pairs[i];
+    const double *a = R->xy + 2 * (uint64_t)e, *b = R->xy + 2 * (uint64_t)R->edge_end[e];
+    const double *cc = S->xy + 2 * (uint64_t)f, *d = S->xy + 2 * (uint64_t)S->edge_end[f];
+    double v[2];
+    uint32_t bits;
+    int kind = rdx_jn_ov_classify(a, b, cc, d, v, &bits);
+    if (kind == RDX_JN_OV_NONE || (kind != RDX_JN_OV_PROPER && bits == 0)) continue;
+    const uint64_t k0 = (uint64_t)e << 32 | S->edge_feat[f], k1 = (uint64_t)f << 32 | R->edge_feat[e];
+    if (kind == RDX_JN_OV_PROPER) {
+      const uint32_t both = RDX_JN_OV_ODD_L | RDX_JN_OV_ODD_R;
+      if (fill) {
+        j->rec[0].key[c[0]] = k0, j->rec[0].bits[c[0]] = both;
+        j->rec[1].key[c[2]] = k1, j->rec[1].bits[c[2]] = both;
+      }
+      c[0]++, c[2]++;
+      if (!j->areas) continue;
+      if (fill) {
+        rdx_jn_seg_point(a, b, cc, d, &v[0], &v[1]);
+        put_event(j->ev[0] + c[1], k0, v, a, b, both, 1);
+        put_event(j->ev[1] + c[3], k1, v, cc, d, both, 1);
+      }
+      c[1]++, c[3]++;
+      continue;
+    }
+    const int d_ = kind == RDX_JN_OV_VERTEX_S ? 0 : 1;
+    if (fill) put_event(j->ev[d_] + c[2 * d_ + 1], d_ == 0 ? k0 : k1, v, d_ == 0 ? a : cc, d_ == 0 ? b : d, bits, 0);
+    c[2 * d_ + 1]++;
+  }
+  if (!fill) memcpy(j->count + 4 * t, c, sizeof c);
+}
+
+static int vev_cmp(const void *pa, const void *pb) {
+  const vev *a = (const vev *)pa, *b = (const vev *)pb;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  if (a->v[0] != b->v[0]) return a->v[0] < b->v[0] ? -1 : 1;
+  if (a->v[1] != b->v[1]) return a->v[1] < b->v[1] ? -1 : 1;
+  return 0;
+}
+
+static int vev_along(const void *pa, const void *pb) {
+  const vev *a = (const vev *)pa, *b = (const vev *)pb;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return a->t < b->t ? -1 : a->t > b->t;
+}
+
+/* The proper crossings into rec[d] and the odd vertex groups appended after them; with keep (for
+ * areas), every event of direction d, sorted by (edge, feature, t), into keep[d] (n_keep[d]). */
+static rdx_status classify(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s, const uint64_t *pairs,
+                           int64_t n_pairs, recs rec[2], vev *keep[2], int64_t n_keep[2]) {
+  static const char what[] = "rdx_join_polygons: classifying edge pairs";
+  ov_job j;
+  memset(&j, 0, sizeof j);
+  j.r = r, j.s = s, j.pairs = pairs, j.n_pairs = n_pairs;
+  j.areas = keep != NULL;
+  j.n_tasks = (n_pairs + PAIRS_PER_TASK - 1) / PAIRS_PER_TASK;
+  if (j.n_tasks == 0) return RDX_OK;
+  rdx_status st = RDX_OK;
+  int64_t tot[4] = {0, 0, 0, 0};
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&j.count, (size_t)j.n_tasks * 4 * 8, RDX_HOST));
+  RDX_CHECK_GOTO(rdx_parallel_for(ctx, j.n_tasks, classify_task, &j), st, done);
+  for (int64_t t = 0; t < j.n_tasks; t++) /* each task's first slot */
+    for (int k = 0; k < 4; k++) {
+      int64_t c = j.count[4 * t + k];
+      j.count[4 * t + k] = tot[k] + (k % 2 == 0 ? rec[k / 2].n : 0);
+      tot[k] += c;
+    }
+  for (int d = 0; d < 2; d++) {
+    RDX_CHECK_GOTO(recs_reserve(ctx, &rec[d], tot[2 * d]), st, done);
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&j.ev[d], (size_t)(tot[2 * d + 1] + 1) * sizeof(vev), RDX_HOST),
+                   st, done);
+  }
+  j.rec = rec;
+  RDX_CHECK_GOTO(rdx_parallel_for(ctx, j.n_tasks, classify_task, &j), st, done);
+  for (int d = 0; d < 2; d++) {
+    rec[d].n += tot[2 * d];
+    /* vertex groups: the flips of one (edge, feature, vertex) added */
+    int64_t m = tot[2 * d + 1];
+    qsort(j.ev[d], (size_t)m, sizeof(vev), vev_cmp);
+    int64_t n_odd = 0;
+    for (int64_t i = 0; i < m;) {
+      uint32_t x = 0;
+      int64_t k = i;
+      for (; k < m && vev_cmp(j.ev[d] + i, j.ev[d] + k) == 0; k++) x ^= j.ev[d][k].proper ? 0u : j.ev[d][k].bits;
+      n_odd += x != 0;
+      i = k;
+    }
+    RDX_CHECK_GOTO(recs_reserve(ctx, &rec[d], n_odd), st, done);
+    for (int64_t i = 0; i < m;) {
+      uint32_t x = 0;
+      int64_t k = i;
+      for (; k < m && vev_cmp(j.ev[d] + i, j.ev[d] + k) == 0; k++) x ^= j.ev[d][k].proper ? 0u : j.ev[d][k].bits;
+      if (x) rec[d].key[rec[d].n] = j.ev[d][i].key, rec[d].bits[rec[d].n++] = x;
+      i = k;
+    }
+    if (keep) { /* areas: the events along each edge in order */
+      qsort(j.ev[d], (size_t)m, sizeof(vev), vev_along);
+      keep[d] = j.ev[d], n_keep[d] = m;
+      j.ev[d] = NULL;
+    }
+  }
+done:
+  rdx_mem_free(ctx, j.count);
+  rdx_mem_free(ctx, j.ev[0]), rdx_mem_free(ctx, j.ev[1]);
+  return st;
+}
+
+/* ---- starts: the side PIP of x's edges in y ---- */
+
+static rdx_status starts(rdx_context *ctx, const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy,
+                         int side, recs *rec) {
+  static const char what[] = "rdx_join_polygons: edge starts";
+  const int64_t n = x->host.n_vertices;
+  uint64_t *off = NULL, *feat = NULL;
+  rdx_status st = RDX_OK;
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&off, (size_t)(n + 1) * 8, RDX_HOST));
+  rdx_jn_pip_out out;
+  memset(&out, 0, sizeof out);
+  out.counts = off;
+  RDX_CHECK_GOTO(rdx_jn_side_pip_cpu(ctx, y, iy, x->host.xy, x->host.edge_end, n, side, &out), st, done);
+  uint64_t total = 0;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t c = off[i];
+    off[i] = total;
+    total += c;
+  }
+  off[n] = total;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&feat, (size_t)(total + 1) * 8, RDX_HOST), st, done);
+  memset(&out, 0, sizeof out);
+  out.offsets = off;
+  out.features = feat;
+  RDX_CHECK_GOTO(rdx_jn_side_pip_cpu(ctx, y, iy, x->host.xy, x->host.edge_end, n, side, &out), st, done);
+  RDX_CHECK_GOTO(recs_reserve(ctx, rec, (int64_t)total), st, done);
+  const uint32_t bit = side > 0 ? RDX_JN_OV_START_L : RDX_JN_OV_START_R;
+  for (int64_t i = 0; i < n; i++)
+    for (uint64_t k = off[i]; k < off[i + 1]; k++) {
+      rec->key[rec->n] = (uint64_t)i << 32 | (uint32_t)feat[k];
+      rec->bits[rec->n++] = bit;
+    }
+done:
+  rdx_mem_free(ctx, off);
+  rdx_mem_free(ctx, feat);
+  return st;
+}
+
+/* ---- reduce ---- */
+
+/* Sort rec by key and OR the bits of equal keys into one record. */
+static rdx_status merge_records(rdx_context *ctx, recs *rec) {
+  static const char what[] = "rdx_join_polygons: sorting records";
+  if (rec->n == 0) return RDX_OK;
+  uint64_t *kt = NULL;
+  uint32_t *bt = NULL;
+  rdx_status st = RDX_OK;
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&kt, (size_t)rec->n * 8, RDX_HOST));
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&bt, (size_t)rec->n * 4, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_radix_sort_u64(ctx, &rec->key, &kt, &rec->bits, &bt, rec->n), st, done);
+  int64_t m = 0;
+  for (int64_t i = 0; i < rec->n; i++) {
+    if (m > 0 && rec->key[m - 1] == rec->key[i]) rec->bits[m - 1] |= rec->bits[i];
+    else rec->key[m] = rec->key[i], rec->bits[m++] = rec->bits[i];
+  }
+  rec->n = m;
+done:
+  rdx_mem_free(ctx, kt);
+  rdx_mem_free(ctx, bt);
+  return st;
+}
+
+/* Sort keys[0 .. n) and drop repeats; *m = how many remain. */
+static rdx_status sort_unique(rdx_context *ctx, uint64_t **keys, int64_t n, int64_t *m) {
+  *m = 0;
+  if (n == 0) return RDX_OK;
+  uint64_t *kt = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_join_polygons: sorting pairs", (void **)&kt, (size_t)n * 8, RDX_HOST));
+  rdx_status st = rdx_radix_sort_u64(ctx, keys, &kt, NULL, NULL, n);
+  rdx_mem_free(ctx, kt);
+  if (st != RDX_OK) return st;
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (k == 0 || (*keys)[k - 1] != (*keys)[i]) (*keys)[k++] = (*keys)[i];
+  *m = k;
+  return RDX_OK;
+}
+
+/* The feature pair (R feature << 32 | S feature) of record i of direction d. */
+static uint64_t pair_of(const rdx_polygons *r, const rdx_polygons *s, int d, uint64_t key) {
+  uint32_t edge = (uint32_t)(key >> 32), feat = (uint32_t)key;
+  return d == 0 ? (uint64_t)r->host.edge_feat[edge] << 32 | feat : (uint64_t)feat << 32 | s->host.edge_feat[edge];
+}
+
+/* Edges of feature f of layer p. */
+static uint64_t feature_edges(const rdx_polygons *p, uint32_t f) {
+  const rdx_jn_arrays *h = &p->host;
+  return h->ring_off[h->feat_off[f + 1]] - h->ring_off[h->feat_off[f]];
+}
+
+/* The pairs whose records of direction d match: with bits & any != 0 (or all of `need` set and
+ * none of `none`), sorted and unique; counted per pair when count_dir >= 0: then only the pairs
+ * whose count equals the edges of the feature the edges belong to (all its edges qualified). */
+static rdx_status select_pairs(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s, const recs *rec, int d,
+                               uint32_t any, uint32_t need, uint32_t none, int all_edges, uint64_t **out, int64_t *m) {
+  *out = NULL;
+  *m = 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < rec->n; i++) {
+    uint32_t b = rec->bits[i];
+    n += any ? (b & any) != 0 : ((b & need) == need && (b & none) == 0);
+  }
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)out, (size_t)(n + 1) * 8, RDX_HOST));
+  int64_t k = 0;
+  for (int64_t i = 0; i < rec->n; i++) {
+    uint32_t b = rec->bits[i];
+    if (any ? (b & any) != 0 : ((b & need) == need && (b & none) == 0)) (*out)[k++] = pair_of(r, s, d, rec->key[i]);
+  }
+  if (!all_edges) return sort_unique(ctx, out, k, m);
+  /* every edge of the edge's feature must qualify: count the (distinct) edges per pair */
+  uint64_t *kt = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)&kt, (size_t)(k + 1) * 8, RDX_HOST));
+  rdx_status st = rdx_radix_sort_u64(ctx, out, &kt, NULL, NULL, k);
+  rdx_mem_free(ctx, kt);
+  if (st != RDX_OK) return st;
+  int64_t w = 0;
+  for (int64_t i = 0; i < k;) {
+    int64_t j = i;
+    while (j < k && (*out)[j] == (*out)[i]) j++;
+    uint64_t p = (*out)[i];
+    uint64_t need_n = d == 0 ? feature_edges(r, (uint32_t)(p >> 32)) : feature_edges(s, (uint32_t)p);
+    if ((uint64_t)(j - i) == need_n) (*out)[w++] = p;
+    i = j;
+  }
+  *m = w;
+  return RDX_OK;
+}
+
+/* a \ b and a u b of sorted unique arrays, into a (room for na + nb when union). */
+static int64_t set_minus(uint64_t *a, int64_t na, const uint64_t *b, int64_t nb) {
+  int64_t w = 0, j = 0;
+  for (int64_t i = 0; i < na; i++) {
+    while (j < nb && b[j] < a[i]) j++;
+    if (j < nb && b[j] == a[i]) continue;
+    a[w++] = a[i];
+  }
+  return w;
+}
+
+/* ---- areas (overlay_hd.h's weights) ----
+ * area(A n B) = 1/2 sum over the pieces of dA and of dB of w * (p x q), (p, q) the piece's ends and
+ * w the mean of its two sides' statuses in the other feature: 1 inside it, 1/2 on its boundary
+ * (twice for a boundary both share in one direction, and the two copies of one shared in opposite
+ * directions cancel), 0 outside. The cross products are taken about a vertex o of A, so the sum
+ * does not lose digits to the coordinates' size. */
+
+static double cross_about(const double *o, const double *p, const double *q) {
+  return (p[0] - o[0]) * (q[1] - o[1]) - (p[1] - o[1]) * (q[0] - o[0]);
+}
+
+/* Index of key in the sorted keys[0 .. n), or -1. */
+static int64_t find_key(const uint64_t *keys, int64_t n, uint64_t key) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && keys[lo] == key ? lo : -1;
+}
+
+static void add_areas(const rdx_polygons *r, const rdx_polygons *s, const recs rec[2], vev *const ev[2],
+                      const int64_t n_ev[2], const uint64_t *keys, int64_t m, double *area) {
+  const uint32_t odd = RDX_JN_OV_ODD_L | RDX_JN_OV_ODD_R;
+  for (int d = 0; d < 2; d++) {
+    const rdx_jn_arrays *X = d == 0 ? &r->host : &s->host;
+    int64_t k = 0; /* the events, merged along by key */
+    for (int64_t i = 0; i < rec[d].n; i++) {
+      const uint64_t key = rec[d].key[i];
+      const uint32_t bits = rec[d].bits[i];
+      while (k < n_ev[d] && ev[d][k].key < key) k++;
+      int64_t at = find_key(keys, m, pair_of(r, s, d, key));
+      if (at < 0) continue; /* not an overlay pair: its pieces add up to 0 */
+      uint32_t edge = (uint32_t)(key >> 32);
+      const double *a = X->xy + 2 * (uint64_t)edge, *b = X->xy + 2 * (uint64_t)X->edge_end[edge];
+      const uint32_t fa = (uint32_t)(keys[at] >> 32);
+      const double *o = r->host.xy + 2 * r->host.ring_off[r->host.feat_off[fa]];
+      int in_l = (bits & RDX_JN_OV_START_L) != 0, in_r = (bits & RDX_JN_OV_START_R) != 0;
+      double sum = 0.0;
+      const double *p = a;
+      if (bits & odd)
+        for (; k < n_ev[d] && ev[d][k].key == key; k++) {
+          sum += 0.5 * (in_l + in_r) * cross_about(o, p, ev[d][k].v);
+          if (ev[d][k].bits & RDX_JN_OV_ODD_L) in_l ^= 1;
+          if (ev[d][k].bits & RDX_JN_OV_ODD_R) in_r ^= 1;
+          p = ev[d][k].v;
+        }
+      sum += 0.5 * (in_l + in_r) * cross_about(o, p, b);
+      area[at] += 0.5 * sum;
+    }
+  }
+}
+
+/* ---- the engine ---- */
+
+rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
+                               const rdx_jn_index *ixs, rdx_join_predicate pred, uint64_t **out, int64_t *n_out,
+                               double **areas) {
+  recs rec[2];
+  memset(rec, 0, sizeof rec);
+  vev *ev[2] = {NULL, NULL};
+  int64_t n_ev[2] = {0, 0};
+  if (areas) *areas = NULL;
+  uint64_t *pairs = NULL, *a = NULL, *b = NULL;
+  int64_t n_pairs = 0, na = 0, nb = 0;
+  rdx_status st = RDX_OK;
+  rdx_jn_lsi_stats stats;
+  memset(&stats, 0, sizeof stats);
+  *out = NULL;
+  *n_out = 0;
+  RDX_CHECK_GOTO(rdx_jn_lsi_edge_pairs_cpu(ctx, r, ixr, s, &pairs, &n_pairs, &stats), st, done);
+  if (pred == RDX_JOIN_INTERSECTS) { /* the boundaries' pairs, kept for the union below */
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)&b, (size_t)(n_pairs + 1) * 8, RDX_HOST),
+                   st, done);
+    for (int64_t i = 0; i < n_pairs; i++) {
+      uint32_t e = (uint32_t)(pairs[i] >> 32), f = (uint32_t)pairs[i];
+      b[i] = (uint64_t)r->host.edge_feat[e] << 32 | s->host.edge_feat[f];
+    }
+    RDX_CHECK_GOTO(sort_unique(ctx, &b, n_pairs, &nb), st, done);
+  }
+  RDX_CHECK_GOTO(classify(ctx, r, s, pairs, n_pairs, rec, areas ? ev : NULL, n_ev), st, done);
+  rdx_mem_free(ctx, pairs);
+  pairs = NULL;
+  const int sides = pred == RDX_JOIN_CONTAINS || pred == RDX_JOIN_WITHIN || areas != NULL;
+  RDX_CHECK_GOTO(starts(ctx, r, s, ixs, +1, &rec[0]), st, done);
+  RDX_CHECK_GOTO(starts(ctx, s, r, ixr, +1, &rec[1]), st, done);
+  if (sides) {
+    RDX_CHECK_GOTO(starts(ctx, r, s, ixs, -1, &rec[0]), st, done);
+    RDX_CHECK_GOTO(starts(ctx, s, r, ixr, -1, &rec[1]), st, done);
+  }
+  RDX_CHECK_GOTO(merge_records(ctx, &rec[0]), st, done);
+  RDX_CHECK_GOTO(merge_records(ctx, &rec[1]), st, done);
+  const uint32_t exists_l = RDX_JN_OV_START_L | RDX_JN_OV_ODD_L, exists_r = RDX_JN_OV_START_R | RDX_JN_OV_ODD_R;
+  if (pred == RDX_JOIN_OVERLAY || pred == RDX_JOIN_INTERSECTS) {
+    uint64_t *c = NULL;
+    int64_t nc = 0;
+    RDX_CHECK_GOTO(select_pairs(ctx, r, s, &rec[0], 0, exists_l, 0, 0, 0, &a, &na), st, done);
+    RDX_CHECK_GOTO(select_pairs(ctx, r, s, &rec[1], 1, exists_l, 0, 0, 0, &c, &nc), st, done);
+    /* the union of a, c and (INTERSECTS) b */
+    uint64_t *u = NULL;
+    st = rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)&u, (size_t)(na + nc + nb + 1) * 8, RDX_HOST);
+    if (st == RDX_OK) {
+      memcpy(u, a, (size_t)na * 8);
+      memcpy(u + na, c, (size_t)nc * 8);
+      if (nb) memcpy(u + na + nc, b, (size_t)nb * 8);
+    }
+    rdx_mem_free(ctx, c);
+    rdx_mem_free(ctx, a);
+    a = u;
+    if (st != RDX_OK) goto done;
+    RDX_CHECK_GOTO(sort_unique(ctx, &a, na + nc + nb, &na), st, done);
+  } else {
+    /* CONTAINS (B within A): all_L of every f of B in A (direction 1), no exists_R of an e of A in
+     * B (direction 0); WITHIN the same with the directions swapped */
+    const int d_all = pred == RDX_JOIN_CONTAINS ? 1 : 0;
+    RDX_CHECK_GOTO(select_pairs(ctx, r, s, &rec[d_all], d_all, 0, RDX_JN_OV_START_L, RDX_JN_OV_ODD_L, 1, &a, &na), st,
+                   done);
+    RDX_CHECK_GOTO(select_pairs(ctx, r, s, &rec[1 - d_all], 1 - d_all, exists_r, 0, 0, 0, &b, &nb), st, done);
+    na = set_minus(a, na, b, nb);
+  }
+  if (areas) {
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: areas", (void **)areas, (size_t)(na + 1) * 8, RDX_HOST),
+                   st, done);
+    memset(*areas, 0, (size_t)(na + 1) * 8);
+    add_areas(r, s, rec, ev, n_ev, a, na, *areas);
+  }
+  *out = a;
+  *n_out = na;
+  a = NULL;
+done:
+  rdx_mem_free(ctx, ev[0]);
+  rdx_mem_free(ctx, ev[1]);
+  rdx_mem_free(ctx, pairs);
+  rdx_mem_free(ctx, a);
+  rdx_mem_free(ctx, b);
+  recs_free(ctx, &rec[0]);
+  recs_free(ctx, &rec[1]);
+  return st;
+}

@@ -1,0 +1,113 @@
+/*
+ * overlay_hd.h: the polygon joins' exact rule (RayJoin's overlay, digest section 8, made exact on
+ * degenerate inputs) and its one geometric step on an edge pair, for the CPU (overlay.c) and, as
+ * they land, the GPU backends.
+ *
+ * Notation. R and S are the two layers; A is a feature of R, B one of S; e is an edge of A running
+ * from a to b, f an edge of B from c to d. Rings keep their feature's interior on the left of every
+ * edge (join.h). The rule holds for features whose rings do not cross one another (rings may touch
+ * at points): then, near any point of an edge that is on no other edge of its feature, the
+ * feature's interior lies on the edge's left and its exterior on its right.
+ *
+ * Pieces and sides. The points where the other layer's boundary meets e split e into pieces; along
+ * the open piece, a point moved an infinitesimal step off e to its left (or right) lies in a fixed
+ * set of the other layer's features. For a feature B, "e's left side is in B on a piece" is
+ *   start    on e's first piece: q = a + delta (b - a) + eps n, n the left normal, 0 < eps << delta
+ *            infinitesimal (the side PIP of pip_hd.h, never on any edge, so exact and unambiguous);
+ *            for the right side, -eps n;
+ *   toggles  at each point of e's open interior where B's boundary meets e, the status of the left
+ *            side flips once for each edge of B that leaves that point strictly to the left of e
+ *            (the left side's path, a line parallel to e at distance eps, crosses exactly those
+ *            edges there), and likewise for the right. At a proper crossing (a common point inside
+ *            both edges, not collinear) both sides flip once; at a vertex v of B strictly inside e
+ *            the flips of every edge of B at v add up (one group per (e, B, v)); edges of B
+ *            collinear with e flip nothing. The point of e's ends is its start's (above) or the
+ *            next edge's.
+ * So, per (e, B), with START_L / START_R the start's statuses and ODD_L / ODD_R "some group of B's
+ * flips along e is odd" (groups commute: the order along e never matters):
+ *   some piece of e has its left side in B  <=>  START_L or ODD_L     ("exists_L")
+ *   every piece of e has its left side in B <=>  START_L and not ODD_L  ("all_L")
+ * and the same for the right side.
+ *
+ * The joins (A of R, B of S; int = interior):
+ *   OVERLAY     int A and int B meet  <=>  some e of A has exists_L(e, B), or some f of B has
+ *               exists_L(f, A). (<=: the left side of e is in int A, so the point lies in both
+ *               interiors. =>: if no boundary piece of either has its left side in the other,
+ *               take a component C of int A n int B; a point of dA inside int B would have both
+ *               sides in B; so dA and dB miss int B and int A, C is a component of int A and of
+ *               int B whose boundary lies on both, and the pieces bounding C have C, in both
+ *               features, on their left.)
+ *   CONTAINS    B within A  <=>  every f of B has all_L(f, A), and no e of A has exists_R(e, B).
+ *               (=>: int B lies in int A, and the right side of dA is outside A. <=: a point of
+ *               int B outside A lies in a component C of int B \ A; if dA meets C, a piece of dA
+ *               in C has its right side in B; else C is a component of int B and its boundary
+ *               pieces, of dB, have their left side outside A.) OGC's "and the interiors meet"
+ *               follows for features with area.
+ *   WITHIN      the same with the layers' roles swapped.
+ *   INTERSECTS  the boundaries meet (LSI) or the interiors do (OVERLAY): a feature meeting the
+ *               other's interior but not its boundary lies inside it.
+ *
+ * This file holds the step on one intersecting edge pair (e of R, f of S) that yields the toggles:
+ * rdx_jn_ov_classify. The starts come from the side PIP, the pairs from LSI, and overlay.c
+ * reduces them into the feature pairs.
+ */
+#ifndef RDX_JOIN_OVERLAY_HD_H
+#define RDX_JOIN_OVERLAY_HD_H
+
+#include "join/exact_hd.h"
+
+/* Bits of an (edge, other feature) record. */
+enum {
+  RDX_JN_OV_START_L = 1,     /* the edge's start, moved to its left, lies in the feature */
+  RDX_JN_OV_START_R = 2,     /* ... moved to its right */
+  RDX_JN_OV_ODD_L = 4,       /* some group of the feature's flips along the edge's left side is odd */
+  RDX_JN_OV_ODD_R = 8
+};
+
+/* What an intersecting edge pair gives (rdx_jn_ov_classify). */
+enum {
+  RDX_JN_OV_NONE = 0,        /* no flip: the common point is an end of both edges, or they are
+                                collinear */
+  RDX_JN_OV_PROPER = 1,      /* a proper crossing: both sides of both edges flip once */
+  RDX_JN_OV_VERTEX_S = 2,    /* an end v of f lies strictly inside e: a flip of e's side(s) by f
+                                (bits), grouped with B's other edges at v */
+  RDX_JN_OV_VERTEX_R = 3     /* an end v of e lies strictly inside f: a flip of f's side(s) */
+};
+
+/* The flip bits on the edge that the far end `o` (the sign of its orientation against the edge)
+ * leaves to: strictly left flips the left side, strictly right the right side. */
+RDX_HD uint32_t rdx_jn_ov_flip(int o) {
+  return o > 0 ? (uint32_t)RDX_JN_OV_ODD_L : o < 0 ? (uint32_t)RDX_JN_OV_ODD_R : 0u;
+}
+
+/* For an edge pair that LSI found intersecting (closed segments a-b of R, c-d of S, neither of zero
+ * length): its kind; for the VERTEX kinds the vertex (copied exactly into v) and the flip bits of
+ * the edge it lies inside. Exact. (A pair that does not intersect gives NONE.) */
+RDX_HD int rdx_jn_ov_classify(const double *a, const double *b, const double *c, const double *d, double *v,
+                              uint32_t *bits) {
+  *bits = 0;
+  const int oc = rdx_jn_orient(a[0], a[1], b[0], b[1], c[0], c[1]);
+  const int od = rdx_jn_orient(a[0], a[1], b[0], b[1], d[0], d[1]);
+  if (oc == 0 && od == 0) return RDX_JN_OV_NONE; /* collinear: no side crosses the other edge */
+  const int oa = rdx_jn_orient(c[0], c[1], d[0], d[1], a[0], a[1]);
+  const int ob = rdx_jn_orient(c[0], c[1], d[0], d[1], b[0], b[1]);
+  if (oc * od < 0 && oa * ob < 0) return RDX_JN_OV_PROPER;
+  /* Not collinear, so the lines meet in one point, the common point. An end on the other edge's
+   * line is that point; it flips the other edge's sides only when strictly inside it. */
+  const double *p = NULL;
+  int kind = RDX_JN_OV_NONE, o = 0;
+  if (oc == 0) p = c, o = od, kind = RDX_JN_OV_VERTEX_S;
+  else if (od == 0) p = d, o = oc, kind = RDX_JN_OV_VERTEX_S;
+  else if (oa == 0) p = a, o = ob, kind = RDX_JN_OV_VERTEX_R;
+  else if (ob == 0) p = b, o = oa, kind = RDX_JN_OV_VERTEX_R;
+  else return RDX_JN_OV_NONE; /* strictly apart: not an intersecting pair */
+  /* the point is an end of both edges when it equals an end of the edge it lies on */
+  const double *e0 = kind == RDX_JN_OV_VERTEX_S ? a : c, *e1 = kind == RDX_JN_OV_VERTEX_S ? b : d;
+  if ((p[0] == e0[0] && p[1] == e0[1]) || (p[0] == e1[0] && p[1] == e1[1])) return RDX_JN_OV_NONE;
+  if (!rdx_jn_between(p[0], e0[0], e1[0]) || !rdx_jn_between(p[1], e0[1], e1[1])) return RDX_JN_OV_NONE;
+  v[0] = p[0], v[1] = p[1];
+  *bits = rdx_jn_ov_flip(o);
+  return kind;
+}
+
+#endif /* RDX_JOIN_OVERLAY_HD_H */
