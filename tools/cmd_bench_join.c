@@ -194,17 +194,17 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
     free(hp);
   } else {
     rdx_join_lsi_result *res = NULL;
-    rdx_join_lsi_bench lb;
+    rdx_jn_lsi_stats stats;
     for (int i = 0; i <= reps; i++) {
       rdx_join_lsi_free(ctx, res);
       res = NULL;
       double t0 = rdx_now_ms();
-      cli_must(ctx, rdx_join_lsi_bench_run(ctx, r, s, &jo, &res, &lb), "rdx_join_lsi");
+      cli_must(ctx, rdx_jn_lsi_run(ctx, r, s, &jo, 0, &res, &stats), "rdx_join_lsi");
       if (i > 0) query_ms[i - 1] = rdx_now_ms() - t0;
     }
     results = res->n_pairs;
-    candidates = lb.candidates;
-    now.edge_pairs = lb.edge_pairs;
+    candidates = stats.candidates;
+    now.edge_pairs = stats.edge_pairs;
     now.n = 2 * res->n_pairs;
     now.v = malloc((size_t)(now.n ? now.n : 1) * 8);
     if (!now.v) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld pairs", (long long)res->n_pairs);

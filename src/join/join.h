@@ -161,31 +161,8 @@ rdx_status rdx_jn_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn
 rdx_status rdx_jn_points_cpu(rdx_context *ctx, const void *src, int f32, int64_t n, double *dst, int64_t *bad);
 rdx_status rdx_jn_points_cuda(rdx_context *ctx, const void *src, int f32, int64_t n, double *dst, int64_t *bad);
 
-/* ---- LSI (lsi_hd.h; lsi.c, lsi.cu; the public calls in join_lsi.c) ---- */
-/* What one LSI did, for benchmarks (rdx_jn_lsi_run). Times in milliseconds of the host's clock,
- * each stage waited for on GPU contexts. */
-typedef struct rdx_jn_lsi_stats {
-  int64_t s_edges;           /* edges of S */
-  int64_t rays;              /* S edges cast as one ray over the whole edge */
-  int64_t clipped;           /* S edges cast as a ray over their piece in R's box */
-  int64_t brute;             /* S edges tested against every R edge (lsi_hd.h: the ray's check
-                                failed); 0 for maps in float32's normal range */
-  int64_t candidates;        /* (R edge, S edge) pairs decided exactly */
-  int64_t edge_pairs;        /* intersecting edge pairs */
-  int64_t n_pairs, n_points; /* the result's rows */
-  int64_t groups;            /* primitives of the index used (R's groups) */
-  int temp_index;            /* 1 when R had no index and the join built one */
-  double index_ms;           /* that temporary index (0 when R's own was used) */
-  double count_ms;           /* the counting pass over S (traversal and exact tests) */
-  double fill_ms;            /* the scan of the counts and the filling pass */
-  double pairs_ms;           /* edge pairs to sorted unique feature pairs */
-  double points_ms;          /* intersection points, sorted and unique (0 without want_points) */
-  double total_ms;           /* the whole call */
-} rdx_jn_lsi_stats;
-/* rdx_join_lsi with the statistics of the run in *stats (may be NULL): the internal entry of
- * benchmarks. Same arguments, statuses and guarantees as rdx_join_lsi. */
-rdx_status rdx_jn_lsi_run(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s, const rdx_join_options *opts,
-                          int want_points, rdx_join_lsi_result **out, rdx_jn_lsi_stats *stats);
+/* ---- LSI (lsi_hd.h; lsi.c, lsi.cu; the public calls in join_lsi.c; rdx_jn_lsi_stats and the
+ * benchmarks' entry rdx_jn_lsi_run: bench_api.h) ---- */
 /* Allocate the result's arrays for n_pairs pairs and n_points points (0 allowed) in the context's
  * compute location through its account, setting the counts and `where`. On failure nothing is
  * held (rdx_join_lsi_free frees what succeeded). */
