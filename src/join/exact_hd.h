@@ -73,6 +73,11 @@
 #ifndef RDX_JN_EXACT_HIT
 #define RDX_JN_EXACT_HIT(what) ((void)0)
 #endif
+/* The same for rdx_jn_det_diff, a hook of its own so that tests defining the one above need no
+ * new counter. */
+#ifndef RDX_JN_EXACT_HIT_DET_DIFF
+#define RDX_JN_EXACT_HIT_DET_DIFF() ((void)0)
+#endif
 
 /* Coordinates are 0 or of magnitude in [RDX_JN_COORD_MIN, RDX_JN_COORD_MAX] (file comment). */
 #define RDX_JN_COORD_MIN 0x1p-256
@@ -299,6 +304,66 @@ RDX_HD int rdx_jn_orient(double ax, double ay, double bx, double by, double cx, 
   if (-det > bound) return -1;
   RDX_JN_EXACT_HIT(orient);
   return rdx_jn_orient_exact(ax, ay, bx, by, cx, cy);
+}
+
+/* ---- products of differences (side PIP, pip_hd.h) ---- */
+
+/* The sign of (a1 - a0)(b1 - b0) - (c1 - c0)(d1 - d0) in expansions: exact for coordinates in
+ * range (degree 2, like rdx_jn_orient_exact, whose special case it is). */
+RDX_HD_NOINLINE int rdx_jn_det_diff_exact(double a1, double a0, double b1, double b0, double c1, double c0, double d1,
+                                          double d0) {
+  double a[2], b[2], c[2], d[2], l[RDX_JN_E2], r[RDX_JN_E2], t[RDX_JN_E2], h[2 * RDX_JN_E2];
+  rdx_jn_exp_diff(a1, a0, a);
+  rdx_jn_exp_diff(b1, b0, b);
+  rdx_jn_exp_diff(c1, c0, c);
+  rdx_jn_exp_diff(d1, d0, d);
+  int nl = rdx_jn_exp_mul2(2, a, b, l, t);
+  int nr = rdx_jn_exp_mul2(2, c, d, r, t);
+  rdx_jn_exp_negate(nr, r);
+  int n = rdx_jn_exp_sum(nl, l, nr, r, h);
+  return rdx_jn_exp_sign(n, h);
+}
+
+/* The sign of D = (a1 - a0)(b1 - b0) - (c1 - c0)(d1 - d0), four independent differences of
+ * coordinates: -1, 0 or +1. Exact. rdx_jn_orient is the case a = (a, c), b = (b, c), ...; side PIP
+ * needs the general one for cross(r - l, b - a) and dot(r - l, b - a) of two segments.
+ * Filter: the same as rdx_jn_orient's (Shewchuk's orient2d stage A). Its error analysis never uses
+ * that orient2d's differences share an operand: each of the four is one rounded difference
+ * (relative error <= u = 2^-53, and of the exact sign, 0 only when exact: coordinates are
+ * multiples of G, the file comment), each product one more rounding (a nonzero product of two
+ * such differences is at least G^2 = 2^-616, normal, so no underflow), and the subtraction one
+ * more. So: when the two computed products differ in sign or one is 0, the computed D has the
+ * exact sign; otherwise |fl(D) - D| <= (3 + 16u) u (|l| + |r|) (Shewchuk section 4.2, with
+ * |l| + |r| computed, its own rounding included in the constant), and fl(D) beyond the bound
+ * decides. Else the expansions decide. */
+RDX_HD int rdx_jn_det_diff(double a1, double a0, double b1, double b0, double c1, double c0, double d1, double d0) {
+  double l = RDX_DMUL(RDX_DSUB(a1, a0), RDX_DSUB(b1, b0));
+  double r = RDX_DMUL(RDX_DSUB(c1, c0), RDX_DSUB(d1, d0));
+  double det = RDX_DSUB(l, r), sum;
+  if (l > 0.0) {
+    if (r <= 0.0) return 1;
+    sum = RDX_DADD(l, r);
+  } else if (l < 0.0) {
+    if (r >= 0.0) return -1;
+    sum = RDX_DSUB(-l, r);
+  } else {
+    return (r < 0.0) - (r > 0.0);
+  }
+  double bound = RDX_DMUL(0x1.8000000000004p-52, sum); /* (3 + 16u) u, exactly */
+  if (det > bound) return 1;
+  if (-det > bound) return -1;
+  RDX_JN_EXACT_HIT_DET_DIFF();
+  return rdx_jn_det_diff_exact(a1, a0, b1, b0, c1, c0, d1, d0);
+}
+
+/* The sign of cross(r - l, b - a) = (r - l).x (b - a).y - (r - l).y (b - a).x. Exact. */
+RDX_HD int rdx_jn_cross_segs(const double *l, const double *r, const double *a, const double *b) {
+  return rdx_jn_det_diff(r[0], l[0], b[1], a[1], r[1], l[1], b[0], a[0]);
+}
+/* The sign of dot(r - l, b - a) = (r - l).x (b - a).x + (r - l).y (b - a).y: the second product
+ * enters negated as (r - l).y (a - b).y, a swap of operands, exact. Exact. */
+RDX_HD int rdx_jn_dot_segs(const double *l, const double *r, const double *a, const double *b) {
+  return rdx_jn_det_diff(r[0], l[0], b[0], a[0], r[1], l[1], a[1], b[1]);
 }
 
 /* ---- segments ---- */

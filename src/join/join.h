@@ -155,6 +155,31 @@ rdx_status rdx_jn_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_
                           int64_t n, int planar, const rdx_jn_pip_out *out);
 rdx_status rdx_jn_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
                            int64_t n, int planar, const rdx_jn_pip_out *out);
+/* Side PIP (the overlay's): for each edge i of a layer X, the features of R containing the point
+ * just after X's vertex a = xy[i] along its edge to b = xy[dir_end[i]], moved off the edge to
+ * `side` (+1 left, -1 right): q = a + delta (b - a) + side eps n, n = (a.y - b.y, b.x - a.x) the
+ * left normal, with 0 < eps << delta infinitesimal (pip_hd.h's file comment: every comparison
+ * exact, decided lexicographically). xy = X's vertices and dir_end = X's edge_end in backend
+ * memory (rdx_jn_backend_arrays(X, gpu)->xy, ->edge_end), n = X's n_vertices >= 1 (any xy and
+ * dir_end with xy[dir_end[i]] != xy[i] will do; a layer has no zero-length edge); R has at least
+ * one edge and ix is R's index built for the context's backend (any magnitude: PIP needs no pad).
+ * q lies on no edge of R, so the answer is the crossing parity per feature (the general rule;
+ * there is no planar form), and for X = R the left side of edge i lies in edge_feat[i]. Outputs
+ * (rdx_jn_pip_out) in backend memory, two-phase as for PIP: counts[i] (and/or first[i]), then
+ * the features of query i ascending at features[offsets[i] ..], offsets scanned from those counts.
+ * Returns RDX_OK, out of memory, a CUDA or OptiX status, or RDX_ERR_INTERNAL (a pass-2 mismatch);
+ * on failure the outputs are undefined. Reached through the PIP ops table (rdx_jn_side_pip_of). */
+rdx_status rdx_jn_side_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                               const uint32_t *dir_end, int64_t n, int side, const rdx_jn_pip_out *out);
+rdx_status rdx_jn_side_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                                const uint32_t *dir_end, int64_t n, int side, const rdx_jn_pip_out *out);
+/* A batch of PIP queries (pip_hd.h reads query i with rdx_jn_pip_at_of): points, or side queries. */
+typedef struct rdx_jn_pip_query {
+  const double *xy;          /* (n, 2) f64, backend memory: the points, or X's vertices */
+  const uint32_t *dir_end;   /* NULL: query i is the point xy[i]; else X's edge_end: query i is
+                                the side query of X's edge i (above) */
+  int side;                  /* with dir_end: +1 left, -1 right; else 0 */
+} rdx_jn_pip_query;
 /* Query points as f64 in backend memory: src ((n, 2) f32 when f32, else f64, backend memory) is
  * checked (finite; 0 or of magnitude in [2^-400, 2^400], the range of exact_hd.h) and, when dst
  * is not NULL, widened into dst. *bad = the first bad row, or -1. */
@@ -217,13 +242,30 @@ typedef struct rdx_jn_ops {
                     int want_points, rdx_join_lsi_result *out, rdx_jn_lsi_stats *stats);
 } rdx_jn_ops;
 
+/* The PIP tables extend rdx_jn_ops with side PIP (rdx_jn_side_pip_cpu / _cuda's contract): every
+ * table of RDX_JN_OP_PIP is the `ops` member of one of these (a new member of rdx_jn_ops would
+ * leave the other operations' positional tables short of an initializer, an error under
+ * RAYDEX_WERROR). Reach it with rdx_jn_side_pip_of(rdx_jn_find_ops(RDX_JN_OP_PIP, backend)). */
+typedef rdx_status (*rdx_jn_side_pip_fn)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
+                                         const double *xy, const uint32_t *dir_end, int64_t n, int side,
+                                         const rdx_jn_pip_out *out);
+typedef struct rdx_jn_pip_ops {
+  rdx_jn_ops ops;            /* op RDX_JN_OP_PIP: points, pip */
+  rdx_jn_side_pip_fn side_pip;
+} rdx_jn_pip_ops;
+/* The side PIP entry of a PIP table (NULL for NULL or a table of another operation). */
+static inline rdx_jn_side_pip_fn rdx_jn_side_pip_of(const rdx_jn_ops *ops) {
+  return ops != NULL && ops->op == RDX_JN_OP_PIP ? ((const rdx_jn_pip_ops *)(const void *)ops)->side_pip : NULL;
+}
+
 /* The registry: the table for (op, backend), or NULL when that pair does not exist. */
 const rdx_jn_ops *rdx_jn_find_ops(rdx_jn_op op, rdx_backend backend);
 
 /* Tables, one per (operation, backend), defined in the files that implement them. */
-extern const rdx_jn_ops rdx_jn_index_cpu_ops, rdx_jn_pip_cpu_ops, rdx_jn_lsi_cpu_ops;
-extern const rdx_jn_ops rdx_jn_index_cuda_ops, rdx_jn_pip_cuda_ops, rdx_jn_lsi_cuda_ops;
-extern const rdx_jn_ops rdx_jn_pip_optix_ops, rdx_jn_lsi_optix_ops; /* OptiX builds only */
+extern const rdx_jn_ops rdx_jn_index_cpu_ops, rdx_jn_lsi_cpu_ops;
+extern const rdx_jn_ops rdx_jn_index_cuda_ops, rdx_jn_lsi_cuda_ops;
+extern const rdx_jn_ops rdx_jn_lsi_optix_ops; /* OptiX builds only */
+extern const rdx_jn_pip_ops rdx_jn_pip_cpu_ops, rdx_jn_pip_cuda_ops, rdx_jn_pip_optix_ops; /* PIP (optix: OptiX builds) */
 
 /* ---- the GPU stages the soft kernels and the OptiX programs share (pip.cu, lsi.cu) ----
  * The CUDA backend traces the soft BVH in kernels and the OptiX backend traces a GAS with its
@@ -232,19 +274,21 @@ extern const rdx_jn_ops rdx_jn_pip_optix_ops, rdx_jn_lsi_optix_ops; /* OptiX bui
  * written once here and calls the engine's launches. A launch is stream-ordered on the context's
  * stream and reports launch failures; the caller waits. */
 typedef struct rdx_jn_pip_engine {
-  /* Pass 1 over the n points xy (device), taken in the order order[0..n) (NULL: 0..n): point i
-   * answered into out (pip_hd.h's POINT), and pending[i] = 0; or pending[i] = its event count
-   * (>= 1) when pass 2 must answer it. */
-  rdx_status (*pass1)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+  /* Pass 1 over the n queries q (device arrays), taken in the order order[0..n) (NULL: 0..n):
+   * query i answered into out (pip_hd.h's POINT), and pending[i] = 0; or pending[i] = its event
+   * count (>= 1) when pass 2 must answer it. */
+  rdx_status (*pass1)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_jn_pip_query *q,
                       const int64_t *order, int64_t n, int planar, const rdx_jn_pip_out *out, uint32_t *pending);
-  /* Pass 2's tracing: point list[k], k < nb, again, its events at ev + boff[k] (pip_hd.h's
+  /* Pass 2's tracing: query list[k], k < nb, again, its events at ev + boff[k] (pip_hd.h's
    * EVENTS, room for boff[k + 1] - boff[k]); *mismatch = 1 when it meets another number. */
-  rdx_status (*events)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+  rdx_status (*events)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_jn_pip_query *q,
                        const int64_t *list, int64_t nb, const uint64_t *boff, uint64_t *ev, int *mismatch);
 } rdx_jn_pip_engine;
-/* rdx_jn_pip_cuda's contract, with the traversal of eng (rdx_jn_pip_cuda: the soft BVH's). */
+/* rdx_jn_pip_cuda's and rdx_jn_side_pip_cuda's contracts for the n queries q, with the traversal
+ * of eng (the CUDA backend: the soft BVH's). */
 rdx_status rdx_jn_pip_gpu(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
-                          const rdx_jn_index *ix, const double *xy, int64_t n, int planar, const rdx_jn_pip_out *out);
+                          const rdx_jn_index *ix, const rdx_jn_pip_query *q, int64_t n, int planar,
+                          const rdx_jn_pip_out *out);
 
 struct rdx_jn_lsi_r; /* lsi_hd.h: R's side of a join */
 /* One LSI pass over S's edges (device) through R (r: device pointers, r->v the soft BVH when

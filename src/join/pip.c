@@ -9,7 +9,8 @@
  * most EVENT_BLOCK events (or one point, however many it has), traces each again appending every
  * event at its offset in one buffer, sorts and reduces them. Both passes write a point's outputs
  * directly: counts[i], first[i], and the features at features[offsets[i] ..]. Chunks of
- * POINTS_PER_TASK points, taken dynamically by the threads.
+ * POINTS_PER_TASK points, taken dynamically by the threads. Side PIP (join.h) is the same two
+ * passes over side queries (pip_hd.h), query i read with rdx_jn_pip_at_of.
  */
 #include "join/join.h"
 #include "join/pip_hd.h"
@@ -26,7 +27,7 @@
 typedef struct pip_job {
   rdx_jn_pip_bvhs v;
   rdx_jn_pip_geom g;
-  const double *xy;
+  rdx_jn_pip_query q;     /* the points, or side queries */
   int64_t n;
   int planar;
   rdx_jn_pip_out out;
@@ -54,9 +55,9 @@ static void pass1_task(void *arg, int64_t t, int thread) {
     int64_t first = -1;
     uint32_t n_ev = 0;
     uint64_t *fill = j->out.features ? j->out.features + j->out.offsets[i] : NULL;
-    const double px = j->xy[2 * i], py = j->xy[2 * i + 1];
-    const float reach = rdx_jn_pip_reach(&j->v, px, py);
-    if (rdx_jn_pip_point(&j->v, &j->g, px, py, reach, j->planar, set, RDX_JN_PIP_SET_CPU, &count, &first, fill,
+    const rdx_jn_pip_at at = rdx_jn_pip_at_of(&j->q, i);
+    const float reach = rdx_jn_pip_reach(&j->v, at.a[0], at.a[1]);
+    if (rdx_jn_pip_point(&j->v, &j->g, &at, reach, j->planar, set, RDX_JN_PIP_SET_CPU, &count, &first, fill,
                          &n_ev)) {
       emit(j, i, count, first);
       j->pending[i] = 0;
@@ -79,8 +80,8 @@ static void pass2_task(void *arg, int64_t t, int thread) {
     int64_t i = j->list[k];
     uint64_t *ev = j->ev + (j->ev_off[k] - j->ev_off[j->k0]);
     uint32_t want = (uint32_t)(j->ev_off[k + 1] - j->ev_off[k]);
-    const double px = j->xy[2 * i], py = j->xy[2 * i + 1];
-    uint32_t got = rdx_jn_pip_events(&j->v, &j->g, px, py, rdx_jn_pip_reach(&j->v, px, py), ev, want);
+    const rdx_jn_pip_at at = rdx_jn_pip_at_of(&j->q, i);
+    uint32_t got = rdx_jn_pip_events(&j->v, &j->g, &at, rdx_jn_pip_reach(&j->v, at.a[0], at.a[1]), ev, want);
     if (got != want) {
       atomic_store(&j->mismatch, 1);
       continue;
@@ -137,8 +138,10 @@ done:
 
 void rdx_join_force_input_order(rdx_context *ctx, int on) { ctx->force.join_input_order = on != 0; }
 
-rdx_status rdx_jn_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
-                          int planar, const rdx_jn_pip_out *out) {
+/* PIP over the queries q (points or side queries; rdx_jn_pip_cpu's and rdx_jn_side_pip_cpu's
+ * contracts). */
+static rdx_status pip_queries(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_jn_pip_query *q,
+                              int64_t n, int planar, const rdx_jn_pip_out *out) {
   pip_job j;
   memset(&j, 0, sizeof j);
   atomic_init(&j.mismatch, 0);
@@ -149,7 +152,7 @@ rdx_status rdx_jn_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_
   j.g.edge_feat = r->host.edge_feat;
   j.g.group_first = ix->group_first;
   j.g.group_span = ix->group_span;
-  j.xy = xy;
+  j.q = *q;
   j.n = n;
   j.planar = planar;
   j.out = *out;
@@ -158,6 +161,18 @@ rdx_status rdx_jn_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_
   if (st == RDX_OK) st = pass2(ctx, &j);
   rdx_mem_free(ctx, j.pending);
   return st;
+}
+
+rdx_status rdx_jn_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
+                          int planar, const rdx_jn_pip_out *out) {
+  const rdx_jn_pip_query q = {xy, NULL, 0};
+  return pip_queries(ctx, r, ix, &q, n, planar, out);
+}
+
+rdx_status rdx_jn_side_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                               const uint32_t *dir_end, int64_t n, int side, const rdx_jn_pip_out *out) {
+  const rdx_jn_pip_query q = {xy, dir_end, side < 0 ? -1 : 1};
+  return pip_queries(ctx, r, ix, &q, n, 0, out);
 }
 
 /* ---- query points ---- */
@@ -209,6 +224,7 @@ rdx_status rdx_jn_points_cpu(rdx_context *ctx, const void *src, int f32, int64_t
   return st;
 }
 
-const rdx_jn_ops rdx_jn_pip_cpu_ops = {
-    RDX_JN_OP_PIP, RDX_BACKEND_CPU, NULL, rdx_jn_points_cpu, rdx_jn_pip_cpu, NULL,
+const rdx_jn_pip_ops rdx_jn_pip_cpu_ops = {
+    {RDX_JN_OP_PIP, RDX_BACKEND_CPU, NULL, rdx_jn_points_cpu, rdx_jn_pip_cpu, NULL},
+    rdx_jn_side_pip_cpu,
 };

@@ -13,6 +13,8 @@
  * again by one thread per point appending every event at its offset, sorted per point
  * (rdx_csr_sort_cuda) and reduced by one thread per point. The answers equal the CPU's (pip.c): the
  * same functions decide each point, and which pass answers a point never shows in its answer.
+ * Side PIP (join.h) runs the same kernels over side queries (pip_hd.h's rdx_jn_pip_at_of reads
+ * query i from the batch's rdx_jn_pip_query), Morton order included (query i's cell is xy[i]'s).
  */
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -33,7 +35,7 @@ __device__ void emit(const rdx_jn_pip_out &out, int64_t i, uint64_t count, int64
   if (out.first) out.first[i] = first;
 }
 
-__global__ void pass1_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, const double *xy, const int64_t *order, int64_t n,
+__global__ void pass1_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, rdx_jn_pip_query q, const int64_t *order, int64_t n,
                              int planar, rdx_jn_pip_out out, uint32_t *pending) {
   for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
     const int64_t i = order ? order[k] : k;
@@ -42,9 +44,9 @@ __global__ void pass1_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, const double 
     int64_t first = -1;
     uint32_t n_ev = 0;
     uint64_t *fill = out.features ? out.features + out.offsets[i] : NULL;
-    const double px = xy[2 * i], py = xy[2 * i + 1];
-    const float reach = rdx_jn_pip_reach(&v, px, py);
-    if (rdx_jn_pip_point(&v, &g, px, py, reach, planar, set, RDX_JN_PIP_SET_GPU, &count, &first, fill, &n_ev)) {
+    const rdx_jn_pip_at at = rdx_jn_pip_at_of(&q, i);
+    const float reach = rdx_jn_pip_reach(&v, at.a[0], at.a[1]);
+    if (rdx_jn_pip_point(&v, &g, &at, reach, planar, set, RDX_JN_PIP_SET_GPU, &count, &first, fill, &n_ev)) {
       emit(out, i, count, first);
       pending[i] = 0;
     } else {
@@ -69,13 +71,13 @@ __global__ void block_offsets_kernel(const uint64_t *off, int64_t k0, int64_t nb
     boff[k] = off[k0 + k] - off[k0];
 }
 
-__global__ void events_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, const double *xy, const int64_t *list,
+__global__ void events_kernel(rdx_jn_pip_bvhs v, rdx_jn_pip_geom g, rdx_jn_pip_query q, const int64_t *list,
                               int64_t nb, const uint64_t *boff, uint64_t *ev, int *mismatch) {
   for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < nb; k += (int64_t)gridDim.x * blockDim.x) {
     int64_t i = list[k];
     uint32_t want = (uint32_t)(boff[k + 1] - boff[k]);
-    const double px = xy[2 * i], py = xy[2 * i + 1];
-    uint32_t got = rdx_jn_pip_events(&v, &g, px, py, rdx_jn_pip_reach(&v, px, py), ev + boff[k], want);
+    const rdx_jn_pip_at at = rdx_jn_pip_at_of(&q, i);
+    uint32_t got = rdx_jn_pip_events(&v, &g, &at, rdx_jn_pip_reach(&v, at.a[0], at.a[1]), ev + boff[k], want);
     if (got != want) *mismatch = 1;
   }
 }
@@ -167,7 +169,7 @@ rdx_status block_end(rdx_context *ctx, const uint64_t *off, int64_t k0, int64_t 
 }
 
 rdx_status pass2(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r, const rdx_jn_index *ix,
-                 const double *xy, int64_t n, const rdx_jn_pip_out &out, const uint32_t *pending) {
+                 const rdx_jn_pip_query *q, int64_t n, const rdx_jn_pip_out &out, const uint32_t *pending) {
   static const char what[] = "rdx_join_pip: pass 2";
   cudaStream_t cs = rdx_stream(ctx);
   pass2_mem s;
@@ -196,7 +198,7 @@ rdx_status pass2(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polyg
     int64_t nb = k1 - k0;
     block_offsets_kernel<<<rdx_grid(nb + 1, TPB), TPB, 0, cs>>>(s.off, k0, nb, s.boff);
     RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_join_pip: pass 2 offsets kernel", st, done);
-    RDX_CHECK_GOTO(eng->events(ctx, r, ix, xy, s.list + k0, nb, s.boff, s.ev, s.mismatch), st, done);
+    RDX_CHECK_GOTO(eng->events(ctx, r, ix, q, s.list + k0, nb, s.boff, s.ev, s.mismatch), st, done);
     RDX_CHECK_GOTO(rdx_csr_sort_cuda(ctx, s.boff, nb, s.ev), st, done);
     reduce_kernel<<<rdx_grid(nb, TPB), TPB, 0, cs>>>(s.list + k0, nb, s.boff, s.ev, out);
     RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_join_pip: pass 2 reduce kernel", st, done);
@@ -231,16 +233,16 @@ rdx_jn_pip_bvhs bvhs_of(const rdx_jn_index *ix) {
   return b;
 }
 
-rdx_status soft_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+rdx_status soft_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_jn_pip_query *q,
                       const int64_t *order, int64_t n, int planar, const rdx_jn_pip_out *out, uint32_t *pending) {
-  pass1_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(bvhs_of(ix), geom_of(r, ix), xy, order, n, planar, *out,
+  pass1_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(bvhs_of(ix), geom_of(r, ix), *q, order, n, planar, *out,
                                                                pending);
   return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_join_pip: pass 1 kernel");
 }
 
-rdx_status soft_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+rdx_status soft_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_jn_pip_query *q,
                        const int64_t *list, int64_t nb, const uint64_t *boff, uint64_t *ev, int *mismatch) {
-  events_kernel<<<rdx_grid(nb, TPB), TPB, 0, rdx_stream(ctx)>>>(bvhs_of(ix), geom_of(r, ix), xy, list, nb, boff, ev,
+  events_kernel<<<rdx_grid(nb, TPB), TPB, 0, rdx_stream(ctx)>>>(bvhs_of(ix), geom_of(r, ix), *q, list, nb, boff, ev,
                                                                  mismatch);
   return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_join_pip: pass 2 events kernel");
 }
@@ -325,15 +327,15 @@ rdx_status query_order(rdx_context *ctx, const rdx_polygons *r, const double *xy
 }  // namespace
 
 extern "C" rdx_status rdx_jn_pip_gpu(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
-                                     const rdx_jn_index *ix, const double *xy, int64_t n, int planar,
+                                     const rdx_jn_index *ix, const rdx_jn_pip_query *q, int64_t n, int planar,
                                      const rdx_jn_pip_out *out) {
   uint32_t *pending = NULL;
   int64_t *order = NULL;
   RDX_CHECK(rdx_scratch(ctx, "rdx_join_pip: pending points", (void **)&pending, (size_t)n * 4));
-  rdx_status st = ctx->force.join_input_order ? RDX_OK : query_order(ctx, r, xy, n, &order);
-  if (st == RDX_OK) st = eng->pass1(ctx, r, ix, xy, order, n, planar, out, pending);
+  rdx_status st = ctx->force.join_input_order ? RDX_OK : query_order(ctx, r, q->xy, n, &order);
+  if (st == RDX_OK) st = eng->pass1(ctx, r, ix, q, order, n, planar, out, pending);
   rdx_mem_free(ctx, order);
-  if (st == RDX_OK) st = pass2(ctx, eng, r, ix, xy, n, *out, pending);
+  if (st == RDX_OK) st = pass2(ctx, eng, r, ix, q, n, *out, pending);
   if (st == RDX_OK) st = rdx_cuda_sync(ctx, "rdx_join_pip");
   rdx_mem_free(ctx, pending);
   return st;
@@ -342,7 +344,16 @@ extern "C" rdx_status rdx_jn_pip_gpu(rdx_context *ctx, const rdx_jn_pip_engine *
 extern "C" rdx_status rdx_jn_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
                                       int64_t n, int planar, const rdx_jn_pip_out *out) {
   static const rdx_jn_pip_engine soft = {soft_pass1, soft_events};
-  return rdx_jn_pip_gpu(ctx, &soft, r, ix, xy, n, planar, out);
+  const rdx_jn_pip_query q = {xy, NULL, 0};
+  return rdx_jn_pip_gpu(ctx, &soft, r, ix, &q, n, planar, out);
+}
+
+extern "C" rdx_status rdx_jn_side_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
+                                           const double *xy, const uint32_t *dir_end, int64_t n, int side,
+                                           const rdx_jn_pip_out *out) {
+  static const rdx_jn_pip_engine soft = {soft_pass1, soft_events};
+  const rdx_jn_pip_query q = {xy, dir_end, side < 0 ? -1 : 1};
+  return rdx_jn_pip_gpu(ctx, &soft, r, ix, &q, n, 0, out);
 }
 
 extern "C" rdx_status rdx_jn_points_cuda(rdx_context *ctx, const void *src, int f32, int64_t n, double *dst,
@@ -364,6 +375,7 @@ extern "C" rdx_status rdx_jn_points_cuda(rdx_context *ctx, const void *src, int 
   return st;
 }
 
-extern "C" const rdx_jn_ops rdx_jn_pip_cuda_ops = {
-    RDX_JN_OP_PIP, RDX_BACKEND_CUDA, NULL, rdx_jn_points_cuda, rdx_jn_pip_cuda, NULL,
+extern "C" const rdx_jn_pip_ops rdx_jn_pip_cuda_ops = {
+    {RDX_JN_OP_PIP, RDX_BACKEND_CUDA, NULL, rdx_jn_points_cuda, rdx_jn_pip_cuda, NULL},
+    rdx_jn_side_pip_cuda,
 };

@@ -81,6 +81,46 @@
  * Phase (A) serves the planar rule only to answer points whose ray meets no ring box (-inf); its
  * ray is always the whole upward one, as its first edge need not lie below top when p is in no
  * feature.
+ *
+ * Side queries (for the overlay: join.h's rdx_jn_pip_query with dir_end). Query i is the point
+ *      q = a + delta u + s eps n,   u = b - a != 0,   n = (-u.y, u.x),   0 < eps << delta << 1,
+ * a = xy[i], b = xy[dir_end[i]], s = side (+1: just left of the edge a -> b, just after a; -1:
+ * right), delta and eps infinitesimal, eps infinitely smaller than delta. It runs the general
+ * rule (never the planar one) with every comparison against q decided exactly, lexicographically:
+ *  - v.x against q.x: v.x against a.x, then on a tie the sign of q.x - a.x = delta u.x - s eps u.y,
+ *    which is sign(u.x), or sign(-s u.y) when u.x = 0: never 0, so no vertex has q's x and each
+ *    edge either spans q.x or not, under the half-open rule as for points. Likewise v.y against
+ *    q.y with sign(u.y), or sign(s u.x) when u.y = 0 (rdx_jn_pip_side_q; pert in the state).
+ *  - CROSS: an edge spanning q.x, ends l (left) and r (right), passes above q iff orient(l, r, q)
+ *    < 0, and orient(l, r, q) = orient(l, r, a) + delta cross(r - l, u) + s eps dot(r - l, u):
+ *    its sign is that of the first non-zero of the three (exact_hd.h's rdx_jn_orient,
+ *    rdx_jn_cross_segs, rdx_jn_dot_segs on a and b). The last is not 0: r.x != l.x, as the ends
+ *    lie on the two sides of q.x, and cross and dot both 0 would make r - l = 0 (u != 0).
+ *  - No BOUNDARY event: q lies on no edge (c, d), since orient(c, d, q) = 0 would need the three
+ *    terms to vanish, which the last one forbids for c != d. So the planar rule's boundary
+ *    fallback is never needed, and the general rule's answer is the parity alone.
+ *  - The downward frame turns a, b and every vertex by the half turn; the turned query is
+ *    -q = (-a) + delta (-u) + s eps (-n), and -n is the left normal of -u: the same formula for
+ *    the turned a and b with the same s, so the state keeps the turned b beside q and negates pert.
+ * Why the traversal misses nothing for q. The rays, phase (A), the span skip and the boxes all work
+ * on a (the ray's origin is (c(a.x), c(a.y))), and every argument above uses only comparisons
+ * that a q-event implies for a with non-strict inequalities, and a strict one where it skips:
+ *  - an edge giving a q-event spans q.x, so its closed x-range holds a.x (v.x < q.x implies
+ *    v.x <= a.x); it passes above q, so orient(l, r, a) <= 0 (the first term of the sum), i.e.
+ *    its height at a.x is >= a.y. These are exactly the facts the argument above uses for an
+ *    event of p = a (p.x in the closed x-range, the edge at or above p at p.x), so the ring's box
+ *    holds (c(a.x), c(a.y)) for phase (A), within the pads sideways, and the group's box is
+ *    entered before reach, on the soft BVH and on OptiX alike;
+ *  - the span skip drops a ring when floor > a.y (upward; ceiling < a.y downward): then its lowest
+ *    y is > a.y, a strict inequality of finite numbers that no infinitesimal step undoes, so the
+ *    ring lies wholly above q: an even number of crossings and no boundary, as for p. A ring
+ *    with floor <= a.y holds c(a.y) strictly inside its box from below, as for p;
+ *  - a ring not wholly beyond q on the ray's side has lowest y <= a.y; one with an event has its
+ *    x-range holding a.x and its top >= a.y: its box holds the origin, so "no ring box holds the
+ *    origin" still means no crossing of an odd count anywhere, i.e. in no feature.
+ * Every margin the point argument needs is thus met by a itself, none depends on q's offset, and
+ * the answer is the crossing parity of q's ray per feature. The queries' order (pip.cu's Morton
+ * order) and the two passes are the points', as query i reads only xy[i] and xy[dir_end[i]].
  */
 #ifndef RDX_JOIN_PIP_HD_H
 #define RDX_JOIN_PIP_HD_H
@@ -111,14 +151,37 @@ typedef struct rdx_jn_pip_rings_state {
                                 -inf and +inf for none yet */
 } rdx_jn_pip_rings_state;
 
-/* One point's traversal state. */
+/* One query as the traversal reads it: the point a, or a side query (the file comment). */
+typedef struct rdx_jn_pip_at {
+  double a[2];               /* the point, or the start a of X's edge */
+  double b[2];               /* side queries: the edge's end b (u = b - a != 0); points: a */
+  int side;                  /* side queries: +1 left, -1 right; 0 for a point */
+} rdx_jn_pip_at;
+
+/* Query i of a batch (join.h's rdx_jn_pip_query). */
+RDX_HD rdx_jn_pip_at rdx_jn_pip_at_of(const rdx_jn_pip_query *q, int64_t i) {
+  rdx_jn_pip_at t;
+  t.a[0] = q->xy[2 * i];
+  t.a[1] = q->xy[2 * i + 1];
+  uint64_t j = q->dir_end ? (uint64_t)q->dir_end[i] : (uint64_t)i;
+  t.b[0] = q->xy[2 * j];
+  t.b[1] = q->xy[2 * j + 1];
+  t.side = q->dir_end ? q->side : 0;
+  return t;
+}
+
+/* One query's traversal state. */
 typedef struct rdx_jn_pip_state {
   const rdx_jn_pip_geom *g;
-  double p[2];               /* the query point */
+  double p[2];               /* the query point (side queries: a, the ray's and skip's point) */
   float oy;                  /* the ray's origin y */
   /* general rule: the frame of the ray (the file comment) */
   double sign;               /* 1 for the upward ray, -1 for the downward one (the turn) */
   double q[2];               /* sign * p, exact */
+  /* side queries (the file comment), in the ray's frame */
+  double qb[2];              /* sign * b */
+  int side;                  /* +1 / -1; 0 for a point (then qb and pert are unused) */
+  int pert[2];               /* the signs of q.x - a.x and q.y - a.y, each +1 or -1 */
   /* general rule */
   uint64_t *ev;              /* events (pass 1: the toggling set; pass 2: every event) */
   uint32_t cap;              /* room in ev */
@@ -195,6 +258,24 @@ RDX_HD int rdx_jn_pip_edge(const double *p, const double *a, const double *b) {
 RDX_HD uint32_t rdx_jn_pip_side(const double *v, const double *p) {
   return (uint32_t)(v[0] < p[0]) | (uint32_t)(v[0] > p[0]) << 1 | (uint32_t)(v[1] < p[1]) << 2;
 }
+/* The same bits against a side query's q (the file comment): q = a (frame coordinates) moved by
+ * pert's signs; a tie with a breaks by pert, so each vertex has exactly one of bits 1 and 2. */
+RDX_HD uint32_t rdx_jn_pip_side_q(const double *v, const double *a, const int *pert) {
+  return (uint32_t)(v[0] < a[0] || (v[0] == a[0] && pert[0] > 0)) |
+         (uint32_t)(v[0] > a[0] || (v[0] == a[0] && pert[0] < 0)) << 1 |
+         (uint32_t)(v[1] < a[1] || (v[1] == a[1] && pert[1] > 0)) << 2;
+}
+/* Whether edge (v, w) is a CROSS for the side query of s (the file comment), given the bits fv,
+ * fw of its ends with fv & fw == 0: the edge spans q.x (each end has one x bit, and they differ)
+ * and some end lies above q. Exact. */
+RDX_HD int rdx_jn_pip_edge_q(const rdx_jn_pip_state *s, const double *v, const double *w, uint32_t fv, uint32_t fw) {
+  if (((fv | fw) & 4) == 0) return 1; /* both ends above q: the edge lies wholly above it */
+  const double *l = (fv & 1) ? v : w, *r = (fv & 1) ? w : v;
+  int o = rdx_jn_orient(l[0], l[1], r[0], r[1], s->q[0], s->q[1]);
+  if (o == 0) o = rdx_jn_cross_segs(l, r, s->q, s->qb);
+  if (o == 0) o = s->side * rdx_jn_dot_segs(l, r, s->q, s->qb);
+  return o < 0; /* q lies right of l -> r, i.e. below the edge */
+}
 /* The vertex edge e ends at, for e in a group whose edges end before `end`: e + 1, except for the
  * group's last edge, which may close its ring (groups never cross rings and only a ring's last
  * edge ends elsewhere than at the next vertex, join.h): the walk reads edge_end once per group. */
@@ -257,6 +338,31 @@ RDX_HD void rdx_jn_pip_event(rdx_jn_pip_state *s, uint32_t feat, int boundary) {
   s->ev[s->n_live++] = key;
 }
 
+/* The general rule's events of group grp's edges for a point (side 0) or a side query (side 1;
+ * a constant at each call, so each loop is compiled without the other's tests). */
+RDX_HD void rdx_jn_pip_general_scan(rdx_jn_pip_state *s, uint32_t grp, int side) {
+  const rdx_jn_pip_geom *g = s->g;
+  const double sg = s->sign;
+  uint32_t e = g->group_first[grp], end = g->group_first[grp + 1];
+  const double *v = g->xy + 2 * (uint64_t)e;
+  double a[2] = {RDX_DMUL(sg, v[0]), RDX_DMUL(sg, v[1])}; /* vertices in the ray's frame */
+  uint32_t fa = side ? rdx_jn_pip_side_q(a, s->q, s->pert) : rdx_jn_pip_side(a, s->q);
+  for (; e < end; e++) {
+    v = g->xy + 2 * (uint64_t)rdx_jn_pip_next(g, e, end);
+    const double b[2] = {RDX_DMUL(sg, v[0]), RDX_DMUL(sg, v[1])};
+    const uint32_t fb = side ? rdx_jn_pip_side_q(b, s->q, s->pert) : rdx_jn_pip_side(b, s->q);
+    if ((fa & fb) == 0) {
+      if (side) {
+        if (rdx_jn_pip_edge_q(s, a, b, fa, fb)) rdx_jn_pip_event(s, g->edge_feat[e], 0);
+      } else {
+        int k = rdx_jn_pip_edge(s->q, a, b);
+        if (k != RDX_JN_PIP_NONE) rdx_jn_pip_event(s, g->edge_feat[e], k == RDX_JN_PIP_BOUNDARY);
+      }
+    }
+    a[0] = b[0], a[1] = b[1], fa = fb;
+  }
+}
+
 /* The general rule's intersection program: record the group's events, report nothing. */
 RDX_HD int rdx_jn_pip_general_isect(rdx_jn_pip_state *s, uint32_t grp, const float *box, const rdx_ray *r,
                                     const rdx_ray_pre *pre, float tmin, float tmax, float *t) {
@@ -266,20 +372,8 @@ RDX_HD int rdx_jn_pip_general_isect(rdx_jn_pip_state *s, uint32_t grp, const flo
   const float *span = g->group_span + 2 * (uint64_t)grp;
   if (sg > 0.0 ? (double)span[0] > s->p[1] : (double)span[1] < s->p[1])
     return 0; /* the group's ring lies wholly beyond p on the ray's side (the file comment) */
-  uint32_t e = g->group_first[grp], end = g->group_first[grp + 1];
-  const double *v = g->xy + 2 * (uint64_t)e;
-  double a[2] = {RDX_DMUL(sg, v[0]), RDX_DMUL(sg, v[1])}; /* vertices in the ray's frame */
-  uint32_t fa = rdx_jn_pip_side(a, s->q);
-  for (; e < end; e++) {
-    v = g->xy + 2 * (uint64_t)rdx_jn_pip_next(g, e, end);
-    const double b[2] = {RDX_DMUL(sg, v[0]), RDX_DMUL(sg, v[1])};
-    const uint32_t fb = rdx_jn_pip_side(b, s->q);
-    if ((fa & fb) == 0) {
-      int k = rdx_jn_pip_edge(s->q, a, b);
-      if (k != RDX_JN_PIP_NONE) rdx_jn_pip_event(s, g->edge_feat[e], k == RDX_JN_PIP_BOUNDARY);
-    }
-    a[0] = b[0], a[1] = b[1], fa = fb;
-  }
+  if (s->side) rdx_jn_pip_general_scan(s, grp, 1);
+  else rdx_jn_pip_general_scan(s, grp, 0);
   return 0;
 }
 RDX_HD int rdx_jn_pip_general_hit(rdx_jn_pip_state *s, uint32_t id, float t, int front, float *tmax) {
@@ -330,8 +424,10 @@ RDX_RT_DEFINE_TRACE_AABB(rdx_jn_pip_trace_general, rdx_jn_pip_state, rdx_jn_pip_
 RDX_RT_DEFINE_TRACE_AABB(rdx_jn_pip_trace_rings, rdx_jn_pip_rings_state, rdx_jn_pip_rings_isect, rdx_jn_pip_rings_hit)
 RDX_RT_DEFINE_TRACE_AABB(rdx_jn_pip_trace_planar, rdx_jn_pip_state, rdx_jn_pip_planar_isect, rdx_jn_pip_planar_hit)
 
-RDX_HD void rdx_jn_pip_state_init(rdx_jn_pip_state *s, const rdx_jn_pip_geom *g, double px, double py, uint64_t *ev,
+/* The state of query at, upward (rdx_jn_pip_general_frame turns it). */
+RDX_HD void rdx_jn_pip_state_init(rdx_jn_pip_state *s, const rdx_jn_pip_geom *g, const rdx_jn_pip_at *at, uint64_t *ev,
                                   uint32_t cap, int append) {
+  const double px = at->a[0], py = at->a[1];
   s->g = g;
   s->p[0] = px;
   s->p[1] = py;
@@ -339,6 +435,14 @@ RDX_HD void rdx_jn_pip_state_init(rdx_jn_pip_state *s, const rdx_jn_pip_geom *g,
   s->sign = 1.0;
   s->q[0] = px;
   s->q[1] = py;
+  s->qb[0] = at->b[0];
+  s->qb[1] = at->b[1];
+  s->side = at->side;
+  /* q - a's signs (the file comment): u = b - a; sign(u.x), else sign(-s u.y); sign(u.y), else
+   * sign(s u.x); unused (0) for points */
+  const int ux = (at->b[0] > px) - (at->b[0] < px), uy = (at->b[1] > py) - (at->b[1] < py);
+  s->pert[0] = ux != 0 ? ux : -at->side * uy;
+  s->pert[1] = uy != 0 ? uy : at->side * ux;
   s->ev = ev;
   s->cap = cap;
   s->n_live = 0;
@@ -359,6 +463,10 @@ RDX_HD void rdx_jn_pip_general_frame(float reach, rdx_ray *ray, rdx_jn_pip_state
   s->sign = -1.0;
   s->q[0] = -s->p[0];
   s->q[1] = -s->p[1];
+  s->qb[0] = -s->qb[0]; /* side queries: the turned b, and q - a's signs turned */
+  s->qb[1] = -s->qb[1];
+  s->pert[0] = -s->pert[0];
+  s->pert[1] = -s->pert[1];
 }
 
 /* Insertion sort, for pass 1's small sets. */
@@ -397,16 +505,17 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
  * defines
  *     QUAL float REACH(CTX c, double px, double py)
  * phase (A) for one point: its reach (the file comment; -inf when no ring box holds it);
- *     QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, float reach, int planar,
+ *     QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, const rdx_jn_pip_at *at, float reach, int planar,
  *                    uint64_t *set, uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill,
  *                    uint32_t *n_ev)
- * pass 1 for one point whose phase (A) gave reach (or +inf, unknown): answers it (returns 1:
+ * pass 1 for one query (a point, or a side query, which ignores planar) whose phase (A), REACH of
+ * at->a, gave reach (or +inf, unknown): answers it (returns 1:
  * *count, *first, and the features into fill when not NULL) or, when the general rule's set
  * outgrows cap, returns 0 with *n_ev its event count (>= 1) for pass 2 (set: room for cap
  * entries); and
- *     QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, float reach,
+ *     QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, const rdx_jn_pip_at *at, float reach,
  *                          uint64_t *ev, uint32_t cap)
- * pass 2 for one point: every event of the general rule into ev (room for cap); returns how many
+ * pass 2 for one query: every event of the general rule into ev (room for cap); returns how many
  * the ray met (the caller checks it equals pass 1's count, with the same reach). The rays are
  * cast by void TRACE_RINGS(CTX c, const rdx_ray *ray, rdx_jn_pip_rings_state *s) through the ring
  * scene, and void TRACE_PLANAR(CTX c, const rdx_ray *ray, rdx_jn_pip_state *s) and TRACE_GENERAL
@@ -426,7 +535,7 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
     TRACE_RINGS(c, &ray, &s);                                                                     \
     return rdx_jn_pip_rings_reach(&s);                                                                \
   }                                                                                               \
-  QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, double px, double py, float reach, int planar,  \
+  QUAL int POINT(CTX c, const rdx_jn_pip_geom *g, const rdx_jn_pip_at *at, float reach, int planar, \
                  uint64_t *set, uint32_t cap, uint64_t *count, int64_t *first, uint64_t *fill,    \
                  uint32_t *n_ev) {                                                                \
     if (reach == -INFINITY) { /* no ring box holds p: in no feature, on no boundary */           \
@@ -434,10 +543,10 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
       *first = -1;                                                                                \
       return 1;                                                                                   \
     }                                                                                             \
-    rdx_ray ray = rdx_jn_pip_ray(px, py);                                                         \
+    rdx_ray ray = rdx_jn_pip_ray(at->a[0], at->a[1]);                                             \
     rdx_jn_pip_state s;                                                                           \
-    if (planar) {                                                                                 \
-      rdx_jn_pip_state_init(&s, g, px, py, set, cap, 0);                                          \
+    if (planar && at->side == 0) {                                                                \
+      rdx_jn_pip_state_init(&s, g, at, set, cap, 0);                                              \
       TRACE_PLANAR(c, &ray, &s);                                                                  \
       if (!s.boundary) {                                                                          \
         uint32_t b = s.best;                                                                      \
@@ -448,7 +557,7 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
         return 1;                                                                                 \
       }                                                                                           \
     }                                                                                             \
-    rdx_jn_pip_state_init(&s, g, px, py, set, cap, 0);                                            \
+    rdx_jn_pip_state_init(&s, g, at, set, cap, 0);                                                \
     rdx_jn_pip_general_frame(reach, &ray, &s);                                                    \
     TRACE_GENERAL(c, &ray, &s);                                                                   \
     if (s.overflow) {                                                                             \
@@ -459,12 +568,12 @@ RDX_HD uint64_t rdx_jn_pip_reduce(const uint64_t *ev, uint32_t n, int64_t *first
     *count = rdx_jn_pip_reduce(set, s.n_live, first, fill);                                       \
     return 1;                                                                                     \
   }                                                                                               \
-  QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, double px, double py, float reach, uint64_t *ev, \
+  QUAL uint32_t EVENTS(CTX c, const rdx_jn_pip_geom *g, const rdx_jn_pip_at *at, float reach, uint64_t *ev, \
                        uint32_t cap) {                                                            \
     if (reach == -INFINITY) return 0;                                                             \
-    rdx_ray ray = rdx_jn_pip_ray(px, py);                                                         \
+    rdx_ray ray = rdx_jn_pip_ray(at->a[0], at->a[1]);                                             \
     rdx_jn_pip_state s;                                                                           \
-    rdx_jn_pip_state_init(&s, g, px, py, ev, cap, 1);                                             \
+    rdx_jn_pip_state_init(&s, g, at, ev, cap, 1);                                                 \
     rdx_jn_pip_general_frame(reach, &ray, &s);                                                    \
     TRACE_GENERAL(c, &ray, &s);                                                                   \
     return s.n_ev;                                                                                \

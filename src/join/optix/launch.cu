@@ -79,13 +79,13 @@ rdx_status pip_launch(rdx_context *ctx, const rdx_jn_index *ix, rdx_jn_optix_par
   return st;
 }
 
-rdx_status pip_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+rdx_status pip_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_jn_pip_query *q,
                      const int64_t *order, int64_t n, int planar, const rdx_jn_pip_out *out, uint32_t *pending) {
   rdx_jn_optix_params p;
   memset(&p, 0, sizeof p);
   p.op = RDX_JN_OPTIX_PIP;
   p.g = geom_of(r, ix);
-  p.xy = xy;
+  p.q = *q;
   p.list = order;
   p.planar = planar;
   p.out = *out;
@@ -93,13 +93,13 @@ rdx_status pip_pass1(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index
   return pip_launch(ctx, ix, &p, n);
 }
 
-rdx_status pip_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+rdx_status pip_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_jn_pip_query *q,
                       const int64_t *list, int64_t nb, const uint64_t *boff, uint64_t *ev, int *mismatch) {
   rdx_jn_optix_params p;
   memset(&p, 0, sizeof p);
   p.op = RDX_JN_OPTIX_PIP_EVENTS;
   p.g = geom_of(r, ix);
-  p.xy = xy;
+  p.q = *q;
   p.list = list;
   p.boff = boff;
   p.ev = ev;
@@ -110,7 +110,16 @@ rdx_status pip_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_inde
 rdx_status pip_optix(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
                      int planar, const rdx_jn_pip_out *out) {
   static const rdx_jn_pip_engine engine = {pip_pass1, pip_events};
-  return rdx_jn_pip_gpu(ctx, &engine, r, ix, xy, n, planar, out);
+  const rdx_jn_pip_query q = {xy, NULL, 0};
+  return rdx_jn_pip_gpu(ctx, &engine, r, ix, &q, n, planar, out);
+}
+
+/* Side PIP (join.h): the same engine over side queries. */
+rdx_status side_pip_optix(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
+                          const uint32_t *dir_end, int64_t n, int side, const rdx_jn_pip_out *out) {
+  static const rdx_jn_pip_engine engine = {pip_pass1, pip_events};
+  const rdx_jn_pip_query q = {xy, dir_end, side < 0 ? -1 : 1};
+  return rdx_jn_pip_gpu(ctx, &engine, r, ix, &q, n, 0, out);
 }
 
 /* ---- LSI (rdx_jn_lsi_pass_fn) ---- */
@@ -210,8 +219,9 @@ extern "C" rdx_status rdx_jn_optix_boxes(rdx_context *ctx, float *boxes, int64_t
 extern "C" int64_t rdx_jn_optix_launches(void) { return g_launches.load(std::memory_order_relaxed); }
 
 /* The points' check and widening are plain kernels (pip.cu), the same on both GPU backends. */
-extern "C" const rdx_jn_ops rdx_jn_pip_optix_ops = {
-    RDX_JN_OP_PIP, RDX_BACKEND_OPTIX, NULL, rdx_jn_points_cuda, pip_optix, NULL,
+extern "C" const rdx_jn_pip_ops rdx_jn_pip_optix_ops = {
+    {RDX_JN_OP_PIP, RDX_BACKEND_OPTIX, NULL, rdx_jn_points_cuda, pip_optix, NULL},
+    side_pip_optix,
 };
 extern "C" const rdx_jn_ops rdx_jn_lsi_optix_ops = {
     RDX_JN_OP_LSI, RDX_BACKEND_OPTIX, NULL, NULL, NULL, lsi_optix,

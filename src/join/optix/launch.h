@@ -8,7 +8,7 @@
  * Pipelines (one per raygen program; every trace folds its work into the intersection program, as
  * RayJoin does, digest sections 3, 4 and 7):
  *   lsi  one ray per S edge (lsi_hd.h), counting or filling, op RDX_JN_OPTIX_LSI
- *   pip  per query point (pip_hd.h): phase (A), a point ray through the ring GAS into reach
+ *   pip  per query, a point or a side query (pip_hd.h): phase (A), a point ray through the ring GAS into reach
  *        (op RDX_JN_OPTIX_PIP_RINGS, for the points or for pass 2's list); then pass 1 (op
  *        RDX_JN_OPTIX_PIP) or pass 2's events of the points pass 1 left (op
  *        RDX_JN_OPTIX_PIP_EVENTS), one ray each through the group GAS
@@ -69,7 +69,7 @@ typedef struct rdx_jn_optix_params {
   /* pip: queries are entries of list (events; pass 1: its order, or all points in input order
    * when list is NULL) */
   rdx_jn_pip_geom g;           /* R's layer and groups, device pointers */
-  const double *xy;            /* the points, (n, 2) f64 */
+  rdx_jn_pip_query q;          /* the queries: points, or side queries (join.h), device pointers */
   int planar;                  /* pass 1: the planar rule first */
   rdx_jn_pip_out out;          /* pass 1's outputs */
   uint32_t *pending;           /* pass 1: per point, 0 or its event count for pass 2 */

@@ -7,7 +7,9 @@
  * decides each exactly; any-hit and closest-hit programs are disabled on every ray.
  *
  * One copy of the logic. The rays, the per-edge decisions, the states and the answers are
- * lsi_hd.h's and pip_hd.h's, the very functions the soft backends run: the raygen programs
+ * lsi_hd.h's and pip_hd.h's, the very functions the soft backends run (side PIP's queries
+ * included: pip_hd.h decides them in the same programs, and its file comment shows the boxes'
+ * margins hold for them as for points): the raygen programs
  * instantiate RDX_JN_LSI_DEFINE_EDGE and RDX_JN_PIP_DEFINE_POINT with an OptiX cast, and
  * __intersection__box calls rdx_jn_lsi_isect, rdx_jn_pip_general_isect or rdx_jn_pip_planar_isect
  * on the ray's state. The state lives in the raygen program's frame; its address travels in
@@ -180,14 +182,15 @@ extern "C" __global__ void __raygen__pip() {
   if (k >= params.base.n) return;
   if (params.op == RDX_JN_OPTIX_PIP_RINGS) {
     int64_t i = params.list ? params.list[k] : k;
-    params.reach[k] = pip_reach_optix(0, params.xy[2 * i], params.xy[2 * i + 1]);
+    params.reach[k] = pip_reach_optix(0, params.q.xy[2 * i], params.q.xy[2 * i + 1]); /* the query's a */
     return;
   }
   if (params.op == RDX_JN_OPTIX_PIP_EVENTS) {
     int64_t i = params.list[k];
     uint32_t want = (uint32_t)(params.boff[k + 1] - params.boff[k]);
     uint64_t *ev = params.ev + params.boff[k];
-    uint32_t got = pip_events_optix(0, &params.g, params.xy[2 * i], params.xy[2 * i + 1], params.reach[k], ev, want);
+    const rdx_jn_pip_at at = rdx_jn_pip_at_of(&params.q, i);
+    uint32_t got = pip_events_optix(0, &params.g, &at, params.reach[k], ev, want);
     if (got != want) *params.mismatch = 1;
     return;
   }
@@ -198,8 +201,9 @@ extern "C" __global__ void __raygen__pip() {
   uint32_t n_ev = 0;
   const rdx_jn_pip_out &out = params.out;
   uint64_t *fill = out.features ? out.features + out.offsets[i] : NULL;
-  if (pip_point_optix(0, &params.g, params.xy[2 * i], params.xy[2 * i + 1], params.reach[k], params.planar, set,
-                      RDX_JN_PIP_SET_GPU, &count, &first, fill, &n_ev)) {
+  const rdx_jn_pip_at at = rdx_jn_pip_at_of(&params.q, i);
+  if (pip_point_optix(0, &params.g, &at, params.reach[k], params.planar, set, RDX_JN_PIP_SET_GPU, &count, &first,
+                      fill, &n_ev)) {
     if (out.counts) out.counts[i] = count;
     if (out.first) out.first[i] = first;
     params.pending[i] = 0;
