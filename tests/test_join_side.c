@@ -1,6 +1,6 @@
 /*
  * test_join_side.c: side PIP (join.h's rdx_jn_side_pip_* through the PIP ops table,
- * rdx_jn_side_pip_of): for each edge a -> b of a layer X and a side s, the features of a layer Y
+ * its side_pip member): for each edge a -> b of a layer X and a side s, the features of a layer Y
  * containing q = a + delta (b - a) + s eps n, n the left normal, 0 < eps << delta infinitesimal
  * (pip_hd.h), on the backend given by --backend, counts and first, then a fill at the scanned
  * offsets, in backend memory.
@@ -62,7 +62,7 @@ static void answers_free(answers *A) {
  * features at the scanned offsets, every buffer in backend memory. */
 static void side_run(rdx_polygons *X, rdx_polygons *Y, int side, answers *A) {
   const rdx_jn_ops *ops = rdx_jn_find_ops(RDX_JN_OP_PIP, rdx_context_backend(ctx));
-  rdx_jn_side_pip_fn fn = rdx_jn_side_pip_of(ops);
+  rdx_jn_side_pip_fn fn = ops ? ops->side_pip : NULL;
   memset(A, 0, sizeof *A);
   if (fn == NULL) {
     CHECK_FAIL_("%s", "no side PIP in the PIP ops table");

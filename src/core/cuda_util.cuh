@@ -56,4 +56,19 @@ static inline rdx_status rdx_scratch(rdx_context *ctx, const char *what, void **
   return rdx_mem_alloc(ctx, what, p, bytes, RDX_DEVICE);
 }
 
+#ifdef __cplusplus
+/* A CUB call made twice: once for its scratch size, once to run (f(temp, bytes) returns the
+ * cudaError_t of the call). */
+template <typename F>
+rdx_status rdx_cub_run(rdx_context *ctx, const char *what, F f) {
+  size_t bytes = 0;
+  void *temp = NULL;
+  RDX_CUDA(ctx, f(NULL, bytes), what);
+  RDX_CHECK(rdx_scratch(ctx, what, &temp, bytes));
+  cudaError_t e = f(temp, bytes);
+  rdx_mem_free(ctx, temp);
+  return rdx_cuda_ok(ctx, e, what);
+}
+#endif
+
 #endif /* RDX_CUDA_UTIL_CUH */

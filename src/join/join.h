@@ -168,7 +168,7 @@ rdx_status rdx_jn_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn
  * (rdx_jn_pip_out) in backend memory, two-phase as for PIP: counts[i] (and/or first[i]), then
  * the features of query i ascending at features[offsets[i] ..], offsets scanned from those counts.
  * Returns RDX_OK, out of memory, a CUDA or OptiX status, or RDX_ERR_INTERNAL (a pass-2 mismatch);
- * on failure the outputs are undefined. Reached through the PIP ops table (rdx_jn_side_pip_of). */
+ * on failure the outputs are undefined. Reached through the PIP ops table's side_pip. */
 rdx_status rdx_jn_side_pip_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
                                const uint32_t *dir_end, int64_t n, int side, const rdx_jn_pip_out *out);
 rdx_status rdx_jn_side_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
@@ -207,12 +207,22 @@ rdx_status rdx_jn_lsi_edge_pairs_cpu(rdx_context *ctx, const rdx_polygons *r, co
                                      const rdx_polygons *s, uint64_t **pairs, int64_t *n_pairs,
                                      rdx_jn_lsi_stats *stats);
 
+/* The same on CUDA contexts (device pairs; rdx_jn_lsi_edge_pairs_gpu with the soft BVH's passes). */
+rdx_status rdx_jn_lsi_edge_pairs_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
+                                      const rdx_polygons *s, uint64_t **pairs, int64_t *n_pairs,
+                                      rdx_jn_lsi_stats *stats);
+
 /* ---- polygon joins (overlay_hd.h; overlay.c; the public call in join_polygons.c) ---- */
 /* The feature pairs (r << 32 | s, host, sorted unique, *n_out of them) of predicate OVERLAY,
  * INTERSECTS, CONTAINS or WITHIN; ixr and ixs are indexes of R and S for the CPU; both layers have
  * edges. areas (OVERLAY only; may be NULL): *areas gets each pair's intersection area (host). On
  * failure *out and *areas are NULL. */
 rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
+                               const rdx_jn_index *ixs, rdx_join_predicate pred, uint64_t **out, int64_t *n_out,
+                               double **areas);
+/* The same on GPU contexts (overlay.cu), through the context's LSI and PIP tables; the outputs
+ * still come back in host memory. */
+rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
                                const rdx_jn_index *ixs, rdx_join_predicate pred, uint64_t **out, int64_t *n_out,
                                double **areas);
 
@@ -224,48 +234,43 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
 typedef enum rdx_jn_op {
   RDX_JN_OP_INDEX = 1,       /* index_build */
   RDX_JN_OP_PIP = 2,         /* points, pip */
-  RDX_JN_OP_LSI = 3          /* lsi */
+  RDX_JN_OP_LSI = 3,         /* lsi, edge_pairs */
+  RDX_JN_OP_POLYGONS = 4     /* polygons */
 } rdx_jn_op;
 
+typedef rdx_status (*rdx_jn_side_pip_fn)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
+                                         const double *xy, const uint32_t *dir_end, int64_t n, int side,
+                                         const rdx_jn_pip_out *out);
 typedef struct rdx_jn_ops {
   rdx_jn_op op;
   rdx_backend backend;       /* CPU, CUDA or OPTIX */
   /* INDEX: groups, boxes and scene of p into *out, whose options (pad_ulps, group_threshold,
    * magnitude, abs_pad) rdx_jn_index_make has set; p has at least one edge. */
   rdx_status (*index_build)(rdx_context *ctx, const rdx_polygons *p, rdx_jn_index *out);
-  /* PIP */
+  /* PIP, and the side PIP of edge starts (rdx_jn_side_pip_cpu / _cuda's contract) */
   rdx_status (*points)(rdx_context *ctx, const void *src, int f32, int64_t n, double *dst, int64_t *bad);
   rdx_status (*pip)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
                     int planar, const rdx_jn_pip_out *out);
-  /* LSI: rdx_jn_lsi_cpu / _cuda's contract */
+  rdx_jn_side_pip_fn side_pip;
+  /* LSI: rdx_jn_lsi_cpu / _cuda's contract; its edge pairs alone (rdx_jn_lsi_edge_pairs_cpu /
+   * _gpu's, in the backend's memory) */
   rdx_status (*lsi)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_polygons *s,
                     int want_points, rdx_join_lsi_result *out, rdx_jn_lsi_stats *stats);
+  rdx_status (*edge_pairs)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_polygons *s,
+                           uint64_t **pairs, int64_t *n_pairs, rdx_jn_lsi_stats *stats);
+  /* POLYGONS: rdx_jn_polygons_cpu / _gpu's contract */
+  rdx_status (*polygons)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
+                         const rdx_jn_index *ixs, rdx_join_predicate pred, uint64_t **out, int64_t *n_out,
+                         double **areas);
 } rdx_jn_ops;
-
-/* The PIP tables extend rdx_jn_ops with side PIP (rdx_jn_side_pip_cpu / _cuda's contract): every
- * table of RDX_JN_OP_PIP is the `ops` member of one of these (a new member of rdx_jn_ops would
- * leave the other operations' positional tables short of an initializer, an error under
- * RAYDEX_WERROR). Reach it with rdx_jn_side_pip_of(rdx_jn_find_ops(RDX_JN_OP_PIP, backend)). */
-typedef rdx_status (*rdx_jn_side_pip_fn)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
-                                         const double *xy, const uint32_t *dir_end, int64_t n, int side,
-                                         const rdx_jn_pip_out *out);
-typedef struct rdx_jn_pip_ops {
-  rdx_jn_ops ops;            /* op RDX_JN_OP_PIP: points, pip */
-  rdx_jn_side_pip_fn side_pip;
-} rdx_jn_pip_ops;
-/* The side PIP entry of a PIP table (NULL for NULL or a table of another operation). */
-static inline rdx_jn_side_pip_fn rdx_jn_side_pip_of(const rdx_jn_ops *ops) {
-  return ops != NULL && ops->op == RDX_JN_OP_PIP ? ((const rdx_jn_pip_ops *)(const void *)ops)->side_pip : NULL;
-}
 
 /* The registry: the table for (op, backend), or NULL when that pair does not exist. */
 const rdx_jn_ops *rdx_jn_find_ops(rdx_jn_op op, rdx_backend backend);
 
 /* Tables, one per (operation, backend), defined in the files that implement them. */
-extern const rdx_jn_ops rdx_jn_index_cpu_ops, rdx_jn_lsi_cpu_ops;
-extern const rdx_jn_ops rdx_jn_index_cuda_ops, rdx_jn_lsi_cuda_ops;
-extern const rdx_jn_ops rdx_jn_lsi_optix_ops; /* OptiX builds only */
-extern const rdx_jn_pip_ops rdx_jn_pip_cpu_ops, rdx_jn_pip_cuda_ops, rdx_jn_pip_optix_ops; /* PIP (optix: OptiX builds) */
+extern const rdx_jn_ops rdx_jn_index_cpu_ops, rdx_jn_pip_cpu_ops, rdx_jn_lsi_cpu_ops, rdx_jn_polygons_cpu_ops;
+extern const rdx_jn_ops rdx_jn_index_cuda_ops, rdx_jn_pip_cuda_ops, rdx_jn_lsi_cuda_ops, rdx_jn_polygons_cuda_ops;
+extern const rdx_jn_ops rdx_jn_pip_optix_ops, rdx_jn_lsi_optix_ops, rdx_jn_polygons_optix_ops; /* OptiX builds */
 
 /* ---- the GPU stages the soft kernels and the OptiX programs share (pip.cu, lsi.cu) ----
  * The CUDA backend traces the soft BVH in kernels and the OptiX backend traces a GAS with its
@@ -298,6 +303,11 @@ struct rdx_jn_lsi_r; /* lsi_hd.h: R's side of a join */
 typedef rdx_status (*rdx_jn_lsi_pass_fn)(rdx_context *ctx, const struct rdx_jn_lsi_r *r, const rdx_jn_index *ix,
                                          const rdx_polygons *s, uint64_t *counts, const uint64_t *offsets,
                                          uint64_t *pairs, unsigned long long *tally, int *mismatch);
+/* Every intersecting edge pair through pass's count and fill (lsi.cu): the GPU form of
+ * rdx_jn_lsi_edge_pairs_cpu, *pairs in device memory. */
+rdx_status rdx_jn_lsi_edge_pairs_gpu(rdx_context *ctx, rdx_jn_lsi_pass_fn pass, const rdx_polygons *r,
+                                     const rdx_jn_index *ix, const rdx_polygons *s, uint64_t **pairs,
+                                     int64_t *n_pairs, rdx_jn_lsi_stats *stats);
 /* rdx_jn_lsi_cuda's contract, with the count and fill passes of pass (rdx_jn_lsi_cuda: the soft
  * BVH's). */
 rdx_status rdx_jn_lsi_gpu(rdx_context *ctx, rdx_jn_lsi_pass_fn pass, const rdx_polygons *r, const rdx_jn_index *ix,

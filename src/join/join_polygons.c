@@ -169,9 +169,9 @@ rdx_status rdx_join_polygons(rdx_context *ctx, const rdx_polygons *r, const rdx_
   } else if (predicate == RDX_JOIN_BOXES) {
     RDX_CHECK_GOTO(box_pairs(ctx, r, s, &keys, &m), st, done);
   } else {
-    if (rdx_is_gpu(ctx)) {
-      st = rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: this predicate runs on the cpu backend only so far (backend %s)",
-                    fn, rdx_backend_name(ctx->backend));
+    const rdx_jn_ops *ops = rdx_jn_find_ops(RDX_JN_OP_POLYGONS, ctx->backend);
+    if (ops == NULL || ops->polygons == NULL) {
+      st = rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: no polygon join on backend %s", fn, rdx_backend_name(ctx->backend));
       goto done;
     }
     const rdx_polygons *layer[2] = {r, s};
@@ -183,7 +183,7 @@ rdx_status rdx_join_polygons(rdx_context *ctx, const rdx_polygons *r, const rdx_
         ix[k] = &temp[k];
       }
     }
-    RDX_CHECK_GOTO(rdx_jn_polygons_cpu(ctx, r, ix[0], s, ix[1], predicate, &keys, &m, want_areas ? &areas : NULL), st,
+    RDX_CHECK_GOTO(ops->polygons(ctx, r, ix[0], s, ix[1], predicate, &keys, &m, want_areas ? &areas : NULL), st,
                    done);
   }
   st = make_result(ctx, keys, want_areas, areas, m, out);

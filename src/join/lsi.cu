@@ -26,17 +26,6 @@ namespace {
 constexpr int TPB = 128;
 constexpr int TALLY = 4; /* candidates, rays, clipped, brute */
 
-/* A CUB call made twice: once for its scratch size, once to run. */
-template <typename F>
-rdx_status cub_run(rdx_context *ctx, const char *what, F f) {
-  size_t bytes = 0;
-  void *temp = NULL;
-  RDX_CUDA(ctx, f(NULL, bytes), what);
-  RDX_CHECK(rdx_scratch(ctx, what, &temp, bytes));
-  cudaError_t e = f(temp, bytes);
-  rdx_mem_free(ctx, temp);
-  return rdx_cuda_ok(ctx, e, what);
-}
 
 __device__ uint64_t warp_sum(uint64_t v) {
   for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xFFFFFFFFu, v, off);
@@ -287,7 +276,7 @@ rdx_status points_order(rdx_context *ctx, sorted_points *sp) {
     RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_join_lsi: gather kernel", st, done);
     cub::DoubleBuffer<uint64_t> keys(kb, kb2);
     cub::DoubleBuffer<uint32_t> vals(sp->perm, pb2);
-    RDX_CHECK_GOTO(cub_run(ctx, what, [&](void *t, size_t &b) {
+    RDX_CHECK_GOTO(rdx_cub_run(ctx, what, [&](void *t, size_t &b) {
                      return cub::DeviceRadixSort::SortPairs(t, b, keys, vals, n, 0, 64, cs);
                    }),
                    st, done);
@@ -362,7 +351,7 @@ rdx_status feature_pairs(rdx_context *ctx, const rdx_polygons *r, const rdx_poly
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&tmp, (size_t)n * 8), st, done);
   {
     cub::DoubleBuffer<uint64_t> kb(*keys, tmp);
-    RDX_CHECK_GOTO(cub_run(ctx, what, [&](void *t, size_t &b) {
+    RDX_CHECK_GOTO(rdx_cub_run(ctx, what, [&](void *t, size_t &b) {
                      return cub::DeviceRadixSort::SortKeys(t, b, kb, n, 0, 64, cs);
                    }),
                    st, done);
@@ -425,6 +414,19 @@ done:
   return st; /* on failure the caller frees what out holds */
 }
 
+extern "C" rdx_status rdx_jn_lsi_edge_pairs_gpu(rdx_context *ctx, rdx_jn_lsi_pass_fn pass, const rdx_polygons *r,
+                                                const rdx_jn_index *ix, const rdx_polygons *s, uint64_t **pairs,
+                                                int64_t *n_pairs, rdx_jn_lsi_stats *stats) {
+  *n_pairs = 0;
+  return edge_pairs(ctx, pass, r, ix, s, pairs, n_pairs, stats);
+}
+
+extern "C" rdx_status rdx_jn_lsi_edge_pairs_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
+                                                 const rdx_polygons *s, uint64_t **pairs, int64_t *n_pairs,
+                                                 rdx_jn_lsi_stats *stats) {
+  return rdx_jn_lsi_edge_pairs_gpu(ctx, soft_pass, r, ix, s, pairs, n_pairs, stats);
+}
+
 extern "C" rdx_status rdx_jn_lsi_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
                                       const rdx_polygons *s, int want_points, rdx_join_lsi_result *out,
                                       rdx_jn_lsi_stats *stats) {
@@ -432,5 +434,5 @@ extern "C" rdx_status rdx_jn_lsi_cuda(rdx_context *ctx, const rdx_polygons *r, c
 }
 
 extern "C" const rdx_jn_ops rdx_jn_lsi_cuda_ops = {
-    RDX_JN_OP_LSI, RDX_BACKEND_CUDA, NULL, NULL, NULL, rdx_jn_lsi_cuda,
+    RDX_JN_OP_LSI, RDX_BACKEND_CUDA, NULL, NULL, NULL, NULL, rdx_jn_lsi_cuda, rdx_jn_lsi_edge_pairs_cuda, NULL,
 };

@@ -30,15 +30,7 @@ typedef struct recs {
   int64_t n, cap;
 } recs;
 
-/* An event on an edge: a vertex of the other layer strictly inside it, or (for areas) a proper
- * crossing, at its point rounded to doubles. */
-typedef struct vev {
-  uint64_t key;              /* edge << 32 | feature */
-  double v[2];
-  double t;                  /* areas: where along the edge, (v - a).(b - a) / |b - a|^2 */
-  uint32_t bits;             /* the flips (ODD_L, ODD_R) */
-  uint32_t proper;           /* 1 for a proper crossing (areas only) */
-} vev;
+typedef rdx_jn_ov_event vev;
 
 typedef struct ov_job {
   const rdx_polygons *r, *s;
@@ -76,15 +68,6 @@ static void recs_free(rdx_context *ctx, recs *r) {
 
 /* ---- classify ---- */
 
-static void put_event(vev *w, uint64_t key, const double *v, const double *a, const double *b, uint32_t bits,
-                      uint32_t proper) {
-  const double ux = b[0] - a[0], uy = b[1] - a[1];
-  w->key = key;
-  w->v[0] = v[0], w->v[1] = v[1];
-  w->t = ((v[0] - a[0]) * ux + (v[1] - a[1]) * uy) / (ux * ux + uy * uy);
-  w->bits = bits;
-  w->proper = proper;
-}
 
 static void classify_task(void *arg, int64_t t, int thread) {
   (void)thread;
@@ -113,14 +96,14 @@ static void classify_task(void *arg, int64_t t, int thread) {
       if (!j->areas) continue;
       if (fill) {
         rdx_jn_seg_point(a, b, cc, d, &v[0], &v[1]);
-        put_event(j->ev[0] + c[1], k0, v, a, b, both, 1);
-        put_event(j->ev[1] + c[3], k1, v, cc, d, both, 1);
+        rdx_jn_ov_put_event(j->ev[0] + c[1], k0, v, a, b, both, 1);
+        rdx_jn_ov_put_event(j->ev[1] + c[3], k1, v, cc, d, both, 1);
       }
       c[1]++, c[3]++;
       continue;
     }
     const int d_ = kind == RDX_JN_OV_VERTEX_S ? 0 : 1;
-    if (fill) put_event(j->ev[d_] + c[2 * d_ + 1], d_ == 0 ? k0 : k1, v, d_ == 0 ? a : cc, d_ == 0 ? b : d, bits, 0);
+    if (fill) rdx_jn_ov_put_event(j->ev[d_] + c[2 * d_ + 1], d_ == 0 ? k0 : k1, v, d_ == 0 ? a : cc, d_ == 0 ? b : d, bits, 0);
     c[2 * d_ + 1]++;
   }
   if (!fill) memcpy(j->count + 4 * t, c, sizeof c);
@@ -279,10 +262,8 @@ static rdx_status sort_unique(rdx_context *ctx, uint64_t **keys, int64_t n, int6
   return RDX_OK;
 }
 
-/* The feature pair (R feature << 32 | S feature) of record i of direction d. */
 static uint64_t pair_of(const rdx_polygons *r, const rdx_polygons *s, int d, uint64_t key) {
-  uint32_t edge = (uint32_t)(key >> 32), feat = (uint32_t)key;
-  return d == 0 ? (uint64_t)r->host.edge_feat[edge] << 32 | feat : (uint64_t)feat << 32 | s->host.edge_feat[edge];
+  return rdx_jn_ov_pair(r->host.edge_feat, s->host.edge_feat, d, key);
 }
 
 /* Edges of feature f of layer p. */
@@ -340,31 +321,11 @@ static int64_t set_minus(uint64_t *a, int64_t na, const uint64_t *b, int64_t nb)
   return w;
 }
 
-/* ---- areas (overlay_hd.h's weights) ----
- * area(A n B) = 1/2 sum over the pieces of dA and of dB of w * (p x q), (p, q) the piece's ends and
- * w the mean of its two sides' statuses in the other feature: 1 inside it, 1/2 on its boundary
- * (twice for a boundary both share in one direction, and the two copies of one shared in opposite
- * directions cancel), 0 outside. The cross products are taken about a vertex o of A, so the sum
- * does not lose digits to the coordinates' size. */
+/* ---- areas (overlay_hd.h) ---- */
 
-static double cross_about(const double *o, const double *p, const double *q) {
-  return (p[0] - o[0]) * (q[1] - o[1]) - (p[1] - o[1]) * (q[0] - o[0]);
-}
-
-/* Index of key in the sorted keys[0 .. n), or -1. */
-static int64_t find_key(const uint64_t *keys, int64_t n, uint64_t key) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (keys[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < n && keys[lo] == key ? lo : -1;
-}
 
 static void add_areas(const rdx_polygons *r, const rdx_polygons *s, const recs rec[2], vev *const ev[2],
                       const int64_t n_ev[2], const uint64_t *keys, int64_t m, double *area) {
-  const uint32_t odd = RDX_JN_OV_ODD_L | RDX_JN_OV_ODD_R;
   for (int d = 0; d < 2; d++) {
     const rdx_jn_arrays *X = d == 0 ? &r->host : &s->host;
     int64_t k = 0; /* the events, merged along by key */
@@ -372,24 +333,15 @@ static void add_areas(const rdx_polygons *r, const rdx_polygons *s, const recs r
       const uint64_t key = rec[d].key[i];
       const uint32_t bits = rec[d].bits[i];
       while (k < n_ev[d] && ev[d][k].key < key) k++;
-      int64_t at = find_key(keys, m, pair_of(r, s, d, key));
+      int64_t at = rdx_jn_ov_find(keys, m, pair_of(r, s, d, key));
       if (at < 0) continue; /* not an overlay pair: its pieces add up to 0 */
       uint32_t edge = (uint32_t)(key >> 32);
       const double *a = X->xy + 2 * (uint64_t)edge, *b = X->xy + 2 * (uint64_t)X->edge_end[edge];
       const uint32_t fa = (uint32_t)(keys[at] >> 32);
       const double *o = r->host.xy + 2 * r->host.ring_off[r->host.feat_off[fa]];
-      int in_l = (bits & RDX_JN_OV_START_L) != 0, in_r = (bits & RDX_JN_OV_START_R) != 0;
-      double sum = 0.0;
-      const double *p = a;
-      if (bits & odd)
-        for (; k < n_ev[d] && ev[d][k].key == key; k++) {
-          sum += 0.5 * (in_l + in_r) * cross_about(o, p, ev[d][k].v);
-          if (ev[d][k].bits & RDX_JN_OV_ODD_L) in_l ^= 1;
-          if (ev[d][k].bits & RDX_JN_OV_ODD_R) in_r ^= 1;
-          p = ev[d][k].v;
-        }
-      sum += 0.5 * (in_l + in_r) * cross_about(o, p, b);
-      area[at] += 0.5 * sum;
+      const int64_t k0 = k;
+      while (k < n_ev[d] && ev[d][k].key == key) k++;
+      area[at] += rdx_jn_ov_area_share(a, b, bits, ev[d], NULL, k0, k - k0, o);
     }
   }
 }
@@ -411,7 +363,7 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
   memset(&stats, 0, sizeof stats);
   *out = NULL;
   *n_out = 0;
-  RDX_CHECK_GOTO(rdx_jn_lsi_edge_pairs_cpu(ctx, r, ixr, s, &pairs, &n_pairs, &stats), st, done);
+  RDX_CHECK_GOTO(rdx_jn_lsi_cpu_ops.edge_pairs(ctx, r, ixr, s, &pairs, &n_pairs, &stats), st, done);
   if (pred == RDX_JOIN_INTERSECTS) { /* the boundaries' pairs, kept for the union below */
     RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)&b, (size_t)(n_pairs + 1) * 8, RDX_HOST),
                    st, done);
@@ -480,3 +432,7 @@ done:
   recs_free(ctx, &rec[1]);
   return st;
 }
+
+const rdx_jn_ops rdx_jn_polygons_cpu_ops = {
+    RDX_JN_OP_POLYGONS, RDX_BACKEND_CPU, NULL, NULL, NULL, NULL, NULL, NULL, rdx_jn_polygons_cpu,
+};

@@ -110,4 +110,73 @@ RDX_HD int rdx_jn_ov_classify(const double *a, const double *b, const double *c,
   return kind;
 }
 
+/* An event on an edge (of one layer, against a feature of the other): a vertex of that feature
+ * strictly inside the edge, or, for areas, a proper crossing at its point rounded to doubles. */
+typedef struct rdx_jn_ov_event {
+  uint64_t key;              /* edge << 32 | feature */
+  double v[2];               /* the point; -0 stored as +0, so equal points have equal bits */
+  double t;                  /* areas: where along the edge, (v - a).(b - a) / |b - a|^2 */
+  uint32_t bits;             /* the flips (ODD_L, ODD_R) */
+  uint32_t proper;           /* 1 for a proper crossing (areas only) */
+} rdx_jn_ov_event;
+
+RDX_HD void rdx_jn_ov_put_event(rdx_jn_ov_event *w, uint64_t key, const double *v, const double *a, const double *b,
+                                uint32_t bits, uint32_t proper) {
+  const double ux = b[0] - a[0], uy = b[1] - a[1];
+  w->key = key;
+  w->v[0] = v[0] + 0.0, w->v[1] = v[1] + 0.0;
+  w->t = ((v[0] - a[0]) * ux + (v[1] - a[1]) * uy) / (ux * ux + uy * uy);
+  w->bits = bits;
+  w->proper = proper;
+}
+
+/* The feature pair (R feature << 32 | S feature) of a record of direction d (0: key = R edge << 32
+ * | S feature; 1: S edge << 32 | R feature). */
+RDX_HD uint64_t rdx_jn_ov_pair(const uint32_t *r_edge_feat, const uint32_t *s_edge_feat, int d, uint64_t key) {
+  const uint32_t edge = (uint32_t)(key >> 32), feat = (uint32_t)key;
+  return d == 0 ? (uint64_t)r_edge_feat[edge] << 32 | feat : (uint64_t)feat << 32 | s_edge_feat[edge];
+}
+
+/* Index of key in the sorted keys[0 .. n), or -1. */
+RDX_HD int64_t rdx_jn_ov_find(const uint64_t *keys, int64_t n, uint64_t key) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && keys[lo] == key ? lo : -1;
+}
+
+/* ---- areas ----
+ * area(A n B) = 1/2 sum over the pieces of dA and of dB of w (p - o) x (q - o), (p, q) a piece's
+ * ends and w the mean of its two sides' statuses in the other feature: 1 inside it, 1/2 on its
+ * boundary (a boundary both share in one direction is counted from both, 1/2 + 1/2, and the two
+ * copies of one shared in opposite directions cancel), 0 outside. This is Green's theorem over the
+ * boundary of A n B, whatever the fixed point o; o is a vertex of A, so the products do not lose
+ * digits to the coordinates' size. Pieces end at rounded intersection points. */
+RDX_HD double rdx_jn_ov_cross_about(const double *o, const double *p, const double *q) {
+  return (p[0] - o[0]) * (q[1] - o[1]) - (p[1] - o[1]) * (q[0] - o[0]);
+}
+
+/* One (edge, feature) record's share of its pair's area: the edge a -> b, its start statuses in
+ * bits, and, when bits has an ODD bit, its n events in order along the edge, ev[perm[k0 + k]] (ev[k0
+ * + k] when perm is NULL). */
+RDX_HD double rdx_jn_ov_area_share(const double *a, const double *b, uint32_t bits, const rdx_jn_ov_event *ev,
+                                   const uint32_t *perm, int64_t k0, int64_t n, const double *o) {
+  int in_l = (bits & RDX_JN_OV_START_L) != 0, in_r = (bits & RDX_JN_OV_START_R) != 0;
+  double sum = 0.0;
+  const double *p = a;
+  if (bits & (RDX_JN_OV_ODD_L | RDX_JN_OV_ODD_R))
+    for (int64_t k = k0; k < k0 + n; k++) {
+      const rdx_jn_ov_event *w = ev + (perm ? perm[k] : k);
+      sum += 0.5 * (in_l + in_r) * rdx_jn_ov_cross_about(o, p, w->v);
+      if (w->bits & RDX_JN_OV_ODD_L) in_l ^= 1;
+      if (w->bits & RDX_JN_OV_ODD_R) in_r ^= 1;
+      p = w->v;
+    }
+  sum += 0.5 * (in_l + in_r) * rdx_jn_ov_cross_about(o, p, b);
+  return 0.5 * sum;
+}
+
 #endif /* RDX_JOIN_OVERLAY_HD_H */

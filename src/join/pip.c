@@ -224,7 +224,6 @@ rdx_status rdx_jn_points_cpu(rdx_context *ctx, const void *src, int f32, int64_t
   return st;
 }
 
-const rdx_jn_pip_ops rdx_jn_pip_cpu_ops = {
-    {RDX_JN_OP_PIP, RDX_BACKEND_CPU, NULL, rdx_jn_points_cpu, rdx_jn_pip_cpu, NULL},
-    rdx_jn_side_pip_cpu,
+const rdx_jn_ops rdx_jn_pip_cpu_ops = {
+    RDX_JN_OP_PIP, RDX_BACKEND_CPU, NULL, rdx_jn_points_cpu, rdx_jn_pip_cpu, rdx_jn_side_pip_cpu, NULL, NULL, NULL,
 };

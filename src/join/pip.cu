@@ -375,7 +375,6 @@ extern "C" rdx_status rdx_jn_points_cuda(rdx_context *ctx, const void *src, int 
   return st;
 }
 
-extern "C" const rdx_jn_pip_ops rdx_jn_pip_cuda_ops = {
-    {RDX_JN_OP_PIP, RDX_BACKEND_CUDA, NULL, rdx_jn_points_cuda, rdx_jn_pip_cuda, NULL},
-    rdx_jn_side_pip_cuda,
+extern "C" const rdx_jn_ops rdx_jn_pip_cuda_ops = {
+    RDX_JN_OP_PIP, RDX_BACKEND_CUDA, NULL, rdx_jn_points_cuda, rdx_jn_pip_cuda, rdx_jn_side_pip_cuda, NULL, NULL, NULL,
 };

@@ -10,23 +10,26 @@
 
 static const rdx_jn_ops *const cpu_ops[] = {
     &rdx_jn_index_cpu_ops,
-    &rdx_jn_pip_cpu_ops.ops,
+    &rdx_jn_pip_cpu_ops,
     &rdx_jn_lsi_cpu_ops,
+    &rdx_jn_polygons_cpu_ops,
     NULL,
 };
 #ifdef RDX_HAVE_CUDA
 static const rdx_jn_ops *const cuda_ops[] = {
     &rdx_jn_index_cuda_ops,
-    &rdx_jn_pip_cuda_ops.ops,
+    &rdx_jn_pip_cuda_ops,
     &rdx_jn_lsi_cuda_ops,
+    &rdx_jn_polygons_cuda_ops,
     NULL,
 };
 #endif
 #ifdef RDX_HAVE_OPTIX
 static const rdx_jn_ops *const optix_ops[] = {
     &rdx_jn_index_cuda_ops,
-    &rdx_jn_pip_optix_ops.ops,
+    &rdx_jn_pip_optix_ops,
     &rdx_jn_lsi_optix_ops,
+    &rdx_jn_polygons_optix_ops,
     NULL,
 };
 #endif

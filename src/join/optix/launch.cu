@@ -178,6 +178,11 @@ rdx_status lsi_optix(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index
   return rdx_jn_lsi_gpu(ctx, lsi_pass, r, ix, s, want_points, out, stats);
 }
 
+rdx_status lsi_edge_pairs_optix(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const rdx_polygons *s,
+                                uint64_t **pairs, int64_t *n_pairs, rdx_jn_lsi_stats *stats) {
+  return rdx_jn_lsi_edge_pairs_gpu(ctx, lsi_pass, r, ix, s, pairs, n_pairs, stats);
+}
+
 /* ---- the GAS's boxes ---- */
 
 /* Box bound b widened for the hardware (rdx_jn_optix_boxes): lo when lo is set, else hi. */
@@ -219,10 +224,9 @@ extern "C" rdx_status rdx_jn_optix_boxes(rdx_context *ctx, float *boxes, int64_t
 extern "C" int64_t rdx_jn_optix_launches(void) { return g_launches.load(std::memory_order_relaxed); }
 
 /* The points' check and widening are plain kernels (pip.cu), the same on both GPU backends. */
-extern "C" const rdx_jn_pip_ops rdx_jn_pip_optix_ops = {
-    {RDX_JN_OP_PIP, RDX_BACKEND_OPTIX, NULL, rdx_jn_points_cuda, pip_optix, NULL},
-    side_pip_optix,
+extern "C" const rdx_jn_ops rdx_jn_pip_optix_ops = {
+    RDX_JN_OP_PIP, RDX_BACKEND_OPTIX, NULL, rdx_jn_points_cuda, pip_optix, side_pip_optix, NULL, NULL, NULL,
 };
 extern "C" const rdx_jn_ops rdx_jn_lsi_optix_ops = {
-    RDX_JN_OP_LSI, RDX_BACKEND_OPTIX, NULL, NULL, NULL, lsi_optix,
+    RDX_JN_OP_LSI, RDX_BACKEND_OPTIX, NULL, NULL, NULL, NULL, lsi_optix, lsi_edge_pairs_optix, NULL,
 };

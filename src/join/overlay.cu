@@ -1,0 +1,587 @@
+/*
+ * overlay.cu: the polygon joins on the GPU (CUDA and OptiX contexts): overlay.c's stages as kernels
+ * and CUB calls, with overlay_hd.h's rule and steps, so the answers equal the CPU's. The edge pairs
+ * and the side PIP are the backend's own (its LSI and PIP tables: soft BVH kernels or OptiX
+ * programs); everything else is written once here.
+ *   pairs     the backend's LSI count and fill (device edge pairs);
+ *   classify  one thread per pair, counted then written at scanned offsets: proper crossings as
+ *             records of both directions, vertex events (and, for areas, proper ones) per direction;
+ *   groups    events ordered by (key, x, y) with three stable radix sorts carrying a permutation;
+ *             the first event of each run adds its run's flips and keeps an odd result;
+ *   starts    the side PIP's counts, scan and fill, expanded into records;
+ *   reduce    per direction the records radix sorted by key, their bits ORed per key; then the
+ *             predicate's pairs selected, sorted and made unique (counted per pair for CONTAINS
+ *             and WITHIN);
+ *   areas     events ordered by (key, t); one thread per record walks its events and adds its
+ *             share to its pair's area (atomically, so the last bits may vary from run to run).
+ * The pairs and areas come back to the host (the caller builds the result). Every buffer comes
+ * from the context's account and is freed before return.
+ */
+#include <cub/cub.cuh>
+
+#include "core/cuda_util.cuh"
+#include "join/join.h"
+#include "join/overlay_hd.h"
+
+namespace {
+
+constexpr int TPB = 128;
+typedef rdx_jn_ov_event vev;
+
+/* Scratch buffers freed together. */
+struct bag {
+  rdx_context *ctx;
+  void *p[64];
+  int n = 0;
+  explicit bag(rdx_context *c) : ctx(c) {}
+  ~bag() {
+    for (int i = 0; i < n; i++) rdx_mem_free(ctx, p[i]);
+  }
+  template <typename T>
+  rdx_status get(T **out, int64_t count) {
+    *out = NULL;
+    if (n == 64) return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_join_polygons: too many scratch buffers");
+    RDX_CHECK(rdx_scratch(ctx, "rdx_join_polygons", (void **)out, (size_t)(count + 1) * sizeof(T)));
+    p[n++] = *out;
+    return RDX_OK;
+  }
+  void drop(void *q) { /* free one early */
+    for (int i = 0; i < n; i++)
+      if (p[i] == q) {
+        rdx_mem_free(ctx, q);
+        p[i] = p[--n];
+        return;
+      }
+  }
+};
+
+rdx_status read_i64(rdx_context *ctx, const void *p, int64_t *v) {
+  cudaStream_t cs = rdx_stream(ctx);
+  RDX_CUDA(ctx, cudaMemcpyAsync(v, p, 8, cudaMemcpyDeviceToHost, cs), "rdx_join_polygons");
+  RDX_CUDA(ctx, cudaStreamSynchronize(cs), "rdx_join_polygons");
+  return RDX_OK;
+}
+
+/* ---- classify ---- */
+
+__global__ void classify_kernel(rdx_jn_arrays R, rdx_jn_arrays S, const uint64_t *pairs, int64_t n, int areas,
+                                uint64_t *c_rec, uint64_t *c_ev0, uint64_t *c_ev1, const uint64_t *o_rec,
+                                const uint64_t *o_ev0, const uint64_t *o_ev1, uint64_t *rk0, uint32_t *rb0,
+                                uint64_t *rk1, uint32_t *rb1, vev *ev0, vev *ev1) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const uint32_t e = (uint32_t)(pairs[i] >> 32), f = (uint32_t)pairs[i];
+    const double *a = R.xy + 2 * (uint64_t)e, *b = R.xy + 2 * (uint64_t)R.edge_end[e];
+    const double *c = S.xy + 2 * (uint64_t)f, *d = S.xy + 2 * (uint64_t)S.edge_end[f];
+    double v[2];
+    uint32_t bits;
+    int kind = rdx_jn_ov_classify(a, b, c, d, v, &bits);
+    if (kind != RDX_JN_OV_PROPER && bits == 0) kind = RDX_JN_OV_NONE;
+    const int proper = kind == RDX_JN_OV_PROPER;
+    const int on0 = kind == RDX_JN_OV_VERTEX_S || (proper && areas), on1 = kind == RDX_JN_OV_VERTEX_R || (proper && areas);
+    if (c_rec) {
+      c_rec[i] = proper, c_ev0[i] = on0, c_ev1[i] = on1;
+      continue;
+    }
+    const uint64_t k0 = (uint64_t)e << 32 | S.edge_feat[f], k1 = (uint64_t)f << 32 | R.edge_feat[e];
+    const uint32_t both = RDX_JN_OV_ODD_L | RDX_JN_OV_ODD_R;
+    if (proper) {
+      rk0[o_rec[i]] = k0, rb0[o_rec[i]] = both;
+      rk1[o_rec[i]] = k1, rb1[o_rec[i]] = both;
+      if (areas) rdx_jn_seg_point(a, b, c, d, &v[0], &v[1]);
+    }
+    if (on0) rdx_jn_ov_put_event(ev0 + o_ev0[i], k0, v, a, b, proper ? both : bits, (uint32_t)proper);
+    if (on1) rdx_jn_ov_put_event(ev1 + o_ev1[i], k1, v, c, d, proper ? both : bits, (uint32_t)proper);
+  }
+}
+
+/* ---- ordering events ---- */
+
+/* A double's bits, ordered like the values (the events' -0 are +0 already). */
+__device__ uint64_t ordered(double x) {
+  uint64_t u = (uint64_t)__double_as_longlong(x);
+  return (u >> 63) ? ~u : u | (1ull << 63);
+}
+
+__global__ void iota_kernel(uint32_t *p, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    p[i] = (uint32_t)i;
+}
+
+/* The sort key of pass `field` for the events in perm's order: 0 y, 1 x, 2 t, 3 key. */
+__global__ void event_key_kernel(const vev *ev, const uint32_t *perm, int64_t n, int field, uint64_t *out) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const vev &w = ev[perm[i]];
+    out[i] = field == 0 ? ordered(w.v[1]) : field == 1 ? ordered(w.v[0]) : field == 2 ? ordered(w.t) : w.key;
+  }
+}
+
+/* *perm (scratch, the caller frees it): the events ordered by the fields, least significant
+ * first (stable radix sorts). */
+rdx_status event_order(rdx_context *ctx, const vev *ev, int64_t n, const int *fields, int n_fields, uint32_t **perm) {
+  static const char what[] = "rdx_join_polygons: ordering events";
+  cudaStream_t cs = rdx_stream(ctx);
+  uint64_t *kb = NULL, *kb2 = NULL;
+  uint32_t *pb = NULL, *pb2 = NULL;
+  rdx_status st = RDX_OK;
+  *perm = NULL;
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&kb, (size_t)n * 8), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&kb2, (size_t)n * 8), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&pb, (size_t)n * 4), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&pb2, (size_t)n * 4), st, done);
+  iota_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(pb, n);
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), what, st, done);
+  for (int k = 0; k < n_fields; k++) {
+    event_key_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(ev, pb, n, fields[k], kb);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), what, st, done);
+    cub::DoubleBuffer<uint64_t> keys(kb, kb2);
+    cub::DoubleBuffer<uint32_t> vals(pb, pb2);
+    st = rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+      return cub::DeviceRadixSort::SortPairs(t, bytes, keys, vals, n, 0, 64, cs);
+    });
+    kb = keys.Current(), kb2 = keys.Alternate(), pb = vals.Current(), pb2 = vals.Alternate();
+    if (st != RDX_OK) goto done;
+  }
+  *perm = pb;
+  pb = NULL;
+done:
+  rdx_mem_free(ctx, kb), rdx_mem_free(ctx, kb2), rdx_mem_free(ctx, pb), rdx_mem_free(ctx, pb2);
+  return st;
+}
+
+/* The first event of each (key, x, y) run adds the flips of the run's vertex events: out_bits[i]
+ * (0 when not a first or even). */
+__global__ void group_kernel(const vev *ev, const uint32_t *perm, int64_t n, uint32_t *out_bits, uint64_t *out_key,
+                             uint8_t *flag) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const vev &w = ev[perm[i]];
+    uint32_t x = 0;
+    if (i == 0 || ev[perm[i - 1]].key != w.key || ev[perm[i - 1]].v[0] != w.v[0] || ev[perm[i - 1]].v[1] != w.v[1])
+      for (int64_t k = i; k < n; k++) {
+        const vev &u = ev[perm[k]];
+        if (u.key != w.key || u.v[0] != w.v[0] || u.v[1] != w.v[1]) break;
+        if (!u.proper) x ^= u.bits;
+      }
+    out_bits[i] = x, out_key[i] = w.key, flag[i] = x != 0;
+  }
+}
+
+/* ---- records ---- */
+
+/* A direction's records from several sources, then sorted and merged. */
+struct recs {
+  uint64_t *key = NULL;
+  uint32_t *bits = NULL;
+  int64_t n = 0;
+};
+
+/* Select the flagged keys and bits into a new recs (owned by the bag). */
+rdx_status select_recs(rdx_context *ctx, bag &b, const uint64_t *key, const uint32_t *bits, const uint8_t *flag, int64_t n,
+                       recs *out) {
+  static const char what[] = "rdx_join_polygons: selecting records";
+  cudaStream_t cs = rdx_stream(ctx);
+  int64_t *d_m;
+  int64_t m = 0;
+  RDX_CHECK(b.get(&d_m, 1));
+  RDX_CHECK(b.get(&out->key, n));
+  RDX_CHECK(b.get(&out->bits, n));
+  RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+    return cub::DeviceSelect::Flagged(t, bytes, key, flag, out->key, d_m, n, cs);
+  }));
+  RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+    return cub::DeviceSelect::Flagged(t, bytes, bits, flag, out->bits, d_m, n, cs);
+  }));
+  RDX_CHECK(read_i64(ctx, d_m, &m));
+  out->n = m;
+  return RDX_OK;
+}
+
+/* Side PIP records: edge i's features at feat[off[i] ..] as (i << 32 | feature, bit). */
+__global__ void expand_kernel(const uint64_t *off, const uint64_t *feat, int64_t n, uint32_t bit, uint64_t *key,
+                              uint32_t *bits) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    for (uint64_t k = off[i]; k < off[i + 1]; k++) key[k] = (uint64_t)i << 32 | (uint32_t)feat[k], bits[k] = bit;
+}
+
+/* The side PIP of x's edges in y (index iy) to `side`, as records. */
+rdx_status starts(rdx_context *ctx, bag &b, rdx_jn_side_pip_fn side_pip, const rdx_polygons *x, const rdx_polygons *y,
+                  const rdx_jn_index *iy, int side, recs *out) {
+  static const char what[] = "rdx_join_polygons: edge starts";
+  cudaStream_t cs = rdx_stream(ctx);
+  const int64_t n = x->dev.n_vertices;
+  uint64_t *cnt, *off, *feat, total = 0;
+  RDX_CHECK(b.get(&cnt, n));
+  RDX_CHECK(b.get(&off, n + 1));
+  rdx_jn_pip_out o;
+  memset(&o, 0, sizeof o);
+  o.counts = cnt;
+  RDX_CHECK(side_pip(ctx, y, iy, x->dev.xy, x->dev.edge_end, n, side, &o));
+  RDX_CHECK(rdx_csr_scan_cuda(ctx, cnt, n, off, &total));
+  b.drop(cnt);
+  RDX_CHECK(b.get(&feat, (int64_t)total));
+  memset(&o, 0, sizeof o);
+  o.offsets = off;
+  o.features = feat;
+  RDX_CHECK(side_pip(ctx, y, iy, x->dev.xy, x->dev.edge_end, n, side, &o));
+  RDX_CHECK(b.get(&out->key, (int64_t)total));
+  RDX_CHECK(b.get(&out->bits, (int64_t)total));
+  expand_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(off, feat, n, side > 0 ? RDX_JN_OV_START_L : RDX_JN_OV_START_R,
+                                                  out->key, out->bits);
+  RDX_CUDA(ctx, cudaGetLastError(), what);
+  out->n = (int64_t)total;
+  b.drop(feat);
+  b.drop(off);
+  return RDX_OK;
+}
+
+struct bit_or {
+  __device__ uint32_t operator()(uint32_t a, uint32_t c) const { return a | c; }
+};
+
+/* The sources concatenated, sorted by key and merged (bits ORed) into *out. */
+rdx_status merge(rdx_context *ctx, bag &b, const recs *src, int n_src, recs *out) {
+  static const char what[] = "rdx_join_polygons: merging records";
+  cudaStream_t cs = rdx_stream(ctx);
+  int64_t n = 0;
+  for (int i = 0; i < n_src; i++) n += src[i].n;
+  uint64_t *k, *k2;
+  uint32_t *v, *v2;
+  int64_t *d_m, m = 0;
+  RDX_CHECK(b.get(&k, n));
+  RDX_CHECK(b.get(&k2, n));
+  RDX_CHECK(b.get(&v, n));
+  RDX_CHECK(b.get(&v2, n));
+  RDX_CHECK(b.get(&d_m, 1));
+  int64_t at = 0;
+  for (int i = 0; i < n_src; i++) {
+    if (src[i].n == 0) continue;
+    RDX_CUDA(ctx, cudaMemcpyAsync(k + at, src[i].key, (size_t)src[i].n * 8, cudaMemcpyDeviceToDevice, cs), what);
+    RDX_CUDA(ctx, cudaMemcpyAsync(v + at, src[i].bits, (size_t)src[i].n * 4, cudaMemcpyDeviceToDevice, cs), what);
+    at += src[i].n;
+  }
+  out->n = 0;
+  if (n == 0) return RDX_OK;
+  cub::DoubleBuffer<uint64_t> keys(k, k2);
+  cub::DoubleBuffer<uint32_t> vals(v, v2);
+  RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+    return cub::DeviceRadixSort::SortPairs(t, bytes, keys, vals, (int)n, 0, 64, cs);
+  }));
+  out->key = keys.Alternate(), out->bits = vals.Alternate();
+  RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+    return cub::DeviceReduce::ReduceByKey(t, bytes, keys.Current(), out->key, vals.Current(), out->bits, d_m, bit_or(),
+                                          (int)n, cs);
+  }));
+  RDX_CHECK(read_i64(ctx, d_m, &m));
+  out->n = m;
+  return RDX_OK;
+}
+
+/* ---- pairs ---- */
+
+/* Which merged records a selection keeps: (bits & any) != 0, or (when any is 0) all of need and
+ * none of none. */
+__global__ void pick_kernel(const uint64_t *key, const uint32_t *bits, int64_t n, int d, const uint32_t *r_feat,
+                            const uint32_t *s_feat, uint32_t any, uint32_t need, uint32_t none, uint64_t *pair,
+                            uint8_t *flag) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const uint32_t bt = bits[i];
+    flag[i] = any ? (bt & any) != 0 : ((bt & need) == need && (bt & none) == 0);
+    pair[i] = rdx_jn_ov_pair(r_feat, s_feat, d, key[i]);
+  }
+}
+
+/* Sort keys[0 .. n) (moved into the bag's buffers) and drop repeats: *out, *m. With counts (not
+ * NULL), the run lengths too. */
+rdx_status sort_unique(rdx_context *ctx, bag &b, uint64_t *keys, int64_t n, uint64_t **out, int64_t *m,
+                       uint64_t **counts) {
+  static const char what[] = "rdx_join_polygons: sorting pairs";
+  cudaStream_t cs = rdx_stream(ctx);
+  uint64_t *k2, *u;
+  int64_t *d_m;
+  *m = 0;
+  RDX_CHECK(b.get(&k2, n));
+  RDX_CHECK(b.get(&u, n));
+  RDX_CHECK(b.get(&d_m, 1));
+  *out = u;
+  if (counts) RDX_CHECK(b.get(counts, n));
+  if (n == 0) return RDX_OK;
+  cub::DoubleBuffer<uint64_t> kb(keys, k2);
+  RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+    return cub::DeviceRadixSort::SortKeys(t, bytes, kb, (int)n, 0, 64, cs);
+  }));
+  if (counts)
+    RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+      return cub::DeviceRunLengthEncode::Encode(t, bytes, kb.Current(), u, *counts, d_m, (int)n, cs);
+    }));
+  else
+    RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+      return cub::DeviceSelect::Unique(t, bytes, kb.Current(), u, d_m, (int)n, cs);
+    }));
+  return read_i64(ctx, d_m, m);
+}
+
+/* The pairs of the records of direction d that the selection keeps, sorted unique; with
+ * all_edges, only those counted once for every edge of the pair's feature on d's side. */
+__global__ void all_edges_kernel(const uint64_t *pair, const uint64_t *count, int64_t n, int d, rdx_jn_arrays X,
+                                 uint8_t *flag) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const uint32_t f = d == 0 ? (uint32_t)(pair[i] >> 32) : (uint32_t)pair[i];
+    flag[i] = count[i] == X.ring_off[X.feat_off[f + 1]] - X.ring_off[X.feat_off[f]];
+  }
+}
+
+rdx_status select_pairs(rdx_context *ctx, bag &b, const rdx_polygons *r, const rdx_polygons *s, const recs &rec, int d,
+                        uint32_t any, uint32_t need, uint32_t none, int all_edges, uint64_t **out, int64_t *m) {
+  static const char what[] = "rdx_join_polygons: selecting pairs";
+  cudaStream_t cs = rdx_stream(ctx);
+  uint64_t *pair, *sel, *cnt = NULL;
+  uint8_t *flag;
+  int64_t *d_m, k = 0;
+  RDX_CHECK(b.get(&pair, rec.n));
+  RDX_CHECK(b.get(&sel, rec.n));
+  RDX_CHECK(b.get(&flag, rec.n));
+  RDX_CHECK(b.get(&d_m, 1));
+  if (rec.n > 0) {
+    pick_kernel<<<rdx_grid(rec.n, TPB), TPB, 0, cs>>>(rec.key, rec.bits, rec.n, d, r->dev.edge_feat, s->dev.edge_feat,
+                                                       any, need, none, pair, flag);
+    RDX_CUDA(ctx, cudaGetLastError(), what);
+    RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+      return cub::DeviceSelect::Flagged(t, bytes, pair, flag, sel, d_m, rec.n, cs);
+    }));
+    RDX_CHECK(read_i64(ctx, d_m, &k));
+  }
+  RDX_CHECK(sort_unique(ctx, b, sel, k, out, m, all_edges ? &cnt : NULL));
+  if (!all_edges || *m == 0) return RDX_OK;
+  all_edges_kernel<<<rdx_grid(*m, TPB), TPB, 0, cs>>>(*out, cnt, *m, d, d == 0 ? r->dev : s->dev, flag);
+  RDX_CUDA(ctx, cudaGetLastError(), what);
+  uint64_t *kept;
+  RDX_CHECK(b.get(&kept, *m));
+  const int64_t mm = *m;
+  RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+    return cub::DeviceSelect::Flagged(t, bytes, *out, flag, kept, d_m, mm, cs);
+  }));
+  *out = kept;
+  return read_i64(ctx, d_m, m);
+}
+
+/* The feature pair of each edge pair. */
+__global__ void feature_pair_kernel(const uint64_t *pairs, int64_t n, const uint32_t *rf, const uint32_t *sf,
+                                    uint64_t *out) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    out[i] = (uint64_t)rf[pairs[i] >> 32] << 32 | sf[(uint32_t)pairs[i]];
+}
+
+/* flag[i] = a[i] is not in the sorted b. */
+__global__ void minus_kernel(const uint64_t *a, int64_t na, const uint64_t *b, int64_t nb, uint8_t *flag) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < na; i += (int64_t)gridDim.x * blockDim.x)
+    flag[i] = rdx_jn_ov_find(b, nb, a[i]) < 0;
+}
+
+/* ---- areas ---- */
+
+/* The first event of each key, for the records' walks: lower bound of key in the ordered events. */
+__device__ int64_t first_event(const vev *ev, const uint32_t *perm, int64_t n, uint64_t key) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (ev[perm[mid]].key < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* One thread per merged record of direction d: its share of its pair's area (overlay_hd.h), its
+ * events read through perm. */
+__global__ void area_kernel(const uint64_t *key, const uint32_t *bits, int64_t n, int d, rdx_jn_arrays R,
+                            rdx_jn_arrays S, const vev *ev, const uint32_t *perm, int64_t n_ev, const uint64_t *pairs,
+                            int64_t m, double *area) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t at = rdx_jn_ov_find(pairs, m, rdx_jn_ov_pair(R.edge_feat, S.edge_feat, d, key[i]));
+    if (at < 0) continue;
+    const rdx_jn_arrays &X = d == 0 ? R : S;
+    const uint32_t edge = (uint32_t)(key[i] >> 32), fa = (uint32_t)(pairs[at] >> 32);
+    const double *a = X.xy + 2 * (uint64_t)edge, *b = X.xy + 2 * (uint64_t)X.edge_end[edge];
+    const double *o = R.xy + 2 * R.ring_off[R.feat_off[fa]];
+    int64_t k0 = first_event(ev, perm, n_ev, key[i]), k1 = k0;
+    while (k1 < n_ev && ev[perm[k1]].key == key[i]) k1++;
+    atomicAdd(area + at, rdx_jn_ov_area_share(a, b, bits[i], ev, perm, k0, k1 - k0, o));
+  }
+}
+
+}  // namespace
+
+extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr,
+                                          const rdx_polygons *s, const rdx_jn_index *ixs, rdx_join_predicate pred,
+                                          uint64_t **out, int64_t *n_out, double **areas) {
+  static const char what[] = "rdx_join_polygons";
+  cudaStream_t cs = rdx_stream(ctx);
+  bag b(ctx);
+  *out = NULL;
+  *n_out = 0;
+  if (areas) *areas = NULL;
+  const rdx_jn_ops *lsi = rdx_jn_find_ops(RDX_JN_OP_LSI, ctx->backend);
+  const rdx_jn_ops *pip = rdx_jn_find_ops(RDX_JN_OP_PIP, ctx->backend);
+  rdx_jn_side_pip_fn side_pip = pip ? pip->side_pip : NULL;
+  if (lsi == NULL || lsi->edge_pairs == NULL || side_pip == NULL)
+    return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: no polygon join on backend %s", what, rdx_backend_name(ctx->backend));
+  const int want_areas = areas != NULL;
+  /* pairs */
+  uint64_t *pairs = NULL;
+  int64_t np = 0;
+  rdx_jn_lsi_stats stats;
+  memset(&stats, 0, sizeof stats);
+  RDX_CHECK(lsi->edge_pairs(ctx, r, ixr, s, &pairs, &np, &stats));
+  b.p[b.n++] = pairs;
+  /* classify */
+  uint64_t *c[3], *o[3];
+  uint64_t tot[3] = {0, 0, 0};
+  for (int k = 0; k < 3; k++) {
+    RDX_CHECK(b.get(&c[k], np));
+    RDX_CHECK(b.get(&o[k], np + 1));
+  }
+  recs proper[2], vgroups[2], side[2][2];
+  vev *ev[2] = {NULL, NULL};
+  if (np > 0) {
+    classify_kernel<<<rdx_grid(np, TPB), TPB, 0, cs>>>(r->dev, s->dev, pairs, np, want_areas, c[0], c[1], c[2], NULL,
+                                                       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: classify kernel");
+    for (int k = 0; k < 3; k++) RDX_CHECK(rdx_csr_scan_cuda(ctx, c[k], np, o[k], &tot[k]));
+  }
+  for (int d = 0; d < 2; d++) {
+    RDX_CHECK(b.get(&proper[d].key, (int64_t)tot[0]));
+    RDX_CHECK(b.get(&proper[d].bits, (int64_t)tot[0]));
+    proper[d].n = (int64_t)tot[0];
+    RDX_CHECK(b.get(&ev[d], (int64_t)tot[1 + d]));
+  }
+  if (np > 0) {
+    classify_kernel<<<rdx_grid(np, TPB), TPB, 0, cs>>>(r->dev, s->dev, pairs, np, want_areas, NULL, NULL, NULL, o[0],
+                                                       o[1], o[2], proper[0].key, proper[0].bits, proper[1].key,
+                                                       proper[1].bits, ev[0], ev[1]);
+    RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: classify kernel");
+  }
+  /* the boundaries' pairs, for INTERSECTS (the edge pairs become feature keys in place) */
+  uint64_t *bnd = NULL;
+  int64_t nbnd = 0;
+  if (pred == RDX_JOIN_INTERSECTS && np > 0) {
+    uint64_t *fp;
+    RDX_CHECK(b.get(&fp, np));
+    feature_pair_kernel<<<rdx_grid(np, TPB), TPB, 0, cs>>>(pairs, np, r->dev.edge_feat, s->dev.edge_feat, fp);
+    RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: feature pair kernel");
+    RDX_CHECK(sort_unique(ctx, b, fp, np, &bnd, &nbnd, NULL));
+  }
+  for (int k = 0; k < 3; k++) b.drop(c[k]), b.drop(o[k]);
+  b.drop(pairs);
+  /* vertex groups */
+  for (int d = 0; d < 2; d++) {
+    const int64_t n = (int64_t)tot[1 + d];
+    if (n == 0) continue;
+    uint32_t *perm, *gb;
+    uint64_t *gk;
+    uint8_t *flag;
+    static const int by_point[3] = {0, 1, 3};
+    RDX_CHECK(event_order(ctx, ev[d], n, by_point, 3, &perm));
+    b.p[b.n++] = perm;
+    RDX_CHECK(b.get(&gb, n));
+    RDX_CHECK(b.get(&gk, n));
+    RDX_CHECK(b.get(&flag, n));
+    group_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(ev[d], perm, n, gb, gk, flag);
+    RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: group kernel");
+    RDX_CHECK(select_recs(ctx, b, gk, gb, flag, n, &vgroups[d]));
+    b.drop(perm), b.drop(gb), b.drop(gk), b.drop(flag);
+  }
+  /* starts */
+  const int sides = pred == RDX_JOIN_CONTAINS || pred == RDX_JOIN_WITHIN || want_areas;
+  for (int k = 0; k < (sides ? 2 : 1); k++) {
+    const int sd = k == 0 ? +1 : -1;
+    RDX_CHECK(starts(ctx, b, side_pip, r, s, ixs, sd, &side[0][k]));
+    RDX_CHECK(starts(ctx, b, side_pip, s, r, ixr, sd, &side[1][k]));
+  }
+  recs rec[2];
+  for (int d = 0; d < 2; d++) {
+    recs src[4] = {proper[d], vgroups[d], side[d][0], side[d][1]};
+    RDX_CHECK(merge(ctx, b, src, sides ? 4 : 3, &rec[d]));
+  }
+  /* pairs */
+  const uint32_t exists_l = RDX_JN_OV_START_L | RDX_JN_OV_ODD_L, exists_r = RDX_JN_OV_START_R | RDX_JN_OV_ODD_R;
+  uint64_t *res = NULL;
+  int64_t m = 0;
+  if (pred == RDX_JOIN_OVERLAY || pred == RDX_JOIN_INTERSECTS) {
+    uint64_t *p0, *p1, *u;
+    int64_t n0 = 0, n1 = 0;
+    RDX_CHECK(select_pairs(ctx, b, r, s, rec[0], 0, exists_l, 0, 0, 0, &p0, &n0));
+    RDX_CHECK(select_pairs(ctx, b, r, s, rec[1], 1, exists_l, 0, 0, 0, &p1, &n1));
+    RDX_CHECK(b.get(&u, n0 + n1 + nbnd));
+    if (n0) RDX_CUDA(ctx, cudaMemcpyAsync(u, p0, (size_t)n0 * 8, cudaMemcpyDeviceToDevice, cs), what);
+    if (n1) RDX_CUDA(ctx, cudaMemcpyAsync(u + n0, p1, (size_t)n1 * 8, cudaMemcpyDeviceToDevice, cs), what);
+    if (nbnd) RDX_CUDA(ctx, cudaMemcpyAsync(u + n0 + n1, bnd, (size_t)nbnd * 8, cudaMemcpyDeviceToDevice, cs), what);
+    RDX_CHECK(sort_unique(ctx, b, u, n0 + n1 + nbnd, &res, &m, NULL));
+  } else {
+    const int d_all = pred == RDX_JOIN_CONTAINS ? 1 : 0;
+    uint64_t *a, *v, *kept;
+    int64_t na = 0, nv = 0, *d_m;
+    uint8_t *flag;
+    RDX_CHECK(select_pairs(ctx, b, r, s, rec[d_all], d_all, 0, RDX_JN_OV_START_L, RDX_JN_OV_ODD_L, 1, &a, &na));
+    RDX_CHECK(select_pairs(ctx, b, r, s, rec[1 - d_all], 1 - d_all, exists_r, 0, 0, 0, &v, &nv));
+    RDX_CHECK(b.get(&flag, na));
+    RDX_CHECK(b.get(&kept, na));
+    RDX_CHECK(b.get(&d_m, 1));
+    if (na > 0) {
+      minus_kernel<<<rdx_grid(na, TPB), TPB, 0, cs>>>(a, na, v, nv, flag);
+      RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: minus kernel");
+      RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+        return cub::DeviceSelect::Flagged(t, bytes, a, flag, kept, d_m, na, cs);
+      }));
+      RDX_CHECK(read_i64(ctx, d_m, &m));
+    }
+    res = kept;
+  }
+  /* areas */
+  double *d_area = NULL;
+  if (want_areas) {
+    RDX_CHECK(b.get(&d_area, m));
+    RDX_CUDA(ctx, cudaMemsetAsync(d_area, 0, (size_t)(m + 1) * 8, cs), what);
+    for (int d = 0; d < 2 && m > 0; d++) {
+      const int64_t n = (int64_t)tot[1 + d];
+      uint32_t *perm = NULL;
+      static const int along[2] = {2, 3};
+      if (n > 0) {
+        RDX_CHECK(event_order(ctx, ev[d], n, along, 2, &perm));
+        b.p[b.n++] = perm;
+      }
+      if (rec[d].n > 0) {
+        area_kernel<<<rdx_grid(rec[d].n, TPB), TPB, 0, cs>>>(rec[d].key, rec[d].bits, rec[d].n, d, r->dev, s->dev, ev[d],
+                                                             perm, n, res, m, d_area);
+        RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: area kernel");
+      }
+    }
+  }
+  /* back to the host */
+  uint64_t *h = NULL;
+  double *ha = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&h, (size_t)(m + 1) * 8, RDX_HOST));
+  rdx_status st = RDX_OK;
+  if (m > 0) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(h, res, (size_t)m * 8, cudaMemcpyDeviceToHost, cs), what);
+  if (st == RDX_OK && want_areas) {
+    st = rdx_mem_alloc(ctx, what, (void **)&ha, (size_t)(m + 1) * 8, RDX_HOST);
+    if (st == RDX_OK && m > 0)
+      st = rdx_cuda_ok(ctx, cudaMemcpyAsync(ha, d_area, (size_t)m * 8, cudaMemcpyDeviceToHost, cs), what);
+  }
+  if (st == RDX_OK) st = rdx_cuda_sync(ctx, what);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, h);
+    rdx_mem_free(ctx, ha);
+    return st;
+  }
+  *out = h;
+  *n_out = m;
+  if (areas) *areas = ha;
+  return RDX_OK;
+}
+
+extern "C" const rdx_jn_ops rdx_jn_polygons_cuda_ops = {
+    RDX_JN_OP_POLYGONS, RDX_BACKEND_CUDA, NULL, NULL, NULL, NULL, NULL, NULL, rdx_jn_polygons_gpu,
+};
+#ifdef RDX_HAVE_OPTIX
+extern "C" const rdx_jn_ops rdx_jn_polygons_optix_ops = {
+    RDX_JN_OP_POLYGONS, RDX_BACKEND_OPTIX, NULL, NULL, NULL, NULL, NULL, NULL, rdx_jn_polygons_gpu,
+};
+#endif
