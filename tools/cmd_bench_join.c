@@ -1,15 +1,18 @@
 /*
  * cmd_bench_join.c: `raydex bench join`, the polygon joins' benchmark (issue 28; RayJoin's
- * experiments E1, E2, E4 and E7, rayjoin.md section 11): LSI of two layers and PIP of points in a
- * layer, per backend and grouping threshold, one CSV row each.
+ * experiments E1, E2, E4 and E7, rayjoin.md section 11): LSI of two layers, PIP of points in a
+ * layer and the polygon joins (overlay, intersects, contains, within, boxes: rdx_join_polygons),
+ * per backend and grouping threshold, one CSV row each.
  *
  * What a row times (milliseconds, medians of --reps runs after one warm-up):
- *   group_ms, build_ms  rdx_polygons_build_index on R (grouping and boxes; all of it with the BVH)
+ *   group_ms, build_ms  rdx_polygons_build_index on R (grouping and boxes; all of it with the BVH);
+ *                       the polygon joins index S too, and build_ms counts both
  *   query_ms            the join alone, R's index built, inputs in the backend's memory (PIP:
  *                       points already on the GPU, rdx_join_pip_first into device memory)
  *   total_ms            build_ms + query_ms (RayJoin's "total" less its host-to-device copy)
  * The check column compares every row's answers with the first row's of the same join (another
- * backend or threshold in the same run): "ref" for that row, "same" or "DIFF".
+ * backend or threshold in the same run): "ref" for that row, "same" or "DIFF" (overlay with
+ * --areas: also "DIFF_AREA" when an area differs from the first row's by more than 1e-9 of it).
  *
  * --naive (RayJoin's precision experiment, rayjoin.md section 5): after each row, a row of the
  * same join on the same backend and threshold whose index has naive boxes (bench_api.h's
@@ -30,12 +33,14 @@
 #include "cli.h"
 
 const char cli_bench_join_usage[] =
-    "usage: raydex bench join --op pip|lsi --r R [--s S] [--points N] [--backend cpu,cuda,optix]\n"
+    "usage: raydex bench join --op pip|lsi|overlay|intersects|contains|within|boxes --r R [--s S]\n"
+    "            [--points N] [--backend cpu,cuda,optix] [--areas]\n"
     "            [--group 3.5,1] [--pad 2] [--planar] [--naive] [--input-order] [--reps 5] [--seed 1]\n"
     "            [--header] [--quiet]\n"
     "   R, S: polygon layers (.rdxp, or any layer GDAL reads when built with GDAL)\n"
     "   lsi:   every edge of S against R's index; rows count the (r, s) feature pairs\n"
     "   pip:   the vertices of S located in R (with --s), or --points N points uniform in R's box\n"
+    "   overlay ... boxes: the (r, s) feature pairs of rdx_join_polygons; --areas: overlay's areas\n"
     "          (default 2^20); --planar takes the nearest-edge rule (R must not overlap itself)\n"
     "   --naive: after each row, the same join with plain float32 boxes (no pad): pad 0, and the\n"
     "          check column counts the answers that differ from the row before (wrong=N)\n"
@@ -50,12 +55,13 @@ typedef struct join_cfg {
   int n_backends;
   double groups[CLI_LIST];
   int n_groups;
-  int pad, planar, naive, input_order, reps;
+  int pad, planar, naive, input_order, areas, reps;
   uint64_t seed;
   rdx_info info;
 } join_cfg;
 
-static const char *const op_names[] = {"pip", "lsi"};
+static const char *const op_names[] = {"pip", "lsi", "overlay", "intersects", "contains", "within", "boxes"};
+#define N_OPS 7
 
 static void header(void) {
   printf("date,device,backend,op,r,s,r_features,r_edges,s_edges,points,group,pad,planar,groups,index_mb,"
@@ -106,6 +112,7 @@ static double *make_points(const join_cfg *c, rdx_context *ctx, const rdx_polygo
 typedef struct answers {
   int64_t *v;
   int64_t n;
+  double *area;       /* overlay with --areas: n / 2 areas */
   int64_t edge_pairs; /* LSI: the intersecting edge pairs behind the feature pairs */
 } answers;
 
@@ -116,10 +123,19 @@ static const char *compare(answers *ref, const answers *now) {
     ref->v = malloc((size_t)(now->n ? now->n : 1) * 8);
     if (!ref->v) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld answers", (long long)now->n);
     memcpy(ref->v, now->v, (size_t)now->n * 8);
+    if (now->area) {
+      ref->area = malloc((size_t)(now->n / 2 + 1) * 8);
+      if (!ref->area) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld areas", (long long)now->n / 2);
+      memcpy(ref->area, now->area, (size_t)(now->n / 2) * 8);
+    }
     return "ref";
   }
   int same = ref->n == now->n && (ref->n == 0 || memcmp(ref->v, now->v, (size_t)ref->n * 8) == 0);
-  return same ? "same" : "DIFF";
+  if (!same) return "DIFF";
+  if (ref->area && now->area)
+    for (int64_t i = 0; i < now->n / 2; i++)
+      if (fabs(ref->area[i] - now->area[i]) > 1e-9 * fabs(ref->area[i])) return "DIFF_AREA";
+  return "same";
 }
 
 /* A naive row's wrong answers against the exact row's: PIP, the points whose answers differ; LSI
@@ -164,11 +180,12 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
   for (int i = 0; i <= reps; i++) { /* run 0 warms up */
     double t0 = rdx_now_ms();
     cli_must(ctx, rdx_polygons_build_index(ctx, r, &jo), "rdx_polygons_build_index");
+    if (c->op >= 2) cli_must(ctx, rdx_polygons_build_index(ctx, s, &jo), "rdx_polygons_build_index S");
     double t1 = rdx_now_ms();
     rdx_polygons_index_stats(r, &ist);
     if (i > 0) build_ms[i - 1] = t1 - t0, group_ms[i - 1] = ist.group_ms;
   }
-  answers now = {NULL, 0, 0};
+  answers now = {NULL, 0, NULL, 0};
   int64_t n_pts = 0, results = 0, candidates = -1, s_edges = 0;
   rdx_polygons_info ri, si;
   ri.size = si.size = sizeof ri;
@@ -192,6 +209,28 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
     if (first.data != hfirst) cli_unplace(ctx, first);
     if (pts.data != hp) cli_unplace(ctx, pts);
     free(hp);
+  } else if (c->op >= 2) {
+    rdx_join_pairs_result *res = NULL;
+    const int areas = c->areas && c->op == 2;
+    for (int i = 0; i <= reps; i++) {
+      rdx_join_pairs_free(ctx, res);
+      res = NULL;
+      double t0 = rdx_now_ms();
+      cli_must(ctx, rdx_join_polygons(ctx, r, s, (rdx_join_predicate)(c->op - 1), &jo, areas, &res),
+               "rdx_join_polygons");
+      if (i > 0) query_ms[i - 1] = rdx_now_ms() - t0;
+    }
+    results = res->n_pairs;
+    now.n = 2 * res->n_pairs;
+    now.v = malloc((size_t)(now.n ? now.n : 1) * 8);
+    if (!now.v) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld pairs", (long long)res->n_pairs);
+    cli_must(ctx, rdx_copy(ctx, now.v, RDX_HOST, res->pairs, res->where, (size_t)now.n * 8), "copy pairs");
+    if (areas) {
+      now.area = malloc((size_t)(res->n_pairs + 1) * 8);
+      if (!now.area) cli_die(CLI_EXIT_FAILURE, "out of host memory for %lld areas", (long long)res->n_pairs);
+      cli_must(ctx, rdx_copy(ctx, now.area, RDX_HOST, res->areas, res->where, (size_t)res->n_pairs * 8), "copy areas");
+    }
+    rdx_join_pairs_free(ctx, res);
   } else {
     rdx_join_lsi_result *res = NULL;
     rdx_jn_lsi_stats stats;
@@ -220,7 +259,7 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
   else if (exact) snprintf(check, sizeof check, "wrong=%lld", (long long)wrong_answers(c->op, exact, &now));
   else snprintf(check, sizeof check, "%s", compare(ref, &now));
   if (keep) *keep = now;
-  else free(now.v);
+  else free(now.v), free(now.area);
   cli_backend_label(label, ctx, b);
   time_t t = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%d", gmtime(&t));
@@ -245,9 +284,9 @@ int cmd_bench_join(int argc, char **argv) {
   join_cfg c;
   memset(&c, 0, sizeof c);
   if (!cli_opt(&a, "op")) cli_die(CLI_EXIT_BAD_INPUT, "--op pip|lsi is required");
-  c.op = cli_choice(&a, "op", op_names, 2, 0);
+  c.op = cli_choice(&a, "op", op_names, N_OPS, 0);
   c.r_path = cli_input(&a, "r", 1, NULL);
-  c.s_path = cli_input(&a, "s", c.op == 1, NULL);
+  c.s_path = cli_input(&a, "s", c.op >= 1, NULL);
   c.n_points = cli_int(&a, "points", 1, (int64_t)1 << 40, (int64_t)1 << 20);
   cli_applies(&a, "points", c.op == 0 && !c.s_path, "--op pip without --s");
   cli_list l;
@@ -260,6 +299,9 @@ int cmd_bench_join(int argc, char **argv) {
   c.planar = cli_flag(&a, "planar");
   cli_applies(&a, "planar", c.op == 0, "--op pip");
   c.naive = cli_flag(&a, "naive");
+  cli_applies(&a, "naive", c.op <= 1, "--op pip or lsi");
+  c.areas = cli_flag(&a, "areas");
+  cli_applies(&a, "areas", c.op == 2, "--op overlay");
   c.input_order = cli_flag(&a, "input-order");
   cli_applies(&a, "input-order", c.op == 0, "--op pip");
   c.reps = (int)cli_int(&a, "reps", 1, 63, 5);
@@ -270,16 +312,16 @@ int cmd_bench_join(int argc, char **argv) {
   c.info.size = sizeof c.info;
   if (rdx_info_get(&c.info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
   if (hdr) header();
-  answers ref = {NULL, 0, 0};
+  answers ref = {NULL, 0, NULL, 0};
   double t0 = rdx_now_ms();
   for (int i = 0; i < c.n_backends; i++)
     for (int j = 0; j < c.n_groups; j++) {
-      answers exact = {NULL, 0, 0};
+      answers exact = {NULL, 0, NULL, 0};
       run_one(&c, c.backends[i], c.groups[j], &ref, NULL, c.naive ? &exact : NULL);
       if (c.naive) run_one(&c, c.backends[i], c.groups[j], &ref, &exact, NULL);
-      free(exact.v);
+      free(exact.v), free(exact.area);
     }
-  free(ref.v);
+  free(ref.v), free(ref.area);
   cli_report("%d rows (--op %s) in %.1f s", n_rows, op_names[c.op], (rdx_now_ms() - t0) / 1e3);
   return 0;
 }

@@ -12,9 +12,10 @@
 # JOIN_PARTS (default "small big synth") picks the pairs: small = US states/counties and world
 # countries 10m/50m, big = countries-maritime-10m with countries-land-10m, and PIP's rate on the
 # latter (rate alone: that rate, ordered and in input order, and checked on 2^22 points); synth = two perturbed grids of quads (raydex gen polygons --kind grid, seeds 1 and 2) of
-# 10^6, 10^7 and 5 10^7 segments each, the CPU backend on the smallest only.
+# 10^6, 10^7 and 5 10^7 segments each, the CPU backend on the smallest only; polygons = the polygon
+# joins of issue 29 (overlay with areas, intersects, contains, within) on the three real pairs.
 
-jparts=" ${JOIN_PARTS:-small big synth} "
+jparts=" ${JOIN_PARTS:-small big synth polygons} "
 jb() { # jb <csv> <limit s> <args...>: bench() with a time limit
   local name=$1 limit=$2; shift 2
   local f=$OUT/csv/$name.csv hdr=--header
@@ -65,5 +66,16 @@ if [[ $jparts == *" synth "* ]]; then
     [ -f "$gr" ] && [ -f "$gs" ] || continue
     jb join_lsi_synth 300 bench join --op lsi --r "$gr" --s "$gs" --backend $b --group 3.5,1 --reps 5
     jb join_pip_synth 300 bench join --op pip --r "$gr" --s "$gs" --backend $b --group 3.5 --reps 5 --planar
+  done
+fi
+if [[ $jparts == *" polygons "* ]]; then
+  for pr in "us-states us-counties" "world-countries-10m world-countries-50m" "countries-maritime-10m countries-land-10m"; do
+    read -r pa pb <<< "$pr"
+    r=$maps/$pa.rdxp s=$maps/$pb.rdxp
+    [ -f "$r" ] && [ -f "$s" ] || { log "join: $pa or $pb missing"; continue; }
+    jb join_overlay 300 bench join --op overlay --r "$r" --s "$s" --backend $B --group 3.5 --reps 3 --areas
+    for op in intersects contains within; do
+      jb join_predicates 300 bench join --op $op --r "$r" --s "$s" --backend $B --group 3.5 --reps 3
+    done
   done
 fi
