@@ -120,7 +120,9 @@ static int vev_cmp(const void *pa, const void *pb) {
 static int vev_along(const void *pa, const void *pb) {
   const vev *a = (const vev *)pa, *b = (const vev *)pb;
   if (a->key != b->key) return a->key < b->key ? -1 : 1;
-  return a->t < b->t ? -1 : a->t > b->t;
+  if (a->t != b->t) return a->t < b->t ? -1 : 1;
+  if (a->v[0] != b->v[0]) return a->v[0] < b->v[0] ? -1 : 1; /* ties as the GPU orders them */
+  return a->v[1] < b->v[1] ? -1 : a->v[1] > b->v[1];
 }
 
 /* The proper crossings into rec[d] and the odd vertex groups appended after them; with keep (for
@@ -324,26 +326,32 @@ static int64_t set_minus(uint64_t *a, int64_t na, const uint64_t *b, int64_t nb)
 /* ---- areas (overlay_hd.h) ---- */
 
 
-static void add_areas(const rdx_polygons *r, const rdx_polygons *s, const recs rec[2], vev *const ev[2],
-                      const int64_t n_ev[2], const uint64_t *keys, int64_t m, double *area) {
+/* The areas of the m pairs keys (sorted): the records' shares summed per pair (overlay_hd.h). */
+static rdx_status add_areas(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s, const recs rec[2],
+                            vev *const ev[2], const int64_t n_ev[2], const uint64_t *keys, int64_t m, double *area) {
+  rdx_jn_ov_sum *acc = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_join_polygons: areas", (void **)&acc, (size_t)(m + 1) * sizeof *acc, RDX_HOST));
+  memset(acc, 0, (size_t)(m + 1) * sizeof *acc);
   for (int d = 0; d < 2; d++) {
     const rdx_jn_arrays *X = d == 0 ? &r->host : &s->host;
     int64_t k = 0; /* the events, merged along by key */
     for (int64_t i = 0; i < rec[d].n; i++) {
       const uint64_t key = rec[d].key[i];
-      const uint32_t bits = rec[d].bits[i];
       while (k < n_ev[d] && ev[d][k].key < key) k++;
+      const int64_t k0 = k;
+      while (k < n_ev[d] && ev[d][k].key == key) k++;
       int64_t at = rdx_jn_ov_find(keys, m, pair_of(r, s, d, key));
       if (at < 0) continue; /* not an overlay pair: its pieces add up to 0 */
       uint32_t edge = (uint32_t)(key >> 32);
       const double *a = X->xy + 2 * (uint64_t)edge, *b = X->xy + 2 * (uint64_t)X->edge_end[edge];
       const uint32_t fa = (uint32_t)(keys[at] >> 32);
       const double *o = r->host.xy + 2 * r->host.ring_off[r->host.feat_off[fa]];
-      const int64_t k0 = k;
-      while (k < n_ev[d] && ev[d][k].key == key) k++;
-      area[at] += rdx_jn_ov_area_share(a, b, bits, ev[d], NULL, k0, k - k0, o);
+      rdx_jn_ov_sum_add(acc + at, rdx_jn_ov_area_share(a, b, rec[d].bits[i], ev[d], NULL, k0, k - k0, o));
     }
   }
+  for (int64_t i = 0; i < m; i++) area[i] = rdx_jn_ov_sum_value(acc + i);
+  rdx_mem_free(ctx, acc);
+  return RDX_OK;
 }
 
 /* ---- the engine ---- */
@@ -417,7 +425,7 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
     RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: areas", (void **)areas, (size_t)(na + 1) * 8, RDX_HOST),
                    st, done);
     memset(*areas, 0, (size_t)(na + 1) * 8);
-    add_areas(r, s, rec, ev, n_ev, a, na, *areas);
+    RDX_CHECK_GOTO(add_areas(ctx, r, s, rec, ev, n_ev, a, na, *areas), st, done);
   }
   *out = a;
   *n_out = na;

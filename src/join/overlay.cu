@@ -12,8 +12,9 @@
  *   reduce    per direction the records radix sorted by key, their bits ORed per key; then the
  *             predicate's pairs selected, sorted and made unique (counted per pair for CONTAINS
  *             and WITHIN);
- *   areas     events ordered by (key, t); one thread per record walks its events and adds its
- *             share to its pair's area (atomically, so the last bits may vary from run to run).
+ *   areas     events ordered by (key, t); one thread per record walks its events into its share;
+ *             the shares ordered by pair (stably) and summed per pair in the CPU's order, so the
+ *             areas have the CPU's bits.
  * The pairs and areas come back to the host (the caller builds the result). Every buffer comes
  * from the context's account and is freed before return.
  */
@@ -389,21 +390,38 @@ __device__ int64_t first_event(const vev *ev, const uint32_t *perm, int64_t n, u
   return lo;
 }
 
-/* One thread per merged record of direction d: its share of its pair's area (overlay_hd.h), its
- * events read through perm. */
-__global__ void area_kernel(const uint64_t *key, const uint32_t *bits, int64_t n, int d, rdx_jn_arrays R,
-                            rdx_jn_arrays S, const vev *ev, const uint32_t *perm, int64_t n_ev, const uint64_t *pairs,
-                            int64_t m, double *area) {
+/* One thread per merged record of direction d: its pair's index (m when none: its pieces add up
+ * to 0) and its share of the pair's area (overlay_hd.h), its events read through perm. */
+__global__ void share_kernel(const uint64_t *key, const uint32_t *bits, int64_t n, int d, rdx_jn_arrays R,
+                             rdx_jn_arrays S, const vev *ev, const uint32_t *perm, int64_t n_ev, const uint64_t *pairs,
+                             int64_t m, uint64_t *at_out, double *share) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t at = rdx_jn_ov_find(pairs, m, rdx_jn_ov_pair(R.edge_feat, S.edge_feat, d, key[i]));
+    at_out[i] = at < 0 ? (uint64_t)m : (uint64_t)at;
+    share[i] = 0.0;
     if (at < 0) continue;
     const rdx_jn_arrays &X = d == 0 ? R : S;
     const uint32_t edge = (uint32_t)(key[i] >> 32), fa = (uint32_t)(pairs[at] >> 32);
     const double *a = X.xy + 2 * (uint64_t)edge, *b = X.xy + 2 * (uint64_t)X.edge_end[edge];
     const double *o = R.xy + 2 * R.ring_off[R.feat_off[fa]];
-    int64_t k0 = first_event(ev, perm, n_ev, key[i]), k1 = k0;
+    int64_t k0 = n_ev ? first_event(ev, perm, n_ev, key[i]) : 0, k1 = k0;
     while (k1 < n_ev && ev[perm[k1]].key == key[i]) k1++;
-    atomicAdd(area + at, rdx_jn_ov_area_share(a, b, bits[i], ev, perm, k0, k1 - k0, o));
+    share[i] = rdx_jn_ov_area_share(a, b, bits[i], ev, perm, k0, k1 - k0, o);
+  }
+}
+
+/* One thread per pair: its shares (at[] sorted, stably, so in the CPU's order) summed. */
+__global__ void sum_kernel(const uint64_t *at, const double *share, int64_t n, int64_t m, double *area) {
+  for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < m; p += (int64_t)gridDim.x * blockDim.x) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (at[mid] < (uint64_t)p) lo = mid + 1;
+      else hi = mid;
+    }
+    rdx_jn_ov_sum acc = {0.0, 0.0};
+    for (; lo < n && at[lo] == (uint64_t)p; lo++) rdx_jn_ov_sum_add(&acc, share[lo]);
+    area[p] = rdx_jn_ov_sum_value(&acc);
   }
 }
 
@@ -534,24 +552,41 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
     }
     res = kept;
   }
-  /* areas */
+  /* areas: every record's share, ordered by pair (stably: direction, then key), summed per pair */
   double *d_area = NULL;
   if (want_areas) {
+    const int64_t n_sh = rec[0].n + rec[1].n;
+    uint64_t *at, *at2;
+    double *sh, *sh2;
     RDX_CHECK(b.get(&d_area, m));
-    RDX_CUDA(ctx, cudaMemsetAsync(d_area, 0, (size_t)(m + 1) * 8, cs), what);
-    for (int d = 0; d < 2 && m > 0; d++) {
-      const int64_t n = (int64_t)tot[1 + d];
+    RDX_CHECK(b.get(&at, n_sh));
+    RDX_CHECK(b.get(&at2, n_sh));
+    RDX_CHECK(b.get(&sh, n_sh));
+    RDX_CHECK(b.get(&sh2, n_sh));
+    for (int d = 0; d < 2; d++) {
+      const int64_t n = (int64_t)tot[1 + d], base = d == 0 ? 0 : rec[0].n;
       uint32_t *perm = NULL;
-      static const int along[2] = {2, 3};
+      static const int along[4] = {0, 1, 2, 3}; /* (key, t, x, y), as the CPU's order */
       if (n > 0) {
-        RDX_CHECK(event_order(ctx, ev[d], n, along, 2, &perm));
+        RDX_CHECK(event_order(ctx, ev[d], n, along, 4, &perm));
         b.p[b.n++] = perm;
       }
       if (rec[d].n > 0) {
-        area_kernel<<<rdx_grid(rec[d].n, TPB), TPB, 0, cs>>>(rec[d].key, rec[d].bits, rec[d].n, d, r->dev, s->dev, ev[d],
-                                                             perm, n, res, m, d_area);
-        RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: area kernel");
+        share_kernel<<<rdx_grid(rec[d].n, TPB), TPB, 0, cs>>>(rec[d].key, rec[d].bits, rec[d].n, d, r->dev, s->dev,
+                                                              ev[d], perm, n, res, m, at + base, sh + base);
+        RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: share kernel");
       }
+    }
+    if (n_sh > 0 && m > 0) {
+      cub::DoubleBuffer<uint64_t> kk(at, at2);
+      cub::DoubleBuffer<double> vv(sh, sh2);
+      RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+        return cub::DeviceRadixSort::SortPairs(t, bytes, kk, vv, n_sh, 0, 64, cs);
+      }));
+      sum_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(kk.Current(), vv.Current(), n_sh, m, d_area);
+      RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: sum kernel");
+    } else if (m > 0) {
+      RDX_CUDA(ctx, cudaMemsetAsync(d_area, 0, (size_t)m * 8, cs), what);
     }
   }
   /* back to the host */

@@ -122,10 +122,11 @@ typedef struct rdx_jn_ov_event {
 
 RDX_HD void rdx_jn_ov_put_event(rdx_jn_ov_event *w, uint64_t key, const double *v, const double *a, const double *b,
                                 uint32_t bits, uint32_t proper) {
-  const double ux = b[0] - a[0], uy = b[1] - a[1];
+  const double ux = RDX_DSUB(b[0], a[0]), uy = RDX_DSUB(b[1], a[1]);
   w->key = key;
   w->v[0] = v[0] + 0.0, w->v[1] = v[1] + 0.0;
-  w->t = ((v[0] - a[0]) * ux + (v[1] - a[1]) * uy) / (ux * ux + uy * uy);
+  w->t = RDX_DADD(RDX_DMUL(RDX_DSUB(v[0], a[0]), ux), RDX_DMUL(RDX_DSUB(v[1], a[1]), uy)) /
+         RDX_DADD(RDX_DMUL(ux, ux), RDX_DMUL(uy, uy));
   w->bits = bits;
   w->proper = proper;
 }
@@ -154,10 +155,25 @@ RDX_HD int64_t rdx_jn_ov_find(const uint64_t *keys, int64_t n, uint64_t key) {
  * boundary (a boundary both share in one direction is counted from both, 1/2 + 1/2, and the two
  * copies of one shared in opposite directions cancel), 0 outside. This is Green's theorem over the
  * boundary of A n B, whatever the fixed point o; o is a vertex of A, so the products do not lose
- * digits to the coordinates' size. Pieces end at rounded intersection points. */
+ * digits to the coordinates' size. Pieces end at rounded intersection points. Every operation is
+ * rounded once, in the same order on every backend (no contraction into FMAs), and the sums are
+ * compensated (Neumaier) in a fixed order: a piece's terms along its edge, then the records of a
+ * pair in the order (direction, edge, feature), so every backend gives the same bits. */
 RDX_HD double rdx_jn_ov_cross_about(const double *o, const double *p, const double *q) {
-  return (p[0] - o[0]) * (q[1] - o[1]) - (p[1] - o[1]) * (q[0] - o[0]);
+  return RDX_DSUB(RDX_DMUL(RDX_DSUB(p[0], o[0]), RDX_DSUB(q[1], o[1])),
+                  RDX_DMUL(RDX_DSUB(p[1], o[1]), RDX_DSUB(q[0], o[0])));
 }
+
+/* A compensated sum: the value is s + c. */
+typedef struct rdx_jn_ov_sum {
+  double s, c;
+} rdx_jn_ov_sum;
+RDX_HD void rdx_jn_ov_sum_add(rdx_jn_ov_sum *a, double x) {
+  const double t = RDX_DADD(a->s, x);
+  a->c = RDX_DADD(a->c, fabs(a->s) >= fabs(x) ? RDX_DADD(RDX_DSUB(a->s, t), x) : RDX_DADD(RDX_DSUB(x, t), a->s));
+  a->s = t;
+}
+RDX_HD double rdx_jn_ov_sum_value(const rdx_jn_ov_sum *a) { return RDX_DADD(a->s, a->c); }
 
 /* One (edge, feature) record's share of its pair's area: the edge a -> b, its start statuses in
  * bits, and, when bits has an ODD bit, its n events in order along the edge, ev[perm[k0 + k]] (ev[k0
@@ -165,18 +181,18 @@ RDX_HD double rdx_jn_ov_cross_about(const double *o, const double *p, const doub
 RDX_HD double rdx_jn_ov_area_share(const double *a, const double *b, uint32_t bits, const rdx_jn_ov_event *ev,
                                    const uint32_t *perm, int64_t k0, int64_t n, const double *o) {
   int in_l = (bits & RDX_JN_OV_START_L) != 0, in_r = (bits & RDX_JN_OV_START_R) != 0;
-  double sum = 0.0;
+  rdx_jn_ov_sum sum = {0.0, 0.0};
   const double *p = a;
   if (bits & (RDX_JN_OV_ODD_L | RDX_JN_OV_ODD_R))
     for (int64_t k = k0; k < k0 + n; k++) {
       const rdx_jn_ov_event *w = ev + (perm ? perm[k] : k);
-      sum += 0.5 * (in_l + in_r) * rdx_jn_ov_cross_about(o, p, w->v);
+      if (in_l + in_r) rdx_jn_ov_sum_add(&sum, RDX_DMUL(0.25 * (in_l + in_r), rdx_jn_ov_cross_about(o, p, w->v)));
       if (w->bits & RDX_JN_OV_ODD_L) in_l ^= 1;
       if (w->bits & RDX_JN_OV_ODD_R) in_r ^= 1;
       p = w->v;
     }
-  sum += 0.5 * (in_l + in_r) * rdx_jn_ov_cross_about(o, p, b);
-  return 0.5 * sum;
+  if (in_l + in_r) rdx_jn_ov_sum_add(&sum, RDX_DMUL(0.25 * (in_l + in_r), rdx_jn_ov_cross_about(o, p, b)));
+  return rdx_jn_ov_sum_value(&sum);
 }
 
 #endif /* RDX_JOIN_OVERLAY_HD_H */
