@@ -4,14 +4,16 @@
  *   pairs    every intersecting edge pair (e of R, f of S), LSI's count and fill through R's index;
  *   classify per pair (chunks on the pool, counted then written): a proper crossing gives the
  *            records (e, B: ODD_L | ODD_R) and (f, A: ODD_L | ODD_R); a vertex strictly inside the
- *            other edge a vertex event (edge, feature, vertex, flip bits);
+ *            other edge a vertex event (edge, feature, vertex, flip bits); for areas, every proper
+ *            crossing also an event at its rounded point;
  *   groups   vertex events sorted by (edge, feature, vertex) and their flips added per group (XOR):
  *            an odd group is a record (edge, feature: ODD_L and/or ODD_R);
  *   starts   the side PIP of every edge's start in the other layer (pip_hd.h), left and, for
- *            CONTAINS and WITHIN, right: records (edge, feature: START_L or START_R);
+ *            CONTAINS, WITHIN and areas, right: records (edge, feature: START_L or START_R);
  *   reduce   per direction (R's edges against S's features, S's against R's) the records sorted by
  *            (edge << 32 | feature) and their bits ORed; then the feature pairs of the predicate,
- *            sorted and unique.
+ *            sorted and unique;
+ *   areas    each record's share (overlay_hd.h), its events walked along the edge, summed per pair.
  * Records of direction 0 are keyed (R edge << 32 | S feature), of direction 1 (S edge << 32 | R
  * feature).
  */
@@ -67,7 +69,6 @@ static void recs_free(rdx_context *ctx, recs *r) {
 }
 
 /* ---- classify ---- */
-
 
 static void classify_task(void *arg, int64_t t, int thread) {
   (void)thread;
