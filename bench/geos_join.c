@@ -6,6 +6,9 @@
  *
  * usage: geos_join --r R.rdxp --s S.rdxp [--op lsi,pip] [--reps 3] [--warmup 1]
  *                  [--geos-threads 1] [--threads 0] [--planar] [--header]
+ *        geos_join --r R.rdxp --s S.rdxp --op overlay,intersects,contains,within,areas [...]
+ *                  [--engines geos,raydex] [--pairs-out DIR]
+ *        geos_join --r R.rdxp --s S.rdxp [--dump-wkt-r FILE] [--dump-wkt-s FILE]
  *
  * Both engines read the same layers: R and S are loaded once with rdx_polygons_load, and the GEOS
  * geometries are made from the rings the layer stores (bench_api.h's rdx_polygons_host_csr_of:
@@ -30,6 +33,39 @@
  * with points on a ring reported as boundary; LSI compares the boundaries' segments alone. So how
  * the rings are grouped into polygons (g_feature) changes the geometries' validity, never an
  * answer; the check column is "same" on every pair of bench/geos_join.sh.
+ *
+ * The polygon joins (issue 29; our rdx_join_polygons, CPU backend): the sorted unique (r, s) pairs
+ * of R's and S's features that satisfy a predicate. GEOS: an STRtree of R's polygons, each S
+ * feature's polygon queried, each candidate r tested as a GEOS user writes it:
+ *  overlay     the interiors meet: GEOSPreparedIntersects(prepared r, s), then
+ *              GEOSRelatePattern(r, s, "T********") (GEOS 3.11 has no prepared relate)
+ *  intersects  GEOSPreparedIntersects(prepared r, s)
+ *  contains    GEOSPreparedContains(prepared r, s)
+ *  within      GEOSPreparedWithin(prepared r, s) (GEOS evaluates it as s.contains(r), exact)
+ *  areas       overlay's pairs, each with GEOSArea(GEOSIntersection(r, s)); ours with want_areas;
+ *              compared within 1e-9 relative (the row's max_rel_area_diff: the largest relative
+ *              difference from GEOS's area, |a - g| / max(|a|, |g|), 0 when both are 0)
+ * GEOS may throw on an invalid feature (TopologyException: its C API then returns 2, or NULL):
+ * such a pair is "undecided", counted in the GEOS row's geos_undecided column and left out of
+ * every comparison (an areas pair whose intersection threw keeps its place, with no area). The
+ * check of our rows against the first GEOS row: "same", or "DIFF=N;valid=M" (N pairs differ, M of
+ * them between features GEOS finds valid), with ";undecided=K" when GEOS left K pairs undecided;
+ * the first differing pairs go to stderr with each engine's answer and GEOSisValidReason of both
+ * features. Only OVERLAY, CONTAINS and WITHIN are defined by raydex.h for valid features alone
+ * (they read the side of an edge on which its feature lies), so a difference on an invalid
+ * feature is expected there; one between valid features is a bug of one engine. For these rows,
+ * build_ms is GEOS's tree and prepared geometries, or our join index of both R and S (the join
+ * locates the edges of each layer in the other); polygon rows also carry load1, the machine's
+ * one-minute load average when the row was written (the machine has 2 cores).
+ *
+ * --pairs-out DIR writes the answers of the first GEOS and the first raydex row of each polygon
+ * join as DIR/<op>.<geos|raydex>.tsv ("r<TAB>s", areas "r<TAB>s<TAB>area" with %.17g; GEOS's
+ * undecided pairs in DIR/<op>.geos-undecided.tsv), for bench/postgis_join.sh's comparison.
+ * --engines geos,raydex picks the engines (raydex alone: the rows' vs_geos is 0, check "ref").
+ * --dump-wkt-r FILE / --dump-wkt-s FILE write the layer R / S, as the GEOS geometries above, as
+ * "id<TAB>WKT" lines (id: the feature's position in the layer; features without rings skipped;
+ * coordinates with %.17g, which strtod reads back to the same doubles), then exit: PostGIS loads
+ * them, so it joins exactly the geometries GEOS joins.
  *
  * --planar adds a row of ours with the planar rule, which equals the general rule only on a layer
  * whose features do not overlap: world-atlas's countries and countries-land-10m do overlap
@@ -61,6 +97,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <geos_c.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -135,9 +172,15 @@ static double median(double *v, int n) {
 
 /* ---- options ---- */
 
+enum { OP_LSI = 0, OP_PIP, OP_OVERLAY, OP_INTERSECTS, OP_CONTAINS, OP_WITHIN, OP_AREAS, N_OPS };
+static const char *const op_names[N_OPS] = {"lsi", "pip", "overlay", "intersects", "contains", "within", "areas"};
+static int is_poly_op(int op) { return op >= OP_OVERLAY; }
+
 typedef struct cfg {
   const char *r_path, *s_path;
-  int do_lsi, do_pip;
+  int do_op[N_OPS], poly_ops;  /* poly_ops: the polygon joins were asked for (their own CSV) */
+  int geos, ours;              /* --engines */
+  const char *pairs_out, *dump_r, *dump_s;
   int reps, warmup, planar, header;
   int geos_threads[MAX_LIST], n_geos;
   int threads[MAX_LIST], n_threads;
@@ -148,7 +191,10 @@ static const char usage[] =
     "                 [--geos-threads 1[,2]] [--threads 0[,1]] [--planar] [--header]\n"
     "  lsi: (r, s) feature pairs whose boundaries meet; pip: S's vertices located in R.\n"
     "  --threads 0 is the CPU backend's default (RAYDEX_THREADS or one per core).\n"
-    "  --planar adds a row of ours with the planar PIP rule (R must not overlap itself).\n";
+    "  --planar adds a row of ours with the planar PIP rule (R must not overlap itself).\n"
+    "  polygon joins (their own CSV columns, not mixed with lsi, pip in one run):\n"
+    "  --op overlay,intersects,contains,within,areas [--engines geos,raydex] [--pairs-out DIR]\n"
+    "  --dump-wkt-r FILE, --dump-wkt-s FILE: the layer as id<TAB>WKT lines, then exit.\n";
 
 /* a comma-separated list of integers in [lo, hi], at most cap of them */
 static int int_list(const char *opt, const char *s, int lo, int hi, int *out, int cap) {
@@ -168,7 +214,8 @@ static int int_list(const char *opt, const char *s, int lo, int hi, int *out, in
 
 static void parse(int argc, char **argv, cfg *c) {
   memset(c, 0, sizeof *c);
-  c->do_lsi = c->do_pip = 1;
+  c->do_op[OP_LSI] = c->do_op[OP_PIP] = 1;
+  c->geos = c->ours = 1;
   c->reps = 3, c->warmup = 1;
   c->geos_threads[0] = 1, c->n_geos = 1;
   c->threads[0] = 0, c->n_threads = 1;
@@ -191,16 +238,25 @@ static void parse(int argc, char **argv, cfg *c) {
     if (!strcmp(a, "--r")) c->r_path = v;
     else if (!strcmp(a, "--s")) c->s_path = v;
     else if (!strcmp(a, "--op")) {
-      c->do_lsi = c->do_pip = 0;
+      int n_ops = 0, n_poly = 0;
+      memset(c->do_op, 0, sizeof c->do_op);
       for (const char *p = v; *p;) {
         size_t n = strcspn(p, ",");
-        if (n == 3 && !strncmp(p, "lsi", 3)) c->do_lsi = 1;
-        else if (n == 3 && !strncmp(p, "pip", 3)) c->do_pip = 1;
-        else die("--op \"%s\": want lsi, pip or lsi,pip", v);
+        int op = 0;
+        while (op < N_OPS && !(strlen(op_names[op]) == n && !strncmp(p, op_names[op], n))) op++;
+        if (op == N_OPS) die("--op \"%s\": want a list of lsi, pip, overlay, intersects, contains, within, areas", v);
+        c->do_op[op] = 1, n_ops++, n_poly += is_poly_op(op);
         p += n + (p[n] == ',');
       }
-      if (!c->do_lsi && !c->do_pip) die("--op \"%s\": want lsi, pip or lsi,pip", v);
-    } else if (!strcmp(a, "--reps")) int_list(a, v, 1, 99, &c->reps, 1);
+      if (!n_ops) die("--op \"%s\": empty", v);
+      if (n_poly && n_poly != n_ops) die("--op \"%s\": lsi and pip do not mix with the polygon joins (other columns)", v);
+      c->poly_ops = n_poly > 0;
+    } else if (!strcmp(a, "--engines")) {
+      c->geos = strstr(v, "geos") != NULL, c->ours = strstr(v, "raydex") != NULL;
+      if (!c->geos && !c->ours) die("--engines \"%s\": want geos, raydex or geos,raydex", v);
+    } else if (!strcmp(a, "--pairs-out")) c->pairs_out = v;
+    else if (!strcmp(a, "--dump-wkt-r")) c->dump_r = v;
+    else if (!strcmp(a, "--dump-wkt-s")) c->dump_s = v; else if (!strcmp(a, "--reps")) int_list(a, v, 1, 99, &c->reps, 1);
     else if (!strcmp(a, "--warmup")) int_list(a, v, 0, 9, &c->warmup, 1);
     else if (!strcmp(a, "--geos-threads")) c->n_geos = int_list(a, v, 1, 256, c->geos_threads, MAX_LIST);
     else if (!strcmp(a, "--threads")) c->n_threads = int_list(a, v, 0, 4096, c->threads, MAX_LIST);
@@ -233,9 +289,13 @@ static rdx_polygons *load(rdx_context *ctx, const char *path) {
 
 /* ---- GEOS geometries of a layer ---- */
 
+/* GEOS's messages: the first few go to stderr (an invalid map makes thousands in a polygon join) */
+static atomic_llong n_geos_errors;
 static void geos_error(const char *message, void *user) {
   (void)user;
-  fprintf(stderr, "geos_join: GEOS: %s\n", message);
+  const long long k = atomic_fetch_add(&n_geos_errors, 1);
+  if (k < 20) fprintf(stderr, "geos_join: GEOS: %s\n", message);
+  else if (k == 20) fprintf(stderr, "geos_join: GEOS: (further messages not shown)\n");
 }
 
 static GEOSContextHandle_t geos_handle(void) {
@@ -458,16 +518,15 @@ static void g_free(GEOSContextHandle_t h, glayer *G) {
 
 /* ---- the GEOS joins ---- */
 
-enum { OP_LSI = 0, OP_PIP = 1 };
-static const char *const op_names[] = {"lsi", "pip"};
 
 typedef struct gjob {
   int op;
-  GEOSGeometry *const *items;  /* R's geometries in the tree (lsi: boundaries; pip: polygons) */
+  GEOSGeometry *const *items;  /* R's geometries in the tree (lsi: boundaries; else polygons) */
   const unsigned char *empty;  /* R's features without rings */
   int64_t n_items;
-  GEOSGeometry *const *query;  /* lsi: S's boundaries (NULL: an empty feature); pip: the points */
-  int64_t n_query, chunk;
+  GEOSGeometry *const *query;  /* lsi: S's boundaries, polygon joins: its polygons (NULL: an
+                                  empty feature); pip: the points */
+  int64_t n_query, chunk, stride; /* stride: 3 for areas (r, s, the area's bits), else 2 */
   GEOSSTRtree *tree;
   atomic_llong next;           /* the next query a thread takes */
   int64_t *first;              /* pip: the answers */
@@ -477,8 +536,8 @@ typedef struct gthread {
   gjob *job;
   GEOSContextHandle_t h;
   const GEOSPreparedGeometry **prep; /* this thread's, per R feature (NULL for empty ones) */
-  vec cand, pairs;
-  int64_t n_cand;
+  vec cand, pairs, undecided;
+  int64_t n_cand, n_area_undecided;
   pthread_t tid;
 } gthread;
 
@@ -507,11 +566,40 @@ static void *g_work(void *arg) {
           if (rc == 1) ans = t->cand.v[k];
         }
         j->first[i] = ans;
-      } else {
+      } else if (j->op == OP_LSI) {
         for (size_t k = 0; k < t->cand.n; k++) {
           const char rc = GEOSPreparedIntersects_r(t->h, t->prep[t->cand.v[k]], q);
           if (rc == 2) die("GEOSPreparedIntersects failed (R %lld, S %lld)", (long long)t->cand.v[k], (long long)i);
           if (rc == 1) vpush(&t->pairs, t->cand.v[k]), vpush(&t->pairs, i);
+        }
+      } else {
+        for (size_t k = 0; k < t->cand.n; k++) {
+          const int64_t r = t->cand.v[k];
+          const GEOSPreparedGeometry *pr = t->prep[r];
+          char rc;
+          switch (j->op) {
+            case OP_INTERSECTS: rc = GEOSPreparedIntersects_r(t->h, pr, q); break;
+            case OP_CONTAINS: rc = GEOSPreparedContains_r(t->h, pr, q); break;
+            case OP_WITHIN: rc = GEOSPreparedWithin_r(t->h, pr, q); break;
+            default: /* overlay, areas: the interiors meet */
+              rc = GEOSPreparedIntersects_r(t->h, pr, q);
+              if (rc == 1) rc = GEOSRelatePattern_r(t->h, j->items[r], q, "T********");
+          }
+          if (rc == 2) {
+            vpush(&t->undecided, r), vpush(&t->undecided, i);
+            continue;
+          }
+          if (rc != 1) continue;
+          vpush(&t->pairs, r), vpush(&t->pairs, i);
+          if (j->op == OP_AREAS) {
+            double a = NAN;
+            GEOSGeometry *x = GEOSIntersection_r(t->h, j->items[r], q);
+            if (!x || !GEOSArea_r(t->h, x, &a)) a = NAN, t->n_area_undecided++;
+            if (x) GEOSGeom_destroy_r(t->h, x);
+            int64_t bits;
+            memcpy(&bits, &a, sizeof bits);
+            vpush(&t->pairs, bits);
+          }
         }
       }
     }
@@ -523,23 +611,29 @@ static void *g_work(void *arg) {
  * first feature per point; lsi, the sorted pairs flattened. */
 typedef struct timing {
   double build_ms, query_ms;
-  int64_t candidates;
+  int64_t candidates, undecided; /* undecided: GEOS's exceptions (pairs, and areas that threw) */
 } timing;
 
+static int cmp_triple(const void *a, const void *b) { return cmp_pair(a, b); }
+
+/* polygon joins: the pairs (stride 2, areas stride 3) sorted; GEOS's undecided pairs into
+ * *undecided, sorted */
 static timing geos_join(int op, const glayer *R, GEOSGeometry *const *query, int64_t n_query, int T,
-                        GEOSContextHandle_t *handles, vec *answers) {
-  timing tm = {0, 0, 0};
+                        GEOSContextHandle_t *handles, vec *answers, vec *undecided) {
+  timing tm = {0, 0, 0, 0};
   gjob j;
   memset(&j, 0, sizeof j);
   j.op = op;
   j.items = op == OP_LSI ? R->bound : R->poly;
+  j.stride = op == OP_AREAS ? 3 : 2;
   j.empty = R->empty;
   j.n_items = R->n;
   j.query = query;
   j.n_query = n_query;
-  j.chunk = op == OP_LSI ? LSI_CHUNK : PIP_CHUNK;
+  j.chunk = op == OP_PIP ? PIP_CHUNK : LSI_CHUNK;
   atomic_init(&j.next, 0);
   answers->n = 0;
+  if (undecided) undecided->n = 0;
   if (op == OP_PIP) {
     while (answers->cap < (size_t)n_query) answers->cap = answers->cap ? 2 * answers->cap : 64;
     answers->v = realloc(answers->v, answers->cap * sizeof *answers->v);
@@ -576,20 +670,25 @@ static timing geos_join(int op, const glayer *R, GEOSGeometry *const *query, int
       if (pthread_create(&th[k].tid, NULL, g_work, &th[k])) die("pthread_create failed");
     for (int k = 0; k < T; k++) pthread_join(th[k].tid, NULL);
   }
-  if (op == OP_LSI) {
+  if (op != OP_PIP) {
     for (int k = 0; k < T; k++)
       for (size_t i = 0; i < th[k].pairs.n; i++) vpush(answers, th[k].pairs.v[i]);
-    qsort(answers->v, answers->n / 2, 2 * sizeof *answers->v, cmp_pair);
+    qsort(answers->v, answers->n / (size_t)j.stride, (size_t)j.stride * sizeof *answers->v,
+          j.stride == 3 ? cmp_triple : cmp_pair);
   }
   const double t2 = rdx_now_ms();
   tm.build_ms = t1 - t0, tm.query_ms = t2 - t1;
 
   for (int k = 0; k < T; k++) {
     tm.candidates += th[k].n_cand;
+    tm.undecided += (int64_t)th[k].undecided.n / 2 + th[k].n_area_undecided;
+    if (undecided)
+      for (size_t i = 0; i < th[k].undecided.n; i++) vpush(undecided, th[k].undecided.v[i]);
     for (int64_t r = 0; r < R->n; r++)
       if (th[k].prep[r]) GEOSPreparedGeom_destroy_r(handles[k], th[k].prep[r]);
-    free(th[k].prep), free(th[k].cand.v), free(th[k].pairs.v);
+    free(th[k].prep), free(th[k].cand.v), free(th[k].pairs.v), free(th[k].undecided.v);
   }
+  if (undecided) qsort(undecided->v, undecided->n / 2, 2 * sizeof *undecided->v, cmp_pair);
   GEOSSTRtree_destroy_r(handles[0], j.tree);
   free(th);
   return tm;
@@ -600,13 +699,31 @@ static timing geos_join(int op, const glayer *R, GEOSGeometry *const *query, int
 /* One cold join of ours: R's index built anew, then the join. */
 static timing ours_join(int op, rdx_context *ctx, rdx_polygons *r, rdx_polygons *s, const double *pts, int64_t n_pts,
                         int planar, vec *answers) {
-  timing tm = {0, 0, -1};
+  timing tm = {0, 0, -1, 0};
   rdx_join_options jo = RDX_JOIN_OPTIONS_INIT;
   jo.planar = planar;
   const double t0 = rdx_now_ms();
   must(ctx, rdx_polygons_build_index(ctx, r, &jo), "rdx_polygons_build_index");
+  /* the polygon joins locate each layer's edges in the other: S's index too */
+  if (is_poly_op(op)) must(ctx, rdx_polygons_build_index(ctx, s, &jo), "rdx_polygons_build_index");
   const double t1 = rdx_now_ms();
-  if (op == OP_PIP) {
+  if (is_poly_op(op)) {
+    static const rdx_join_predicate pred[N_OPS] = {0, 0, RDX_JOIN_OVERLAY, RDX_JOIN_INTERSECTS, RDX_JOIN_CONTAINS,
+                                                   RDX_JOIN_WITHIN, RDX_JOIN_OVERLAY};
+    rdx_join_pairs_result *res = NULL;
+    must(ctx, rdx_join_polygons(ctx, r, s, pred[op], &jo, op == OP_AREAS, &res), "rdx_join_polygons");
+    tm.query_ms = rdx_now_ms() - t1;
+    answers->n = 0;
+    for (int64_t i = 0; i < res->n_pairs; i++) {
+      vpush(answers, res->pairs[2 * i]), vpush(answers, res->pairs[2 * i + 1]);
+      if (op == OP_AREAS) {
+        int64_t bits;
+        memcpy(&bits, &res->areas[i], sizeof bits);
+        vpush(answers, bits);
+      }
+    }
+    rdx_join_pairs_free(ctx, res);
+  } else if (op == OP_PIP) {
     while (answers->cap < (size_t)n_pts) answers->cap = answers->cap ? 2 * answers->cap : 64;
     answers->v = realloc(answers->v, answers->cap * sizeof *answers->v);
     if (!answers->v && n_pts) die("out of memory for %lld answers", (long long)n_pts);
@@ -638,6 +755,13 @@ typedef struct row_ctx {
   int have_ref;
   double ref_total;
   int diffs;
+  /* polygon joins */
+  vec ref_undecided;   /* the pairs the reference (GEOS) row could not decide */
+  int ref_is_geos;
+  GEOSContextHandle_t h;
+  const glayer *R, *S;
+  signed char *valid_r, *valid_s; /* GEOSisValid per feature: 0 not yet asked, 1 valid, 2 not */
+  char check[96];
 } row_ctx;
 
 static const char *base_name(const char *path) {
@@ -708,6 +832,196 @@ static void row(row_ctx *rc, const char *engine, int threads, int op, int64_t n_
   fflush(stdout);
 }
 
+/* ---- rows of the polygon joins ---- */
+
+static int feature_valid(row_ctx *rc, int side, int64_t f) {
+  signed char *v = side ? rc->valid_s : rc->valid_r;
+  const glayer *G = side ? rc->S : rc->R;
+  if (!v[f]) v[f] = GEOSisValid_r(rc->h, G->poly[f]) == 1 ? 1 : 2;
+  return v[f] == 1;
+}
+
+static void print_validity(row_ctx *rc, int side, int64_t f) {
+  const glayer *G = side ? rc->S : rc->R;
+  char *why = GEOSisValidReason_r(rc->h, G->poly[f]);
+  fprintf(stderr, "geos_join:   %s feature %lld: %s\n", side ? "S" : "R", (long long)f, why ? why : "(GEOSisValidReason failed)");
+  if (why) GEOSFree_r(rc->h, why);
+}
+
+static int in_pairs(const vec *v, const int64_t *pair) {
+  return v->n && bsearch(pair, v->v, v->n / 2, 2 * sizeof *v->v, cmp_pair) != NULL;
+}
+
+/* A polygon join's answers against the reference row's: rc->check gets the verdict (the file's
+ * header says its form), *max_rel the largest relative difference of the areas; the first
+ * differences go to stderr. */
+static const char *check_poly(row_ctx *rc, int op, const vec *now, const vec *undecided, const char *engine,
+                              double *max_rel) {
+  const size_t st = op == OP_AREAS ? 3 : 2;
+  *max_rel = 0;
+  if (!rc->have_ref) {
+    rc->ref.n = rc->ref_undecided.n = 0;
+    for (size_t i = 0; i < now->n; i++) vpush(&rc->ref, now->v[i]);
+    if (undecided)
+      for (size_t i = 0; i < undecided->n; i++) vpush(&rc->ref_undecided, undecided->v[i]);
+    rc->have_ref = 1;
+    if (undecided && undecided->n) snprintf(rc->check, sizeof rc->check, "ref;undecided=%zu", undecided->n / 2);
+    else snprintf(rc->check, sizeof rc->check, "ref");
+    return rc->check;
+  }
+  const vec *ref = &rc->ref;
+  size_t a = 0, b = 0;
+  int64_t n_diff = 0, n_valid = 0, n_area = 0, n_undecided_hit = 0, shown = 0, shown_area = 0;
+  while (a < ref->n || b < now->n) {
+    const int cmp = a >= ref->n ? 1 : b >= now->n ? -1 : cmp_pair(ref->v + a, now->v + b);
+    if (cmp == 0) {
+      if (st == 3) {
+        double g, x;
+        memcpy(&g, &ref->v[a + 2], sizeof g), memcpy(&x, &now->v[b + 2], sizeof x);
+        if (!isnan(g) && !isnan(x)) {
+          const double m = fabs(g) > fabs(x) ? fabs(g) : fabs(x);
+          const double rel = m > 0 ? fabs(g - x) / m : 0;
+          *max_rel = rel > *max_rel ? rel : *max_rel;
+          if (rel > 1e-9) {
+            n_area++;
+            if (shown_area++ < 8)
+              fprintf(stderr, "geos_join: DIFF %s areas: pair (%lld, %lld): ref %.17g, this %.17g (relative %.3g)\n",
+                      engine, (long long)ref->v[a], (long long)ref->v[a + 1], g, x, rel);
+          }
+        }
+      }
+      a += st, b += st;
+      continue;
+    }
+    const int64_t *p = cmp < 0 ? ref->v + a : now->v + b;
+    if (cmp < 0) a += st;
+    else b += st;
+    if (in_pairs(&rc->ref_undecided, p)) {
+      n_undecided_hit++;
+      continue;
+    }
+    n_diff++;
+    const int both_valid = rc->R && feature_valid(rc, 0, p[0]) && feature_valid(rc, 1, p[1]);
+    n_valid += both_valid;
+    if (shown++ < 8) {
+      fprintf(stderr, "geos_join: DIFF %s %s: pair (%lld, %lld): ref %s, this %s (%s)\n", engine, op_names[op],
+              (long long)p[0], (long long)p[1], cmp < 0 ? "has it" : "has not", cmp < 0 ? "has not" : "has it",
+              both_valid ? "both features valid" : "a feature invalid");
+      if (rc->R) print_validity(rc, 0, p[0]), print_validity(rc, 1, p[1]);
+    }
+  }
+  const int len = n_diff || n_area ? snprintf(rc->check, sizeof rc->check, "DIFF=%lld;valid=%lld", (long long)n_diff,
+                                                (long long)n_valid)
+                                   : snprintf(rc->check, sizeof rc->check, "same");
+  if (n_area) snprintf(rc->check + len, sizeof rc->check - (size_t)len, ";areas=%lld", (long long)n_area);
+  if (rc->ref_undecided.n) {
+    const size_t l = strlen(rc->check);
+    snprintf(rc->check + l, sizeof rc->check - l, ";undecided=%zu", rc->ref_undecided.n / 2);
+  }
+  if (n_undecided_hit)
+    fprintf(stderr, "geos_join: %s %s: %lld of its pairs are among GEOS's undecided ones\n", engine, op_names[op],
+            (long long)n_undecided_hit);
+  if (n_diff || n_area) rc->diffs++;
+  return rc->check;
+}
+
+static void header_poly(void) {
+  printf("date,device,engine,threads,op,r,s,r_features,r_edges,s_features,s_edges,input_ms,build_ms,query_ms,"
+         "total_ms,results,candidates,geos_undecided,max_rel_area_diff,vs_geos,check,load1\n");
+}
+
+static double load1(void) {
+  double l = -1;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1) l = -1;
+    fclose(f);
+  }
+  return l;
+}
+
+static void row_poly(row_ctx *rc, const char *engine, int threads, int op, double input_ms, double *build, double *query,
+                     const timing *tm, const vec *ans, const vec *undecided) {
+  const int reps = rc->c->reps;
+  double total[99];
+  for (int i = 0; i < reps; i++) total[i] = build[i] + query[i];
+  const double b = median(build, reps), q = median(query, reps), t = median(total, reps);
+  const int64_t results = (int64_t)ans->n / (op == OP_AREAS ? 3 : 2);
+  const int first = !rc->have_ref;
+  if (first) rc->ref_total = t, rc->ref_is_geos = !strncmp(engine, "geos", 4);
+  double max_rel = 0;
+  const char *ck = check_poly(rc, op, ans, undecided, engine, &max_rel);
+  char rel[32] = "";
+  if (op == OP_AREAS && !first) snprintf(rel, sizeof rel, "%.3g", max_rel);
+  printf("%s,%s,%s,%d,%s,%s,%s,%lld,%lld,%lld,%lld,%.1f,%.3f,%.3f,%.3f,%lld,%lld,%lld,%s,%.2f,%s,%.2f\n", rc->date,
+         rc->device, engine, threads, op_names[op], base_name(rc->c->r_path), base_name(rc->c->s_path),
+         (long long)rc->r_features, (long long)rc->r_edges, (long long)rc->s_features, (long long)rc->s_edges, input_ms,
+         b, q, t, (long long)results, (long long)tm->candidates, (long long)tm->undecided, rel,
+         rc->ref_is_geos && t > 0 ? rc->ref_total / t : 0.0, ck, load1());
+  fflush(stdout);
+}
+
+/* DIR/<op>.<what>.tsv: r<TAB>s[<TAB>area] per line */
+static void write_pairs(const char *dir, int op, const char *what, const vec *v, size_t st) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.%s.tsv", dir, op_names[op], what);
+  FILE *f = fopen(path, "w");
+  if (!f) die("cannot write %s", path);
+  for (size_t i = 0; i + st <= v->n; i += st) {
+    if (st == 3) {
+      double x;
+      memcpy(&x, &v->v[i + 2], sizeof x);
+      fprintf(f, "%lld\t%lld\t%.17g\n", (long long)v->v[i], (long long)v->v[i + 1], x);
+    } else fprintf(f, "%lld\t%lld\n", (long long)v->v[i], (long long)v->v[i + 1]);
+  }
+  if (fclose(f)) die("cannot write %s", path);
+}
+
+/* ---- WKT of a layer, for PostGIS ---- */
+
+static void wkt_ring(FILE *f, GEOSContextHandle_t h, const GEOSGeometry *ring) {
+  const GEOSCoordSequence *cs = GEOSGeom_getCoordSeq_r(h, ring);
+  unsigned n = 0;
+  if (!cs || !GEOSCoordSeq_getSize_r(h, cs, &n)) die("GEOS: a ring without coordinates");
+  fputc('(', f);
+  for (unsigned i = 0; i < n; i++) {
+    double x, y;
+    if (!GEOSCoordSeq_getXY_r(h, cs, i, &x, &y)) die("GEOSCoordSeq_getXY failed");
+    fprintf(f, "%s%.17g %.17g", i ? "," : "", x, y);
+  }
+  fputc(')', f);
+}
+
+static void wkt_polygon(FILE *f, GEOSContextHandle_t h, const GEOSGeometry *p) {
+  fputc('(', f);
+  wkt_ring(f, h, GEOSGetExteriorRing_r(h, p));
+  const int n = GEOSGetNumInteriorRings_r(h, p);
+  for (int i = 0; i < n; i++) fputc(',', f), wkt_ring(f, h, GEOSGetInteriorRingN_r(h, p, i));
+  fputc(')', f);
+}
+
+static void dump_wkt(GEOSContextHandle_t h, const glayer *G, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) die("cannot write %s", path);
+  for (int64_t i = 0; i < G->n; i++) {
+    if (G->empty[i]) continue;
+    const GEOSGeometry *g = G->poly[i];
+    fprintf(f, "%lld\t", (long long)i);
+    if (GEOSGeomTypeId_r(h, g) == GEOS_POLYGON) fputs("POLYGON", f), wkt_polygon(f, h, g);
+    else {
+      fputs("MULTIPOLYGON(", f);
+      const int n = GEOSGetNumGeometries_r(h, g);
+      for (int k = 0; k < n; k++) {
+        if (k) fputc(',', f);
+        wkt_polygon(f, h, GEOSGetGeometryN_r(h, g, k));
+      }
+      fputc(')', f);
+    }
+    fputc('\n', f);
+  }
+  if (fclose(f)) die("cannot write %s", path);
+}
+
 int main(int argc, char **argv) {
   cfg c;
   parse(argc, argv, &c);
@@ -750,18 +1064,74 @@ int main(int argc, char **argv) {
   g_make(h, gr, &R);
   fprintf(stderr, "geos_join: R as GEOS: %lld polygons, %lld holes (%lld in no shell) in %.1f ms\n",
           (long long)R.n_polygons, (long long)R.n_holes, (long long)R.n_unowned, R.poly_ms);
-  if (c.do_lsi) {
+  const int need_s = c.do_op[OP_LSI] || c.poly_ops || c.dump_s;
+  if (need_s) {
     g_make(h, gs, &S);
     fprintf(stderr, "geos_join: S as GEOS: %lld polygons, %lld holes (%lld in no shell) in %.1f ms\n",
             (long long)S.n_polygons, (long long)S.n_holes, (long long)S.n_unowned, S.poly_ms);
   }
+  if (c.dump_r || c.dump_s) {
+    if (c.dump_r) dump_wkt(h, &R, c.dump_r);
+    if (c.dump_s) dump_wkt(h, &S, c.dump_s);
+    g_free(h, &R);
+    if (need_s) g_free(h, &S);
+    for (int k = 0; k < max_geos; k++) GEOS_finish_r(handles[k]);
+    free(handles);
+    rdx_polygons_destroy(gr);
+    rdx_polygons_destroy(gs);
+    rdx_context_destroy(gctx);
+    return 0;
+  }
+  rc.h = h, rc.R = &R, rc.S = &S;
+  rc.valid_r = xcalloc((size_t)R.n, 1), rc.valid_s = xcalloc((size_t)(S.n ? S.n : 1), 1);
 
-  if (c.header) header();
-  vec ans = {NULL, 0, 0};
+  if (c.header) c.poly_ops ? header_poly() : header();
+  vec ans = {NULL, 0, 0}, undecided = {NULL, 0, 0};
   double build[99], query[99];
-  for (int op = OP_LSI; op <= OP_PIP; op++) {
-    if (op == OP_LSI ? !c.do_lsi : !c.do_pip) continue;
+  for (int op = 0; op < N_OPS; op++) {
+    if (!c.do_op[op]) continue;
     rc.have_ref = 0;
+    if (is_poly_op(op)) {
+      /* GEOS: R's polygons in the tree, S's polygons the queries (NULL: a feature without rings) */
+      GEOSGeometry **q = xcalloc((size_t)(S.n ? S.n : 1), sizeof *q);
+      for (int64_t i = 0; i < S.n; i++) q[i] = S.empty[i] ? NULL : S.poly[i];
+      const int st = op == OP_AREAS ? 3 : 2;
+      int wrote_geos = 0, wrote_ours = 0;
+      for (int g = 0; g < c.n_geos && c.geos; g++) {
+        const int T = c.geos_threads[g];
+        timing tm = {0, 0, 0, 0};
+        for (int i = 0; i < c.warmup + c.reps; i++) {
+          tm = geos_join(op, &R, q, S.n, T, handles, &ans, &undecided);
+          if (i >= c.warmup) build[i - c.warmup] = tm.build_ms, query[i - c.warmup] = tm.query_ms;
+        }
+        row_poly(&rc, "geos-strtree", T, op, R.poly_ms + S.poly_ms, build, query, &tm, &ans, &undecided);
+        if (c.pairs_out && !wrote_geos) {
+          write_pairs(c.pairs_out, op, "geos", &ans, (size_t)st);
+          write_pairs(c.pairs_out, op, "geos-undecided", &undecided, 2);
+          wrote_geos = 1;
+        }
+      }
+      free(q);
+      for (int t = 0; t < c.n_threads && c.ours; t++) {
+        rdx_context *ctx = ctx_make(c.threads[t]);
+        const double t0 = rdx_now_ms();
+        rdx_polygons *r = load(ctx, c.r_path), *s = load(ctx, c.s_path);
+        const double input_ms_ours = rdx_now_ms() - t0;
+        timing tm = {0, 0, -1, 0};
+        for (int i = 0; i < c.warmup + c.reps; i++) {
+          tm = ours_join(op, ctx, r, s, pts, n_pts, 0, &ans);
+          if (i >= c.warmup) build[i - c.warmup] = tm.build_ms, query[i - c.warmup] = tm.query_ms;
+        }
+        tm.undecided = 0;
+        row_poly(&rc, "raydex-cpu", c.threads[t] ? c.threads[t] : info.cpu_threads, op, input_ms_ours, build, query,
+                 &tm, &ans, NULL);
+        if (c.pairs_out && !wrote_ours) write_pairs(c.pairs_out, op, "raydex", &ans, (size_t)st), wrote_ours = 1;
+        rdx_polygons_destroy(r);
+        rdx_polygons_destroy(s);
+        rdx_context_destroy(ctx);
+      }
+      continue;
+    }
     /* GEOS's inputs: lsi the boundaries of R and S; pip one Point per query */
     GEOSGeometry **query_geoms = NULL;
     int64_t n_query = 0;
@@ -781,11 +1151,11 @@ int main(int argc, char **argv) {
       n_query = n_pts;
       input_ms += rdx_now_ms() - t0;
     }
-    for (int g = 0; g < c.n_geos; g++) {
+    for (int g = 0; g < c.n_geos && c.geos; g++) {
       const int T = c.geos_threads[g];
-      timing tm = {0, 0, 0};
+      timing tm = {0, 0, 0, 0};
       for (int i = 0; i < c.warmup + c.reps; i++) {
-        tm = geos_join(op, &R, query_geoms, n_query, T, handles, &ans);
+        tm = geos_join(op, &R, query_geoms, n_query, T, handles, &ans, NULL);
         if (i >= c.warmup) build[i - c.warmup] = tm.build_ms, query[i - c.warmup] = tm.query_ms;
       }
       row(&rc, "geos-strtree", T, op, n_pts, input_ms, build, query, tm.candidates, &ans, pts);
@@ -794,7 +1164,7 @@ int main(int argc, char **argv) {
       for (int64_t i = 0; i < n_pts; i++) GEOSGeom_destroy_r(h, query_geoms[i]);
       free(query_geoms);
     }
-    for (int t = 0; t < c.n_threads; t++)
+    for (int t = 0; t < c.n_threads && c.ours; t++)
       for (int planar = 0; planar <= (op == OP_PIP && c.planar); planar++) {
         rdx_context *ctx = ctx_make(c.threads[t]);
         const double t0 = rdx_now_ms();
@@ -812,9 +1182,9 @@ int main(int argc, char **argv) {
       }
   }
 
-  free(ans.v), free(rc.ref.v);
+  free(ans.v), free(rc.ref.v), free(undecided.v), free(rc.ref_undecided.v), free(rc.valid_r), free(rc.valid_s);
   g_free(h, &R);
-  if (c.do_lsi) g_free(h, &S);
+  if (need_s) g_free(h, &S);
   for (int k = 0; k < max_geos; k++) GEOS_finish_r(handles[k]);
   free(handles);
   rdx_polygons_destroy(gr);

@@ -9,6 +9,11 @@
 #   bench/geos_join.sh all            build, then every pair of the issue, into
 #                                     bench/results/<cpu>/join_geos.csv, and the exact commands
 #                                     into that folder's COMMANDS.md (its "join_geos" section)
+#   bench/geos_join.sh polygons       build, then issue 29's polygon joins (overlay, intersects,
+#                                     contains, within, overlay with areas) on the pairs of the
+#                                     issue, into bench/results/<cpu>/join_polygons_geos.csv, and
+#                                     the commands into COMMANDS.md's "join_polygons_geos" section
+#   bench/geos_join.sh polygons-smoke build, then the polygon joins of the smallest pair on stdout
 #   bench/geos_join.sh run ARGS...    build, then BUILD/geos_join ARGS (see its --help)
 #
 # Environment (read by this script and the program, never by the library):
@@ -23,6 +28,11 @@
 #                          one per core; 1: the same work on one core, for a ratio per core)
 #   RAYDEX_THREADS         as set; the library reads it when THREADS is 0
 #   RESULTS                the folder `all` writes (default bench/results/cpu-<model>-<cores>-cores)
+#   POLY_OPS=overlay,intersects,contains,within,areas   the polygon joins `polygons` runs
+#   POLY_PAIRS="us-states:us-counties world-countries-10m:world-countries-50m
+#               countries-maritime-10m:countries-land-10m"   their R:S pairs (a pair with
+#                                     countries-land-10m takes BIG_REPS and BIG_WARMUP);
+#   POLY_GEOS_THREADS=1 POLY_THREADS=0  GEOS's and our threads there, one row each
 # The machine must be quiet for the figures to mean anything: GEOS and our backend run one after
 # the other, and a compile beside them moves either by tens of percent.
 set -eu
@@ -89,7 +99,76 @@ pair() { # op r s reps warmup
   $cmd >>"$CSV" 2>>"$LOG" || { tail -20 "$LOG" >&2; FAILED=1; }
 }
 
+# The note: section $2 of $1/COMMANDS.md replaced by stdin (the markers around it kept).
+note() {
+  [ -f "$1/COMMANDS.md" ] || echo "# Commands behind this folder's figures" >"$1/COMMANDS.md"
+  awk -v b="<!-- $2 begin -->" -v e="<!-- $2 end -->" '$0 == b {skip = 1} !skip {print} $0 == e {skip = 0}' \
+    "$1/COMMANDS.md" >"$1/COMMANDS.md.tmp"
+  { echo "<!-- $2 begin -->"; cat; echo "<!-- $2 end -->"; } >>"$1/COMMANDS.md.tmp"
+  mv "$1/COMMANDS.md.tmp" "$1/COMMANDS.md"
+}
+
+POLY_OPS=${POLY_OPS:-overlay,intersects,contains,within,areas}
+POLY_PAIRS=${POLY_PAIRS:-us-states:us-counties world-countries-10m:world-countries-50m countries-maritime-10m:countries-land-10m}
+POLY_GEOS_THREADS=${POLY_GEOS_THREADS:-1}
+POLY_THREADS=${POLY_THREADS:-0}
+
 case "${1:-all}" in
+  polygons-smoke)
+    build
+    need us-states us-counties
+    "$BIN" --op "$POLY_OPS" --r "$(map us-states)" --s "$(map us-counties)" --reps 1 --warmup 0 \
+      --geos-threads "$POLY_GEOS_THREADS" --threads "$POLY_THREADS" --header
+    ;;
+  polygons)
+    build
+    DIR=${RESULTS:-$(cpu_dir)}
+    mkdir -p "$DIR"
+    CSV=$DIR/join_polygons_geos.csv
+    CMDS=$BUILD/join_polygons_geos.commands
+    LOG=$BUILD/join_polygons_geos.log
+    : >"$CSV"
+    : >"$CMDS"
+    : >"$LOG"
+    FAILED=0
+    START=$(date -u '+%Y-%m-%d %H:%M UTC')
+    for p in $POLY_PAIRS; do
+      r=${p%%:*} s=${p#*:}
+      need "$r" "$s"
+      reps=$REPS warmup=$WARMUP
+      if [ "$s" = countries-land-10m ] || [ "$r" = countries-land-10m ]; then reps=$BIG_REPS warmup=$BIG_WARMUP; fi
+      hdr=
+      [ -s "$CSV" ] || hdr=--header
+      cmd="$BIN --op $POLY_OPS --r $(map "$r") --s $(map "$s") --reps $reps --warmup $warmup --geos-threads $POLY_GEOS_THREADS --threads $POLY_THREADS${hdr:+ $hdr}"
+      echo "$cmd    # load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$CMDS"
+      echo "geos_join.sh: $cmd" >&2
+      rc=0
+      # shellcheck disable=SC2086
+      $cmd >>"$CSV" 2>>"$LOG" || rc=$?
+      [ "$rc" -le 1 ] || { tail -20 "$LOG" >&2; FAILED=1; }
+    done
+    DIRTY=$(git status --porcelain --untracked-files=no | wc -l)
+    SRC_DIRTY=$(git status --porcelain --untracked-files=no -- src include | wc -l)
+    note "$DIR" join_polygons_geos <<NOTE_END
+## join_polygons_geos.csv: polygon joins, GEOS STRtree against our CPU backend (issue 29)
+
+Written by \`bench/geos_join.sh polygons\` ($START). Machine: $(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1),
+$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); GEOS $(sed -n 's/.*GEOS \([^;]*\);.*/\1/p' "$LOG" | head -1);
+RAYDEX_THREADS=${RAYDEX_THREADS:-unset}; commit $(git rev-parse --short HEAD) "$(git log -1 --format=%s)"
+with $DIRTY tracked files changed in the working tree ($SRC_DIRTY of them under src/ or include/).
+Library: \`$BUILD/libraydex.a\` (Release, CPU only); program: \`cc -O3 bench/geos_join.c\`. Each row's
+load1 column is the one-minute load average when it was written (others compile on this machine).
+check: "DIFF=N;valid=M" (M of the N differing pairs are between features GEOS finds valid),
+";undecided=K" (GEOS threw on K pairs, left out of the comparison); the differing pairs are
+listed in \`$LOG\` when the script runs.
+
+\`\`\`
+$(cat "$CMDS")
+\`\`\`
+NOTE_END
+    echo "geos_join.sh: wrote $CSV and $DIR/COMMANDS.md (log: $LOG)" >&2
+    [ "$FAILED" = 0 ] || exit 1
+    ;;
   build) build ;;
   smoke)
     build
