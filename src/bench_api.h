@@ -288,6 +288,7 @@ int rdx_keys_answers_ranges(rdx_kind kind);
 #ifdef RDX_HAVE_ORACLE
 #include "keys_oracle.h"
 #include "points_oracle.h"
+#include "polygons_oracle.h"
 #endif
 
 #endif /* RDX_BENCH_API_H */
