@@ -10,6 +10,8 @@
  *            an odd group is a record (edge, feature: ODD_L and/or ODD_R);
  *   starts   the side PIP of every edge's start in the other layer (pip_hd.h), left and, for
  *            CONTAINS, WITHIN and areas, right: records (edge, feature: START_L or START_R);
+ *   (INTERSECTS stops after the edge pairs: their feature pairs, and each ring's first vertex
+ *            located in the other layer; see below)
  *   reduce   per direction (R's edges against S's features, S's against R's) the records sorted by
  *            (edge << 32 | feature) and their bits ORed; then the feature pairs of the predicate,
  *            sorted and unique;
@@ -355,6 +357,57 @@ static rdx_status add_areas(rdx_context *ctx, const rdx_polygons *r, const rdx_p
   return RDX_OK;
 }
 
+/* ---- INTERSECTS ----
+ * Features meet when their boundaries do (an edge pair), or when one holds a ring of the other
+ * without their boundaries meeting: a ring that misses the other's boundary lies wholly inside
+ * or outside it, so its first vertex tells (plain PIP, boundaries included); and if no ring of
+ * either lies in the other, the interiors cannot meet either (a component of their intersection
+ * would have its boundary on both boundaries). No side PIP is needed. */
+
+/* The pairs (direction d's order: R feature << 32 | S feature) of each ring of x whose first
+ * vertex lies in a feature of y. */
+static rdx_status ring_pairs(rdx_context *ctx, const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy,
+                             int d, uint64_t **out, int64_t *m) {
+  static const char what[] = "rdx_join_polygons: rings";
+  const rdx_jn_arrays *X = &x->host;
+  const int64_t n = X->n_rings;
+  double *pts = NULL;
+  uint64_t *off = NULL, *feat = NULL, total = 0;
+  rdx_status st = RDX_OK;
+  *out = NULL;
+  *m = 0;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&pts, (size_t)(n + 1) * 16, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&off, (size_t)(n + 1) * 8, RDX_HOST), st, done);
+  for (int64_t k = 0; k < n; k++) pts[2 * k] = X->xy[2 * X->ring_off[k]], pts[2 * k + 1] = X->xy[2 * X->ring_off[k] + 1];
+  rdx_jn_pip_out o;
+  memset(&o, 0, sizeof o);
+  o.counts = off;
+  RDX_CHECK_GOTO(rdx_jn_pip_cpu(ctx, y, iy, pts, n, 0, &o), st, done);
+  for (int64_t k = 0; k < n; k++) {
+    uint64_t c = off[k];
+    off[k] = total;
+    total += c;
+  }
+  off[n] = total;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&feat, (size_t)(total + 1) * 8, RDX_HOST), st, done);
+  memset(&o, 0, sizeof o);
+  o.offsets = off;
+  o.features = feat;
+  RDX_CHECK_GOTO(rdx_jn_pip_cpu(ctx, y, iy, pts, n, 0, &o), st, done);
+  for (int64_t f = 0; f < X->n_features; f++) /* each ring's pairs, keyed by its feature */
+    for (uint64_t k = X->feat_off[f]; k < X->feat_off[f + 1]; k++)
+      for (uint64_t i = off[k]; i < off[k + 1]; i++)
+        feat[i] = d == 0 ? (uint64_t)f << 32 | (uint32_t)feat[i] : feat[i] << 32 | (uint64_t)f;
+  RDX_CHECK_GOTO(sort_unique(ctx, &feat, (int64_t)total, m), st, done);
+  *out = feat;
+  feat = NULL;
+done:
+  rdx_mem_free(ctx, pts);
+  rdx_mem_free(ctx, off);
+  rdx_mem_free(ctx, feat);
+  return st;
+}
+
 /* ---- the engine ---- */
 
 rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
@@ -381,6 +434,25 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
       b[i] = (uint64_t)r->host.edge_feat[e] << 32 | s->host.edge_feat[f];
     }
     RDX_CHECK_GOTO(sort_unique(ctx, &b, n_pairs, &nb), st, done);
+    uint64_t *c[2] = {NULL, NULL};
+    int64_t nc[2] = {0, 0};
+    st = ring_pairs(ctx, r, s, ixs, 0, &c[0], &nc[0]);
+    if (st == RDX_OK) st = ring_pairs(ctx, s, r, ixr, 1, &c[1], &nc[1]);
+    if (st == RDX_OK) st = rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)&a, (size_t)(nb + nc[0] + nc[1] + 1) * 8,
+                                         RDX_HOST);
+    if (st == RDX_OK) {
+      memcpy(a, b, (size_t)nb * 8);
+      memcpy(a + nb, c[0], (size_t)nc[0] * 8);
+      memcpy(a + nb + nc[0], c[1], (size_t)nc[1] * 8);
+    }
+    rdx_mem_free(ctx, c[0]);
+    rdx_mem_free(ctx, c[1]);
+    if (st != RDX_OK) goto done;
+    RDX_CHECK_GOTO(sort_unique(ctx, &a, nb + nc[0] + nc[1], &na), st, done);
+    *out = a;
+    *n_out = na;
+    a = NULL;
+    goto done;
   }
   RDX_CHECK_GOTO(classify(ctx, r, s, pairs, n_pairs, rec, areas ? ev : NULL, n_ev), st, done);
   rdx_mem_free(ctx, pairs);
@@ -395,24 +467,23 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
   RDX_CHECK_GOTO(merge_records(ctx, &rec[0]), st, done);
   RDX_CHECK_GOTO(merge_records(ctx, &rec[1]), st, done);
   const uint32_t exists_l = RDX_JN_OV_START_L | RDX_JN_OV_ODD_L, exists_r = RDX_JN_OV_START_R | RDX_JN_OV_ODD_R;
-  if (pred == RDX_JOIN_OVERLAY || pred == RDX_JOIN_INTERSECTS) {
+  if (pred == RDX_JOIN_OVERLAY) {
     uint64_t *c = NULL;
     int64_t nc = 0;
     RDX_CHECK_GOTO(select_pairs(ctx, r, s, &rec[0], 0, exists_l, 0, 0, 0, &a, &na), st, done);
     RDX_CHECK_GOTO(select_pairs(ctx, r, s, &rec[1], 1, exists_l, 0, 0, 0, &c, &nc), st, done);
-    /* the union of a, c and (INTERSECTS) b */
+    /* the union of a and c */
     uint64_t *u = NULL;
-    st = rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)&u, (size_t)(na + nc + nb + 1) * 8, RDX_HOST);
+    st = rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)&u, (size_t)(na + nc + 1) * 8, RDX_HOST);
     if (st == RDX_OK) {
       memcpy(u, a, (size_t)na * 8);
       memcpy(u + na, c, (size_t)nc * 8);
-      if (nb) memcpy(u + na + nc, b, (size_t)nb * 8);
     }
     rdx_mem_free(ctx, c);
     rdx_mem_free(ctx, a);
     a = u;
     if (st != RDX_OK) goto done;
-    RDX_CHECK_GOTO(sort_unique(ctx, &a, na + nc + nb, &na), st, done);
+    RDX_CHECK_GOTO(sort_unique(ctx, &a, na + nc, &na), st, done);
   } else {
     /* CONTAINS (B within A): all_L of every f of B in A (direction 1), no exists_R of an e of A in
      * B (direction 0); WITHIN the same with the directions swapped */

@@ -3,7 +3,8 @@
  * and CUB calls, with overlay_hd.h's rule and steps, so the answers equal the CPU's. The edge pairs
  * and the side PIP are the backend's own (its LSI and PIP tables: soft BVH kernels or OptiX
  * programs); everything else is written once here.
- *   pairs     the backend's LSI count and fill (device edge pairs);
+ *   pairs     the backend's LSI count and fill (device edge pairs); INTERSECTS ends with their
+ *             feature pairs and each ring's first vertex located in the other layer (overlay.c);
  *   classify  one thread per pair, counted then written at scanned offsets: proper crossings as
  *             records of both directions, vertex events (and, for areas, proper ones) per direction;
  *   groups    events ordered by (key, x, y) with three stable radix sorts carrying a permutation;
@@ -425,6 +426,84 @@ __global__ void sum_kernel(const uint64_t *at, const double *share, int64_t n, i
   }
 }
 
+/* Each ring's first vertex and feature (x's device arrays). */
+__global__ void ring_points_kernel(rdx_jn_arrays X, double *pts, uint32_t *ring_feat) {
+  for (int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; f < X.n_features;
+       f += (int64_t)gridDim.x * blockDim.x)
+    for (uint64_t k = X.feat_off[f]; k < X.feat_off[f + 1]; k++) {
+      pts[2 * k] = X.xy[2 * X.ring_off[k]], pts[2 * k + 1] = X.xy[2 * X.ring_off[k] + 1];
+      ring_feat[k] = (uint32_t)f;
+    }
+}
+
+/* Ring k's containing features at feat[off[k] ..] as pairs in direction d's order. */
+__global__ void ring_pair_kernel(const uint64_t *off, uint64_t *feat, const uint32_t *ring_feat, int64_t n, int d) {
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
+    for (uint64_t i = off[k]; i < off[k + 1]; i++)
+      feat[i] = d == 0 ? (uint64_t)ring_feat[k] << 32 | (uint32_t)feat[i] : feat[i] << 32 | (uint64_t)ring_feat[k];
+}
+
+/* overlay.c's ring_pairs: the pairs of each ring of x whose first vertex lies in a feature of y
+ * (plain PIP through the backend's table), sorted unique. */
+rdx_status ring_pairs(rdx_context *ctx, bag &b,
+                      rdx_status (*pip)(rdx_context *, const rdx_polygons *, const rdx_jn_index *, const double *, int64_t,
+                                        int, const rdx_jn_pip_out *),
+                      const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy, int d, uint64_t **out,
+                      int64_t *m) {
+  static const char what[] = "rdx_join_polygons: rings";
+  cudaStream_t cs = rdx_stream(ctx);
+  const int64_t n = x->dev.n_rings;
+  double *pts;
+  uint32_t *rf;
+  uint64_t *cnt, *off, *feat, total = 0;
+  RDX_CHECK(b.get(&pts, 2 * n));
+  RDX_CHECK(b.get(&rf, n));
+  RDX_CHECK(b.get(&cnt, n));
+  RDX_CHECK(b.get(&off, n + 1));
+  ring_points_kernel<<<rdx_grid(x->dev.n_features, TPB), TPB, 0, cs>>>(x->dev, pts, rf);
+  RDX_CUDA(ctx, cudaGetLastError(), what);
+  rdx_jn_pip_out o;
+  memset(&o, 0, sizeof o);
+  o.counts = cnt;
+  RDX_CHECK(pip(ctx, y, iy, pts, n, 0, &o));
+  RDX_CHECK(rdx_csr_scan_cuda(ctx, cnt, n, off, &total));
+  RDX_CHECK(b.get(&feat, (int64_t)total));
+  memset(&o, 0, sizeof o);
+  o.offsets = off;
+  o.features = feat;
+  RDX_CHECK(pip(ctx, y, iy, pts, n, 0, &o));
+  ring_pair_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(off, feat, rf, n, d);
+  RDX_CUDA(ctx, cudaGetLastError(), what);
+  return sort_unique(ctx, b, feat, (int64_t)total, out, m, NULL);
+}
+
+/* The m pairs (and areas when not NULL) copied to new host arrays. */
+rdx_status to_host(rdx_context *ctx, const uint64_t *res, const double *d_area, int64_t m, uint64_t **out,
+                   int64_t *n_out, double **areas) {
+  static const char what[] = "rdx_join_polygons";
+  cudaStream_t cs = rdx_stream(ctx);
+  uint64_t *h = NULL;
+  double *ha = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&h, (size_t)(m + 1) * 8, RDX_HOST));
+  rdx_status st = RDX_OK;
+  if (m > 0) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(h, res, (size_t)m * 8, cudaMemcpyDeviceToHost, cs), what);
+  if (st == RDX_OK && areas) {
+    st = rdx_mem_alloc(ctx, what, (void **)&ha, (size_t)(m + 1) * 8, RDX_HOST);
+    if (st == RDX_OK && m > 0)
+      st = rdx_cuda_ok(ctx, cudaMemcpyAsync(ha, d_area, (size_t)m * 8, cudaMemcpyDeviceToHost, cs), what);
+  }
+  if (st == RDX_OK) st = rdx_cuda_sync(ctx, what);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, h);
+    rdx_mem_free(ctx, ha);
+    return st;
+  }
+  *out = h;
+  *n_out = m;
+  if (areas) *areas = ha;
+  return RDX_OK;
+}
+
 }  // namespace
 
 extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr,
@@ -449,6 +528,24 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   memset(&stats, 0, sizeof stats);
   RDX_CHECK(lsi->edge_pairs(ctx, r, ixr, s, &pairs, &np, &stats));
   b.p[b.n++] = pairs;
+  if (pred == RDX_JOIN_INTERSECTS) { /* overlay.c's rule: the edge pairs' features, and rings */
+    uint64_t *fp, *bnd, *c0, *c1, *u, *res;
+    int64_t nbnd = 0, n0 = 0, n1 = 0, m = 0;
+    RDX_CHECK(b.get(&fp, np));
+    if (np > 0) {
+      feature_pair_kernel<<<rdx_grid(np, TPB), TPB, 0, cs>>>(pairs, np, r->dev.edge_feat, s->dev.edge_feat, fp);
+      RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: feature pair kernel");
+    }
+    RDX_CHECK(sort_unique(ctx, b, fp, np, &bnd, &nbnd, NULL));
+    RDX_CHECK(ring_pairs(ctx, b, pip->pip, r, s, ixs, 0, &c0, &n0));
+    RDX_CHECK(ring_pairs(ctx, b, pip->pip, s, r, ixr, 1, &c1, &n1));
+    RDX_CHECK(b.get(&u, nbnd + n0 + n1));
+    if (nbnd) RDX_CUDA(ctx, cudaMemcpyAsync(u, bnd, (size_t)nbnd * 8, cudaMemcpyDeviceToDevice, cs), what);
+    if (n0) RDX_CUDA(ctx, cudaMemcpyAsync(u + nbnd, c0, (size_t)n0 * 8, cudaMemcpyDeviceToDevice, cs), what);
+    if (n1) RDX_CUDA(ctx, cudaMemcpyAsync(u + nbnd + n0, c1, (size_t)n1 * 8, cudaMemcpyDeviceToDevice, cs), what);
+    RDX_CHECK(sort_unique(ctx, b, u, nbnd + n0 + n1, &res, &m, NULL));
+    return to_host(ctx, res, NULL, m, out, n_out, NULL);
+  }
   /* classify */
   uint64_t *c[3], *o[3];
   uint64_t tot[3] = {0, 0, 0};
@@ -475,16 +572,6 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
                                                        o[1], o[2], proper[0].key, proper[0].bits, proper[1].key,
                                                        proper[1].bits, ev[0], ev[1]);
     RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: classify kernel");
-  }
-  /* the boundaries' pairs, for INTERSECTS (the edge pairs become feature keys in place) */
-  uint64_t *bnd = NULL;
-  int64_t nbnd = 0;
-  if (pred == RDX_JOIN_INTERSECTS && np > 0) {
-    uint64_t *fp;
-    RDX_CHECK(b.get(&fp, np));
-    feature_pair_kernel<<<rdx_grid(np, TPB), TPB, 0, cs>>>(pairs, np, r->dev.edge_feat, s->dev.edge_feat, fp);
-    RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: feature pair kernel");
-    RDX_CHECK(sort_unique(ctx, b, fp, np, &bnd, &nbnd, NULL));
   }
   for (int k = 0; k < 3; k++) b.drop(c[k]), b.drop(o[k]);
   b.drop(pairs);
@@ -522,16 +609,15 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   const uint32_t exists_l = RDX_JN_OV_START_L | RDX_JN_OV_ODD_L, exists_r = RDX_JN_OV_START_R | RDX_JN_OV_ODD_R;
   uint64_t *res = NULL;
   int64_t m = 0;
-  if (pred == RDX_JOIN_OVERLAY || pred == RDX_JOIN_INTERSECTS) {
+  if (pred == RDX_JOIN_OVERLAY) {
     uint64_t *p0, *p1, *u;
     int64_t n0 = 0, n1 = 0;
     RDX_CHECK(select_pairs(ctx, b, r, s, rec[0], 0, exists_l, 0, 0, 0, &p0, &n0));
     RDX_CHECK(select_pairs(ctx, b, r, s, rec[1], 1, exists_l, 0, 0, 0, &p1, &n1));
-    RDX_CHECK(b.get(&u, n0 + n1 + nbnd));
+    RDX_CHECK(b.get(&u, n0 + n1));
     if (n0) RDX_CUDA(ctx, cudaMemcpyAsync(u, p0, (size_t)n0 * 8, cudaMemcpyDeviceToDevice, cs), what);
     if (n1) RDX_CUDA(ctx, cudaMemcpyAsync(u + n0, p1, (size_t)n1 * 8, cudaMemcpyDeviceToDevice, cs), what);
-    if (nbnd) RDX_CUDA(ctx, cudaMemcpyAsync(u + n0 + n1, bnd, (size_t)nbnd * 8, cudaMemcpyDeviceToDevice, cs), what);
-    RDX_CHECK(sort_unique(ctx, b, u, n0 + n1 + nbnd, &res, &m, NULL));
+    RDX_CHECK(sort_unique(ctx, b, u, n0 + n1, &res, &m, NULL));
   } else {
     const int d_all = pred == RDX_JOIN_CONTAINS ? 1 : 0;
     uint64_t *a, *v, *kept;
@@ -589,27 +675,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
       RDX_CUDA(ctx, cudaMemsetAsync(d_area, 0, (size_t)m * 8, cs), what);
     }
   }
-  /* back to the host */
-  uint64_t *h = NULL;
-  double *ha = NULL;
-  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&h, (size_t)(m + 1) * 8, RDX_HOST));
-  rdx_status st = RDX_OK;
-  if (m > 0) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(h, res, (size_t)m * 8, cudaMemcpyDeviceToHost, cs), what);
-  if (st == RDX_OK && want_areas) {
-    st = rdx_mem_alloc(ctx, what, (void **)&ha, (size_t)(m + 1) * 8, RDX_HOST);
-    if (st == RDX_OK && m > 0)
-      st = rdx_cuda_ok(ctx, cudaMemcpyAsync(ha, d_area, (size_t)m * 8, cudaMemcpyDeviceToHost, cs), what);
-  }
-  if (st == RDX_OK) st = rdx_cuda_sync(ctx, what);
-  if (st != RDX_OK) {
-    rdx_mem_free(ctx, h);
-    rdx_mem_free(ctx, ha);
-    return st;
-  }
-  *out = h;
-  *n_out = m;
-  if (areas) *areas = ha;
-  return RDX_OK;
+  return to_host(ctx, res, d_area, m, out, n_out, areas);
 }
 
 extern "C" const rdx_jn_ops rdx_jn_polygons_cuda_ops = {
