@@ -115,7 +115,7 @@ RDX_HD int rdx_jn_ov_classify(const double *a, const double *b, const double *c,
 typedef struct rdx_jn_ov_event {
   uint64_t key;              /* edge << 32 | feature */
   double v[2];               /* the point; -0 stored as +0, so equal points have equal bits */
-  double t;                  /* areas: where along the edge, (v - a).(b - a) / |b - a|^2 */
+  double t;                  /* areas: where along the edge, (v - a).(b - a) / |b - a|^2 (+0 for 0) */
   uint32_t bits;             /* the flips (ODD_L, ODD_R) */
   uint32_t proper;           /* 1 for a proper crossing (areas only) */
 } rdx_jn_ov_event;
@@ -125,8 +125,9 @@ RDX_HD void rdx_jn_ov_put_event(rdx_jn_ov_event *w, uint64_t key, const double *
   const double ux = RDX_DSUB(b[0], a[0]), uy = RDX_DSUB(b[1], a[1]);
   w->key = key;
   w->v[0] = v[0] + 0.0, w->v[1] = v[1] + 0.0;
-  w->t = RDX_DADD(RDX_DMUL(RDX_DSUB(v[0], a[0]), ux), RDX_DMUL(RDX_DSUB(v[1], a[1]), uy)) /
-         RDX_DADD(RDX_DMUL(ux, ux), RDX_DMUL(uy, uy));
+  w->t = RDX_DADD(RDX_DADD(RDX_DMUL(RDX_DSUB(v[0], a[0]), ux), RDX_DMUL(RDX_DSUB(v[1], a[1]), uy)) /
+                    RDX_DADD(RDX_DMUL(ux, ux), RDX_DMUL(uy, uy)),
+                  0.0); /* + 0: no -0, whose bits would order apart from +0 on the GPU */
   w->bits = bits;
   w->proper = proper;
 }
