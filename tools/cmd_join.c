@@ -1,7 +1,8 @@
 /*
  * cmd_join.c: `raydex join`, the stable command-line contract of the exact spatial joins (usage
- * below, which `raydex join --help` prints): point in polygon (--op pip) and segment intersection
- * (--op lsi) against a polygon layer R read by rdx_polygons_load.
+ * below, which `raydex join --help` prints): point in polygon (--op pip), segment intersection
+ * (--op lsi) and the polygon joins (--op overlay|intersects|contains|within|boxes, rdx_join_polygons)
+ * against a polygon layer R read by rdx_polygons_load.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 static const char usage[] =
     "usage: raydex join --op pip --r R --points P.npy --out OUT.npy [--counts-out C.npy] [--planar]\n"
     "       raydex join --op lsi --r R --s S --out PAIRS.npy [--points-out X.npy]\n"
+    "       raydex join --op overlay|intersects|contains|within|boxes --r R --s S --out PAIRS.npy\n"
+    "               [--areas-out A.npy (overlay only)]\n"
     "       common: [--r-layer NAME] [--s-layer NAME] [--pad-ulps N] [--group S]\n"
     "               [--backend {auto,cpu,cuda,optix}] [--quiet]\n"
     "\n"
@@ -31,14 +34,25 @@ static const char usage[] =
     "one point (they cross, touch or overlap). --points-out X.npy: f64 (k, 2), the intersection\n"
     "points, one per intersecting edge pair (two for a collinear overlap: its ends), each rounded to\n"
     "the nearest double, ordered by their (r, s) pair, then x, then y.\n"
-    "Index: --pad-ulps N (1..64, default 2) float32 ulps of padding on R's boxes, --group S (1..64,\n"
-    "default 3.5) RayJoin's adaptive grouping threshold (1: one edge per box).\n"
+    "overlay, intersects, contains, within, boxes: PAIRS is i64 (m, 2), the sorted unique (r, s)\n"
+    "feature pairs where: overlay, the interiors meet (ST_Relate 'T********'; features sharing only\n"
+    "a boundary do not overlay); intersects, the features share a point (ST_Intersects); contains, no\n"
+    "point of s lies outside r (ST_Contains(r, s)); within, no point of r lies outside s\n"
+    "(ST_Within(r, s)); boxes, the features' closed bounding boxes meet (PostGIS's &&). --areas-out\n"
+    "A.npy (overlay): f64 (m,), the area of each pair's intersection, in PAIRS' order. overlay,\n"
+    "contains and within are exact for features whose rings do not cross (OGC-valid polygons).\n"
+    "Index (R's; for overlay, intersects, contains and within S's too; none for boxes): --pad-ulps N\n"
+    "(1..64, default 2) float32 ulps of padding on the edges' boxes, --group S (1..64, default 3.5)\n"
+    "RayJoin's adaptive grouping threshold (1: one edge per box).\n"
     "On success one line on stderr says what ran and how long the index and the join took (--quiet:\n"
     "none); outputs appear only then. Exit 0 on success, 2 with one line on stderr for bad input\n"
     "(unreadable, truncated or foreign files, an unclosed or degenerate ring, NaN or infinite\n"
-    "coordinates, coordinates outside the supported range, wrong shapes or dtypes, bad options).\n";
+    "coordinates, coordinates outside the supported range, wrong shapes or dtypes, bad options) and\n"
+    "for a join this build or backend does not run (RDX_ERR_UNSUPPORTED, named on that line).\n";
 
-static const char *const ops[2] = {"pip", "lsi"};
+/* in this order: ops[op] for op >= 2 is rdx_join_predicate op - 1 */
+static const char *const ops[7] = {"pip", "lsi", "overlay", "intersects", "contains", "within", "boxes"};
+enum { OP_PIP = 0, OP_LSI = 1, OP_OVERLAY = 2, OP_BOXES = 6 };
 
 /* A layer named by --name: a regular file, or for GDAL a directory or a /vsi path. */
 static const char *layer_input(cli_args *a, const char *name, int required) {
@@ -132,41 +146,79 @@ static void lsi(rdx_context *ctx, rdx_backend asked, rdx_polygons *r, rdx_polygo
   rdx_join_lsi_free(ctx, res);
 }
 
+/* --op overlay, intersects, contains, within, boxes: rdx_join_polygons */
+static void polygons(rdx_context *ctx, rdx_backend asked, rdx_polygons *r, rdx_polygons *s, int op,
+                     const rdx_join_options *o, int want_areas, double index_ms) {
+  rdx_join_predicate predicate = (rdx_join_predicate)(op - 1);
+  cli_progress("joining the layers (%s)", ops[op]);
+  double t0 = rdx_now_ms();
+  rdx_join_pairs_result *res = NULL;
+  char what[32];
+  snprintf(what, sizeof what, want_areas ? "--areas-out" : "--op %s", ops[op]);
+  cli_must(ctx, rdx_join_polygons(ctx, r, s, predicate, o, want_areas, &res), what);
+  double query_ms = rdx_now_ms() - t0;
+  int64_t *pairs = (int64_t *)to_host(ctx, res->pairs, res->where, (size_t)res->n_pairs * 16);
+  cli_write_npy(ctx, "out", rdx_host_matrix(pairs, res->n_pairs, 2, RDX_I64), 2);
+  free(pairs);
+  if (want_areas) {
+    if (res->areas == NULL && res->n_pairs > 0) cli_die(CLI_EXIT_FAILURE, "--areas-out: the join gave no areas");
+    double *area = (double *)to_host(ctx, res->areas, res->where, (size_t)res->n_pairs * 8);
+    cli_write_npy(ctx, "areas-out", rdx_host_array(area, res->n_pairs, RDX_F64), 1);
+    free(area);
+  }
+  cli_commit_outputs();
+  char label[32];
+  cli_report("%s on %s: %lld feature pairs%s, index %.1f ms, join %.1f ms", ops[op], cli_backend_label(label, ctx, asked),
+             (long long)res->n_pairs, want_areas ? " with areas" : "", index_ms, query_ms);
+  rdx_join_pairs_free(ctx, res);
+}
+
 int cmd_join(int argc, char **argv) {
   cli_args a;
   cli_args_init(&a, argc, argv, usage);
-  if (!cli_opt(&a, "op")) cli_die(CLI_EXIT_BAD_INPUT, "--op is required (pip or lsi)");
-  int is_lsi = cli_choice(&a, "op", ops, 2, 0);
+  if (!cli_opt(&a, "op")) cli_die(CLI_EXIT_BAD_INPUT, "--op is required (pip, lsi, overlay, intersects, contains, within or boxes)");
+  int op = cli_choice(&a, "op", ops, 7, 0);
+  int is_pip = op == OP_PIP, is_lsi = op == OP_LSI;
   rdx_backend backend = cli_backend(&a, "backend");
   const char *r_path = layer_input(&a, "r", 1);
-  const char *s_path = layer_input(&a, "s", is_lsi);
-  cli_applies(&a, "s", is_lsi, "--op lsi");
+  const char *s_path = layer_input(&a, "s", !is_pip);
+  cli_applies(&a, "s", !is_pip, "--op lsi, overlay, intersects, contains, within and boxes");
   const char *r_layer = cli_opt(&a, "r-layer"), *s_layer = cli_opt(&a, "s-layer");
   if ((r_layer && !*r_layer) || (s_layer && !*s_layer)) cli_die(CLI_EXIT_BAD_INPUT, "a layer name '' names no layer");
-  cli_applies(&a, "s-layer", is_lsi, "--op lsi");
-  const char *points_p = cli_input(&a, "points", !is_lsi, NULL);
-  cli_applies(&a, "points", !is_lsi, "--op pip");
+  cli_applies(&a, "s-layer", !is_pip, "--op lsi, overlay, intersects, contains, within and boxes");
+  const char *points_p = cli_input(&a, "points", is_pip, NULL);
+  cli_applies(&a, "points", is_pip, "--op pip");
   cli_output(&a, "out", 1);
   int all = cli_output(&a, "counts-out", 0) != NULL;
-  cli_applies(&a, "counts-out", !is_lsi, "--op pip");
+  cli_applies(&a, "counts-out", is_pip, "--op pip");
   int want_points = cli_output(&a, "points-out", 0) != NULL;
   cli_applies(&a, "points-out", is_lsi, "--op lsi");
+  int want_areas = cli_output(&a, "areas-out", 0) != NULL;
+  cli_applies(&a, "areas-out", op == OP_OVERLAY, "--op overlay");
   rdx_join_options o = RDX_JOIN_OPTIONS_INIT;
   o.planar = cli_flag(&a, "planar");
-  cli_applies(&a, "planar", !is_lsi, "--op pip");
+  cli_applies(&a, "planar", is_pip, "--op pip");
   o.pad_ulps = (int32_t)cli_int(&a, "pad-ulps", 1, 64, 0);
   o.group_threshold = cli_double(&a, "group", 1.0, 64.0, 0.0);
   cli_args_done(&a);
 
   rdx_context *ctx = cli_context(backend);
   rdx_polygons *r = load(ctx, "r", r_path, r_layer);
-  rdx_polygons *s = is_lsi ? load(ctx, "s", s_path, s_layer) : NULL;
-  cli_progress("indexing R");
+  rdx_polygons *s = is_pip ? NULL : load(ctx, "s", s_path, s_layer);
+  /* pip and lsi trace through R's index; the polygon joins through both layers' (boxes: none) */
   double t0 = rdx_now_ms();
-  cli_must(ctx, rdx_polygons_build_index(ctx, r, &o), "--r");
+  if (op != OP_BOXES) {
+    cli_progress("indexing R");
+    cli_must(ctx, rdx_polygons_build_index(ctx, r, &o), "--r");
+  }
+  if (!is_pip && !is_lsi && op != OP_BOXES) {
+    cli_progress("indexing S");
+    cli_must(ctx, rdx_polygons_build_index(ctx, s, &o), "--s");
+  }
   double index_ms = rdx_now_ms() - t0;
   if (is_lsi) lsi(ctx, backend, r, s, &o, want_points, index_ms);
-  else pip(ctx, backend, r, &o, points_p, all, index_ms);
+  else if (is_pip) pip(ctx, backend, r, &o, points_p, all, index_ms);
+  else polygons(ctx, backend, r, s, op, &o, want_areas, index_ms);
   rdx_polygons_destroy(s);
   rdx_polygons_destroy(r);
   cli_context_close(ctx);
