@@ -191,37 +191,50 @@ done:
 
 /* ---- starts: the side PIP of x's edges in y ---- */
 
-static rdx_status starts(rdx_context *ctx, const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy,
-                         int side, recs *rec) {
-  static const char what[] = "rdx_join_polygons: edge starts";
-  const int64_t n = x->host.n_vertices;
-  uint64_t *off = NULL, *feat = NULL;
-  rdx_status st = RDX_OK;
-  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&off, (size_t)(n + 1) * 8, RDX_HOST));
-  rdx_jn_pip_out out;
-  memset(&out, 0, sizeof out);
-  out.counts = off;
-  RDX_CHECK_GOTO(rdx_jn_side_pip_cpu(ctx, y, iy, x->host.xy, x->host.edge_end, n, side, &out), st, done);
+/* The features of y (index iy) holding each of n queries, as CSR (*off: n + 1, *feat): the points
+ * xy, or with dir_end the side points of x's edges (xy, dir_end: x's arrays) to `side`. */
+static rdx_status locate(rdx_context *ctx, const rdx_polygons *y, const rdx_jn_index *iy, const double *xy,
+                         const uint32_t *dir_end, int64_t n, int side, uint64_t **off, uint64_t **feat) {
+  static const char what[] = "rdx_join_polygons: locating";
   uint64_t total = 0;
-  for (int64_t i = 0; i < n; i++) {
-    uint64_t c = off[i];
-    off[i] = total;
+  rdx_jn_pip_out o;
+  *off = *feat = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)off, (size_t)(n + 1) * 8, RDX_HOST));
+  memset(&o, 0, sizeof o);
+  o.counts = *off;
+  rdx_status st = dir_end ? rdx_jn_side_pip_cpu(ctx, y, iy, xy, dir_end, n, side, &o)
+                          : rdx_jn_pip_cpu(ctx, y, iy, xy, n, 0, &o);
+  for (int64_t i = 0; st == RDX_OK && i <= n; i++) { /* the counts scanned in place */
+    uint64_t c = i < n ? (*off)[i] : 0;
+    (*off)[i] = total;
     total += c;
   }
-  off[n] = total;
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&feat, (size_t)(total + 1) * 8, RDX_HOST), st, done);
-  memset(&out, 0, sizeof out);
-  out.offsets = off;
-  out.features = feat;
-  RDX_CHECK_GOTO(rdx_jn_side_pip_cpu(ctx, y, iy, x->host.xy, x->host.edge_end, n, side, &out), st, done);
-  RDX_CHECK_GOTO(recs_reserve(ctx, rec, (int64_t)total), st, done);
+  if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)feat, (size_t)(total + 1) * 8, RDX_HOST);
+  if (st == RDX_OK) {
+    memset(&o, 0, sizeof o);
+    o.offsets = *off;
+    o.features = *feat;
+    st = dir_end ? rdx_jn_side_pip_cpu(ctx, y, iy, xy, dir_end, n, side, &o) : rdx_jn_pip_cpu(ctx, y, iy, xy, n, 0, &o);
+  }
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, *off), rdx_mem_free(ctx, *feat);
+    *off = *feat = NULL;
+  }
+  return st;
+}
+
+static rdx_status starts(rdx_context *ctx, const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy,
+                         int side, recs *rec) {
+  const int64_t n = x->host.n_vertices;
+  uint64_t *off = NULL, *feat = NULL;
+  RDX_CHECK(locate(ctx, y, iy, x->host.xy, x->host.edge_end, n, side, &off, &feat));
+  rdx_status st = recs_reserve(ctx, rec, (int64_t)off[n]);
   const uint32_t bit = side > 0 ? RDX_JN_OV_START_L : RDX_JN_OV_START_R;
-  for (int64_t i = 0; i < n; i++)
+  for (int64_t i = 0; st == RDX_OK && i < n; i++)
     for (uint64_t k = off[i]; k < off[i + 1]; k++) {
       rec->key[rec->n] = (uint64_t)i << 32 | (uint32_t)feat[k];
       rec->bits[rec->n++] = bit;
     }
-done:
   rdx_mem_free(ctx, off);
   rdx_mem_free(ctx, feat);
   return st;
@@ -368,37 +381,22 @@ static rdx_status add_areas(rdx_context *ctx, const rdx_polygons *r, const rdx_p
  * vertex lies in a feature of y. */
 static rdx_status ring_pairs(rdx_context *ctx, const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy,
                              int d, uint64_t **out, int64_t *m) {
-  static const char what[] = "rdx_join_polygons: rings";
   const rdx_jn_arrays *X = &x->host;
   const int64_t n = X->n_rings;
   double *pts = NULL;
-  uint64_t *off = NULL, *feat = NULL, total = 0;
+  uint64_t *off = NULL, *feat = NULL;
   rdx_status st = RDX_OK;
   *out = NULL;
   *m = 0;
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&pts, (size_t)(n + 1) * 16, RDX_HOST), st, done);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&off, (size_t)(n + 1) * 8, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: rings", (void **)&pts, (size_t)(n + 1) * 16, RDX_HOST), st,
+                 done);
   for (int64_t k = 0; k < n; k++) pts[2 * k] = X->xy[2 * X->ring_off[k]], pts[2 * k + 1] = X->xy[2 * X->ring_off[k] + 1];
-  rdx_jn_pip_out o;
-  memset(&o, 0, sizeof o);
-  o.counts = off;
-  RDX_CHECK_GOTO(rdx_jn_pip_cpu(ctx, y, iy, pts, n, 0, &o), st, done);
-  for (int64_t k = 0; k < n; k++) {
-    uint64_t c = off[k];
-    off[k] = total;
-    total += c;
-  }
-  off[n] = total;
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&feat, (size_t)(total + 1) * 8, RDX_HOST), st, done);
-  memset(&o, 0, sizeof o);
-  o.offsets = off;
-  o.features = feat;
-  RDX_CHECK_GOTO(rdx_jn_pip_cpu(ctx, y, iy, pts, n, 0, &o), st, done);
+  RDX_CHECK_GOTO(locate(ctx, y, iy, pts, NULL, n, 0, &off, &feat), st, done);
   for (int64_t f = 0; f < X->n_features; f++) /* each ring's pairs, keyed by its feature */
     for (uint64_t k = X->feat_off[f]; k < X->feat_off[f + 1]; k++)
       for (uint64_t i = off[k]; i < off[k + 1]; i++)
         feat[i] = d == 0 ? (uint64_t)f << 32 | (uint32_t)feat[i] : feat[i] << 32 | (uint64_t)f;
-  RDX_CHECK_GOTO(sort_unique(ctx, &feat, (int64_t)total, m), st, done);
+  RDX_CHECK_GOTO(sort_unique(ctx, &feat, (int64_t)off[n], m), st, done);
   *out = feat;
   feat = NULL;
 done:

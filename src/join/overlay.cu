@@ -204,31 +204,40 @@ __global__ void expand_kernel(const uint64_t *off, const uint64_t *feat, int64_t
     for (uint64_t k = off[i]; k < off[i + 1]; k++) key[k] = (uint64_t)i << 32 | (uint32_t)feat[k], bits[k] = bit;
 }
 
-/* The side PIP of x's edges in y (index iy) to `side`, as records. */
-rdx_status starts(rdx_context *ctx, bag &b, rdx_jn_side_pip_fn side_pip, const rdx_polygons *x, const rdx_polygons *y,
-                  const rdx_jn_index *iy, int side, recs *out) {
-  static const char what[] = "rdx_join_polygons: edge starts";
-  cudaStream_t cs = rdx_stream(ctx);
-  const int64_t n = x->dev.n_vertices;
-  uint64_t *cnt, *off, *feat, total = 0;
+/* The features of y (index iy) holding each of n queries, as CSR in the bag (*off: n + 1, *feat):
+ * the points xy (pip's), or with dir_end the side points of x's edges (xy, dir_end: x's device
+ * arrays) to `side` (pip's side_pip). */
+rdx_status locate(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_polygons *y, const rdx_jn_index *iy,
+                  const double *xy, const uint32_t *dir_end, int64_t n, int side, uint64_t **off, uint64_t **feat) {
+  uint64_t *cnt, total = 0;
   RDX_CHECK(b.get(&cnt, n));
-  RDX_CHECK(b.get(&off, n + 1));
+  RDX_CHECK(b.get(off, n + 1));
   rdx_jn_pip_out o;
   memset(&o, 0, sizeof o);
   o.counts = cnt;
-  RDX_CHECK(side_pip(ctx, y, iy, x->dev.xy, x->dev.edge_end, n, side, &o));
-  RDX_CHECK(rdx_csr_scan_cuda(ctx, cnt, n, off, &total));
+  RDX_CHECK(dir_end ? pip->side_pip(ctx, y, iy, xy, dir_end, n, side, &o) : pip->pip(ctx, y, iy, xy, n, 0, &o));
+  RDX_CHECK(rdx_csr_scan_cuda(ctx, cnt, n, *off, &total));
   b.drop(cnt);
-  RDX_CHECK(b.get(&feat, (int64_t)total));
+  RDX_CHECK(b.get(feat, (int64_t)total));
   memset(&o, 0, sizeof o);
-  o.offsets = off;
-  o.features = feat;
-  RDX_CHECK(side_pip(ctx, y, iy, x->dev.xy, x->dev.edge_end, n, side, &o));
+  o.offsets = *off;
+  o.features = *feat;
+  return dir_end ? pip->side_pip(ctx, y, iy, xy, dir_end, n, side, &o) : pip->pip(ctx, y, iy, xy, n, 0, &o);
+}
+
+/* The side PIP of x's edges in y (index iy) to `side`, as records. */
+rdx_status starts(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_polygons *x, const rdx_polygons *y,
+                  const rdx_jn_index *iy, int side, recs *out) {
+  const int64_t n = x->dev.n_vertices;
+  uint64_t *off, *feat, total = 0;
+  RDX_CHECK(locate(ctx, b, pip, y, iy, x->dev.xy, x->dev.edge_end, n, side, &off, &feat));
+  RDX_CHECK(read_i64(ctx, off + n, (int64_t *)&total));
   RDX_CHECK(b.get(&out->key, (int64_t)total));
   RDX_CHECK(b.get(&out->bits, (int64_t)total));
-  expand_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(off, feat, n, side > 0 ? RDX_JN_OV_START_L : RDX_JN_OV_START_R,
-                                                  out->key, out->bits);
-  RDX_CUDA(ctx, cudaGetLastError(), what);
+  expand_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(off, feat, n,
+                                                               side > 0 ? RDX_JN_OV_START_L : RDX_JN_OV_START_R,
+                                                               out->key, out->bits);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: expand kernel");
   out->n = (int64_t)total;
   b.drop(feat);
   b.drop(off);
@@ -445,36 +454,23 @@ __global__ void ring_pair_kernel(const uint64_t *off, uint64_t *feat, const uint
 
 /* overlay.c's ring_pairs: the pairs of each ring of x whose first vertex lies in a feature of y
  * (plain PIP through the backend's table), sorted unique. */
-rdx_status ring_pairs(rdx_context *ctx, bag &b,
-                      rdx_status (*pip)(rdx_context *, const rdx_polygons *, const rdx_jn_index *, const double *, int64_t,
-                                        int, const rdx_jn_pip_out *),
-                      const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy, int d, uint64_t **out,
-                      int64_t *m) {
-  static const char what[] = "rdx_join_polygons: rings";
+rdx_status ring_pairs(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_polygons *x, const rdx_polygons *y,
+                      const rdx_jn_index *iy, int d, uint64_t **out, int64_t *m) {
   cudaStream_t cs = rdx_stream(ctx);
   const int64_t n = x->dev.n_rings;
   double *pts;
   uint32_t *rf;
-  uint64_t *cnt, *off, *feat, total = 0;
+  uint64_t *off, *feat;
+  int64_t total = 0;
   RDX_CHECK(b.get(&pts, 2 * n));
   RDX_CHECK(b.get(&rf, n));
-  RDX_CHECK(b.get(&cnt, n));
-  RDX_CHECK(b.get(&off, n + 1));
   ring_points_kernel<<<rdx_grid(x->dev.n_features, TPB), TPB, 0, cs>>>(x->dev, pts, rf);
-  RDX_CUDA(ctx, cudaGetLastError(), what);
-  rdx_jn_pip_out o;
-  memset(&o, 0, sizeof o);
-  o.counts = cnt;
-  RDX_CHECK(pip(ctx, y, iy, pts, n, 0, &o));
-  RDX_CHECK(rdx_csr_scan_cuda(ctx, cnt, n, off, &total));
-  RDX_CHECK(b.get(&feat, (int64_t)total));
-  memset(&o, 0, sizeof o);
-  o.offsets = off;
-  o.features = feat;
-  RDX_CHECK(pip(ctx, y, iy, pts, n, 0, &o));
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: ring points kernel");
+  RDX_CHECK(locate(ctx, b, pip, y, iy, pts, NULL, n, 0, &off, &feat));
+  RDX_CHECK(read_i64(ctx, off + n, &total));
   ring_pair_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(off, feat, rf, n, d);
-  RDX_CUDA(ctx, cudaGetLastError(), what);
-  return sort_unique(ctx, b, feat, (int64_t)total, out, m, NULL);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: ring pair kernel");
+  return sort_unique(ctx, b, feat, total, out, m, NULL);
 }
 
 /* The m pairs (and areas when not NULL) copied to new host arrays. */
@@ -517,8 +513,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   if (areas) *areas = NULL;
   const rdx_jn_ops *lsi = rdx_jn_find_ops(RDX_JN_OP_LSI, ctx->backend);
   const rdx_jn_ops *pip = rdx_jn_find_ops(RDX_JN_OP_PIP, ctx->backend);
-  rdx_jn_side_pip_fn side_pip = pip ? pip->side_pip : NULL;
-  if (lsi == NULL || lsi->edge_pairs == NULL || side_pip == NULL)
+  if (lsi == NULL || lsi->edge_pairs == NULL || pip == NULL || pip->pip == NULL || pip->side_pip == NULL)
     return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: no polygon join on backend %s", what, rdx_backend_name(ctx->backend));
   const int want_areas = areas != NULL;
   /* pairs */
@@ -537,8 +532,8 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
       RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: feature pair kernel");
     }
     RDX_CHECK(sort_unique(ctx, b, fp, np, &bnd, &nbnd, NULL));
-    RDX_CHECK(ring_pairs(ctx, b, pip->pip, r, s, ixs, 0, &c0, &n0));
-    RDX_CHECK(ring_pairs(ctx, b, pip->pip, s, r, ixr, 1, &c1, &n1));
+    RDX_CHECK(ring_pairs(ctx, b, pip, r, s, ixs, 0, &c0, &n0));
+    RDX_CHECK(ring_pairs(ctx, b, pip, s, r, ixr, 1, &c1, &n1));
     RDX_CHECK(b.get(&u, nbnd + n0 + n1));
     if (nbnd) RDX_CUDA(ctx, cudaMemcpyAsync(u, bnd, (size_t)nbnd * 8, cudaMemcpyDeviceToDevice, cs), what);
     if (n0) RDX_CUDA(ctx, cudaMemcpyAsync(u + nbnd, c0, (size_t)n0 * 8, cudaMemcpyDeviceToDevice, cs), what);
@@ -597,8 +592,8 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   const int sides = pred == RDX_JOIN_CONTAINS || pred == RDX_JOIN_WITHIN || want_areas;
   for (int k = 0; k < (sides ? 2 : 1); k++) {
     const int sd = k == 0 ? +1 : -1;
-    RDX_CHECK(starts(ctx, b, side_pip, r, s, ixs, sd, &side[0][k]));
-    RDX_CHECK(starts(ctx, b, side_pip, s, r, ixr, sd, &side[1][k]));
+    RDX_CHECK(starts(ctx, b, pip, r, s, ixs, sd, &side[0][k]));
+    RDX_CHECK(starts(ctx, b, pip, s, r, ixr, sd, &side[1][k]));
   }
   recs rec[2];
   for (int d = 0; d < 2; d++) {
