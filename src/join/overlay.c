@@ -345,7 +345,11 @@ static int64_t set_minus(uint64_t *a, int64_t na, const uint64_t *b, int64_t nb)
 /* The areas of the m pairs keys (sorted): the records' shares summed per pair (overlay_hd.h). */
 static rdx_status add_areas(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s, const recs rec[2],
                             vev *const ev[2], const int64_t n_ev[2], const uint64_t *keys, int64_t m, double *area) {
-  rdx_jn_ov_sum *acc = NULL;
+  /* per pair: the sum of its current chunk, how many shares that chunk holds, the chunks' sum */
+  struct pair_sum {
+    rdx_jn_ov_sum chunk, total;
+    int64_t in_chunk;
+  } *acc = NULL;
   RDX_CHECK(rdx_mem_alloc(ctx, "rdx_join_polygons: areas", (void **)&acc, (size_t)(m + 1) * sizeof *acc, RDX_HOST));
   memset(acc, 0, (size_t)(m + 1) * sizeof *acc);
   for (int d = 0; d < 2; d++) {
@@ -362,10 +366,18 @@ static rdx_status add_areas(rdx_context *ctx, const rdx_polygons *r, const rdx_p
       const double *a = X->xy + 2 * (uint64_t)edge, *b = X->xy + 2 * (uint64_t)X->edge_end[edge];
       const uint32_t fa = (uint32_t)(keys[at] >> 32);
       const double *o = r->host.xy + 2 * r->host.ring_off[r->host.feat_off[fa]];
-      rdx_jn_ov_sum_add(acc + at, rdx_jn_ov_area_share(a, b, rec[d].bits[i], ev[d], NULL, k0, k - k0, o));
+      struct pair_sum *ps = acc + at;
+      rdx_jn_ov_sum_add(&ps->chunk, rdx_jn_ov_area_share(a, b, rec[d].bits[i], ev[d], NULL, k0, k - k0, o));
+      if (++ps->in_chunk == RDX_JN_OV_CHUNK) {
+        rdx_jn_ov_sum_add(&ps->total, rdx_jn_ov_sum_value(&ps->chunk));
+        ps->chunk.s = ps->chunk.c = 0.0, ps->in_chunk = 0;
+      }
     }
   }
-  for (int64_t i = 0; i < m; i++) area[i] = rdx_jn_ov_sum_value(acc + i);
+  for (int64_t i = 0; i < m; i++) {
+    if (acc[i].in_chunk > 0) rdx_jn_ov_sum_add(&acc[i].total, rdx_jn_ov_sum_value(&acc[i].chunk));
+    area[i] = rdx_jn_ov_sum_value(&acc[i].total);
+  }
   rdx_mem_free(ctx, acc);
   return RDX_OK;
 }

@@ -14,8 +14,8 @@
  *             predicate's pairs selected, sorted and made unique (counted per pair for CONTAINS
  *             and WITHIN);
  *   areas     events ordered by (key, t); one thread per record walks its events into its share;
- *             the shares ordered by pair (stably) and summed per pair in the CPU's order, so the
- *             areas have the CPU's bits.
+ *             the shares ordered by pair (stably) and summed per pair in the CPU's order and
+ *             chunks (overlay_hd.h), one thread a chunk, so the areas have the CPU's bits.
  * The pairs and areas come back to the host (the caller builds the result). Every buffer comes
  * from the context's account and is freed before return.
  */
@@ -420,17 +420,49 @@ __global__ void share_kernel(const uint64_t *key, const uint32_t *bits, int64_t 
   }
 }
 
-/* One thread per pair: its shares (at[] sorted, stably, so in the CPU's order) summed. */
-__global__ void sum_kernel(const uint64_t *at, const double *share, int64_t n, int64_t m, double *area) {
-  for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < m; p += (int64_t)gridDim.x * blockDim.x) {
+/* The sorted at[] (n) split by pair: off[p] = the first entry of pair p, p <= m. */
+__global__ void pair_range_kernel(const uint64_t *at, int64_t n, int64_t m, uint64_t *off) {
+  for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p <= m; p += (int64_t)gridDim.x * blockDim.x) {
     int64_t lo = 0, hi = n;
     while (lo < hi) {
       int64_t mid = lo + (hi - lo) / 2;
       if (at[mid] < (uint64_t)p) lo = mid + 1;
       else hi = mid;
     }
+    off[p] = (uint64_t)lo;
+  }
+}
+/* chunks[p]: pair p's chunks of RDX_JN_OV_CHUNK shares. */
+__global__ void chunk_count_kernel(const uint64_t *off, int64_t m, uint64_t *chunks) {
+  for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < m; p += (int64_t)gridDim.x * blockDim.x)
+    chunks[p] = (off[p + 1] - off[p] + RDX_JN_OV_CHUNK - 1) / RDX_JN_OV_CHUNK;
+}
+
+/* One thread per chunk (chunk c of pair p: choff[p] <= c < choff[p + 1]): its shares summed in
+ * order (overlay_hd.h), as the CPU sums them. */
+__global__ void chunk_sum_kernel(const double *share, const uint64_t *off, const uint64_t *choff, int64_t m,
+                                 int64_t n_chunks, double *partial) {
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < n_chunks;
+       c += (int64_t)gridDim.x * blockDim.x) {
+    int64_t lo = 0, hi = m; /* the pair: the last p with choff[p] <= c */
+    while (hi - lo > 1) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (choff[mid] <= (uint64_t)c) lo = mid;
+      else hi = mid;
+    }
+    const uint64_t a = off[lo] + (uint64_t)(c - (int64_t)choff[lo]) * RDX_JN_OV_CHUNK;
+    const uint64_t b = a + RDX_JN_OV_CHUNK < off[lo + 1] ? a + RDX_JN_OV_CHUNK : off[lo + 1];
     rdx_jn_ov_sum acc = {0.0, 0.0};
-    for (; lo < n && at[lo] == (uint64_t)p; lo++) rdx_jn_ov_sum_add(&acc, share[lo]);
+    for (uint64_t i = a; i < b; i++) rdx_jn_ov_sum_add(&acc, share[i]);
+    partial[c] = rdx_jn_ov_sum_value(&acc);
+  }
+}
+
+/* One thread per pair: its chunks' sums summed in order. */
+__global__ void pair_sum_kernel(const double *partial, const uint64_t *choff, int64_t m, double *area) {
+  for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < m; p += (int64_t)gridDim.x * blockDim.x) {
+    rdx_jn_ov_sum acc = {0.0, 0.0};
+    for (uint64_t c = choff[p]; c < choff[p + 1]; c++) rdx_jn_ov_sum_add(&acc, partial[c]);
     area[p] = rdx_jn_ov_sum_value(&acc);
   }
 }
@@ -664,8 +696,21 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
       RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
         return cub::DeviceRadixSort::SortPairs(t, bytes, kk, vv, n_sh, 0, 64, cs);
       }));
-      sum_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(kk.Current(), vv.Current(), n_sh, m, d_area);
-      RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: sum kernel");
+      uint64_t *off, *cnt, *choff, n_chunks = 0;
+      double *partial;
+      RDX_CHECK(b.get(&off, m + 1));
+      RDX_CHECK(b.get(&cnt, m));
+      RDX_CHECK(b.get(&choff, m + 1));
+      pair_range_kernel<<<rdx_grid(m + 1, TPB), TPB, 0, cs>>>(kk.Current(), n_sh, m, off);
+      chunk_count_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(off, m, cnt);
+      RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: area chunk kernels");
+      RDX_CHECK(rdx_csr_scan_cuda(ctx, cnt, m, choff, &n_chunks));
+      RDX_CHECK(b.get(&partial, (int64_t)n_chunks));
+      if (n_chunks > 0)
+        chunk_sum_kernel<<<rdx_grid((int64_t)n_chunks, TPB), TPB, 0, cs>>>(vv.Current(), off, choff, m,
+                                                                           (int64_t)n_chunks, partial);
+      pair_sum_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(partial, choff, m, d_area);
+      RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: area sum kernels");
     } else if (m > 0) {
       RDX_CUDA(ctx, cudaMemsetAsync(d_area, 0, (size_t)m * 8, cs), what);
     }

@@ -158,12 +158,16 @@ RDX_HD int64_t rdx_jn_ov_find(const uint64_t *keys, int64_t n, uint64_t key) {
  * boundary of A n B, whatever the fixed point o; o is a vertex of A, so the products do not lose
  * digits to the coordinates' size. Pieces end at rounded intersection points. Every operation is
  * rounded once, in the same order on every backend (no contraction into FMAs), and the sums are
- * compensated (Neumaier) in a fixed order: a piece's terms along its edge, then the records of a
- * pair in the order (direction, edge, feature), so every backend gives the same bits. */
+ * compensated (Neumaier) in a fixed order: a piece's terms along its edge; then the records of a
+ * pair, in the order (direction, edge, feature), in chunks of RDX_JN_OV_CHUNK summed one after the
+ * other, and the chunks' sums after them (so the GPU sums a pair's chunks in parallel); every
+ * backend gives the same bits. */
 RDX_HD double rdx_jn_ov_cross_about(const double *o, const double *p, const double *q) {
   return RDX_DSUB(RDX_DMUL(RDX_DSUB(p[0], o[0]), RDX_DSUB(q[1], o[1])),
                   RDX_DMUL(RDX_DSUB(p[1], o[1]), RDX_DSUB(q[0], o[0])));
 }
+
+#define RDX_JN_OV_CHUNK 256
 
 /* A compensated sum: the value is s + c. */
 typedef struct rdx_jn_ov_sum {
