@@ -61,6 +61,9 @@
  * --pairs-out DIR writes the answers of the first GEOS and the first raydex row of each polygon
  * join as DIR/<op>.<geos|raydex>.tsv ("r<TAB>s", areas "r<TAB>s<TAB>area" with %.17g; GEOS's
  * undecided pairs in DIR/<op>.geos-undecided.tsv), for bench/postgis_join.sh's comparison.
+ * --geos-limit-s N stops a GEOS polygon join that has run N seconds of query (checked before each
+ * chunk of S features): its row says "timeout>Ns" with the partial results, is never the
+ * reference, and no rep follows it.
  * --engines geos,raydex picks the engines (raydex alone: the rows' vs_geos is 0, check "ref").
  * --dump-wkt-r FILE / --dump-wkt-s FILE write the layer R / S, as the GEOS geometries above, as
  * "id<TAB>WKT" lines (id: the feature's position in the layer; features without rings skipped;
@@ -181,6 +184,8 @@ typedef struct cfg {
   int do_op[N_OPS], poly_ops;  /* poly_ops: the polygon joins were asked for (their own CSV) */
   int geos, ours;              /* --engines */
   const char *pairs_out, *dump_r, *dump_s;
+  double geos_limit_s;         /* --geos-limit-s: a GEOS polygon join stops taking S features after
+                                  this many seconds of query (0: no limit) */
   int reps, warmup, planar, header;
   int geos_threads[MAX_LIST], n_geos;
   int threads[MAX_LIST], n_threads;
@@ -194,6 +199,7 @@ static const char usage[] =
     "  --planar adds a row of ours with the planar PIP rule (R must not overlap itself).\n"
     "  polygon joins (their own CSV columns, not mixed with lsi, pip in one run):\n"
     "  --op overlay,intersects,contains,within,areas [--engines geos,raydex] [--pairs-out DIR]\n"
+    "  [--geos-limit-s N]: a GEOS polygon join stops after N s of query (row check \"timeout>Ns\")\n"
     "  --dump-wkt-r FILE, --dump-wkt-s FILE: the layer as id<TAB>WKT lines, then exit.\n";
 
 /* a comma-separated list of integers in [lo, hi], at most cap of them */
@@ -255,6 +261,11 @@ static void parse(int argc, char **argv, cfg *c) {
       c->geos = strstr(v, "geos") != NULL, c->ours = strstr(v, "raydex") != NULL;
       if (!c->geos && !c->ours) die("--engines \"%s\": want geos, raydex or geos,raydex", v);
     } else if (!strcmp(a, "--pairs-out")) c->pairs_out = v;
+    else if (!strcmp(a, "--geos-limit-s")) {
+      int lim = 0;
+      int_list(a, v, 0, 86400, &lim, 1);
+      c->geos_limit_s = lim;
+    }
     else if (!strcmp(a, "--dump-wkt-r")) c->dump_r = v;
     else if (!strcmp(a, "--dump-wkt-s")) c->dump_s = v; else if (!strcmp(a, "--reps")) int_list(a, v, 1, 99, &c->reps, 1);
     else if (!strcmp(a, "--warmup")) int_list(a, v, 0, 9, &c->warmup, 1);
@@ -530,6 +541,8 @@ typedef struct gjob {
   GEOSSTRtree *tree;
   atomic_llong next;           /* the next query a thread takes */
   int64_t *first;              /* pip: the answers */
+  double start_ms, limit_ms;   /* polygon joins: stop taking queries after limit_ms (0: never) */
+  atomic_int timed_out;
 } gjob;
 
 typedef struct gthread {
@@ -549,6 +562,10 @@ static void *g_work(void *arg) {
   for (;;) {
     const int64_t b = (int64_t)atomic_fetch_add(&j->next, (long long)j->chunk);
     if (b >= j->n_query) break;
+    if (j->limit_ms > 0 && rdx_now_ms() - j->start_ms > j->limit_ms) {
+      atomic_store(&j->timed_out, 1);
+      break;
+    }
     const int64_t e = b + j->chunk < j->n_query ? b + j->chunk : j->n_query;
     for (int64_t i = b; i < e; i++) {
       GEOSGeometry *q = j->query[i];
@@ -612,6 +629,7 @@ static void *g_work(void *arg) {
 typedef struct timing {
   double build_ms, query_ms;
   int64_t candidates, undecided; /* undecided: GEOS's exceptions (pairs, and areas that threw) */
+  int timed_out;                 /* GEOS stopped at --geos-limit-s: answers partial */
 } timing;
 
 static int cmp_triple(const void *a, const void *b) { return cmp_pair(a, b); }
@@ -619,8 +637,8 @@ static int cmp_triple(const void *a, const void *b) { return cmp_pair(a, b); }
 /* polygon joins: the pairs (stride 2, areas stride 3) sorted; GEOS's undecided pairs into
  * *undecided, sorted */
 static timing geos_join(int op, const glayer *R, GEOSGeometry *const *query, int64_t n_query, int T,
-                        GEOSContextHandle_t *handles, vec *answers, vec *undecided) {
-  timing tm = {0, 0, 0, 0};
+                        GEOSContextHandle_t *handles, vec *answers, vec *undecided, double limit_s) {
+  timing tm = {0, 0, 0, 0, 0};
   gjob j;
   memset(&j, 0, sizeof j);
   j.op = op;
@@ -664,6 +682,8 @@ static timing geos_join(int op, const glayer *R, GEOSGeometry *const *query, int
       }
   }
   const double t1 = rdx_now_ms();
+  j.start_ms = t1, j.limit_ms = 1e3 * limit_s;
+  atomic_init(&j.timed_out, 0);
   if (T == 1) g_work(&th[0]);
   else {
     for (int k = 0; k < T; k++)
@@ -678,6 +698,7 @@ static timing geos_join(int op, const glayer *R, GEOSGeometry *const *query, int
   }
   const double t2 = rdx_now_ms();
   tm.build_ms = t1 - t0, tm.query_ms = t2 - t1;
+  tm.timed_out = atomic_load(&j.timed_out);
 
   for (int k = 0; k < T; k++) {
     tm.candidates += th[k].n_cand;
@@ -699,7 +720,7 @@ static timing geos_join(int op, const glayer *R, GEOSGeometry *const *query, int
 /* One cold join of ours: R's index built anew, then the join. */
 static timing ours_join(int op, rdx_context *ctx, rdx_polygons *r, rdx_polygons *s, const double *pts, int64_t n_pts,
                         int planar, vec *answers) {
-  timing tm = {0, 0, -1, 0};
+  timing tm = {0, 0, -1, 0, 0};
   rdx_join_options jo = RDX_JOIN_OPTIONS_INIT;
   jo.planar = planar;
   const double t0 = rdx_now_ms();
@@ -1099,10 +1120,27 @@ int main(int argc, char **argv) {
       int wrote_geos = 0, wrote_ours = 0;
       for (int g = 0; g < c.n_geos && c.geos; g++) {
         const int T = c.geos_threads[g];
-        timing tm = {0, 0, 0, 0};
+        timing tm = {0, 0, 0, 0, 0};
         for (int i = 0; i < c.warmup + c.reps; i++) {
-          tm = geos_join(op, &R, q, S.n, T, handles, &ans, &undecided);
+          tm = geos_join(op, &R, q, S.n, T, handles, &ans, &undecided, c.geos_limit_s);
           if (i >= c.warmup) build[i - c.warmup] = tm.build_ms, query[i - c.warmup] = tm.query_ms;
+          if (tm.timed_out) {
+            for (int k = 0; k < c.reps; k++) build[k] = tm.build_ms, query[k] = tm.query_ms;
+            break;
+          }
+        }
+        if (tm.timed_out) {
+          /* partial answers: a row that says so, never the reference */
+          printf("%s,%s,geos-strtree,%d,%s,%s,%s,%lld,%lld,%lld,%lld,%.1f,%.3f,%.3f,%.3f,%lld,%lld,%lld,,0.00,"
+                 "timeout>%gs,%.2f\n",
+                 rc.date, rc.device, T, op_names[op], base_name(c.r_path), base_name(c.s_path), (long long)rc.r_features,
+                 (long long)rc.r_edges, (long long)rc.s_features, (long long)rc.s_edges, R.poly_ms + S.poly_ms,
+                 tm.build_ms, tm.query_ms, tm.build_ms + tm.query_ms, (long long)(ans.n / (size_t)st),
+                 (long long)tm.candidates, (long long)tm.undecided, c.geos_limit_s, load1());
+          fflush(stdout);
+          fprintf(stderr, "geos_join: GEOS %s stopped at --geos-limit-s %g (%.0f ms of query)\n", op_names[op],
+                  c.geos_limit_s, tm.query_ms);
+          continue;
         }
         row_poly(&rc, "geos-strtree", T, op, R.poly_ms + S.poly_ms, build, query, &tm, &ans, &undecided);
         if (c.pairs_out && !wrote_geos) {
@@ -1117,7 +1155,7 @@ int main(int argc, char **argv) {
         const double t0 = rdx_now_ms();
         rdx_polygons *r = load(ctx, c.r_path), *s = load(ctx, c.s_path);
         const double input_ms_ours = rdx_now_ms() - t0;
-        timing tm = {0, 0, -1, 0};
+        timing tm = {0, 0, -1, 0, 0};
         for (int i = 0; i < c.warmup + c.reps; i++) {
           tm = ours_join(op, ctx, r, s, pts, n_pts, 0, &ans);
           if (i >= c.warmup) build[i - c.warmup] = tm.build_ms, query[i - c.warmup] = tm.query_ms;
@@ -1153,9 +1191,9 @@ int main(int argc, char **argv) {
     }
     for (int g = 0; g < c.n_geos && c.geos; g++) {
       const int T = c.geos_threads[g];
-      timing tm = {0, 0, 0, 0};
+      timing tm = {0, 0, 0, 0, 0};
       for (int i = 0; i < c.warmup + c.reps; i++) {
-        tm = geos_join(op, &R, query_geoms, n_query, T, handles, &ans, NULL);
+        tm = geos_join(op, &R, query_geoms, n_query, T, handles, &ans, NULL, 0);
         if (i >= c.warmup) build[i - c.warmup] = tm.build_ms, query[i - c.warmup] = tm.query_ms;
       }
       row(&rc, "geos-strtree", T, op, n_pts, input_ms, build, query, tm.candidates, &ans, pts);

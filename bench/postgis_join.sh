@@ -46,7 +46,11 @@
 #                          query, after the load (the tables are then in shared buffers or the
 #                          page cache; GEOS's prepared-geometry cache in PostGIS warms within it)
 #   THREADS=0              our CPU backend's threads (0: one per core)
-#   TIMEOUT_MIN=20         PostGIS's statement_timeout, minutes
+#   TIMEOUT_MIN=20         PostGIS's statement_timeout, minutes; GEOS's polygon joins stop at the
+#                          same time (geos_join --geos-limit-s, checked between S features)
+#   APPEND=1               add rows to the CSVs (else they are started afresh) and this run's
+#                          commands to the COMMANDS.md section NOTE_TAG (default
+#                          join_polygons_postgis; replaced by each run without APPEND)
 #   RESULTS                the folder written (default bench/results/cpu-<model>-<cores>-cores)
 #   KEEP_TMP=1             keep the temporary folder (WKT, answers, server log) for a look
 # Runs as root (it installs the packages when missing) and runs the server as user postgres.
@@ -89,6 +93,9 @@ LOG=$BUILD/join_polygons_postgis.log
 CMDS=$BUILD/join_polygons_postgis.commands
 : >"$LOG"
 : >"$CMDS"
+APPEND=${APPEND:-0}
+NOTE_TAG=${NOTE_TAG:-join_polygons_postgis}
+[ "$APPEND" = 1 ] || : >"$CSV"
 
 # 1. the throw-away cluster: a unix socket in its folder, no TCP
 TMP=$(mktemp -d /tmp/postgis_join.XXXXXX)
@@ -203,7 +210,7 @@ DATE=$(date -u +%Y-%m-%d)
 DEVICE=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1 | tr ',' ' ')
 FAILED=0
 GCSV=
-case "$ENGINES" in *geos*) GCSV=$DIR/join_polygons_geos.csv; : >"$GCSV" ;; esac
+case "$ENGINES" in *geos*) GCSV=$DIR/join_polygons_geos.csv; [ "$APPEND" = 1 ] || : >"$GCSV" ;; esac
 for p in $PAIRS; do
   R=${p%%:*} S=${p#*:}
   RNAME=$(basename "$(map "$R")") SNAME=$(basename "$(map "$S")")
@@ -215,7 +222,7 @@ for p in $PAIRS; do
   chmod -R a+rX "$W"
 
   # ours (and GEOS's) first: the pairs to compare and our times
-  cmd="$BIN --op $OPS --r $(map "$R") --s $(map "$S") --reps $reps --warmup $warmup --engines $ENGINES --geos-threads 1 --threads $THREADS --header --pairs-out PAIRS_DIR"
+  cmd="$BIN --op $OPS --r $(map "$R") --s $(map "$S") --reps $reps --warmup $warmup --engines $ENGINES --geos-threads 1 --geos-limit-s $((TIMEOUT_MIN * 60)) --threads $THREADS --header --pairs-out PAIRS_DIR"
   echo "$cmd    # load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$CMDS"
   say "$R ⋈ $S: ours ($ENGINES)"
   rc=0
@@ -319,17 +326,19 @@ DIRTY=$(git status --porcelain --untracked-files=no | wc -l)
 SRC_DIRTY=$(git status --porcelain --untracked-files=no -- src include | wc -l)
 NOTE=$DIR/COMMANDS.md
 [ -f "$NOTE" ] || echo "# Commands behind this folder's figures" >"$NOTE"
-awk '/^<!-- join_polygons_postgis begin -->$/ {skip = 1} !skip {print} /^<!-- join_polygons_postgis end -->$/ {skip = 0}' "$NOTE" >"$NOTE.tmp"
+# the section's earlier text, kept with APPEND=1
+awk -v b="<!-- $NOTE_TAG begin -->" -v e="<!-- $NOTE_TAG end -->" '$0 == e {skip = 0} skip {print} $0 == b {skip = 1}' "$NOTE" >"$NOTE.old"
+awk -v b="<!-- $NOTE_TAG begin -->" -v e="<!-- $NOTE_TAG end -->" '$0 == b {skip = 1} !skip {print} $0 == e {skip = 0}' "$NOTE" >"$NOTE.tmp"
 {
-  echo "<!-- join_polygons_postgis begin -->"
-  echo "## join_polygons_postgis.csv: polygon joins, PostGIS (GiST) against our CPU backend (issue 29)"
-  echo
-  echo "Written by \`bench/postgis_join.sh $*\` ($START). Machine: $(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1),"
+  echo "<!-- $NOTE_TAG begin -->"
+  if [ "$APPEND" = 1 ] && [ -s "$NOTE.old" ]; then cat "$NOTE.old"; echo; echo "### Added with APPEND=1"; echo; fi
+  [ "$APPEND" = 1 ] && [ -s "$NOTE.old" ] || { echo "## join_polygons_postgis.csv: polygon joins, PostGIS (GiST) against our CPU backend (issue 29)"; echo; }
+  echo "Written by \`ENGINES=$ENGINES OPS=$OPS REPS=$REPS WARMUP=$WARMUP BIG_REPS=$BIG_REPS BIG_WARMUP=$BIG_WARMUP THREADS=$THREADS TIMEOUT_MIN=$TIMEOUT_MIN APPEND=$APPEND bench/postgis_join.sh $*\` ($START). Machine: $(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1),"
   echo "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $VERSIONS; a throw-away cluster"
   echo "(initdb; server settings \`$SETTINGS\`, the socket in a temporary folder);"
   echo "commit $(git rev-parse --short HEAD) \"$(git log -1 --format=%s)\" with $DIRTY tracked files changed ($SRC_DIRTY under src/ or include/);"
   echo "RAYDEX_THREADS=${RAYDEX_THREADS:-unset}; ENGINES=$ENGINES. PostGIS: one run of each statement after the load; query_ms is"
-  echo "psql's \\timing, wall_ms the psql process; load_ms (R and S: COPY of the WKT, ST_GeomFromText,"
+  printf '%s\n' "psql's \\timing, wall_ms the psql process; load_ms (R and S: COPY of the WKT, ST_GeomFromText,"
   echo "GiST index, ANALYZE) is not in query_ms. Ours: query_ms is geos_join's total_ms (both join"
   echo "indexes built and the join, median of its runs); vs_postgis = PostGIS query_ms / ours."
   echo "load1: the one-minute load average after the statement. The SQL is in bench/postgis_join.sh (query())."
@@ -339,8 +348,9 @@ awk '/^<!-- join_polygons_postgis begin -->$/ {skip = 1} !skip {print} /^<!-- jo
   echo '```'
   cat "$CMDS"
   echo '```'
-  echo "<!-- join_polygons_postgis end -->"
+  echo "<!-- $NOTE_TAG end -->"
 } >>"$NOTE.tmp"
 mv "$NOTE.tmp" "$NOTE"
+rm -f "$NOTE.old"
 say "wrote $CSV and $NOTE (log: $LOG)"
 [ "$FAILED" = 0 ] || exit 1
