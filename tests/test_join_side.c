@@ -359,7 +359,7 @@ static void det_diff(void) {
       for (int t = 0; t < 8; t++) c[t] = (double)((int64_t)check_below(1ull << 51) - (1ll << 50));
     } else if (kind == 4) { /* roundings of opposite directions: plain double arithmetic errs in sign */
       int64_t s1 = (int64_t)check_below(4096), s2 = (int64_t)check_below(8192), sg = check_below(2) ? 1 : -1;
-      c[0] = (double)(sg << 60), c[1] = (double)(sg * s1), c[2] = 3, c[3] = 0;
+      c[0] = (double)sg * 0x1p60, c[1] = (double)(sg * s1), c[2] = 3, c[3] = 0;
       c[4] = (double)(sg * (3ll << 60)), c[5] = (double)(sg * s2), c[6] = 1, c[7] = 0;
     } else if (kind == 3) { /* Cassini: F(m+1) F(m-1) - F(m)^2 = +-1 beside products up to 2^100 */
       int m = 40 + (int)check_below(33);

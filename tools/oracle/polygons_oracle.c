@@ -212,7 +212,7 @@ static int pair(worker *w, int64_t A, int64_t B, int *ok, double *area) {
     }
   }
   /* vertex groups: the flips of one (edge, vertex) added; an odd group sets its bits */
-  qsort(w->vev, (size_t)w->n_vev, sizeof *w->vev, cmp_vertex);
+  if (w->n_vev > 1) qsort(w->vev, (size_t)w->n_vev, sizeof *w->vev, cmp_vertex);
   for (int64_t i = 0; i < w->n_vev;) {
     uint32_t x = 0;
     int64_t k = i;
@@ -242,7 +242,7 @@ static int pair(worker *w, int64_t A, int64_t B, int *ok, double *area) {
   }
   if (!*ok || !areas) return 1;
   /* the area: each record's share, in the order (direction, edge), about A's first vertex */
-  qsort(w->aev, (size_t)w->n_aev, sizeof *w->aev, cmp_along);
+  if (w->n_aev > 1) qsort(w->aev, (size_t)w->n_aev, sizeof *w->aev, cmp_along);
   const double *o = R->xy + 2 * a0;
   rdx_jn_ov_sum sum = {0.0, 0.0};
   int64_t k = 0;
