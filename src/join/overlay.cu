@@ -30,10 +30,11 @@ namespace {
 constexpr int TPB = 128;
 typedef rdx_jn_ov_event vev;
 
-/* Scratch buffers freed together. */
+/* Scratch buffers freed together (an overlay with areas holds about 60 at its peak). */
+constexpr int BAG = 256;
 struct bag {
   rdx_context *ctx;
-  void *p[64];
+  void *p[BAG];
   int n = 0;
   explicit bag(rdx_context *c) : ctx(c) {}
   ~bag() {
@@ -42,9 +43,17 @@ struct bag {
   template <typename T>
   rdx_status get(T **out, int64_t count) {
     *out = NULL;
-    if (n == 64) return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_join_polygons: too many scratch buffers");
+    if (n == BAG) return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_join_polygons: too many scratch buffers");
     RDX_CHECK(rdx_scratch(ctx, "rdx_join_polygons", (void **)out, (size_t)(count + 1) * sizeof(T)));
     p[n++] = *out;
+    return RDX_OK;
+  }
+  rdx_status keep(void *q) { /* hold one made elsewhere */
+    if (n == BAG) {
+      rdx_mem_free(ctx, q);
+      return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_join_polygons: too many scratch buffers");
+    }
+    p[n++] = q;
     return RDX_OK;
   }
   void drop(void *q) { /* free one early */
@@ -554,7 +563,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   rdx_jn_lsi_stats stats;
   memset(&stats, 0, sizeof stats);
   RDX_CHECK(lsi->edge_pairs(ctx, r, ixr, s, &pairs, &np, &stats));
-  b.p[b.n++] = pairs;
+  RDX_CHECK(b.keep(pairs));
   if (pred == RDX_JOIN_INTERSECTS) { /* overlay.c's rule: the edge pairs' features, and rings */
     uint64_t *fp, *bnd, *c0, *c1, *u, *res;
     int64_t nbnd = 0, n0 = 0, n1 = 0, m = 0;
@@ -611,7 +620,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
     uint8_t *flag;
     static const int by_point[3] = {0, 1, 3};
     RDX_CHECK(event_order(ctx, ev[d], n, by_point, 3, &perm));
-    b.p[b.n++] = perm;
+    RDX_CHECK(b.keep(perm));
     RDX_CHECK(b.get(&gb, n));
     RDX_CHECK(b.get(&gk, n));
     RDX_CHECK(b.get(&flag, n));
@@ -682,7 +691,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
       static const int along[4] = {0, 1, 2, 3}; /* (key, t, x, y), as the CPU's order */
       if (n > 0) {
         RDX_CHECK(event_order(ctx, ev[d], n, along, 4, &perm));
-        b.p[b.n++] = perm;
+        RDX_CHECK(b.keep(perm));
       }
       if (rec[d].n > 0) {
         share_kernel<<<rdx_grid(rec[d].n, TPB), TPB, 0, cs>>>(rec[d].key, rec[d].bits, rec[d].n, d, r->dev, s->dev,
