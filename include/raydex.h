@@ -783,8 +783,14 @@ typedef struct rdx_join_options {
                                   subdivision: counties, countries): PIP may take RayJoin's
                                   nearest-edge rule. Answers are the same when the statement holds;
                                   when it does not, a point in several features may get fewer */
+  /* rdx_join_polygons calls progress (when not NULL) on the calling thread as each stage of the
+   * join begins: its name ("pairs", "classify", "groups", "pip", "merge", "select", "areas",
+   * "result") and the fraction of the stages done, in [0, 1). It must not call raydex with the
+   * same context. Since 0.1 (a caller with an older, smaller size field gets none). */
+  void (*progress)(void *user, const char *stage, double done);
+  void *progress_user;         /* progress's first argument */
 } rdx_join_options;
-#define RDX_JOIN_OPTIONS_INIT {sizeof(rdx_join_options), 0, 0.0, false}
+#define RDX_JOIN_OPTIONS_INIT {sizeof(rdx_join_options), 0, 0.0, false, NULL, NULL}
 
 /* Build (or rebuild with other options) the layer's join index: the edges' conservative float32
  * boxes, grouped, in a BVH (raydex's soft BVH; on optix contexts the soft BVH on the device, as the

@@ -237,6 +237,29 @@ typedef struct rdx_jn_lsi_stats {
  * benchmarks. Same arguments, statuses and guarantees as rdx_join_lsi. */
 rdx_status rdx_jn_lsi_run(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s, const rdx_join_options *opts,
                           int want_points, rdx_join_lsi_result **out, rdx_jn_lsi_stats *stats);
+/* The stages of a polygon join, in order (rdx_join_polygons; join_polygons.c names them):
+ *   INDEX temporary join indexes of layers that have none; PAIRS the edge pairs (LSI); CLASSIFY
+ *   the pairs as crossings and vertex events; GROUPS the vertex events grouped per (edge, feature,
+ *   point); PIP the side PIP of every edge's start (INTERSECTS: each ring's first vertex);
+ *   MERGE the records ORed per (edge, feature); SELECT the predicate's pairs; AREAS the areas;
+ *   RESULT the result made (and copied to the host). The CPU classifies and groups in one stage. */
+typedef enum rdx_jn_stage {
+  RDX_JN_ST_INDEX, RDX_JN_ST_PAIRS, RDX_JN_ST_CLASSIFY, RDX_JN_ST_GROUPS, RDX_JN_ST_PIP, RDX_JN_ST_MERGE,
+  RDX_JN_ST_SELECT, RDX_JN_ST_AREAS, RDX_JN_ST_RESULT, RDX_JN_N_STAGES
+} rdx_jn_stage;
+extern const char *const rdx_jn_stage_names[RDX_JN_N_STAGES];
+/* What one polygon join did (rdx_jn_polygons_run). Times in milliseconds of the host's clock from
+ * the start of a stage to the start of the next, each stage waited for on GPU contexts. */
+typedef struct rdx_jn_polygons_stats {
+  double ms[RDX_JN_N_STAGES];
+  double total_ms;           /* the whole call */
+  int64_t edge_pairs;        /* intersecting edge pairs */
+} rdx_jn_polygons_stats;
+/* rdx_join_polygons with the statistics of the run in *stats (may be NULL): the internal entry of
+ * benchmarks. Same arguments, statuses and guarantees as rdx_join_polygons. */
+rdx_status rdx_jn_polygons_run(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s,
+                               rdx_join_predicate predicate, const rdx_join_options *opts, int want_areas,
+                               rdx_join_pairs_result **out, rdx_jn_polygons_stats *stats);
 
 /* ---- point indexes (spatial) ---- */
 /* The limits of rdx_points_options.max_depth (quadtree, k-d tree) and rdx_points_query.k that

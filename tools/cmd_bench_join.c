@@ -10,6 +10,9 @@
  *   query_ms            the join alone, R's index built, inputs in the backend's memory (PIP:
  *                       points already on the GPU, rdx_join_pip_first into device memory)
  *   total_ms            build_ms + query_ms (RayJoin's "total" less its host-to-device copy)
+ *   index_ms .. result_ms  (polygon joins only: the last columns) the means over the reps of the
+ *                       join's stages (bench_api.h's rdx_jn_stage; each stage waited for on GPU
+ *                       contexts, so they add up to about query_ms)
  * The check column compares every row's answers with the first row's of the same join (another
  * backend or threshold in the same run): "ref" for that row, "same" or "DIFF" (overlay with
  * --areas: also "DIFF_AREA" when an area differs from the first row's by more than 1e-9 of it).
@@ -63,9 +66,12 @@ typedef struct join_cfg {
 static const char *const op_names[] = {"pip", "lsi", "overlay", "intersects", "contains", "within", "boxes"};
 #define N_OPS 7
 
-static void header(void) {
+static void header(int op) {
   printf("date,device,backend,op,r,s,r_features,r_edges,s_edges,points,group,pad,planar,groups,index_mb,"
-         "group_ms,build_ms,query_ms,total_ms,rate_per_s,results,candidates,check\n");
+         "group_ms,build_ms,query_ms,total_ms,rate_per_s,results,candidates,check");
+  if (op >= 2)
+    for (int k = 0; k < RDX_JN_N_STAGES; k++) printf(",%s_ms", rdx_jn_stage_names[k]);
+  printf("\n");
 }
 
 static const char *base_name(const char *path) {
@@ -174,7 +180,7 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
   jo.pad_ulps = c->pad;
   jo.group_threshold = group;
   jo.planar = c->planar;
-  double group_ms[64], build_ms[64], query_ms[64];
+  double group_ms[64], build_ms[64], query_ms[64], stage_ms[RDX_JN_N_STAGES] = {0};
   const int reps = c->reps < 64 ? c->reps : 64;
   rdx_join_index_stats ist;
   for (int i = 0; i <= reps; i++) { /* run 0 warms up */
@@ -215,10 +221,14 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
     for (int i = 0; i <= reps; i++) {
       rdx_join_pairs_free(ctx, res);
       res = NULL;
+      rdx_jn_polygons_stats st;
       double t0 = rdx_now_ms();
-      cli_must(ctx, rdx_join_polygons(ctx, r, s, (rdx_join_predicate)(c->op - 1), &jo, areas, &res),
+      cli_must(ctx, rdx_jn_polygons_run(ctx, r, s, (rdx_join_predicate)(c->op - 1), &jo, areas, &res, &st),
                "rdx_join_polygons");
-      if (i > 0) query_ms[i - 1] = rdx_now_ms() - t0;
+      if (i > 0) {
+        query_ms[i - 1] = rdx_now_ms() - t0;
+        for (int k = 0; k < RDX_JN_N_STAGES; k++) stage_ms[k] += st.ms[k] / reps;
+      }
     }
     results = res->n_pairs;
     now.n = 2 * res->n_pairs;
@@ -266,11 +276,14 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
   snprintf(device, sizeof device, "%s", cli_is_gpu(ctx) ? c->info.gpu_name : c->info.cpu_name);
   for (char *p = device; *p; p++)
     if (*p == ',') *p = ' ';
-  printf("%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%g,%d,%d,%lld,%.2f,%.3f,%.3f,%.3f,%.3f,%.4g,%lld,%lld,%s\n",
+  printf("%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%g,%d,%d,%lld,%.2f,%.3f,%.3f,%.3f,%.3f,%.4g,%lld,%lld,%s",
          date, device, label, op_names[c->op], base_name(c->r_path), base_name(c->s_path),
          (long long)ri.n_features, (long long)ri.n_edges, (long long)s_edges, (long long)n_pts, group,
          exact ? 0 : c->pad, c->planar, (long long)ist.n_groups, (double)ist.bytes / 1048576.0, g, bm, q, bm + q,
          q > 0 ? work / (q / 1e3) : 0.0, (long long)results, (long long)candidates, check);
+  if (c->op >= 2)
+    for (int k = 0; k < RDX_JN_N_STAGES; k++) printf(",%.3f", stage_ms[k]);
+  printf("\n");
   fflush(stdout);
   n_rows++;
   rdx_polygons_destroy(r);
@@ -311,7 +324,7 @@ int cmd_bench_join(int argc, char **argv) {
 
   c.info.size = sizeof c.info;
   if (rdx_info_get(&c.info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
-  if (hdr) header();
+  if (hdr) header(c.op);
   answers ref = {NULL, 0, NULL, 0};
   double t0 = rdx_now_ms();
   for (int i = 0; i < c.n_backends; i++)

@@ -45,7 +45,8 @@ static const char usage[] =
     "(1..64, default 2) float32 ulps of padding on the edges' boxes, --group S (1..64, default 3.5)\n"
     "RayJoin's adaptive grouping threshold (1: one edge per box).\n"
     "On success one line on stderr says what ran and how long the index and the join took (--quiet:\n"
-    "none); outputs appear only then. Exit 0 on success, 2 with one line on stderr for bad input\n"
+    "none; the polygon joins: reading the layers too); outputs appear only then. On a terminal, a\n"
+    "polygon join that has run a second shows its stage on a progress line (--quiet: none). Exit 0 on success, 2 with one line on stderr for bad input\n"
     "(unreadable, truncated or foreign files, an unclosed or degenerate ring, NaN or infinite\n"
     "coordinates, coordinates outside the supported range, wrong shapes or dtypes, bad options) and\n"
     "for a join this build or backend does not run (RDX_ERR_UNSUPPORTED, named on that line).\n";
@@ -146,16 +147,31 @@ static void lsi(rdx_context *ctx, rdx_backend asked, rdx_polygons *r, rdx_polygo
   rdx_join_lsi_free(ctx, res);
 }
 
+/* The progress line of a polygon join that has run a second or more: its stage and time. */
+typedef struct join_clock {
+  const char *op;
+  double t0;
+} join_clock;
+
+static void on_stage(void *user, const char *stage, double done) {
+  const join_clock *c = (const join_clock *)user;
+  const double s = (rdx_now_ms() - c->t0) / 1e3;
+  if (s >= 1.0) cli_progress("%s: stage %s (%.0f%% of the stages), %.1f s", c->op, stage, 100.0 * done, s);
+}
+
 /* --op overlay, intersects, contains, within, boxes: rdx_join_polygons */
 static void polygons(rdx_context *ctx, rdx_backend asked, rdx_polygons *r, rdx_polygons *s, int op,
-                     const rdx_join_options *o, int want_areas, double index_ms) {
+                     const rdx_join_options *o, int want_areas, double read_ms, double index_ms) {
   rdx_join_predicate predicate = (rdx_join_predicate)(op - 1);
   cli_progress("joining the layers (%s)", ops[op]);
   double t0 = rdx_now_ms();
   rdx_join_pairs_result *res = NULL;
   char what[32];
   snprintf(what, sizeof what, want_areas ? "--areas-out" : "--op %s", ops[op]);
-  cli_must(ctx, rdx_join_polygons(ctx, r, s, predicate, o, want_areas, &res), what);
+  join_clock clock = {ops[op], t0};
+  rdx_join_options oc = *o;
+  oc.progress = on_stage, oc.progress_user = &clock;
+  cli_must(ctx, rdx_join_polygons(ctx, r, s, predicate, &oc, want_areas, &res), what);
   double query_ms = rdx_now_ms() - t0;
   int64_t *pairs = (int64_t *)to_host(ctx, res->pairs, res->where, (size_t)res->n_pairs * 16);
   cli_write_npy(ctx, "out", rdx_host_matrix(pairs, res->n_pairs, 2, RDX_I64), 2);
@@ -168,8 +184,9 @@ static void polygons(rdx_context *ctx, rdx_backend asked, rdx_polygons *r, rdx_p
   }
   cli_commit_outputs();
   char label[32];
-  cli_report("%s on %s: %lld feature pairs%s, index %.1f ms, join %.1f ms", ops[op], cli_backend_label(label, ctx, asked),
-             (long long)res->n_pairs, want_areas ? " with areas" : "", index_ms, query_ms);
+  cli_report("%s on %s: %lld feature pairs%s, read %.1f ms, index %.1f ms, join %.1f ms", ops[op],
+             cli_backend_label(label, ctx, asked), (long long)res->n_pairs, want_areas ? " with areas" : "", read_ms,
+             index_ms, query_ms);
   rdx_join_pairs_free(ctx, res);
 }
 
@@ -203,10 +220,12 @@ int cmd_join(int argc, char **argv) {
   cli_args_done(&a);
 
   rdx_context *ctx = cli_context(backend);
+  double t0 = rdx_now_ms();
   rdx_polygons *r = load(ctx, "r", r_path, r_layer);
   rdx_polygons *s = is_pip ? NULL : load(ctx, "s", s_path, s_layer);
+  double read_ms = rdx_now_ms() - t0;
   /* pip and lsi trace through R's index; the polygon joins through both layers' (boxes: none) */
-  double t0 = rdx_now_ms();
+  t0 = rdx_now_ms();
   if (op != OP_BOXES) {
     cli_progress("indexing R");
     cli_must(ctx, rdx_polygons_build_index(ctx, r, &o), "--r");
@@ -218,7 +237,7 @@ int cmd_join(int argc, char **argv) {
   double index_ms = rdx_now_ms() - t0;
   if (is_lsi) lsi(ctx, backend, r, s, &o, want_points, index_ms);
   else if (is_pip) pip(ctx, backend, r, &o, points_p, all, index_ms);
-  else polygons(ctx, backend, r, s, op, &o, want_areas, index_ms);
+  else polygons(ctx, backend, r, s, op, &o, want_areas, read_ms, index_ms);
   rdx_polygons_destroy(s);
   rdx_polygons_destroy(r);
   cli_context_close(ctx);

@@ -213,18 +213,30 @@ rdx_status rdx_jn_lsi_edge_pairs_cuda(rdx_context *ctx, const rdx_polygons *r, c
                                       rdx_jn_lsi_stats *stats);
 
 /* ---- polygon joins (overlay_hd.h; overlay.c; the public call in join_polygons.c) ---- */
+/* A join's stages as they go (join_polygons.c): the caller's progress function and the
+ * benchmarks' statistics (either may be NULL). */
+typedef struct rdx_jn_track {
+  rdx_jn_polygons_stats *stats;
+  void (*progress)(void *user, const char *stage, double done);
+  void *user;
+  int stage;                 /* the stage running, rdx_jn_stage */
+  double t;                  /* when it began (rdx_now_ms), with stats */
+} rdx_jn_track;
+/* The running stage has ended and `next` begins: with stats, the stage's work waited for (GPU
+ * contexts) and its time added; the progress function told. */
+rdx_status rdx_jn_track_stage(rdx_context *ctx, rdx_jn_track *t, rdx_jn_stage next);
 /* The feature pairs (r << 32 | s, host, sorted unique, *n_out of them) of predicate OVERLAY,
  * INTERSECTS, CONTAINS or WITHIN; ixr and ixs are indexes of R and S for the CPU; both layers have
  * edges. areas (OVERLAY only; may be NULL): *areas gets each pair's intersection area (host). On
  * failure *out and *areas are NULL. */
 rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
-                               const rdx_jn_index *ixs, rdx_join_predicate pred, uint64_t **out, int64_t *n_out,
-                               double **areas);
+                               const rdx_jn_index *ixs, rdx_join_predicate pred, rdx_jn_track *track, uint64_t **out,
+                               int64_t *n_out, double **areas);
 /* The same on GPU contexts (overlay.cu), through the context's LSI and PIP tables; the outputs
  * still come back in host memory. */
 rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
-                               const rdx_jn_index *ixs, rdx_join_predicate pred, uint64_t **out, int64_t *n_out,
-                               double **areas);
+                               const rdx_jn_index *ixs, rdx_join_predicate pred, rdx_jn_track *track, uint64_t **out,
+                               int64_t *n_out, double **areas);
 
 /* ---- ops tables: one per (operation, backend), listed in registry.c (STYLE rule 34) ----
  * join.c and join_lsi.c validate the public calls and stage arrays, then call the table of the
@@ -260,8 +272,8 @@ typedef struct rdx_jn_ops {
                            uint64_t **pairs, int64_t *n_pairs, rdx_jn_lsi_stats *stats);
   /* POLYGONS: rdx_jn_polygons_cpu / _gpu's contract */
   rdx_status (*polygons)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
-                         const rdx_jn_index *ixs, rdx_join_predicate pred, uint64_t **out, int64_t *n_out,
-                         double **areas);
+                         const rdx_jn_index *ixs, rdx_join_predicate pred, rdx_jn_track *track, uint64_t **out,
+                         int64_t *n_out, double **areas);
 } rdx_jn_ops;
 
 /* The registry: the table for (op, backend), or NULL when that pair does not exist. */

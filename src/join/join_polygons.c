@@ -105,6 +105,23 @@ done:
   return st;
 }
 
+/* ---- stages ---- */
+
+const char *const rdx_jn_stage_names[RDX_JN_N_STAGES] = {"index", "pairs",  "classify", "groups", "pip",
+                                                         "merge", "select", "areas",    "result"};
+
+rdx_status rdx_jn_track_stage(rdx_context *ctx, rdx_jn_track *t, rdx_jn_stage next) {
+  if (t->stats) {
+    if (rdx_is_gpu(ctx)) RDX_CHECK(rdx_cuda_sync(ctx, "rdx_join_polygons"));
+    const double now = rdx_now_ms();
+    t->stats->ms[t->stage] += now - t->t;
+    t->t = now;
+  }
+  t->stage = (int)next;
+  if (t->progress) t->progress(t->user, rdx_jn_stage_names[next], (double)next / RDX_JN_N_STAGES);
+  return RDX_OK;
+}
+
 /* ---- the public calls ---- */
 
 /* The result of m host pairs (r << 32 | s), with their m areas when want_areas, in the context's
@@ -146,6 +163,12 @@ static rdx_status make_result(rdx_context *ctx, const uint64_t *keys, int want_a
 rdx_status rdx_join_polygons(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s,
                              rdx_join_predicate predicate, const rdx_join_options *opts, bool want_areas,
                              rdx_join_pairs_result **out) {
+  return rdx_jn_polygons_run(ctx, r, s, predicate, opts, want_areas, out, NULL);
+}
+
+rdx_status rdx_jn_polygons_run(rdx_context *ctx, const rdx_polygons *r, const rdx_polygons *s,
+                               rdx_join_predicate predicate, const rdx_join_options *opts, int want_areas,
+                               rdx_join_pairs_result **out, rdx_jn_polygons_stats *stats) {
   static const char fn[] = "rdx_join_polygons";
   if (out != NULL) *out = NULL;
   RDX_CHECK(rdx_check_context(ctx));
@@ -158,6 +181,9 @@ rdx_status rdx_join_polygons(rdx_context *ctx, const rdx_polygons *r, const rdx_
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: areas are given for RDX_JOIN_OVERLAY only", fn);
   rdx_join_options o;
   RDX_CHECK(rdx_jn_get_options(ctx, fn, opts, &o));
+  const double t0 = rdx_now_ms();
+  rdx_jn_track track = {stats, o.progress, o.progress_user, RDX_JN_ST_INDEX, t0};
+  if (stats) memset(stats, 0, sizeof *stats);
   uint64_t *keys = NULL;
   double *areas = NULL;
   int64_t m = 0;
@@ -176,6 +202,7 @@ rdx_status rdx_join_polygons(rdx_context *ctx, const rdx_polygons *r, const rdx_
     }
     const rdx_polygons *layer[2] = {r, s};
     const rdx_jn_index *ix[2];
+    if (o.progress) o.progress(o.progress_user, rdx_jn_stage_names[RDX_JN_ST_INDEX], 0.0);
     for (int k = 0; k < 2; k++) {
       ix[k] = &layer[k]->index;
       if (!layer[k]->index.built) {
@@ -183,10 +210,16 @@ rdx_status rdx_join_polygons(rdx_context *ctx, const rdx_polygons *r, const rdx_
         ix[k] = &temp[k];
       }
     }
-    RDX_CHECK_GOTO(ops->polygons(ctx, r, ix[0], s, ix[1], predicate, &keys, &m, want_areas ? &areas : NULL), st,
-                   done);
+    RDX_CHECK_GOTO(ops->polygons(ctx, r, ix[0], s, ix[1], predicate, &track, &keys, &m, want_areas ? &areas : NULL),
+                   st, done);
   }
+  RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, &track, RDX_JN_ST_RESULT), st, done);
   st = make_result(ctx, keys, want_areas, areas, m, out);
+  if (st == RDX_OK && stats) {
+    const double now = rdx_now_ms();
+    stats->ms[RDX_JN_ST_RESULT] += now - track.t;
+    stats->total_ms = now - t0;
+  }
 done:
   rdx_mem_free(ctx, keys);
   rdx_mem_free(ctx, areas);

@@ -421,8 +421,8 @@ done:
 /* ---- the engine ---- */
 
 rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
-                               const rdx_jn_index *ixs, rdx_join_predicate pred, uint64_t **out, int64_t *n_out,
-                               double **areas) {
+                               const rdx_jn_index *ixs, rdx_join_predicate pred, rdx_jn_track *track, uint64_t **out,
+                               int64_t *n_out, double **areas) {
   recs rec[2];
   memset(rec, 0, sizeof rec);
   vev *ev[2] = {NULL, NULL};
@@ -435,7 +435,9 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
   memset(&stats, 0, sizeof stats);
   *out = NULL;
   *n_out = 0;
+  RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PAIRS), st, done);
   RDX_CHECK_GOTO(rdx_jn_lsi_cpu_ops.edge_pairs(ctx, r, ixr, s, &pairs, &n_pairs, &stats), st, done);
+  if (track->stats) track->stats->edge_pairs = n_pairs;
   if (pred == RDX_JOIN_INTERSECTS) { /* the boundaries' pairs, kept for the union below */
     RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)&b, (size_t)(n_pairs + 1) * 8, RDX_HOST),
                    st, done);
@@ -444,10 +446,12 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
       b[i] = (uint64_t)r->host.edge_feat[e] << 32 | s->host.edge_feat[f];
     }
     RDX_CHECK_GOTO(sort_unique(ctx, &b, n_pairs, &nb), st, done);
+    RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PIP), st, done);
     uint64_t *c[2] = {NULL, NULL};
     int64_t nc[2] = {0, 0};
     st = ring_pairs(ctx, r, s, ixs, 0, &c[0], &nc[0]);
     if (st == RDX_OK) st = ring_pairs(ctx, s, r, ixr, 1, &c[1], &nc[1]);
+    if (st == RDX_OK) st = rdx_jn_track_stage(ctx, track, RDX_JN_ST_SELECT);
     if (st == RDX_OK) st = rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)&a, (size_t)(nb + nc[0] + nc[1] + 1) * 8,
                                          RDX_HOST);
     if (st == RDX_OK) {
@@ -464,18 +468,22 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
     a = NULL;
     goto done;
   }
+  RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, track, RDX_JN_ST_CLASSIFY), st, done);
   RDX_CHECK_GOTO(classify(ctx, r, s, pairs, n_pairs, rec, areas ? ev : NULL, n_ev), st, done);
   rdx_mem_free(ctx, pairs);
   pairs = NULL;
   const int sides = pred == RDX_JOIN_CONTAINS || pred == RDX_JOIN_WITHIN || areas != NULL;
+  RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PIP), st, done);
   RDX_CHECK_GOTO(starts(ctx, r, s, ixs, +1, &rec[0]), st, done);
   RDX_CHECK_GOTO(starts(ctx, s, r, ixr, +1, &rec[1]), st, done);
   if (sides) {
     RDX_CHECK_GOTO(starts(ctx, r, s, ixs, -1, &rec[0]), st, done);
     RDX_CHECK_GOTO(starts(ctx, s, r, ixr, -1, &rec[1]), st, done);
   }
+  RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, track, RDX_JN_ST_MERGE), st, done);
   RDX_CHECK_GOTO(merge_records(ctx, &rec[0]), st, done);
   RDX_CHECK_GOTO(merge_records(ctx, &rec[1]), st, done);
+  RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, track, RDX_JN_ST_SELECT), st, done);
   const uint32_t exists_l = RDX_JN_OV_START_L | RDX_JN_OV_ODD_L, exists_r = RDX_JN_OV_START_R | RDX_JN_OV_ODD_R;
   if (pred == RDX_JOIN_OVERLAY) {
     uint64_t *c = NULL;
@@ -504,6 +512,7 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
     na = set_minus(a, na, b, nb);
   }
   if (areas) {
+    RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, track, RDX_JN_ST_AREAS), st, done);
     RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: areas", (void **)areas, (size_t)(na + 1) * 8, RDX_HOST),
                    st, done);
     memset(*areas, 0, (size_t)(na + 1) * 8);

@@ -545,7 +545,7 @@ rdx_status to_host(rdx_context *ctx, const uint64_t *res, const double *d_area, 
 
 extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr,
                                           const rdx_polygons *s, const rdx_jn_index *ixs, rdx_join_predicate pred,
-                                          uint64_t **out, int64_t *n_out, double **areas) {
+                                          rdx_jn_track *track, uint64_t **out, int64_t *n_out, double **areas) {
   static const char what[] = "rdx_join_polygons";
   cudaStream_t cs = rdx_stream(ctx);
   bag b(ctx);
@@ -562,8 +562,10 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   int64_t np = 0;
   rdx_jn_lsi_stats stats;
   memset(&stats, 0, sizeof stats);
+  RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PAIRS));
   RDX_CHECK(lsi->edge_pairs(ctx, r, ixr, s, &pairs, &np, &stats));
   RDX_CHECK(b.keep(pairs));
+  if (track->stats) track->stats->edge_pairs = np;
   if (pred == RDX_JOIN_INTERSECTS) { /* overlay.c's rule: the edge pairs' features, and rings */
     uint64_t *fp, *bnd, *c0, *c1, *u, *res;
     int64_t nbnd = 0, n0 = 0, n1 = 0, m = 0;
@@ -573,16 +575,20 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
       RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: feature pair kernel");
     }
     RDX_CHECK(sort_unique(ctx, b, fp, np, &bnd, &nbnd, NULL));
+    RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PIP));
     RDX_CHECK(ring_pairs(ctx, b, pip, r, s, ixs, 0, &c0, &n0));
     RDX_CHECK(ring_pairs(ctx, b, pip, s, r, ixr, 1, &c1, &n1));
+    RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_SELECT));
     RDX_CHECK(b.get(&u, nbnd + n0 + n1));
     if (nbnd) RDX_CUDA(ctx, cudaMemcpyAsync(u, bnd, (size_t)nbnd * 8, cudaMemcpyDeviceToDevice, cs), what);
     if (n0) RDX_CUDA(ctx, cudaMemcpyAsync(u + nbnd, c0, (size_t)n0 * 8, cudaMemcpyDeviceToDevice, cs), what);
     if (n1) RDX_CUDA(ctx, cudaMemcpyAsync(u + nbnd + n0, c1, (size_t)n1 * 8, cudaMemcpyDeviceToDevice, cs), what);
     RDX_CHECK(sort_unique(ctx, b, u, nbnd + n0 + n1, &res, &m, NULL));
+    RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_RESULT));
     return to_host(ctx, res, NULL, m, out, n_out, NULL);
   }
   /* classify */
+  RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_CLASSIFY));
   uint64_t *c[3], *o[3];
   uint64_t tot[3] = {0, 0, 0};
   for (int k = 0; k < 3; k++) {
@@ -612,6 +618,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   for (int k = 0; k < 3; k++) b.drop(c[k]), b.drop(o[k]);
   b.drop(pairs);
   /* vertex groups */
+  RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_GROUPS));
   for (int d = 0; d < 2; d++) {
     const int64_t n = (int64_t)tot[1 + d];
     if (n == 0) continue;
@@ -630,18 +637,21 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
     b.drop(perm), b.drop(gb), b.drop(gk), b.drop(flag);
   }
   /* starts */
+  RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PIP));
   const int sides = pred == RDX_JOIN_CONTAINS || pred == RDX_JOIN_WITHIN || want_areas;
   for (int k = 0; k < (sides ? 2 : 1); k++) {
     const int sd = k == 0 ? +1 : -1;
     RDX_CHECK(starts(ctx, b, pip, r, s, ixs, sd, &side[0][k]));
     RDX_CHECK(starts(ctx, b, pip, s, r, ixr, sd, &side[1][k]));
   }
+  RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_MERGE));
   recs rec[2];
   for (int d = 0; d < 2; d++) {
     recs src[4] = {proper[d], vgroups[d], side[d][0], side[d][1]};
     RDX_CHECK(merge(ctx, b, src, sides ? 4 : 3, &rec[d]));
   }
   /* pairs */
+  RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_SELECT));
   const uint32_t exists_l = RDX_JN_OV_START_L | RDX_JN_OV_ODD_L, exists_r = RDX_JN_OV_START_R | RDX_JN_OV_ODD_R;
   uint64_t *res = NULL;
   int64_t m = 0;
@@ -677,6 +687,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   /* areas: every record's share, ordered by pair (stably: direction, then key), summed per pair */
   double *d_area = NULL;
   if (want_areas) {
+    RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_AREAS));
     const int64_t n_sh = rec[0].n + rec[1].n;
     uint64_t *at, *at2;
     double *sh, *sh2;
@@ -724,6 +735,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
       RDX_CUDA(ctx, cudaMemsetAsync(d_area, 0, (size_t)m * 8, cs), what);
     }
   }
+  RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_RESULT));
   return to_host(ctx, res, d_area, m, out, n_out, areas);
 }
 
