@@ -939,11 +939,11 @@ static void files_refused(rdx_context *ctx) {
   expect_load_error(ctx, path2, RDX_ERR_PARSE, ".rdxp version 2 is newer than this library reads (1)");
   /* flags, dtype and counts that do not match the length */
   memcpy(b, good, len);
-  b[72] = 1;
+  b[72] = 3;
   c = rdx_crc32c(0, b, 76);
   for (int k = 0; k < 4; k++) b[76 + k] = (unsigned char)(c >> (8 * k));
   spill(path2, b, len);
-  expect_load_error(ctx, path2, RDX_ERR_PARSE, ".rdxp flags 0x1 are not 0");
+  expect_load_error(ctx, path2, RDX_ERR_PARSE, ".rdxp flags 0x3 are not known in version 1");
   memcpy(b, good, len);
   b[16] = 0xff, b[23] = 0x7f; /* n_features huge */
   c = rdx_crc32c(0, b, 76);
@@ -1002,6 +1002,56 @@ static void files_refused(rdx_context *ctx) {
   free(good);
   free(b);
   unlink(path2);
+}
+
+/* CRC32C against the published check values (RFC 3720's iSCSI vectors and "123456789"), and
+ * continued over any split, which exercises the byte tails of the 8-byte loop. */
+static void crc32c(void) {
+  CASE(layer_crc32c);
+  unsigned char z[32], f[32], c[64];
+  memset(z, 0, 32), memset(f, 0xFF, 32);
+  CHECK_EQ(rdx_crc32c(0, "123456789", 9), 0xE3069283u);
+  CHECK_EQ(rdx_crc32c(0, z, 32), 0x8A9136AAu);
+  CHECK_EQ(rdx_crc32c(0, f, 32), 0x62A8AB43u);
+  for (int i = 0; i < 64; i++) c[i] = (unsigned char)(i * 37 + 11);
+  const uint32_t whole = rdx_crc32c(0, c, 64);
+  for (size_t cut = 0; cut <= 64; cut++) CHECK_EQ(rdx_crc32c(rdx_crc32c(0, c, cut), c + cut, 64 - cut), whole);
+}
+
+/* A saved layer says in its header that its rings are normalized (RDXP_FLAG_NORMALIZED), and a
+ * load takes such rings as they are; a file without the flag is normalized on load. Seen through a
+ * clockwise shell written both ways with the internal writer. */
+static void normalized_flag(rdx_context *ctx) {
+  CASE(layer_normalized_flag);
+  uint64_t fo[2] = {0, 1}, ro[2] = {0, 4};
+  double ccw[8] = {0, 0, 2, 0, 2, 2, 0, 2}, cw[8] = {0, 0, 0, 2, 2, 2, 2, 0};
+  rdx_polygons_input in = input_of(fo, 1, ro, 1, ccw, 4, RDX_F64);
+  rdx_polygons *p = NULL;
+  CHECK_OK(ctx, rdx_polygons_create(ctx, &in, &p));
+  CHECK_OK(ctx, rdx_polygons_save(ctx, p, path));
+  rdx_polygons_destroy(p);
+  size_t len = 0;
+  unsigned char *b = slurp(path, &len);
+  CHECK(len > 80 && b[72] == RDXP_FLAG_NORMALIZED && b[73] == 0);
+  free(b);
+  for (int flag = 0; flag < 2; flag++) {
+    rdx_rdxp_layer L = {RDX_F64, 1, 1, 4, fo, ro, cw, {0, 0}, {2, 2}, flag};
+    CHECK_OK(ctx, rdx_rdxp_write(ctx, "test", path2, &L));
+    p = NULL;
+    CHECK_OK(ctx, rdx_polygons_load(ctx, path2, NULL, &p));
+    int64_t nv = 0;
+    const double *xy = rdx_polygons_host_xy(p, &nv);
+    CHECK_EQ(nv, 4);
+    /* the shoelace sum's sign: clockwise as written, counterclockwise once normalized */
+    double twice_area = 0;
+    for (int64_t i = 0; i < nv; i++) {
+      const int64_t k = (i + 1) % nv;
+      twice_area += xy[2 * i] * xy[2 * k + 1] - xy[2 * k] * xy[2 * i + 1];
+    }
+    CHECK(flag ? twice_area == -8.0 : twice_area == 8.0);
+    rdx_polygons_destroy(p);
+  }
+  CHECK_EQ(held(ctx), held0);
 }
 
 static void killed_writer(rdx_context *ctx) {
@@ -1239,6 +1289,8 @@ int main(int argc, char **argv) {
   empty(ctx);
   save_load(ctx);
   files_refused(ctx);
+  crc32c();
+  normalized_flag(ctx);
   killed_writer(ctx);
   gdal(ctx);
   faults(ctx);

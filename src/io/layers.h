@@ -15,6 +15,7 @@ extern "C" {
 
 #define RDXP_VERSION 1u
 #define RDXP_HEADER_BYTES 80u
+#define RDXP_FLAG_NORMALIZED 1u /* the header's flags: the layer as rdx_polygons_create left it */
 
 /* A layer read from a file: `in` as rdx_polygons_create takes it (host arrays), pointing into
  * memory the reader owns (the caller's buffer for rdx_rdxp_parse on a little-endian host, else
@@ -22,6 +23,8 @@ extern "C" {
 typedef struct rdx_layer_file {
   rdx_polygons_input in;
   double lo[2], hi[2];       /* .rdxp: the header's box; GDAL: not set */
+  int normalized;            /* .rdxp with RDXP_FLAG_NORMALIZED: the rings are as
+                                rdx_polygons_create leaves them (rdxp.c) */
   void *block;               /* through the context's account, or NULL */
   void *file;                /* rdx_rdxp_read: the file's bytes (account), or NULL */
 } rdx_layer_file;
@@ -50,6 +53,7 @@ typedef struct rdx_rdxp_layer {
   const uint64_t *ring_off;        /* n_rings + 1 */
   const double *xy;                /* 2 * n_vertices */
   double lo[2], hi[2];
+  int normalized;                  /* write RDXP_FLAG_NORMALIZED */
 } rdx_rdxp_layer;
 /* Write path.tmp.<pid>, flush and fsync it, rename it over path: a failed or killed save leaves
  * any previous file intact. RDX_OK or RDX_ERR_IO (messages begin with fn). */

@@ -106,8 +106,10 @@ static inline const rdx_jn_arrays *rdx_jn_backend_arrays(const rdx_polygons *p, 
 /* Validate a handle: NULL is RDX_ERR_INVALID_ARGUMENT, not a layer or a layer of another context
  * RDX_ERR_MISUSE; fn names the public call in the message. */
 rdx_status rdx_jn_check_layer(rdx_context *ctx, const char *fn, const rdx_polygons *p);
-/* rdx_polygons_create's work, its messages naming fn (rdx_polygons_load reads files through it). */
-rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygons_input *in, rdx_polygons **out);
+/* rdx_polygons_create's work, its messages naming fn (rdx_polygons_load reads files through it);
+ * normalized: the rings' orientation is taken as it is (a .rdxp file that says so, rdxp.c). */
+rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygons_input *in, int normalized,
+                             rdx_polygons **out);
 /* Bytes the layer holds: host and device arrays, and its join index when built. */
 int64_t rdx_jn_layer_bytes(const rdx_polygons *p);
 /* Store every ring of a layer being made (host arrays, edge_end filled) with its feature's

@@ -360,7 +360,8 @@ static int64_t split_chunks(const uint64_t *off, int64_t n, uint64_t total, int6
   return nc;
 }
 
-rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygons_input *in, rdx_polygons **out) {
+rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygons_input *in, int normalized,
+                             rdx_polygons **out) {
   RDX_CHECK(check_input(ctx, fn, in));
   rdx_polygons *p = (rdx_polygons *)calloc(1, sizeof *p);
   if (p == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the handle", fn);
@@ -423,9 +424,10 @@ rdx_status rdx_jn_layer_make(rdx_context *ctx, const char *fn, const rdx_polygon
     p->hi[0] = fmax(p->hi[0], cb[2]), p->hi[1] = fmax(p->hi[1], cb[3]);
   }
 
-  /* pass 3: orientation (layer_orient.c) */
-  RDX_CHECK_GOTO(rdx_jn_orient_rings(ctx, j.xy, j.ring_off, (const uint64_t *)(hb + L.feat_off), j.edge_end, nf, nr),
-                 st, fail);
+  /* pass 3: orientation (layer_orient.c), unless the input says it is done (rdxp.c) */
+  if (!normalized)
+    RDX_CHECK_GOTO(rdx_jn_orient_rings(ctx, j.xy, j.ring_off, (const uint64_t *)(hb + L.feat_off), j.edge_end, nf, nr),
+                   st, fail);
 
   p->host = arrays_in(p->host_block, &L, nf, nr, (int64_t)nv);
   if (rdx_is_gpu(ctx)) {
@@ -454,7 +456,7 @@ rdx_status rdx_polygons_create(rdx_context *ctx, const rdx_polygons_input *in, r
   RDX_CHECK(rdx_check_context(ctx));
   if (out == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
   *out = NULL;
-  return rdx_jn_layer_make(ctx, fn, in, out);
+  return rdx_jn_layer_make(ctx, fn, in, 0, out);
 }
 
 void rdx_polygons_destroy(rdx_polygons *layer) {
@@ -592,7 +594,7 @@ static rdx_status load(rdx_context *ctx, const char *path, const char *layer, in
   if (st != RDX_OK) return st;
   void *kept = NULL;
   if (drop) st = drop_degenerate(ctx, name, &lf, n_dropped, first, cap, &kept);
-  if (st == RDX_OK) st = rdx_jn_layer_make(ctx, name, &lf.in, out);
+  if (st == RDX_OK) st = rdx_jn_layer_make(ctx, name, &lf.in, lf.normalized, out);
   if (kept) rdx_mem_free(ctx, kept);
   rdx_layer_file_free(ctx, &lf);
   /* the file's geometry is bad: a malformed file, whatever the array checks call it */
@@ -628,6 +630,7 @@ rdx_status rdx_polygons_save(rdx_context *ctx, const rdx_polygons *layer, const 
   L.ring_off = layer->host.ring_off;
   L.xy = layer->host.xy;
   L.lo[0] = layer->lo[0], L.lo[1] = layer->lo[1], L.hi[0] = layer->hi[0], L.hi[1] = layer->hi[1];
+  L.normalized = 1;
   return rdx_rdxp_write(ctx, fn, path, &L);
 }
 

@@ -192,30 +192,59 @@ done:
 /* ---- starts: the side PIP of x's edges in y ---- */
 
 /* The features of y (index iy) holding each of n queries, as CSR (*off: n + 1, *feat): the points
- * xy, or with dir_end the side points of x's edges (xy, dir_end: x's arrays) to `side`. */
+ * xy, or with dir_end the side points of x's edges (xy, dir_end: x's arrays) to `side`. One
+ * traversal gives every query's count and first feature, all of its answer when it has at most one
+ * (nearly every query: features of a map rarely overlap); only the queries in several features are
+ * traced again, as a batch of their own (points, then their edges' ends), to fill their lists. */
 static rdx_status locate(rdx_context *ctx, const rdx_polygons *y, const rdx_jn_index *iy, const double *xy,
                          const uint32_t *dir_end, int64_t n, int side, uint64_t **off, uint64_t **feat) {
   static const char what[] = "rdx_join_polygons: locating";
   uint64_t total = 0;
+  int64_t *first = NULL, m = 0;
+  double *sub = NULL;
+  uint32_t *sub_end = NULL;
+  uint64_t *sub_off = NULL;
   rdx_jn_pip_out o;
   *off = *feat = NULL;
-  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)off, (size_t)(n + 1) * 8, RDX_HOST));
+  rdx_status st = rdx_mem_alloc(ctx, what, (void **)off, (size_t)(n + 1) * 8, RDX_HOST);
+  if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)&first, (size_t)(n + 1) * 8, RDX_HOST);
   memset(&o, 0, sizeof o);
   o.counts = *off;
-  rdx_status st = dir_end ? rdx_jn_side_pip_cpu(ctx, y, iy, xy, dir_end, n, side, &o)
-                          : rdx_jn_pip_cpu(ctx, y, iy, xy, n, 0, &o);
+  o.first = first;
+  if (st == RDX_OK)
+    st = dir_end ? rdx_jn_side_pip_cpu(ctx, y, iy, xy, dir_end, n, side, &o) : rdx_jn_pip_cpu(ctx, y, iy, xy, n, 0, &o);
   for (int64_t i = 0; st == RDX_OK && i <= n; i++) { /* the counts scanned in place */
     uint64_t c = i < n ? (*off)[i] : 0;
     (*off)[i] = total;
     total += c;
+    m += c > 1;
   }
   if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)feat, (size_t)(total + 1) * 8, RDX_HOST);
-  if (st == RDX_OK) {
-    memset(&o, 0, sizeof o);
-    o.offsets = *off;
-    o.features = *feat;
-    st = dir_end ? rdx_jn_side_pip_cpu(ctx, y, iy, xy, dir_end, n, side, &o) : rdx_jn_pip_cpu(ctx, y, iy, xy, n, 0, &o);
+  for (int64_t i = 0; st == RDX_OK && i < n; i++)
+    if ((*off)[i + 1] - (*off)[i] == 1) (*feat)[(*off)[i]] = (uint64_t)first[i];
+  if (st == RDX_OK && m > 0) {
+    st = rdx_mem_alloc(ctx, what, (void **)&sub, (size_t)m * 32, RDX_HOST);
+    if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)&sub_end, (size_t)m * 4, RDX_HOST);
+    if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)&sub_off, (size_t)m * 8, RDX_HOST);
   }
+  if (st == RDX_OK && m > 0) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if ((*off)[i + 1] - (*off)[i] < 2) continue;
+      sub[2 * k] = xy[2 * i], sub[2 * k + 1] = xy[2 * i + 1];
+      if (dir_end) {
+        const uint64_t j = dir_end[i];
+        sub[2 * (m + k)] = xy[2 * j], sub[2 * (m + k) + 1] = xy[2 * j + 1];
+        sub_end[k] = (uint32_t)(m + k);
+      }
+      sub_off[k++] = (*off)[i];
+    }
+    memset(&o, 0, sizeof o);
+    o.offsets = sub_off;
+    o.features = *feat;
+    st = dir_end ? rdx_jn_side_pip_cpu(ctx, y, iy, sub, sub_end, m, side, &o) : rdx_jn_pip_cpu(ctx, y, iy, sub, m, 0, &o);
+  }
+  rdx_mem_free(ctx, first), rdx_mem_free(ctx, sub), rdx_mem_free(ctx, sub_end), rdx_mem_free(ctx, sub_off);
   if (st != RDX_OK) {
     rdx_mem_free(ctx, *off), rdx_mem_free(ctx, *feat);
     *off = *feat = NULL;

@@ -9,7 +9,8 @@
  *             records of both directions, vertex events (and, for areas, proper ones) per direction;
  *   groups    events ordered by (key, x, y) with three stable radix sorts carrying a permutation;
  *             the first event of each run adds its run's flips and keeps an odd result;
- *   starts    the side PIP's counts, scan and fill, expanded into records;
+ *   starts    the side PIP (count and first feature in one traversal; the few queries in several
+ *             features traced again to fill their lists), expanded into records;
  *   reduce    per direction the records radix sorted by key, their bits ORed per key; then the
  *             predicate's pairs selected, sorted and made unique (counted per pair for CONTAINS
  *             and WITHIN);
@@ -20,6 +21,7 @@
  * from the context's account and is freed before return.
  */
 #include <cub/cub.cuh>
+#include <thrust/iterator/counting_iterator.h>
 
 #include "core/cuda_util.cuh"
 #include "join/join.h"
@@ -213,25 +215,82 @@ __global__ void expand_kernel(const uint64_t *off, const uint64_t *feat, int64_t
     for (uint64_t k = off[i]; k < off[i + 1]; k++) key[k] = (uint64_t)i << 32 | (uint32_t)feat[k], bits[k] = bit;
 }
 
+/* A located query's one feature written into its CSR slot; multi[i] = query i has several. */
+__global__ void single_kernel(const uint64_t *cnt, const int64_t *first, const uint64_t *off, int64_t n, uint64_t *feat,
+                              uint8_t *multi) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    if (cnt[i] == 1) feat[off[i]] = (uint64_t)first[i];
+    multi[i] = cnt[i] > 1;
+  }
+}
+
+/* The queries list[0 .. m) as a batch of their own: points at sub_xy[0 .. m), and with dir_end
+ * their edges' ends at sub_xy[m + k] (sub_end[k] = m + k); sub_off[k] = their CSR offsets. */
+__global__ void gather_queries_kernel(const int64_t *list, int64_t m, const double *xy, const uint32_t *dir_end,
+                                      const uint64_t *off, double *sub_xy, uint32_t *sub_end, uint64_t *sub_off) {
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < m; k += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t i = list[k];
+    sub_xy[2 * k] = xy[2 * i], sub_xy[2 * k + 1] = xy[2 * i + 1];
+    if (dir_end) {
+      const uint64_t j = dir_end[i];
+      sub_xy[2 * (m + k)] = xy[2 * j], sub_xy[2 * (m + k) + 1] = xy[2 * j + 1];
+      sub_end[k] = (uint32_t)(m + k);
+    }
+    sub_off[k] = off[i];
+  }
+}
+
 /* The features of y (index iy) holding each of n queries, as CSR in the bag (*off: n + 1, *feat):
  * the points xy (pip's), or with dir_end the side points of x's edges (xy, dir_end: x's device
- * arrays) to `side` (pip's side_pip). */
+ * arrays) to `side` (pip's side_pip). One traversal gives every query's count and first feature,
+ * which is all of its answer when it has at most one (nearly every query: features of a map
+ * rarely overlap); only the queries in several features are traced again, as a batch of their
+ * own, to fill their lists. */
 rdx_status locate(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_polygons *y, const rdx_jn_index *iy,
                   const double *xy, const uint32_t *dir_end, int64_t n, int side, uint64_t **off, uint64_t **feat) {
+  static const char what[] = "rdx_join_polygons: locating points";
+  cudaStream_t cs = rdx_stream(ctx);
   uint64_t *cnt, total = 0;
+  int64_t *first, *list, *d_m, m = 0;
+  uint8_t *multi;
   RDX_CHECK(b.get(&cnt, n));
+  RDX_CHECK(b.get(&first, n));
   RDX_CHECK(b.get(off, n + 1));
   rdx_jn_pip_out o;
   memset(&o, 0, sizeof o);
   o.counts = cnt;
+  o.first = first;
   RDX_CHECK(dir_end ? pip->side_pip(ctx, y, iy, xy, dir_end, n, side, &o) : pip->pip(ctx, y, iy, xy, n, 0, &o));
   RDX_CHECK(rdx_csr_scan_cuda(ctx, cnt, n, *off, &total));
-  b.drop(cnt);
   RDX_CHECK(b.get(feat, (int64_t)total));
+  RDX_CHECK(b.get(&multi, n));
+  RDX_CHECK(b.get(&list, n));
+  RDX_CHECK(b.get(&d_m, 1));
+  if (n > 0) {
+    single_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(cnt, first, *off, n, *feat, multi);
+    RDX_CUDA(ctx, cudaGetLastError(), what);
+    thrust::counting_iterator<int64_t> idx(0);
+    RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+      return cub::DeviceSelect::Flagged(t, bytes, idx, multi, list, d_m, n, cs);
+    }));
+    RDX_CHECK(read_i64(ctx, d_m, &m));
+  }
+  b.drop(cnt), b.drop(first), b.drop(multi);
+  if (m == 0) return RDX_OK;
+  double *sub_xy;
+  uint32_t *sub_end;
+  uint64_t *sub_off;
+  RDX_CHECK(b.get(&sub_xy, 4 * m));
+  RDX_CHECK(b.get(&sub_end, m));
+  RDX_CHECK(b.get(&sub_off, m));
+  gather_queries_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(list, m, xy, dir_end, *off, sub_xy, sub_end, sub_off);
+  RDX_CUDA(ctx, cudaGetLastError(), what);
   memset(&o, 0, sizeof o);
-  o.offsets = *off;
+  o.offsets = sub_off;
   o.features = *feat;
-  return dir_end ? pip->side_pip(ctx, y, iy, xy, dir_end, n, side, &o) : pip->pip(ctx, y, iy, xy, n, 0, &o);
+  RDX_CHECK(dir_end ? pip->side_pip(ctx, y, iy, sub_xy, sub_end, m, side, &o) : pip->pip(ctx, y, iy, sub_xy, m, 0, &o));
+  b.drop(sub_xy), b.drop(sub_end), b.drop(sub_off), b.drop(list);
+  return RDX_OK;
 }
 
 /* The side PIP of x's edges in y (index iy) to `side`, as records. */
