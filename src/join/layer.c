@@ -243,7 +243,9 @@ static void write_task(void *arg, int64_t c, int thread) {
     ring_kept(s, s->ro[r], s->ro[r + 1], j->xy + 2 * v0, (int64_t)(v1 - v0)); /* returns v1 - v0 again */
     for (uint64_t e = v0; e < v1; e++) {
       double x = j->xy[2 * e], y = j->xy[2 * e + 1];
-      cb[0] = fmin(cb[0], x), cb[1] = fmin(cb[1], y), cb[2] = fmax(cb[2], x), cb[3] = fmax(cb[3], y);
+      /* comparisons, not fmin/fmax calls: the coordinates are finite (scan_task checked) */
+      cb[0] = x < cb[0] ? x : cb[0], cb[1] = y < cb[1] ? y : cb[1];
+      cb[2] = x > cb[2] ? x : cb[2], cb[3] = y > cb[3] ? y : cb[3];
       j->edge_feat[e] = (uint32_t)f;
       j->edge_end[e] = (uint32_t)(e + 1 < v1 ? e + 1 : v0);
     }
