@@ -27,6 +27,8 @@ typedef struct rdx_layer_file {
                                 rdx_polygons_create leaves them (rdxp.c) */
   void *block;               /* through the context's account, or NULL */
   void *file;                /* rdx_rdxp_read: the file's bytes (account), or NULL */
+  void *map;                 /* rdx_rdxp_read: the file mapped read-only (map_len bytes), or NULL */
+  size_t map_len;
 } rdx_layer_file;
 void rdx_layer_file_free(rdx_context *ctx, rdx_layer_file *f);
 
@@ -41,7 +43,8 @@ int rdx_rdxp_sniff(const char *path);
  * wrong magic, future version, checksum, sizes), or RDX_ERR_HOST_OUT_OF_MEMORY. Messages begin
  * with fn. On failure *out holds nothing. */
 rdx_status rdx_rdxp_parse(rdx_context *ctx, const char *fn, const void *buf, size_t len, rdx_layer_file *out);
-/* Read and parse the file: also RDX_ERR_IO when it cannot be opened or read. */
+/* Read and parse the file (mapped read-only while the layer is made, or read into the account's
+ * memory where it cannot be mapped): also RDX_ERR_IO when it cannot be opened or read. */
 rdx_status rdx_rdxp_read(rdx_context *ctx, const char *fn, const char *path, rdx_layer_file *out);
 
 /* A validated layer's arrays to write (host memory): coordinates are f64 here and written in

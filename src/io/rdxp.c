@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -141,6 +142,7 @@ static int host_is_little_endian(void) {
 void rdx_layer_file_free(rdx_context *ctx, rdx_layer_file *f) {
   if (f->block) rdx_mem_free(ctx, f->block);
   if (f->file) rdx_mem_free(ctx, f->file);
+  if (f->map) munmap(f->map, f->map_len);
   memset(f, 0, sizeof *f);
 }
 
@@ -264,7 +266,7 @@ rdx_status rdx_rdxp_read(rdx_context *ctx, const char *fn, const char *path, rdx
   FILE *f = fopen(path, "rb");
   if (f == NULL) return rdx_fail(ctx, RDX_ERR_IO, "%s: cannot open %s (%s)", fn, file, strerror(errno));
   rdx_status st = RDX_OK;
-  void *buf = NULL;
+  void *buf = NULL, *map = NULL;
   struct stat info;
   /* a directory opens and reports a huge size: only a regular file is sized and read */
   if (fstat(fileno(f), &info) != 0 || !S_ISREG(info.st_mode)) {
@@ -272,6 +274,21 @@ rdx_status rdx_rdxp_read(rdx_context *ctx, const char *fn, const char *path, rdx
   } else if ((uint64_t)info.st_size > RDX_MAX_ARRAY_BYTES) {
     st = rdx_fail(ctx, RDX_ERR_IO, "%s: %s has %lld bytes, more than an address space holds", fn, file,
                   (long long)info.st_size);
+  } else if (info.st_size > 0 && (map = mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+                                             fileno(f), 0)) != MAP_FAILED) {
+    /* mapped, its pages read ahead: no copy of the file and no fresh pages to fault in (a file
+     * that cannot be mapped is read into the account's memory below) */
+    char name[320];
+    snprintf(name, sizeof name, "%s: %s", fn, file);
+    st = rdx_rdxp_parse(ctx, name, map, (size_t)info.st_size, out);
+    fclose(f);
+    if (st != RDX_OK || out->block) {
+      munmap(map, (size_t)info.st_size);
+      return st;
+    }
+    out->map = map;
+    out->map_len = (size_t)info.st_size;
+    return RDX_OK;
   } else if ((st = rdx_mem_alloc(ctx, "rdx_polygons_load: the file's bytes", &buf, (size_t)info.st_size, RDX_HOST)) ==
              RDX_OK) {
     size_t len = (size_t)info.st_size;
