@@ -535,14 +535,20 @@ __global__ void pair_sum_kernel(const double *partial, const uint64_t *choff, in
   }
 }
 
-/* Each ring's first vertex and feature (x's device arrays). */
+/* Each ring's first vertex and feature (x's device arrays), a thread per ring: a map's features
+ * hold up to hundreds of thousands of island rings each, so a thread per feature would walk them
+ * alone. The feature is found by binary search over feat_off (the last f with feat_off[f] <= k). */
 __global__ void ring_points_kernel(rdx_jn_arrays X, double *pts, uint32_t *ring_feat) {
-  for (int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; f < X.n_features;
-       f += (int64_t)gridDim.x * blockDim.x)
-    for (uint64_t k = X.feat_off[f]; k < X.feat_off[f + 1]; k++) {
-      pts[2 * k] = X.xy[2 * X.ring_off[k]], pts[2 * k + 1] = X.xy[2 * X.ring_off[k] + 1];
-      ring_feat[k] = (uint32_t)f;
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < X.n_rings; k += (int64_t)gridDim.x * blockDim.x) {
+    int64_t lo = 0, hi = X.n_features;
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (X.feat_off[mid] <= (uint64_t)k) lo = mid;
+      else hi = mid;
     }
+    pts[2 * k] = X.xy[2 * X.ring_off[k]], pts[2 * k + 1] = X.xy[2 * X.ring_off[k] + 1];
+    ring_feat[k] = (uint32_t)lo;
+  }
 }
 
 /* Ring k's containing features at feat[off[k] ..] as pairs in direction d's order. */
@@ -564,7 +570,7 @@ rdx_status ring_pairs(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx
   int64_t total = 0;
   RDX_CHECK(b.get(&pts, 2 * n));
   RDX_CHECK(b.get(&rf, n));
-  ring_points_kernel<<<rdx_grid(x->dev.n_features, TPB), TPB, 0, cs>>>(x->dev, pts, rf);
+  if (n > 0) ring_points_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(x->dev, pts, rf);
   RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: ring points kernel");
   RDX_CHECK(locate(ctx, b, pip, y, iy, pts, NULL, n, 0, &off, &feat));
   RDX_CHECK(read_i64(ctx, off + n, &total));
