@@ -25,6 +25,7 @@
 
 #include "core/cuda_util.cuh"
 #include "join/join.h"
+#include "join/index_hd.h"
 #include "join/overlay_hd.h"
 
 namespace {
@@ -537,17 +538,11 @@ __global__ void pair_sum_kernel(const double *partial, const uint64_t *choff, in
 
 /* Each ring's first vertex and feature (x's device arrays), a thread per ring: a map's features
  * hold up to hundreds of thousands of island rings each, so a thread per feature would walk them
- * alone. The feature is found by binary search over feat_off (the last f with feat_off[f] <= k). */
+ * alone. */
 __global__ void ring_points_kernel(rdx_jn_arrays X, double *pts, uint32_t *ring_feat) {
   for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < X.n_rings; k += (int64_t)gridDim.x * blockDim.x) {
-    int64_t lo = 0, hi = X.n_features;
-    while (hi - lo > 1) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (X.feat_off[mid] <= (uint64_t)k) lo = mid;
-      else hi = mid;
-    }
     pts[2 * k] = X.xy[2 * X.ring_off[k]], pts[2 * k + 1] = X.xy[2 * X.ring_off[k] + 1];
-    ring_feat[k] = (uint32_t)lo;
+    ring_feat[k] = rdx_jn_run_of(X.feat_off, X.n_features, (uint64_t)k);
   }
 }
 
