@@ -3,8 +3,8 @@
  * test_join_geos.c, test_join_layer.c): checks of a context's message, of the memory it holds and
  * of the OptiX launches a join made; and a layer built from ring lists in the test (CSR arrays of
  * f64 coordinates, the input rdx_polygons_create takes), with per ring whether it opens a polygon
- * (a shell) or is a hole of the last shell, which the GEOS test reads to build OGC Polygons and
- * MultiPolygons.
+ * (a shell) or is a hole of the last shell; and, with GEOS, that layer as GEOS's OGC Polygons and
+ * MultiPolygons, which test_join_geos.c and test_join_polygons.c compare with.
  */
 #ifndef RDX_JOIN_CHECK_H
 #define RDX_JOIN_CHECK_H
@@ -109,5 +109,85 @@ static inline rdx_polygons *lb_create(rdx_context *c, const lb_layer *L) {
   CHECK_OK(c, rdx_polygons_create(c, &in, &p));
   return p;
 }
+
+#ifdef RDX_HAVE_GEOS
+#include <geos_c.h>
+
+/* ---- GEOS geometries of a layer (test_join_geos.c, test_join_polygons.c) ----
+ * GEOS is the exact reference of the joins, and its region of a valid OGC Polygon or MultiPolygon
+ * is the even-odd region raydex defines; so every test that compares with GEOS must turn a layer
+ * into GEOS features the same way, and does it here, once. The GEOS context is the caller's, the
+ * first argument as in GEOS's own _r calls. */
+
+/* Ring r of L as a LinearRing, closed as GEOS wants it (its first vertex again at the end; the
+ * layer stores each vertex once). */
+static inline GEOSGeometry *lb_geos_ring(GEOSContextHandle_t handle, const lb_layer *L, int64_t r) {
+  uint64_t v0 = L->ro[r], v1 = L->ro[r + 1];
+  GEOSCoordSequence *cs = GEOSCoordSeq_create_r(handle, (unsigned)(v1 - v0 + 1), 2);
+  for (uint64_t v = v0; v <= v1; v++) {
+    uint64_t u = v < v1 ? v : v0;
+    GEOSCoordSeq_setXY_r(handle, cs, (unsigned)(v - v0), L->xy[2 * u], L->xy[2 * u + 1]);
+  }
+  return GEOSGeom_createLinearRing_r(handle, cs);
+}
+
+/* Feature f of L as a Polygon, or a MultiPolygon when more than one of its rings is a shell (an
+ * empty Polygon when it has no rings): L->shell opens a polygon per shell, and the holes after it
+ * are that polygon's. */
+static inline GEOSGeometry *lb_geos_feature(GEOSContextHandle_t handle, const lb_layer *L, int64_t f) {
+  int64_t r0 = (int64_t)L->fo[f], r1 = (int64_t)L->fo[f + 1];
+  if (r0 == r1) return GEOSGeom_createEmptyPolygon_r(handle);
+  GEOSGeometry **polys = (GEOSGeometry **)malloc((size_t)(r1 - r0) * 2 * sizeof *polys), **holes = polys + (r1 - r0);
+  unsigned np = 0;
+  for (int64_t r = r0; r < r1;) {
+    GEOSGeometry *shell = lb_geos_ring(handle, L, r++);
+    unsigned nh = 0;
+    while (r < r1 && !L->shell[r]) holes[nh++] = lb_geos_ring(handle, L, r++);
+    polys[np++] = GEOSGeom_createPolygon_r(handle, shell, holes, nh);
+  }
+  GEOSGeometry *g = np == 1 ? polys[0] : GEOSGeom_createCollection_r(handle, GEOS_MULTIPOLYGON, polys, np);
+  free(polys);
+  return g;
+}
+
+/* A layer's features for GEOS, each prepared: GEOS answers many pairs about the same feature. */
+typedef struct lb_geos {
+  int64_t n;                         /* features: the layer's nf */
+  GEOSGeometry **geom;               /* feature f (or its boundary), n + 1 entries, owned */
+  const GEOSPreparedGeometry **prep; /* geom[f] prepared, n + 1 entries, owned */
+} lb_geos;
+
+/* G from L's features, each checked valid first (a failed check otherwise: the premise of every
+ * comparison with GEOS), then, with `boundary`, replaced by its boundary (the LSI joins' rule is
+ * about boundaries). Freed by lb_geos_free. */
+static inline void lb_geos_make(GEOSContextHandle_t handle, const lb_layer *L, int boundary, lb_geos *G) {
+  G->n = L->nf;
+  G->geom = (GEOSGeometry **)calloc((size_t)L->nf + 1, sizeof *G->geom);
+  G->prep = (const GEOSPreparedGeometry **)calloc((size_t)L->nf + 1, sizeof *G->prep);
+  for (int64_t f = 0; f < L->nf; f++) {
+    GEOSGeometry *g = lb_geos_feature(handle, L, f);
+    if (GEOSisValid_r(handle, g) != 1) {
+      char *why = GEOSisValidReason_r(handle, g);
+      CHECK_FAIL_("feature %lld is not a valid polygon: %s", (long long)f, why);
+      GEOSFree_r(handle, why);
+    }
+    if (boundary) {
+      GEOSGeometry *b = GEOSBoundary_r(handle, g);
+      GEOSGeom_destroy_r(handle, g);
+      g = b;
+    }
+    G->geom[f] = g;
+    G->prep[f] = GEOSPrepare_r(handle, g);
+  }
+}
+static inline void lb_geos_free(GEOSContextHandle_t handle, lb_geos *G) {
+  for (int64_t f = 0; f < G->n; f++) {
+    GEOSPreparedGeom_destroy_r(handle, G->prep[f]);
+    GEOSGeom_destroy_r(handle, G->geom[f]);
+  }
+  free(G->geom), free((void *)G->prep);
+  memset(G, 0, sizeof *G);
+}
+#endif /* RDX_HAVE_GEOS */
 
 #endif /* RDX_JOIN_CHECK_H */

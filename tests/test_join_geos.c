@@ -52,74 +52,24 @@ static void lb_scale(lb_layer *L, int e) {
 
 static rdx_polygons *make(const lb_layer *L) { return lb_create(ctx, L); }
 
-/* ---- GEOS geometries of a layer ---- */
+/* ---- GEOS geometries of a layer (join_check.h) and an STRtree of them ---- */
 
-static GEOSGeometry *g_ring(const lb_layer *L, int64_t r) {
-  uint64_t v0 = L->ro[r], v1 = L->ro[r + 1];
-  GEOSCoordSequence *cs = GEOSCoordSeq_create_r(geos, (unsigned)(v1 - v0 + 1), 2);
-  for (uint64_t v = v0; v <= v1; v++) {
-    uint64_t u = v < v1 ? v : v0;
-    GEOSCoordSeq_setXY_r(geos, cs, (unsigned)(v - v0), L->xy[2 * u], L->xy[2 * u + 1]);
-  }
-  return GEOSGeom_createLinearRing_r(geos, cs);
-}
-
-/* Feature f as a Polygon or MultiPolygon (an empty Polygon when it has no rings). */
-static GEOSGeometry *g_feature(const lb_layer *L, int64_t f) {
-  int64_t r0 = (int64_t)L->fo[f], r1 = (int64_t)L->fo[f + 1];
-  if (r0 == r1) return GEOSGeom_createEmptyPolygon_r(geos);
-  GEOSGeometry **polys = (GEOSGeometry **)malloc((size_t)(r1 - r0) * sizeof *polys);
-  GEOSGeometry **holes = (GEOSGeometry **)malloc((size_t)(r1 - r0) * sizeof *holes);
-  int np = 0;
-  for (int64_t r = r0; r < r1;) {
-    GEOSGeometry *shell = g_ring(L, r++);
-    unsigned nh = 0;
-    while (r < r1 && !L->shell[r]) holes[nh++] = g_ring(L, r++);
-    polys[np++] = GEOSGeom_createPolygon_r(geos, shell, holes, nh);
-  }
-  GEOSGeometry *g = np == 1 ? polys[0] : GEOSGeom_createCollection_r(geos, GEOS_MULTIPOLYGON, polys, (unsigned)np);
-  free(polys), free(holes);
-  return g;
-}
-
-/* A layer's features, prepared, and an STRtree of their envelopes (boundaries with `boundary`). */
+/* A layer's features (or boundaries, with `boundary`), valid and prepared, and an STRtree of
+ * their envelopes. */
 typedef struct glayer {
-  int64_t n;
-  GEOSGeometry **geom;
-  const GEOSPreparedGeometry **prep;
-  GEOSSTRtree *tree;
+  lb_geos g;
+  GEOSSTRtree *tree; /* item: the feature's number; features without rings left out */
 } glayer;
 
 static void g_make(const lb_layer *L, int boundary, glayer *G) {
-  G->n = L->nf;
-  G->geom = (GEOSGeometry **)calloc((size_t)L->nf + 1, sizeof *G->geom);
-  G->prep = (const GEOSPreparedGeometry **)calloc((size_t)L->nf + 1, sizeof *G->prep);
+  lb_geos_make(geos, L, boundary, &G->g);
   G->tree = GEOSSTRtree_create_r(geos, 10);
-  for (int64_t f = 0; f < L->nf; f++) {
-    GEOSGeometry *g = g_feature(L, f);
-    /* the premise: GEOS's region of a valid feature is the even-odd region raydex defines */
-    if (GEOSisValid_r(geos, g) != 1) {
-      char *why = GEOSisValidReason_r(geos, g);
-      CHECK_FAIL_("feature %lld is not a valid polygon: %s", (long long)f, why);
-      GEOSFree_r(geos, why);
-    }
-    if (boundary) {
-      GEOSGeometry *b = GEOSBoundary_r(geos, g);
-      GEOSGeom_destroy_r(geos, g);
-      g = b;
-    }
-    G->geom[f] = g;
-    G->prep[f] = GEOSPrepare_r(geos, g);
-    if (!GEOSisEmpty_r(geos, g)) GEOSSTRtree_insert_r(geos, G->tree, g, (void *)(intptr_t)f);
-  }
+  for (int64_t f = 0; f < L->nf; f++)
+    if (!GEOSisEmpty_r(geos, G->g.geom[f])) GEOSSTRtree_insert_r(geos, G->tree, G->g.geom[f], (void *)(intptr_t)f);
 }
 static void g_free(glayer *G) {
-  for (int64_t f = 0; f < G->n; f++) {
-    GEOSPreparedGeom_destroy_r(geos, G->prep[f]);
-    GEOSGeom_destroy_r(geos, G->geom[f]);
-  }
+  lb_geos_free(geos, &G->g);
   GEOSSTRtree_destroy_r(geos, G->tree);
-  free(G->geom), free((void *)G->prep);
 }
 
 typedef struct hits {
@@ -147,7 +97,7 @@ static void g_query(const glayer *G, const GEOSGeometry *g, hits *h) {
   GEOSSTRtree_query_r(geos, G->tree, g, hit_cb, &cand);
   if (cand.n > 0) qsort(cand.f, (size_t)cand.n, 8, cmp_i64); /* cand.f is NULL when nothing was hit */
   for (int64_t i = 0; i < cand.n; i++)
-    if (GEOSPreparedIntersects_r(geos, G->prep[cand.f[i]], g) == 1) {
+    if (GEOSPreparedIntersects_r(geos, G->g.prep[cand.f[i]], g) == 1) {
       h->f = (int64_t *)jc_grow(h->f, &h->cap, h->n + 1, 8);
       h->f[h->n++] = cand.f[i];
     }
@@ -262,8 +212,8 @@ static void check_lsi_one(const char *what, const lb_layer *R, const lb_layer *S
   int64_t n = 0, cap = 0, *want = NULL;
   hits h = {0, 0, NULL};
   for (int64_t j = 0; j < S->nf; j++) {
-    if (GEOSisEmpty_r(geos, GS.geom[j])) continue;
-    g_query(&GR, GS.geom[j], &h);
+    if (GEOSisEmpty_r(geos, GS.g.geom[j])) continue;
+    g_query(&GR, GS.g.geom[j], &h);
     for (int64_t k = 0; k < h.n; k++) {
       want = (int64_t *)jc_grow(want, &cap, 2 * (n + 1), 8);
       want[2 * n] = h.f[k], want[2 * n + 1] = j;

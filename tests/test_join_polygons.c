@@ -51,8 +51,6 @@
 static rdx_context *ctx;
 static int gpu;
 
-static const char *const pred_name[6] = {"?", "overlay", "intersects", "contains", "within", "boxes"};
-
 static rdx_polygons *make(const lb_layer *L) { return lb_create(ctx, L); }
 
 static void lb_tri(lb_layer *L, double ax, double ay, double bx, double by, double cx, double cy) {
@@ -163,56 +161,20 @@ static void bad_input(void) {
 
 static GEOSContextHandle_t geos;
 
-/* ---- GEOS geometries of a layer (its shell flags make Polygons and MultiPolygons) ---- */
+static const char *const pred_name[6] = {"?", "overlay", "intersects", "contains", "within", "boxes"};
 
-static GEOSGeometry *g_ring(const lb_layer *L, int64_t r) {
-  uint64_t v0 = L->ro[r], v1 = L->ro[r + 1];
-  GEOSCoordSequence *cs = GEOSCoordSeq_create_r(geos, (unsigned)(v1 - v0 + 1), 2);
-  for (uint64_t v = v0; v <= v1; v++) {
-    uint64_t u = v < v1 ? v : v0;
-    GEOSCoordSeq_setXY_r(geos, cs, (unsigned)(v - v0), L->xy[2 * u], L->xy[2 * u + 1]);
-  }
-  return GEOSGeom_createLinearRing_r(geos, cs);
-}
+/* ---- GEOS geometries of a layer (join_check.h) and their boxes ---- */
 
-static GEOSGeometry *g_feature(const lb_layer *L, int64_t f) {
-  int64_t r0 = (int64_t)L->fo[f], r1 = (int64_t)L->fo[f + 1];
-  if (r0 == r1) return GEOSGeom_createEmptyPolygon_r(geos);
-  GEOSGeometry **polys = (GEOSGeometry **)malloc((size_t)(r1 - r0) * 2 * sizeof *polys), **holes = polys + (r1 - r0);
-  unsigned np = 0;
-  for (int64_t r = r0; r < r1;) {
-    GEOSGeometry *shell = g_ring(L, r++);
-    unsigned nh = 0;
-    while (r < r1 && !L->shell[r]) holes[nh++] = g_ring(L, r++);
-    polys[np++] = GEOSGeom_createPolygon_r(geos, shell, holes, nh);
-  }
-  GEOSGeometry *g = np == 1 ? polys[0] : GEOSGeom_createCollection_r(geos, GEOS_MULTIPOLYGON, polys, np);
-  free(polys);
-  return g;
-}
-
-/* A layer's features for GEOS: geometries, prepared, and closed boxes from the coordinates. */
+/* A layer's features for GEOS (valid, prepared) and closed boxes from the coordinates. */
 typedef struct glayer {
-  int64_t n;
-  GEOSGeometry **geom;
-  const GEOSPreparedGeometry **prep;
+  lb_geos g;
   double (*box)[4]; /* lo x, lo y, hi x, hi y; lo > hi for a feature without rings */
 } glayer;
 
 static void g_make(const lb_layer *L, glayer *G) {
-  G->n = L->nf;
-  G->geom = (GEOSGeometry **)calloc((size_t)L->nf + 1, sizeof *G->geom);
-  G->prep = (const GEOSPreparedGeometry **)calloc((size_t)L->nf + 1, sizeof *G->prep);
+  lb_geos_make(geos, L, 0, &G->g);
   G->box = (double(*)[4])calloc((size_t)L->nf + 1, sizeof *G->box);
   for (int64_t f = 0; f < L->nf; f++) {
-    GEOSGeometry *g = g_feature(L, f);
-    if (GEOSisValid_r(geos, g) != 1) { /* the premise of the comparison */
-      char *why = GEOSisValidReason_r(geos, g);
-      CHECK_FAIL_("feature %lld is not a valid polygon: %s", (long long)f, why);
-      GEOSFree_r(geos, why);
-    }
-    G->geom[f] = g;
-    G->prep[f] = GEOSPrepare_r(geos, g);
     double *b = G->box[f];
     b[0] = b[1] = INFINITY, b[2] = b[3] = -INFINITY;
     for (uint64_t v = L->ro[L->fo[f]]; v < L->ro[L->fo[f + 1]]; v++)
@@ -220,11 +182,8 @@ static void g_make(const lb_layer *L, glayer *G) {
   }
 }
 static void g_free(glayer *G) {
-  for (int64_t f = 0; f < G->n; f++) {
-    GEOSPreparedGeom_destroy_r(geos, G->prep[f]);
-    GEOSGeom_destroy_r(geos, G->geom[f]);
-  }
-  free(G->geom), free((void *)G->prep), free(G->box);
+  lb_geos_free(geos, &G->g);
+  free(G->box);
 }
 
 /* WKT of a geometry, cut to fit buf */
@@ -259,19 +218,19 @@ static unsigned geos_bit(char c, const char *what, int64_t i, int64_t j) {
 
 static void truth_make(const glayer *GR, const glayer *GS, truth *T) {
   memset(T, 0, sizeof *T);
-  for (int64_t i = 0; i < GR->n; i++)
-    for (int64_t j = 0; j < GS->n; j++) {
+  for (int64_t i = 0; i < GR->g.n; i++)
+    for (int64_t j = 0; j < GS->g.n; j++) {
       const double *a = GR->box[i], *b = GS->box[j];
       if (!(a[0] <= b[2] && b[0] <= a[2] && a[1] <= b[3] && b[1] <= a[3])) continue;
       unsigned bits = 1u << RDX_JOIN_BOXES;
-      unsigned in = geos_bit(GEOSPreparedIntersects_r(geos, GR->prep[i], GS->geom[j]), "intersects", i, j);
-      unsigned co = geos_bit(GEOSPreparedContains_r(geos, GR->prep[i], GS->geom[j]), "contains", i, j);
-      unsigned wi = geos_bit(GEOSPreparedContains_r(geos, GS->prep[j], GR->geom[i]), "within", i, j);
+      unsigned in = geos_bit(GEOSPreparedIntersects_r(geos, GR->g.prep[i], GS->g.geom[j]), "intersects", i, j);
+      unsigned co = geos_bit(GEOSPreparedContains_r(geos, GR->g.prep[i], GS->g.geom[j]), "contains", i, j);
+      unsigned wi = geos_bit(GEOSPreparedContains_r(geos, GS->g.prep[j], GR->g.geom[i]), "within", i, j);
       /* GEOS's contains and within (T*****FF*, T*F**F***) imply that the interiors meet, and
        * disjoint features have no common interior point: the relate, slow on a feature of 10^5
        * vertices, decides the rest */
       unsigned ov = co || wi ? 1 : !in ? 0
-                  : geos_bit(GEOSRelatePattern_r(geos, GR->geom[i], GS->geom[j], "T********"), "relate", i, j);
+                  : geos_bit(GEOSRelatePattern_r(geos, GR->g.geom[i], GS->g.geom[j], "T********"), "relate", i, j);
       bits |= ov << RDX_JOIN_OVERLAY | in << RDX_JOIN_INTERSECTS | co << RDX_JOIN_CONTAINS | wi << RDX_JOIN_WITHIN;
       T->p = (tpair *)jc_grow(T->p, &T->cap, T->n + 1, sizeof *T->p);
       T->p[T->n] = (tpair){i, j, bits, T->n};
@@ -323,7 +282,7 @@ static void report_pair(const char *what, rdx_join_predicate p, const glayer *GR
                         int64_t r, int64_t s, int got, int want) {
   char wr[240], ws[240];
   /* GR / GS are the R x S layers; a swapped join's r is a feature of GS */
-  const GEOSGeometry *gr = swapped ? GS->geom[r] : GR->geom[r], *gs = swapped ? GR->geom[s] : GS->geom[s];
+  const GEOSGeometry *gr = swapped ? GS->g.geom[r] : GR->g.geom[r], *gs = swapped ? GR->g.geom[s] : GS->g.geom[s];
   CHECK_FAIL_("%s, %s: pair (%lld, %lld): raydex %s, GEOS %s; r = %s; s = %s", what, pred_name[p], (long long)r,
               (long long)s, got ? "yes" : "no", want ? "yes" : "no", wkt(gr, wr, sizeof wr), wkt(gs, ws, sizeof ws));
 }
@@ -430,8 +389,8 @@ static void compare_areas(const char *what, rdx_polygons *r, rdx_polygons *s, co
                   (long long)got[2 * i], (long long)got[2 * i + 1]);
       break;
     }
-    const GEOSGeometry *gr = swapped ? GS->geom[got[2 * i]] : GR->geom[got[2 * i]];
-    const GEOSGeometry *gs = swapped ? GR->geom[got[2 * i + 1]] : GS->geom[got[2 * i + 1]];
+    const GEOSGeometry *gr = swapped ? GS->g.geom[got[2 * i]] : GR->g.geom[got[2 * i]];
+    const GEOSGeometry *gs = swapped ? GR->g.geom[got[2 * i + 1]] : GS->g.geom[got[2 * i + 1]];
     if (isnan(cache[T->p[j].k])) cache[T->p[j].k] = geos_area(gr, gs);
     double want = cache[T->p[j].k], ar = 0, as = 0;
     GEOSArea_r(geos, gr, &ar), GEOSArea_r(geos, gs, &as);
@@ -497,7 +456,7 @@ static void check_join(const char *what, const lb_layer *R, const lb_layer *S, i
 
 /* Expected answers of a hand-made pair, as GEOS gives them too (a check of the reference). */
 static void expect_geos(const lb_layer *R, int64_t i, const lb_layer *S, int64_t j, const char *answers) {
-  GEOSGeometry *a = g_feature(R, i), *b = g_feature(S, j);
+  GEOSGeometry *a = lb_geos_feature(geos, R, i), *b = lb_geos_feature(geos, S, j);
   char got[6];
   got[0] = GEOSRelatePattern_r(geos, a, b, "T********") == 1 ? 'O' : '-';
   got[1] = GEOSIntersects_r(geos, a, b) == 1 ? 'I' : '-';
@@ -700,7 +659,7 @@ static void empty(void) {
 /* Append the one feature of F to L when GEOS finds it valid; F is emptied. */
 static int64_t n_invalid;
 static void add_valid(lb_layer *L, lb_layer *F) {
-  GEOSGeometry *g = g_feature(F, 0);
+  GEOSGeometry *g = lb_geos_feature(geos, F, 0);
   if (GEOSisValid_r(geos, g) == 1) {
     lb_feature(L);
     for (int64_t r = 0; r < F->nr; r++)
