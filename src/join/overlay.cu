@@ -10,7 +10,9 @@
  *   groups    events ordered by (key, x, y) with three stable radix sorts carrying a permutation;
  *             the first event of each run adds its run's flips and keeps an odd result;
  *   starts    the side PIP (count and first feature in one traversal; the few queries in several
- *             features traced again to fill their lists), expanded into records;
+ *             features traced again to fill their lists), expanded into records; with both sides
+ *             (areas, CONTAINS, WITHIN) the right side is traced only for the edges whose start
+ *             lies on the other layer's boundary (starts_both);
  *   reduce    per direction the records radix sorted by key, their bits ORed per key; then the
  *             predicate's pairs selected, sorted and made unique (counted per pair for CONTAINS
  *             and WITHIN);
@@ -209,11 +211,29 @@ rdx_status select_recs(rdx_context *ctx, bag &b, const uint64_t *key, const uint
   return RDX_OK;
 }
 
-/* Side PIP records: edge i's features at feat[off[i] ..] as (i << 32 | feature, bit). */
-__global__ void expand_kernel(const uint64_t *off, const uint64_t *feat, int64_t n, uint32_t bit, uint64_t *key,
-                              uint32_t *bits) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    for (uint64_t k = off[i]; k < off[i + 1]; k++) key[k] = (uint64_t)i << 32 | (uint32_t)feat[k], bits[k] = bit;
+/* Side PIP records: query k's features at feat[off[k] ..] as (edge << 32 | feature, bit), its
+ * edge ids[k] (NULL: k); `also` ORed into the bits of queries whose edge is not touched (touch
+ * may be NULL: none). */
+__global__ void expand_kernel(const uint64_t *off, const uint64_t *feat, const int64_t *ids, const uint8_t *touch,
+                              int64_t n, uint32_t bit, uint32_t also, uint64_t *key, uint32_t *bits) {
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
+    const uint64_t i = ids ? (uint64_t)ids[k] : (uint64_t)k;
+    const uint32_t bt = bit | (touch && !touch[i] ? also : 0u);
+    for (uint64_t j = off[k]; j < off[k + 1]; j++) key[j] = i << 32 | (uint32_t)feat[j], bits[j] = bt;
+  }
+}
+
+/* Which vertices of each layer lie on an edge of the other (t0: R's, t1: S's), from the edge
+ * pairs: a vertex on an edge f starts an edge that meets f, so its pair is among them. */
+__global__ void touch_kernel(rdx_jn_arrays R, rdx_jn_arrays S, const uint64_t *pairs, int64_t n, uint8_t *t0,
+                             uint8_t *t1) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const uint32_t e = (uint32_t)(pairs[i] >> 32), f = (uint32_t)pairs[i];
+    const double *a = R.xy + 2 * (uint64_t)e, *b = R.xy + 2 * (uint64_t)R.edge_end[e];
+    const double *c = S.xy + 2 * (uint64_t)f, *d = S.xy + 2 * (uint64_t)S.edge_end[f];
+    if (rdx_jn_on_segment(a, c, d)) t0[e] = 1;
+    if (rdx_jn_on_segment(c, a, b)) t1[f] = 1;
+  }
 }
 
 /* A located query's one feature written into its CSR slot; multi[i] = query i has several. */
@@ -303,13 +323,61 @@ rdx_status starts(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_pol
   RDX_CHECK(read_i64(ctx, off + n, (int64_t *)&total));
   RDX_CHECK(b.get(&out->key, (int64_t)total));
   RDX_CHECK(b.get(&out->bits, (int64_t)total));
-  expand_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(off, feat, n,
-                                                               side > 0 ? RDX_JN_OV_START_L : RDX_JN_OV_START_R,
+  expand_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(off, feat, NULL, NULL, n,
+                                                               side > 0 ? RDX_JN_OV_START_L : RDX_JN_OV_START_R, 0,
                                                                out->key, out->bits);
   RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: expand kernel");
   out->n = (int64_t)total;
   b.drop(feat);
   b.drop(off);
+  return RDX_OK;
+}
+
+/* The side PIP of x's edges in y to both sides, as records. Where an edge's start lies on no edge
+ * of y (touch: 0) it lies inside a face of y's arrangement, and so do the points just beside it on
+ * either side: both sides have the features of the left one. So the right side is traced only
+ * for the touched edges (a batch of their own), which are few. */
+rdx_status starts_both(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_polygons *x, const rdx_polygons *y,
+                       const rdx_jn_index *iy, const uint8_t *touch, recs *out) {
+  static const char what[] = "rdx_join_polygons: side PIP";
+  cudaStream_t cs = rdx_stream(ctx);
+  const int64_t n = x->dev.n_vertices;
+  uint64_t *off, *feat, *off2 = NULL, *feat2 = NULL, total = 0, total2 = 0;
+  int64_t *list, *d_m, m = 0;
+  RDX_CHECK(locate(ctx, b, pip, y, iy, x->dev.xy, x->dev.edge_end, n, +1, &off, &feat));
+  RDX_CHECK(read_i64(ctx, off + n, (int64_t *)&total));
+  RDX_CHECK(b.get(&list, n));
+  RDX_CHECK(b.get(&d_m, 1));
+  thrust::counting_iterator<int64_t> idx(0);
+  RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+    return cub::DeviceSelect::Flagged(t, bytes, idx, touch, list, d_m, n, cs);
+  }));
+  RDX_CHECK(read_i64(ctx, d_m, &m));
+  if (m > 0) {
+    double *sub_xy;
+    uint32_t *sub_end;
+    uint64_t *sub_off;
+    RDX_CHECK(b.get(&sub_xy, 4 * m));
+    RDX_CHECK(b.get(&sub_end, m));
+    RDX_CHECK(b.get(&sub_off, m));
+    gather_queries_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(list, m, x->dev.xy, x->dev.edge_end, off, sub_xy, sub_end,
+                                                            sub_off);
+    RDX_CUDA(ctx, cudaGetLastError(), what);
+    RDX_CHECK(locate(ctx, b, pip, y, iy, sub_xy, sub_end, m, -1, &off2, &feat2));
+    RDX_CHECK(read_i64(ctx, off2 + m, (int64_t *)&total2));
+    b.drop(sub_xy), b.drop(sub_end), b.drop(sub_off);
+  }
+  RDX_CHECK(b.get(&out->key, (int64_t)(total + total2)));
+  RDX_CHECK(b.get(&out->bits, (int64_t)(total + total2)));
+  expand_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(off, feat, NULL, touch, n, RDX_JN_OV_START_L, RDX_JN_OV_START_R,
+                                                  out->key, out->bits);
+  if (m > 0)
+    expand_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(off2, feat2, list, NULL, m, RDX_JN_OV_START_R, 0,
+                                                    out->key + total, out->bits + total);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: expand kernel");
+  out->n = (int64_t)(total + total2);
+  b.drop(off), b.drop(feat), b.drop(list);
+  if (off2) b.drop(off2), b.drop(feat2);
   return RDX_OK;
 }
 
@@ -655,7 +723,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
     RDX_CHECK(b.get(&c[k], np));
     RDX_CHECK(b.get(&o[k], np + 1));
   }
-  recs proper[2], vgroups[2], side[2][2];
+  recs proper[2], vgroups[2], side[2];
   vev *ev[2] = {NULL, NULL};
   if (np > 0) {
     classify_kernel<<<rdx_grid(np, TPB), TPB, 0, cs>>>(r->dev, s->dev, pairs, np, want_areas, c[0], c[1], c[2], NULL,
@@ -676,6 +744,19 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
     RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: classify kernel");
   }
   for (int k = 0; k < 3; k++) b.drop(c[k]), b.drop(o[k]);
+  /* with both sides: the vertices that lie on the other layer's edges (starts_both) */
+  const int sides = pred == RDX_JOIN_CONTAINS || pred == RDX_JOIN_WITHIN || want_areas;
+  uint8_t *touch[2] = {NULL, NULL};
+  if (sides) {
+    RDX_CHECK(b.get(&touch[0], r->dev.n_vertices));
+    RDX_CHECK(b.get(&touch[1], s->dev.n_vertices));
+    RDX_CUDA(ctx, cudaMemsetAsync(touch[0], 0, (size_t)r->dev.n_vertices, cs), what);
+    RDX_CUDA(ctx, cudaMemsetAsync(touch[1], 0, (size_t)s->dev.n_vertices, cs), what);
+    if (np > 0) {
+      touch_kernel<<<rdx_grid(np, TPB), TPB, 0, cs>>>(r->dev, s->dev, pairs, np, touch[0], touch[1]);
+      RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: touch kernel");
+    }
+  }
   b.drop(pairs);
   /* vertex groups */
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_GROUPS));
@@ -698,17 +779,18 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   }
   /* starts */
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PIP));
-  const int sides = pred == RDX_JOIN_CONTAINS || pred == RDX_JOIN_WITHIN || want_areas;
-  for (int k = 0; k < (sides ? 2 : 1); k++) {
-    const int sd = k == 0 ? +1 : -1;
-    RDX_CHECK(starts(ctx, b, pip, r, s, ixs, sd, &side[0][k]));
-    RDX_CHECK(starts(ctx, b, pip, s, r, ixr, sd, &side[1][k]));
+  if (sides) {
+    RDX_CHECK(starts_both(ctx, b, pip, r, s, ixs, touch[0], &side[0]));
+    RDX_CHECK(starts_both(ctx, b, pip, s, r, ixr, touch[1], &side[1]));
+  } else {
+    RDX_CHECK(starts(ctx, b, pip, r, s, ixs, +1, &side[0]));
+    RDX_CHECK(starts(ctx, b, pip, s, r, ixr, +1, &side[1]));
   }
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_MERGE));
   recs rec[2];
   for (int d = 0; d < 2; d++) {
-    recs src[4] = {proper[d], vgroups[d], side[d][0], side[d][1]};
-    RDX_CHECK(merge(ctx, b, src, sides ? 4 : 3, &rec[d]));
+    recs src[3] = {proper[d], vgroups[d], side[d]};
+    RDX_CHECK(merge(ctx, b, src, 3, &rec[d]));
   }
   /* pairs */
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_SELECT));
