@@ -156,6 +156,79 @@ static void bad_input(void) {
   lb_free(&L);
 }
 
+/* ---- progress ---- */
+
+typedef struct seen_stages {
+  int n;
+  char names[32][16];
+  double done[32];
+} seen_stages;
+
+static void on_stage(void *user, const char *stage, double done) {
+  seen_stages *s = (seen_stages *)user;
+  if (s->n < 32) snprintf(s->names[s->n], sizeof s->names[0], "%s", stage), s->done[s->n] = done;
+  s->n++;
+}
+
+/* rdx_join_options.progress: told each stage on the calling thread, in the stages' order with a
+ * growing fraction below 1, for every predicate; the answers are those of a join without it; a
+ * caller whose options end before the field (an older size) is told nothing. */
+static void progress(void) {
+  CASE(polygons_progress);
+  static const char *const known[] = {"index", "pairs", "classify", "groups", "pip", "merge", "select", "areas", "result"};
+  lb_layer A, B;
+  lb_init(&A), lb_init(&B);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) lb_feature(&A), lb_quad(&A, i, j, i + 1, j + 1);
+  lb_feature(&B), lb_quad(&B, 0.5, 0.5, 2.5, 3.5);
+  lb_feature(&B), lb_quad(&B, 3, 0, 4, 1);
+  rdx_polygons *a = make(&A), *b = make(&B);
+  for (int pred = RDX_JOIN_OVERLAY; pred <= RDX_JOIN_BOXES; pred++) {
+    const bool areas = pred == RDX_JOIN_OVERLAY;
+    rdx_join_pairs_result *plain = NULL, *told = NULL;
+    CHECK_OK(ctx, rdx_join_polygons(ctx, a, b, (rdx_join_predicate)pred, NULL, areas, &plain));
+    seen_stages seen;
+    memset(&seen, 0, sizeof seen);
+    rdx_join_options o = RDX_JOIN_OPTIONS_INIT;
+    o.progress = on_stage, o.progress_user = &seen;
+    CHECK_OK(ctx, rdx_join_polygons(ctx, a, b, (rdx_join_predicate)pred, &o, areas, &told));
+    CHECK(seen.n >= 2 && seen.n <= 32);
+    for (int k = 0; k < seen.n && k < 32; k++) {
+      int idx = -1;
+      for (int q = 0; q < 9; q++)
+        if (strcmp(seen.names[k], known[q]) == 0) idx = q;
+      CHECK(idx >= 0);
+      CHECK(seen.done[k] >= 0.0 && seen.done[k] < 1.0);
+      if (k > 0) CHECK(seen.done[k] >= seen.done[k - 1]);
+    }
+    CHECK(seen.n >= 1 && strcmp(seen.names[seen.n - 1 < 32 ? seen.n - 1 : 31], "result") == 0);
+    if (pred != RDX_JOIN_BOXES) CHECK(strcmp(seen.names[0], "index") == 0 && strcmp(seen.names[1], "pairs") == 0);
+    if (areas) {
+      int has_areas = 0;
+      for (int k = 0; k < seen.n && k < 32; k++) has_areas |= strcmp(seen.names[k], "areas") == 0;
+      CHECK(has_areas);
+    }
+    if (plain && told) {
+      CHECK_EQ(plain->n_pairs, told->n_pairs);
+      int64_t *hp = (int64_t *)malloc((size_t)(2 * plain->n_pairs + 1) * 8);
+      int64_t *ht = (int64_t *)malloc((size_t)(2 * told->n_pairs + 1) * 8);
+      CHECK_OK(ctx, rdx_copy(ctx, hp, RDX_HOST, plain->pairs, plain->where, (size_t)(2 * plain->n_pairs) * 8));
+      CHECK_OK(ctx, rdx_copy(ctx, ht, RDX_HOST, told->pairs, told->where, (size_t)(2 * told->n_pairs) * 8));
+      if (plain->n_pairs == told->n_pairs) CHECK(memcmp(hp, ht, (size_t)(2 * plain->n_pairs) * 8) == 0);
+      free(hp), free(ht);
+    }
+    rdx_join_pairs_free(ctx, plain), rdx_join_pairs_free(ctx, told);
+    /* an older caller's options end before the field: nothing is told */
+    memset(&seen, 0, sizeof seen);
+    o.size = offsetof(rdx_join_options, progress);
+    CHECK_OK(ctx, rdx_join_polygons(ctx, a, b, (rdx_join_predicate)pred, &o, areas, &told));
+    CHECK_EQ(seen.n, 0);
+    rdx_join_pairs_free(ctx, told);
+  }
+  rdx_polygons_destroy(a), rdx_polygons_destroy(b);
+  lb_free(&A), lb_free(&B);
+}
+
 #ifdef RDX_HAVE_GEOS
 #include <geos_c.h>
 
@@ -823,6 +896,7 @@ int main(int argc, char **argv) {
   ctx = check_begin(argc, argv);
   gpu = rdx_context_backend(ctx) != RDX_BACKEND_CPU;
   bad_input();
+  progress();
   geos = GEOS_init_r();
   printf("GEOS %s\n", GEOSversion());
   triangle();
@@ -842,6 +916,7 @@ int main(int argc, char **argv) {
   ctx = check_begin(argc, argv);
   gpu = rdx_context_backend(ctx) != RDX_BACKEND_CPU;
   bad_input();
+  progress();
   printf("skipped: no GEOS (the comparisons; the refused arguments ran)\n");
   int rc = check_end(ctx);
   return rc ? rc : RDX_SKIP_CODE;
