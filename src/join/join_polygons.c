@@ -193,6 +193,7 @@ rdx_status rdx_jn_polygons_run(rdx_context *ctx, const rdx_polygons *r, const rd
   if (r->host.n_vertices == 0 || s->host.n_vertices == 0) {
     /* nothing meets an empty layer */
   } else if (predicate == RDX_JOIN_BOXES) {
+    RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, &track, RDX_JN_ST_PAIRS), st, done);
     RDX_CHECK_GOTO(box_pairs(ctx, r, s, &keys, &m), st, done);
   } else {
     const rdx_jn_ops *ops = rdx_jn_find_ops(RDX_JN_OP_POLYGONS, ctx->backend);
