@@ -20,6 +20,7 @@
  * feature).
  */
 #include "join/join.h"
+#include "join/index_hd.h"
 #include "join/overlay_hd.h"
 
 #include <stdlib.h>
@@ -252,86 +253,71 @@ static rdx_status locate(rdx_context *ctx, const rdx_polygons *y, const rdx_jn_i
   return st;
 }
 
+/* The side PIP to `side` of x's edges in y (index iy), appended to rec as records of `bit`: of
+ * every edge (keep NULL), or of the edges keep flags, traced as a batch of their own (points, then
+ * their edges' ends). With touch, `also` is ORed into the bits of the edges it does not flag. */
 static rdx_status starts(rdx_context *ctx, const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy,
-                         int side, recs *rec) {
-  const int64_t n = x->host.n_vertices;
-  uint64_t *off = NULL, *feat = NULL;
-  RDX_CHECK(locate(ctx, y, iy, x->host.xy, x->host.edge_end, n, side, &off, &feat));
-  rdx_status st = recs_reserve(ctx, rec, (int64_t)off[n]);
-  const uint32_t bit = side > 0 ? RDX_JN_OV_START_L : RDX_JN_OV_START_R;
-  for (int64_t i = 0; st == RDX_OK && i < n; i++)
-    for (uint64_t k = off[i]; k < off[i + 1]; k++) {
-      rec->key[rec->n] = (uint64_t)i << 32 | (uint32_t)feat[k];
-      rec->bits[rec->n++] = bit;
-    }
-  rdx_mem_free(ctx, off);
-  rdx_mem_free(ctx, feat);
-  return st;
-}
-
-/* The side PIP of x's edges in y to both sides (touch: x's vertices that lie on an edge of y).
- * Where an edge's start lies on no edge of y it lies inside a face of y's arrangement, and so do
- * the points just beside it on either side: both sides have the features of the left one. So the
- * right side is traced only for the touched edges, as a batch of their own (points, then their
- * edges' ends), which are few. */
-static rdx_status starts_both(rdx_context *ctx, const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy,
-                              const uint8_t *touch, recs *rec) {
+                         const uint8_t *keep, int side, uint32_t bit, const uint8_t *touch, uint32_t also, recs *rec) {
   static const char what[] = "rdx_join_polygons: side PIP";
   const rdx_jn_arrays *X = &x->host;
-  const int64_t n = X->n_vertices;
-  uint64_t *off = NULL, *feat = NULL, *off2 = NULL, *feat2 = NULL;
-  int64_t *list = NULL, m = 0;
+  const double *xy = X->xy;
+  const uint32_t *dir_end = X->edge_end;
+  int64_t n = X->n_vertices, *list = NULL;
   double *sub = NULL;
   uint32_t *sub_end = NULL;
-  RDX_CHECK(locate(ctx, y, iy, X->xy, X->edge_end, n, +1, &off, &feat));
-  for (int64_t i = 0; i < n; i++) m += touch[i];
+  uint64_t *off = NULL, *feat = NULL;
   rdx_status st = RDX_OK;
-  if (m > 0) {
+  if (keep) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) m += keep[i] != 0;
+    if (m == 0) return RDX_OK;
     st = rdx_mem_alloc(ctx, what, (void **)&list, (size_t)m * 8, RDX_HOST);
     if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)&sub, (size_t)m * 32, RDX_HOST);
     if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)&sub_end, (size_t)m * 4, RDX_HOST);
-    if (st == RDX_OK) {
-      int64_t k = 0;
-      for (int64_t i = 0; i < n; i++) {
-        if (!touch[i]) continue;
-        const uint64_t j = X->edge_end[i];
-        sub[2 * k] = X->xy[2 * i], sub[2 * k + 1] = X->xy[2 * i + 1];
-        sub[2 * (m + k)] = X->xy[2 * j], sub[2 * (m + k) + 1] = X->xy[2 * j + 1];
-        sub_end[k] = (uint32_t)(m + k);
-        list[k++] = i;
-      }
-      st = locate(ctx, y, iy, sub, sub_end, m, -1, &off2, &feat2);
+    for (int64_t i = 0, k = 0; st == RDX_OK && i < n; i++) {
+      if (!keep[i]) continue;
+      const uint64_t j = X->edge_end[i];
+      sub[2 * k] = X->xy[2 * i], sub[2 * k + 1] = X->xy[2 * i + 1];
+      sub[2 * (m + k)] = X->xy[2 * j], sub[2 * (m + k) + 1] = X->xy[2 * j + 1];
+      sub_end[k] = (uint32_t)(m + k);
+      list[k++] = i;
     }
+    xy = sub, dir_end = sub_end, n = m;
   }
-  if (st == RDX_OK) st = recs_reserve(ctx, rec, (int64_t)off[n] + (m > 0 ? (int64_t)off2[m] : 0));
-  for (int64_t i = 0; st == RDX_OK && i < n; i++) {
-    const uint32_t bits = RDX_JN_OV_START_L | (touch[i] ? 0u : RDX_JN_OV_START_R);
-    for (uint64_t k = off[i]; k < off[i + 1]; k++) {
-      rec->key[rec->n] = (uint64_t)i << 32 | (uint32_t)feat[k];
+  if (st == RDX_OK) st = locate(ctx, y, iy, xy, dir_end, n, side, &off, &feat);
+  if (st == RDX_OK) st = recs_reserve(ctx, rec, (int64_t)off[n]);
+  for (int64_t k = 0; st == RDX_OK && k < n; k++) {
+    const uint64_t i = list ? (uint64_t)list[k] : (uint64_t)k;
+    const uint32_t bits = bit | (touch && !touch[i] ? also : 0u);
+    for (uint64_t j = off[k]; j < off[k + 1]; j++) {
+      rec->key[rec->n] = i << 32 | (uint32_t)feat[j];
       rec->bits[rec->n++] = bits;
     }
   }
-  for (int64_t k = 0; st == RDX_OK && k < m; k++)
-    for (uint64_t j = off2[k]; j < off2[k + 1]; j++) {
-      rec->key[rec->n] = (uint64_t)list[k] << 32 | (uint32_t)feat2[j];
-      rec->bits[rec->n++] = RDX_JN_OV_START_R;
-    }
-  rdx_mem_free(ctx, off), rdx_mem_free(ctx, feat), rdx_mem_free(ctx, off2), rdx_mem_free(ctx, feat2);
+  rdx_mem_free(ctx, off), rdx_mem_free(ctx, feat);
   rdx_mem_free(ctx, list), rdx_mem_free(ctx, sub), rdx_mem_free(ctx, sub_end);
   return st;
 }
 
-/* Which vertices of each layer lie on an edge of the other (t[0]: R's, t[1]: S's; zeroed by the
- * caller), from the edge pairs: a vertex on an edge f starts an edge that meets f, so its pair is
- * among them. */
-static void touches(const rdx_polygons *r, const rdx_polygons *s, const uint64_t *pairs, int64_t n, uint8_t *t[2]) {
+/* Which vertices of each layer lie on an edge of the other (t[0]: R's, t[1]: S's), and which rings
+ * meet the other layer's boundary (m[0], m[1]); either may be NULL, the others zeroed by the caller.
+ * From the edge pairs: a vertex on an edge f starts an edge that meets f, so its pair is among
+ * them. */
+static void meets_of(const rdx_polygons *r, const rdx_polygons *s, const uint64_t *pairs, int64_t n, uint8_t *t[2],
+                     uint8_t *m[2]) {
   const rdx_jn_arrays *R = &r->host, *S = &s->host;
   for (int64_t i = 0; i < n; i++) {
     const uint32_t e = (uint32_t)(pairs[i] >> 32), f = (uint32_t)pairs[i];
-    const double *a = R->xy + 2 * (uint64_t)e, *b = R->xy + 2 * (uint64_t)R->edge_end[e];
-    const double *c = S->xy + 2 * (uint64_t)f, *d = S->xy + 2 * (uint64_t)S->edge_end[f];
-    if (rdx_jn_on_segment(a, c, d)) t[0][e] = 1;
-    if (rdx_jn_on_segment(c, a, b)) t[1][f] = 1;
+    if (t[0]) {
+      const double *a = R->xy + 2 * (uint64_t)e, *b = R->xy + 2 * (uint64_t)R->edge_end[e];
+      const double *c = S->xy + 2 * (uint64_t)f, *d = S->xy + 2 * (uint64_t)S->edge_end[f];
+      if (rdx_jn_on_segment(a, c, d)) t[0][e] = 1;
+      if (rdx_jn_on_segment(c, a, b)) t[1][f] = 1;
+    }
+    if (m[0]) {
+      m[0][rdx_jn_run_of(R->ring_off, R->n_rings, e)] = 1;
+      m[1][rdx_jn_run_of(S->ring_off, S->n_rings, f)] = 1;
+    }
   }
 }
 
@@ -521,7 +507,7 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
   recs rec[2];
   memset(rec, 0, sizeof rec);
   vev *ev[2] = {NULL, NULL};
-  uint8_t *touch[2] = {NULL, NULL};
+  uint8_t *flags[2] = {NULL, NULL};
   int64_t n_ev[2] = {0, 0};
   if (areas) *areas = NULL;
   uint64_t *pairs = NULL, *a = NULL, *b = NULL;
@@ -567,25 +553,37 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
   RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, track, RDX_JN_ST_CLASSIFY), st, done);
   RDX_CHECK_GOTO(classify(ctx, r, s, pairs, n_pairs, rec, areas ? ev : NULL, n_ev), st, done);
   const int sides = pred == RDX_JOIN_CONTAINS || pred == RDX_JOIN_WITHIN || areas != NULL;
-  if (sides) { /* the vertices that lie on the other layer's edges (starts_both) */
-    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: touch", (void **)&touch[0], (size_t)r->host.n_vertices + 1,
-                                 RDX_HOST),
-                   st, done);
-    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: touch", (void **)&touch[1], (size_t)s->host.n_vertices + 1,
-                                 RDX_HOST),
-                   st, done);
-    memset(touch[0], 0, (size_t)r->host.n_vertices), memset(touch[1], 0, (size_t)s->host.n_vertices);
-    touches(r, s, pairs, n_pairs, touch);
+  /* What the side PIP needs of the edge pairs (overlay_hd.h's "Fewer side queries"): with both
+   * sides, the vertices that lie on the other layer's edges; for OVERLAY alone, the rings that
+   * meet the other layer's boundary, and so the edges to locate */
+  const rdx_polygons *lay[2] = {r, s};
+  uint8_t *touch[2] = {NULL, NULL}, *meets[2] = {NULL, NULL}, *keep[2] = {NULL, NULL};
+  for (int d = 0; d < 2; d++) {
+    const size_t nv = (size_t)lay[d]->host.n_vertices, nr = (size_t)lay[d]->host.n_rings;
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: flags", (void **)&flags[d], nv + nr + 1, RDX_HOST), st, done);
+    memset(flags[d], 0, nv + nr + 1);
+    if (sides) touch[d] = flags[d];
+    else keep[d] = flags[d], meets[d] = flags[d] + nv;
+  }
+  meets_of(r, s, pairs, n_pairs, touch, meets);
+  for (int d = 0; d < 2 && !sides; d++) {
+    const rdx_jn_arrays *X = &lay[d]->host;
+    for (int64_t k = 0; k < X->n_rings; k++)
+      for (uint64_t v = X->ring_off[k]; v < X->ring_off[k + 1]; v++) keep[d][v] = meets[d][k] || v == X->ring_off[k];
   }
   rdx_mem_free(ctx, pairs);
   pairs = NULL;
   RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PIP), st, done);
-  if (sides) {
-    RDX_CHECK_GOTO(starts_both(ctx, r, s, ixs, touch[0], &rec[0]), st, done);
-    RDX_CHECK_GOTO(starts_both(ctx, s, r, ixr, touch[1], &rec[1]), st, done);
-  } else {
-    RDX_CHECK_GOTO(starts(ctx, r, s, ixs, +1, &rec[0]), st, done);
-    RDX_CHECK_GOTO(starts(ctx, s, r, ixr, +1, &rec[1]), st, done);
+  const rdx_jn_index *into[2] = {ixs, ixr};
+  for (int d = 0; d < 2; d++) {
+    const rdx_polygons *x = lay[d], *y = lay[1 - d];
+    if (sides) { /* left everywhere (and right where untouched), right where touched */
+      RDX_CHECK_GOTO(starts(ctx, x, y, into[d], NULL, +1, RDX_JN_OV_START_L, touch[d], RDX_JN_OV_START_R, &rec[d]), st,
+                     done);
+      RDX_CHECK_GOTO(starts(ctx, x, y, into[d], touch[d], -1, RDX_JN_OV_START_R, NULL, 0, &rec[d]), st, done);
+    } else {
+      RDX_CHECK_GOTO(starts(ctx, x, y, into[d], keep[d], +1, RDX_JN_OV_START_L, NULL, 0, &rec[d]), st, done);
+    }
   }
   RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, track, RDX_JN_ST_MERGE), st, done);
   RDX_CHECK_GOTO(merge_records(ctx, &rec[0]), st, done);
@@ -631,8 +629,8 @@ rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rd
 done:
   rdx_mem_free(ctx, ev[0]);
   rdx_mem_free(ctx, ev[1]);
-  rdx_mem_free(ctx, touch[0]);
-  rdx_mem_free(ctx, touch[1]);
+  rdx_mem_free(ctx, flags[0]);
+  rdx_mem_free(ctx, flags[1]);
   rdx_mem_free(ctx, pairs);
   rdx_mem_free(ctx, a);
   rdx_mem_free(ctx, b);

@@ -10,9 +10,8 @@
  *   groups    events ordered by (key, x, y) with three stable radix sorts carrying a permutation;
  *             the first event of each run adds its run's flips and keeps an odd result;
  *   starts    the side PIP (count and first feature in one traversal; the few queries in several
- *             features traced again to fill their lists), expanded into records; with both sides
- *             (areas, CONTAINS, WITHIN) the right side is traced only for the edges whose start
- *             lies on the other layer's boundary (starts_both);
+ *             features traced again to fill their lists) of the edges overlay_hd.h's "Fewer side
+ *             queries" keeps, expanded into records;
  *   reduce    per direction the records radix sorted by key, their bits ORed per key; then the
  *             predicate's pairs selected, sorted and made unique (counted per pair for CONTAINS
  *             and WITHIN);
@@ -223,19 +222,6 @@ __global__ void expand_kernel(const uint64_t *off, const uint64_t *feat, const i
   }
 }
 
-/* Which vertices of each layer lie on an edge of the other (t0: R's, t1: S's), from the edge
- * pairs: a vertex on an edge f starts an edge that meets f, so its pair is among them. */
-__global__ void touch_kernel(rdx_jn_arrays R, rdx_jn_arrays S, const uint64_t *pairs, int64_t n, uint8_t *t0,
-                             uint8_t *t1) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const uint32_t e = (uint32_t)(pairs[i] >> 32), f = (uint32_t)pairs[i];
-    const double *a = R.xy + 2 * (uint64_t)e, *b = R.xy + 2 * (uint64_t)R.edge_end[e];
-    const double *c = S.xy + 2 * (uint64_t)f, *d = S.xy + 2 * (uint64_t)S.edge_end[f];
-    if (rdx_jn_on_segment(a, c, d)) t0[e] = 1;
-    if (rdx_jn_on_segment(c, a, b)) t1[f] = 1;
-  }
-}
-
 /* A located query's one feature written into its CSR slot; multi[i] = query i has several. */
 __global__ void single_kernel(const uint64_t *cnt, const int64_t *first, const uint64_t *off, int64_t n, uint64_t *feat,
                               uint8_t *multi) {
@@ -246,7 +232,8 @@ __global__ void single_kernel(const uint64_t *cnt, const int64_t *first, const u
 }
 
 /* The queries list[0 .. m) as a batch of their own: points at sub_xy[0 .. m), and with dir_end
- * their edges' ends at sub_xy[m + k] (sub_end[k] = m + k); sub_off[k] = their CSR offsets. */
+ * their edges' ends at sub_xy[m + k] (sub_end[k] = m + k); with off, sub_off[k] = their CSR
+ * offsets. */
 __global__ void gather_queries_kernel(const int64_t *list, int64_t m, const double *xy, const uint32_t *dir_end,
                                       const uint64_t *off, double *sub_xy, uint32_t *sub_end, uint64_t *sub_off) {
   for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < m; k += (int64_t)gridDim.x * blockDim.x) {
@@ -257,7 +244,7 @@ __global__ void gather_queries_kernel(const int64_t *list, int64_t m, const doub
       sub_xy[2 * (m + k)] = xy[2 * j], sub_xy[2 * (m + k) + 1] = xy[2 * j + 1];
       sub_end[k] = (uint32_t)(m + k);
     }
-    sub_off[k] = off[i];
+    if (off) sub_off[k] = off[i];
   }
 }
 
@@ -314,71 +301,76 @@ rdx_status locate(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_pol
   return RDX_OK;
 }
 
-/* The side PIP of x's edges in y (index iy) to `side`, as records. */
+/* The side PIP to `side` of x's edges in y (index iy), as records of `bit`: of every edge (keep
+ * NULL), or of the edges keep flags, traced as a batch of their own. With touch, `also` is ORed
+ * into the bits of the edges it does not flag. */
 rdx_status starts(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_polygons *x, const rdx_polygons *y,
-                  const rdx_jn_index *iy, int side, recs *out) {
-  const int64_t n = x->dev.n_vertices;
+                  const rdx_jn_index *iy, const uint8_t *keep, int side, uint32_t bit, const uint8_t *touch,
+                  uint32_t also, recs *out) {
+  static const char what[] = "rdx_join_polygons: side PIP";
+  cudaStream_t cs = rdx_stream(ctx);
+  const double *xy = x->dev.xy;
+  const uint32_t *dir_end = x->dev.edge_end;
+  int64_t n = x->dev.n_vertices, *list = NULL;
+  out->n = 0;
+  if (keep) {
+    int64_t *d_m, m = 0;
+    RDX_CHECK(b.get(&list, n));
+    RDX_CHECK(b.get(&d_m, 1));
+    thrust::counting_iterator<int64_t> idx(0);
+    RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+      return cub::DeviceSelect::Flagged(t, bytes, idx, keep, list, d_m, n, cs);
+    }));
+    RDX_CHECK(read_i64(ctx, d_m, &m));
+    if (m == 0) return RDX_OK;
+    double *sub_xy;
+    uint32_t *sub_end;
+    RDX_CHECK(b.get(&sub_xy, 4 * m));
+    RDX_CHECK(b.get(&sub_end, m));
+    gather_queries_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(list, m, xy, dir_end, NULL, sub_xy, sub_end, NULL);
+    RDX_CUDA(ctx, cudaGetLastError(), what);
+    xy = sub_xy, dir_end = sub_end, n = m;
+  }
   uint64_t *off, *feat, total = 0;
-  RDX_CHECK(locate(ctx, b, pip, y, iy, x->dev.xy, x->dev.edge_end, n, side, &off, &feat));
+  RDX_CHECK(locate(ctx, b, pip, y, iy, xy, dir_end, n, side, &off, &feat));
   RDX_CHECK(read_i64(ctx, off + n, (int64_t *)&total));
   RDX_CHECK(b.get(&out->key, (int64_t)total));
   RDX_CHECK(b.get(&out->bits, (int64_t)total));
-  expand_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(off, feat, NULL, NULL, n,
-                                                               side > 0 ? RDX_JN_OV_START_L : RDX_JN_OV_START_R, 0,
-                                                               out->key, out->bits);
+  expand_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(off, feat, list, touch, n, bit, also, out->key, out->bits);
   RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: expand kernel");
   out->n = (int64_t)total;
-  b.drop(feat);
-  b.drop(off);
+  b.drop(feat), b.drop(off);
   return RDX_OK;
 }
 
-/* The side PIP of x's edges in y to both sides, as records. Where an edge's start lies on no edge
- * of y (touch: 0) it lies inside a face of y's arrangement, and so do the points just beside it on
- * either side: both sides have the features of the left one. So the right side is traced only
- * for the touched edges (a batch of their own), which are few. */
-rdx_status starts_both(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_polygons *x, const rdx_polygons *y,
-                       const rdx_jn_index *iy, const uint8_t *touch, recs *out) {
-  static const char what[] = "rdx_join_polygons: side PIP";
-  cudaStream_t cs = rdx_stream(ctx);
-  const int64_t n = x->dev.n_vertices;
-  uint64_t *off, *feat, *off2 = NULL, *feat2 = NULL, total = 0, total2 = 0;
-  int64_t *list, *d_m, m = 0;
-  RDX_CHECK(locate(ctx, b, pip, y, iy, x->dev.xy, x->dev.edge_end, n, +1, &off, &feat));
-  RDX_CHECK(read_i64(ctx, off + n, (int64_t *)&total));
-  RDX_CHECK(b.get(&list, n));
-  RDX_CHECK(b.get(&d_m, 1));
-  thrust::counting_iterator<int64_t> idx(0);
-  RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
-    return cub::DeviceSelect::Flagged(t, bytes, idx, touch, list, d_m, n, cs);
-  }));
-  RDX_CHECK(read_i64(ctx, d_m, &m));
-  if (m > 0) {
-    double *sub_xy;
-    uint32_t *sub_end;
-    uint64_t *sub_off;
-    RDX_CHECK(b.get(&sub_xy, 4 * m));
-    RDX_CHECK(b.get(&sub_end, m));
-    RDX_CHECK(b.get(&sub_off, m));
-    gather_queries_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(list, m, x->dev.xy, x->dev.edge_end, off, sub_xy, sub_end,
-                                                            sub_off);
-    RDX_CUDA(ctx, cudaGetLastError(), what);
-    RDX_CHECK(locate(ctx, b, pip, y, iy, sub_xy, sub_end, m, -1, &off2, &feat2));
-    RDX_CHECK(read_i64(ctx, off2 + m, (int64_t *)&total2));
-    b.drop(sub_xy), b.drop(sub_end), b.drop(sub_off);
+/* Which vertices of each layer lie on an edge of the other (t0: R's, t1: S's), and which rings
+ * meet the other layer's boundary (m0, m1; NULL: not wanted), from the edge pairs: a vertex on an
+ * edge f starts an edge that meets f, so its pair is among them. */
+__global__ void meet_kernel(rdx_jn_arrays R, rdx_jn_arrays S, const uint64_t *pairs, int64_t n, uint8_t *t0,
+                            uint8_t *t1, uint8_t *m0, uint8_t *m1) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const uint32_t e = (uint32_t)(pairs[i] >> 32), f = (uint32_t)pairs[i];
+    if (t0) {
+      const double *a = R.xy + 2 * (uint64_t)e, *b = R.xy + 2 * (uint64_t)R.edge_end[e];
+      const double *c = S.xy + 2 * (uint64_t)f, *d = S.xy + 2 * (uint64_t)S.edge_end[f];
+      if (rdx_jn_on_segment(a, c, d)) t0[e] = 1;
+      if (rdx_jn_on_segment(c, a, b)) t1[f] = 1;
+    }
+    if (m0) {
+      m0[rdx_jn_run_of(R.ring_off, R.n_rings, e)] = 1;
+      m1[rdx_jn_run_of(S.ring_off, S.n_rings, f)] = 1;
+    }
   }
-  RDX_CHECK(b.get(&out->key, (int64_t)(total + total2)));
-  RDX_CHECK(b.get(&out->bits, (int64_t)(total + total2)));
-  expand_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(off, feat, NULL, touch, n, RDX_JN_OV_START_L, RDX_JN_OV_START_R,
-                                                  out->key, out->bits);
-  if (m > 0)
-    expand_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(off2, feat2, list, NULL, m, RDX_JN_OV_START_R, 0,
-                                                    out->key + total, out->bits + total);
-  RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: expand kernel");
-  out->n = (int64_t)(total + total2);
-  b.drop(off), b.drop(feat), b.drop(list);
-  if (off2) b.drop(off2), b.drop(feat2);
-  return RDX_OK;
+}
+
+/* keep[v]: the edge starting at vertex v is located: every edge of a ring that meets the other
+ * layer's boundary (meets), the first edge of any other ring. */
+__global__ void ring_keep_kernel(rdx_jn_arrays X, const uint8_t *meets, uint8_t *keep) {
+  for (int64_t v = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; v < X.n_vertices;
+       v += (int64_t)gridDim.x * blockDim.x) {
+    const uint32_t r = rdx_jn_run_of(X.ring_off, X.n_rings, (uint64_t)v);
+    keep[v] = meets[r] || X.ring_off[r] == (uint64_t)v;
+  }
 }
 
 struct bit_or {
@@ -723,7 +715,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
     RDX_CHECK(b.get(&c[k], np));
     RDX_CHECK(b.get(&o[k], np + 1));
   }
-  recs proper[2], vgroups[2], side[2];
+  recs proper[2], vgroups[2], side[2][2];
   vev *ev[2] = {NULL, NULL};
   if (np > 0) {
     classify_kernel<<<rdx_grid(np, TPB), TPB, 0, cs>>>(r->dev, s->dev, pairs, np, want_areas, c[0], c[1], c[2], NULL,
@@ -744,18 +736,30 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
     RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: classify kernel");
   }
   for (int k = 0; k < 3; k++) b.drop(c[k]), b.drop(o[k]);
-  /* with both sides: the vertices that lie on the other layer's edges (starts_both) */
+  /* What the side PIP needs of the edge pairs (overlay_hd.h's "Fewer side queries"): with both
+   * sides, the vertices that lie on the other layer's edges; for OVERLAY alone, the rings that
+   * meet the other layer's boundary */
   const int sides = pred == RDX_JOIN_CONTAINS || pred == RDX_JOIN_WITHIN || want_areas;
-  uint8_t *touch[2] = {NULL, NULL};
-  if (sides) {
-    RDX_CHECK(b.get(&touch[0], r->dev.n_vertices));
-    RDX_CHECK(b.get(&touch[1], s->dev.n_vertices));
-    RDX_CUDA(ctx, cudaMemsetAsync(touch[0], 0, (size_t)r->dev.n_vertices, cs), what);
-    RDX_CUDA(ctx, cudaMemsetAsync(touch[1], 0, (size_t)s->dev.n_vertices, cs), what);
-    if (np > 0) {
-      touch_kernel<<<rdx_grid(np, TPB), TPB, 0, cs>>>(r->dev, s->dev, pairs, np, touch[0], touch[1]);
-      RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: touch kernel");
+  const rdx_polygons *lay[2] = {r, s};
+  uint8_t *touch[2] = {NULL, NULL}, *meets[2] = {NULL, NULL}, *keep[2] = {NULL, NULL};
+  for (int d = 0; d < 2; d++) {
+    const int64_t nv = lay[d]->dev.n_vertices, nr = lay[d]->dev.n_rings;
+    if (sides) {
+      RDX_CHECK(b.get(&touch[d], nv));
+      RDX_CUDA(ctx, cudaMemsetAsync(touch[d], 0, (size_t)nv, cs), what);
+    } else {
+      RDX_CHECK(b.get(&meets[d], nr));
+      RDX_CHECK(b.get(&keep[d], nv));
+      RDX_CUDA(ctx, cudaMemsetAsync(meets[d], 0, (size_t)nr, cs), what);
     }
+  }
+  if (np > 0) {
+    meet_kernel<<<rdx_grid(np, TPB), TPB, 0, cs>>>(r->dev, s->dev, pairs, np, touch[0], touch[1], meets[0], meets[1]);
+    RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: meet kernel");
+  }
+  for (int d = 0; d < 2 && !sides; d++) {
+    ring_keep_kernel<<<rdx_grid(lay[d]->dev.n_vertices, TPB), TPB, 0, cs>>>(lay[d]->dev, meets[d], keep[d]);
+    RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: ring keep kernel");
   }
   b.drop(pairs);
   /* vertex groups */
@@ -779,18 +783,22 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   }
   /* starts */
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PIP));
-  if (sides) {
-    RDX_CHECK(starts_both(ctx, b, pip, r, s, ixs, touch[0], &side[0]));
-    RDX_CHECK(starts_both(ctx, b, pip, s, r, ixr, touch[1], &side[1]));
-  } else {
-    RDX_CHECK(starts(ctx, b, pip, r, s, ixs, +1, &side[0]));
-    RDX_CHECK(starts(ctx, b, pip, s, r, ixr, +1, &side[1]));
+  const rdx_jn_index *into[2] = {ixs, ixr};
+  for (int d = 0; d < 2; d++) {
+    const rdx_polygons *x = lay[d], *y = lay[1 - d];
+    if (sides) { /* left everywhere (and right where untouched), right where touched */
+      RDX_CHECK(starts(ctx, b, pip, x, y, into[d], NULL, +1, RDX_JN_OV_START_L, touch[d], RDX_JN_OV_START_R,
+                       &side[d][0]));
+      RDX_CHECK(starts(ctx, b, pip, x, y, into[d], touch[d], -1, RDX_JN_OV_START_R, NULL, 0, &side[d][1]));
+    } else {
+      RDX_CHECK(starts(ctx, b, pip, x, y, into[d], keep[d], +1, RDX_JN_OV_START_L, NULL, 0, &side[d][0]));
+    }
   }
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_MERGE));
   recs rec[2];
   for (int d = 0; d < 2; d++) {
-    recs src[3] = {proper[d], vgroups[d], side[d]};
-    RDX_CHECK(merge(ctx, b, src, 3, &rec[d]));
+    recs src[4] = {proper[d], vgroups[d], side[d][0], side[d][1]};
+    RDX_CHECK(merge(ctx, b, src, 4, &rec[d]));
   }
   /* pairs */
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_SELECT));

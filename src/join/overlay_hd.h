@@ -47,6 +47,18 @@
  *   INTERSECTS  the boundaries meet (LSI) or the interiors do (OVERLAY): a feature meeting the
  *               other's interior but not its boundary lies inside it.
  *
+ * Fewer side queries. The starts need not all be traced (overlay.c and overlay.cu skip these):
+ *   both sides  where e's start a lies on no edge of the other layer, a lies in an open face of
+ *               that layer's boundary, and so do the points infinitesimally beside it: START_R
+ *               equals START_L for every B. Only the starts that lie on an edge of the other layer
+ *               (seen from the edge pairs: such an e meets that edge at a) trace the right side.
+ *   OVERLAY     (alone, no areas) reads only "some edge of A has exists_L(e, B)". A ring of A
+ *               that meets no edge of the other layer is a closed curve at a positive distance
+ *               from that boundary, so it and a band around it lie in one open face: every one
+ *               of its edges has the same START_L and no toggles. Its first edge answers for it;
+ *               the rings that meet the other boundary (seen from the edge pairs) trace every
+ *               start. The pairs found are the same.
+ *
  * This file holds the step on one intersecting edge pair (e of R, f of S) that yields the toggles:
  * rdx_jn_ov_classify. The starts come from the side PIP, the pairs from LSI, and overlay.c
  * reduces them into the feature pairs.
