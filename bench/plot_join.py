@@ -197,7 +197,7 @@ PLOTS = {
     "join_pip": lambda rs, out: joins(rs, out, "PIP query"),
     "join_pip_synth": lambda rs, out: joins(rs, out, "PIP query"),
     "join_pip_rate": lambda rs, out: joins(rs, out, "PIP query"),
-    "join_overlay": lambda rs, out: polygon_joins(rs, out, "overlay with areas"),
+    "join_overlay": lambda rs, out: polygon_joins(rs, out, "overlay (the pairs; overlay+areas: with their areas)"),
     "join_predicates": lambda rs, out: polygon_joins(rs, out, "intersects, contains, within"),
     "join_overlay_synth": overlay_synth,
 }

@@ -13,6 +13,7 @@
  *   index_ms .. result_ms  (polygon joins only: the last columns) the means over the reps of the
  *                       join's stages (bench_api.h's rdx_jn_stage; each stage waited for on GPU
  *                       contexts, so they add up to about query_ms)
+ * The op column reads "overlay+areas" for overlay with --areas.
  * The check column compares every row's answers with the first row's of the same join (another
  * backend or threshold in the same run): "ref" for that row, "same" or "DIFF" (overlay with
  * --areas: also "DIFF_AREA" when an area differs from the first row's by more than 1e-9 of it).
@@ -277,7 +278,8 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
   for (char *p = device; *p; p++)
     if (*p == ',') *p = ' ';
   printf("%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%g,%d,%d,%lld,%.2f,%.3f,%.3f,%.3f,%.3f,%.4g,%lld,%lld,%s",
-         date, device, label, op_names[c->op], base_name(c->r_path), base_name(c->s_path),
+         date, device, label, c->op == 2 && c->areas ? "overlay+areas" : op_names[c->op], base_name(c->r_path),
+         base_name(c->s_path),
          (long long)ri.n_features, (long long)ri.n_edges, (long long)s_edges, (long long)n_pts, group,
          exact ? 0 : c->pad, c->planar, (long long)ist.n_groups, (double)ist.bytes / 1048576.0, g, bm, q, bm + q,
          q > 0 ? work / (q / 1e3) : 0.0, (long long)results, (long long)candidates, check);

@@ -97,6 +97,8 @@ if [[ $jparts == *" polygons "* ]]; then
     # the big pairs: the CPU rows take seconds each; overlay with grouping on and off
     [ "$pa" = countries-maritime-10m ] && reps=1 og=3.5,1
     jb join_overlay 300 bench join --op overlay --r "$jr" --s "$js" --backend $B --group $og --reps $reps --areas
+    # the pairs alone (the overlay figure): fewer side queries than with areas (overlay_hd.h)
+    jb join_overlay 300 bench join --op overlay --r "$jr" --s "$js" --backend $B --group $og --reps $reps
     for op in intersects contains within; do
       jb join_predicates 300 bench join --op $op --r "$jr" --s "$js" --backend $B --group 3.5 --reps $reps
     done
