@@ -234,11 +234,14 @@ rdx_status rdx_jn_track_stage(rdx_context *ctx, rdx_jn_track *t, rdx_jn_stage ne
 rdx_status rdx_jn_polygons_cpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
                                const rdx_jn_index *ixs, rdx_join_predicate pred, rdx_jn_track *track, uint64_t **out,
                                int64_t *n_out, double **areas);
-/* The same on GPU contexts (overlay.cu), through the context's LSI and PIP tables; the outputs
- * still come back in host memory. */
+/* The same on GPU contexts (overlay.cu), through the context's LSI and PIP tables; *out and *areas
+ * in device memory (rdx_mem_alloc's, which the result keeps). */
 rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
                                const rdx_jn_index *ixs, rdx_join_predicate pred, rdx_jn_track *track, uint64_t **out,
                                int64_t *n_out, double **areas);
+
+/* The m pairs r << 32 | s of keys (device) as the result's (r, s) rows of int64 (device, 2 m). */
+rdx_status rdx_jn_split_pairs_gpu(rdx_context *ctx, const uint64_t *keys, int64_t m, int64_t *pairs);
 
 /* ---- ops tables: one per (operation, backend), listed in registry.c (STYLE rule 34) ----
  * join.c and join_lsi.c validate the public calls and stage arrays, then call the table of the

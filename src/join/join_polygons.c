@@ -124,38 +124,30 @@ rdx_status rdx_jn_track_stage(rdx_context *ctx, rdx_jn_track *t, rdx_jn_stage ne
 
 /* ---- the public calls ---- */
 
-/* The result of m host pairs (r << 32 | s), with their m areas when want_areas, in the context's
- * compute location. */
-static rdx_status make_result(rdx_context *ctx, const uint64_t *keys, int want_areas, const double *areas, int64_t m,
+/* The result of m pairs r << 32 | s (*keys) and, with want_areas, their m areas (*areas), both in
+ * the context's compute location (the engines' output, rdx_mem_alloc's): the pairs are split into
+ * the result's (r, s) rows there, and the areas array becomes the result's (*areas is taken). */
+static rdx_status make_result(rdx_context *ctx, const uint64_t *keys, int want_areas, double **areas, int64_t m,
                               rdx_join_pairs_result **out) {
   static const char what[] = "rdx_join_polygons: result";
   rdx_join_pairs_result *res = (rdx_join_pairs_result *)calloc(1, sizeof *res);
   if (res == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory", what);
-  int64_t *host = NULL;
-  rdx_location where = rdx_compute_location(ctx);
-  rdx_status st = rdx_mem_alloc(ctx, what, (void **)&host, (size_t)(2 * m + 1) * 8, RDX_HOST);
-  if (st == RDX_OK) {
-    for (int64_t i = 0; i < m; i++) host[2 * i] = (int64_t)(keys[i] >> 32), host[2 * i + 1] = (int64_t)(uint32_t)keys[i];
-    if (where == RDX_HOST) {
-      res->pairs = host;
-      host = NULL;
-    } else {
-      st = rdx_mem_alloc(ctx, what, (void **)&res->pairs, (size_t)(2 * m + 1) * 8, where);
-      if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, res->pairs, host, (size_t)(2 * m) * 8);
-    }
-  }
-  rdx_mem_free(ctx, host);
-  if (st == RDX_OK && want_areas) {
-    st = rdx_mem_alloc(ctx, what, (void **)&res->areas, (size_t)(m + 1) * 8, where);
-    if (st == RDX_OK && m > 0 && where == RDX_HOST) memcpy(res->areas, areas, (size_t)m * 8);
-    else if (st == RDX_OK && m > 0) st = rdx_cuda_memcpy(ctx, res->areas, areas, (size_t)m * 8);
-  }
+  const rdx_location where = rdx_compute_location(ctx);
+  res->where = where;
+  rdx_status st = rdx_mem_alloc(ctx, what, (void **)&res->pairs, (size_t)(2 * m + 1) * 8, where);
+  if (st == RDX_OK && where == RDX_HOST)
+    for (int64_t i = 0; i < m; i++)
+      res->pairs[2 * i] = (int64_t)(keys[i] >> 32), res->pairs[2 * i + 1] = (int64_t)(uint32_t)keys[i];
+  else if (st == RDX_OK)
+    st = rdx_jn_split_pairs_gpu(ctx, keys, m, res->pairs);
+  if (st == RDX_OK && want_areas && *areas == NULL) /* no engine ran: nothing meets */
+    st = rdx_mem_alloc(ctx, what, (void **)areas, 8, where);
   if (st != RDX_OK) {
     rdx_join_pairs_free(ctx, res);
     return st;
   }
+  if (want_areas) res->areas = *areas, *areas = NULL;
   res->n_pairs = m;
-  res->where = where;
   *out = res;
   return RDX_OK;
 }
@@ -195,6 +187,15 @@ rdx_status rdx_jn_polygons_run(rdx_context *ctx, const rdx_polygons *r, const rd
   } else if (predicate == RDX_JOIN_BOXES) {
     RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, &track, RDX_JN_ST_PAIRS), st, done);
     RDX_CHECK_GOTO(box_pairs(ctx, r, s, &keys, &m), st, done);
+    if (rdx_compute_location(ctx) == RDX_DEVICE) { /* the sweep ran on the host */
+      uint64_t *dk = NULL;
+      RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_join_polygons: pairs", (void **)&dk, (size_t)(m + 1) * 8, RDX_DEVICE), st,
+                     done);
+      if (m > 0) st = rdx_cuda_memcpy(ctx, dk, keys, (size_t)m * 8);
+      rdx_mem_free(ctx, keys);
+      keys = dk;
+      if (st != RDX_OK) goto done;
+    }
   } else {
     const rdx_jn_ops *ops = rdx_jn_find_ops(RDX_JN_OP_POLYGONS, ctx->backend);
     if (ops == NULL || ops->polygons == NULL) {
@@ -215,7 +216,7 @@ rdx_status rdx_jn_polygons_run(rdx_context *ctx, const rdx_polygons *r, const rd
                    st, done);
   }
   RDX_CHECK_GOTO(rdx_jn_track_stage(ctx, &track, RDX_JN_ST_RESULT), st, done);
-  st = make_result(ctx, keys, want_areas, areas, m, out);
+  st = make_result(ctx, keys, want_areas, &areas, m, out);
   if (st == RDX_OK && stats) {
     const double now = rdx_now_ms();
     stats->ms[RDX_JN_ST_RESULT] += now - track.t;

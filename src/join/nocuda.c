@@ -15,6 +15,11 @@ rdx_status rdx_jn_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn
   return none(ctx);
 }
 
+rdx_status rdx_jn_split_pairs_gpu(rdx_context *ctx, const uint64_t *keys, int64_t m, int64_t *pairs) {
+  (void)keys, (void)m, (void)pairs;
+  return none(ctx);
+}
+
 rdx_status rdx_jn_points_cuda(rdx_context *ctx, const void *src, int f32, int64_t n, double *dst, int64_t *bad) {
   (void)src, (void)f32, (void)n, (void)dst;
   *bad = -1;

@@ -18,8 +18,9 @@
  *   areas     events ordered by (key, t); one thread per record walks its events into its share;
  *             the shares ordered by pair (stably) and summed per pair in the CPU's order and
  *             chunks (overlay_hd.h), one thread a chunk, so the areas have the CPU's bits.
- * The pairs and areas come back to the host (the caller builds the result). Every buffer comes
- * from the context's account and is freed before return.
+ * The pairs and areas are copied out of the scratch into device memory that the result keeps
+ * (join_polygons.c). Every buffer comes from the context's account; the scratch is freed before
+ * return.
  */
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -634,31 +635,37 @@ rdx_status ring_pairs(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx
   return sort_unique(ctx, b, feat, total, out, m, NULL);
 }
 
-/* The m pairs (and areas when not NULL) copied to new host arrays. */
-rdx_status to_host(rdx_context *ctx, const uint64_t *res, const double *d_area, int64_t m, uint64_t **out,
-                   int64_t *n_out, double **areas) {
-  static const char what[] = "rdx_join_polygons";
+/* The m pairs (and areas when not NULL) copied out of the bag into device memory of the caller's
+ * (the result's arrays: join_polygons.c keeps them). */
+rdx_status to_result(rdx_context *ctx, const uint64_t *res, const double *d_area, int64_t m, uint64_t **out,
+                     int64_t *n_out, double **areas) {
+  static const char what[] = "rdx_join_polygons: result";
   cudaStream_t cs = rdx_stream(ctx);
-  uint64_t *h = NULL;
-  double *ha = NULL;
-  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&h, (size_t)(m + 1) * 8, RDX_HOST));
+  uint64_t *k = NULL;
+  double *a = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)&k, (size_t)(m + 1) * 8, RDX_DEVICE));
   rdx_status st = RDX_OK;
-  if (m > 0) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(h, res, (size_t)m * 8, cudaMemcpyDeviceToHost, cs), what);
+  if (m > 0) st = rdx_cuda_ok(ctx, cudaMemcpyAsync(k, res, (size_t)m * 8, cudaMemcpyDeviceToDevice, cs), what);
   if (st == RDX_OK && areas) {
-    st = rdx_mem_alloc(ctx, what, (void **)&ha, (size_t)(m + 1) * 8, RDX_HOST);
+    st = rdx_mem_alloc(ctx, what, (void **)&a, (size_t)(m + 1) * 8, RDX_DEVICE);
     if (st == RDX_OK && m > 0)
-      st = rdx_cuda_ok(ctx, cudaMemcpyAsync(ha, d_area, (size_t)m * 8, cudaMemcpyDeviceToHost, cs), what);
+      st = rdx_cuda_ok(ctx, cudaMemcpyAsync(a, d_area, (size_t)m * 8, cudaMemcpyDeviceToDevice, cs), what);
   }
   if (st == RDX_OK) st = rdx_cuda_sync(ctx, what);
   if (st != RDX_OK) {
-    rdx_mem_free(ctx, h);
-    rdx_mem_free(ctx, ha);
+    rdx_mem_free(ctx, k);
+    rdx_mem_free(ctx, a);
     return st;
   }
-  *out = h;
+  *out = k;
   *n_out = m;
-  if (areas) *areas = ha;
+  if (areas) *areas = a;
   return RDX_OK;
+}
+
+__global__ void split_pairs_kernel(const uint64_t *keys, int64_t m, int64_t *pairs) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m; i += (int64_t)gridDim.x * blockDim.x)
+    pairs[2 * i] = (int64_t)(keys[i] >> 32), pairs[2 * i + 1] = (int64_t)(uint32_t)keys[i];
 }
 
 }  // namespace
@@ -705,7 +712,7 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
     if (n1) RDX_CUDA(ctx, cudaMemcpyAsync(u + nbnd + n0, c1, (size_t)n1 * 8, cudaMemcpyDeviceToDevice, cs), what);
     RDX_CHECK(sort_unique(ctx, b, u, nbnd + n0 + n1, &res, &m, NULL));
     RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_RESULT));
-    return to_host(ctx, res, NULL, m, out, n_out, NULL);
+    return to_result(ctx, res, NULL, m, out, n_out, NULL);
   }
   /* classify */
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_CLASSIFY));
@@ -886,7 +893,13 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
     }
   }
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_RESULT));
-  return to_host(ctx, res, d_area, m, out, n_out, areas);
+  return to_result(ctx, res, d_area, m, out, n_out, areas);
+}
+
+extern "C" rdx_status rdx_jn_split_pairs_gpu(rdx_context *ctx, const uint64_t *keys, int64_t m, int64_t *pairs) {
+  if (m > 0) split_pairs_kernel<<<rdx_grid(m, TPB), TPB, 0, rdx_stream(ctx)>>>(keys, m, pairs);
+  RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: split pairs kernel");
+  return rdx_cuda_sync(ctx, "rdx_join_polygons: result");
 }
 
 extern "C" const rdx_jn_ops rdx_jn_polygons_cuda_ops = {
