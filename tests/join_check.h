@@ -11,6 +11,8 @@
 
 #include "check.h"
 
+#include <math.h>
+
 /* Internal (src/join/join.h): launches of the join's OptiX programs since the process began. */
 int64_t rdx_jn_optix_launches(void);
 
@@ -96,6 +98,30 @@ static inline void lb_quad_as(lb_layer *L, double x0, double y0, double x1, doub
   lb_ring_as(L, q, 4, shell);
 }
 static inline void lb_quad(lb_layer *L, double x0, double y0, double x1, double y1) { lb_quad_as(L, x0, y0, x1, y1, 1); }
+static inline void lb_tri(lb_layer *L, double ax, double ay, double bx, double by, double cx, double cy) {
+  double t[6] = {ax, ay, bx, by, cx, cy};
+  lb_ring(L, t, 3);
+}
+/* n x n squares of side h from (x0, y0), one feature each */
+static inline void lb_grid(lb_layer *L, int n, double x0, double y0, double h) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) lb_feature(L), lb_quad(L, x0 + i * h, y0 + j * h, x0 + (i + 1) * h, y0 + (j + 1) * h);
+}
+/* every coordinate times 2^e (exact) */
+static inline void lb_scale(lb_layer *L, int e) {
+  for (int64_t i = 0; i < 2 * L->nv; i++) L->xy[i] = ldexp(L->xy[i], e);
+}
+/* a star of k spikes (2k points at p) around (cx, cy) between radii r0 and r1 */
+static inline void lb_star_points(double *p, int k, double cx, double cy, double r0, double r1, double phase) {
+  for (int i = 0; i < 2 * k; i++) {
+    double a = phase + 3.14159265358979323846 * i / k, r = (i & 1) ? r0 : r1;
+    p[2 * i] = cx + r * cos(a), p[2 * i + 1] = cy + r * sin(a);
+  }
+}
+/* uniform in [lo, hi) from the test's seeded generator */
+static inline double lb_urand(double lo, double hi) {
+  return lo + (hi - lo) * ((double)(check_rand_() >> 11) * 0x1p-53);
+}
 
 /* The layer as rdx_polygons of context c (NULL after a failed check). */
 static inline rdx_polygons *lb_create(rdx_context *c, const lb_layer *L) {

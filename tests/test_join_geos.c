@@ -46,9 +46,6 @@ static GEOSContextHandle_t geos;
 /* ---- a layer (join_check.h: CSR plus, per ring, whether it opens a polygon) ---- */
 
 /* every coordinate times 2^e (exact) */
-static void lb_scale(lb_layer *L, int e) {
-  for (int64_t i = 0; i < 2 * L->nv; i++) L->xy[i] = ldexp(L->xy[i], e);
-}
 
 static rdx_polygons *make(const lb_layer *L) { return lb_create(ctx, L); }
 
@@ -115,7 +112,6 @@ static void pt(pts *P, double x, double y) {
   P->xy[2 * P->n] = x, P->xy[2 * P->n + 1] = y;
   P->n++;
 }
-static double urand(double lo, double hi) { return lo + (hi - lo) * ((double)(check_rand_() >> 11) * 0x1p-53); }
 static int in_domain(double v) {
   double a = fabs(v);
   return a == 0 || (a >= 0x1p-256 && a <= 0x1p256);
@@ -135,8 +131,8 @@ static void points_of(const lb_layer *L, pts *P, int64_t n_random, int64_t every
     }
   if (L->nv == 0) lo[0] = lo[1] = -1, hi[0] = hi[1] = 1;
   for (int64_t i = 0; i < n_random; i++) {
-    double x = urand(lo[0] - (hi[0] - lo[0]) * 0.1, hi[0] + (hi[0] - lo[0]) * 0.1);
-    double y = urand(lo[1] - (hi[1] - lo[1]) * 0.1, hi[1] + (hi[1] - lo[1]) * 0.1);
+    double x = lb_urand(lo[0] - (hi[0] - lo[0]) * 0.1, hi[0] + (hi[0] - lo[0]) * 0.1);
+    double y = lb_urand(lo[1] - (hi[1] - lo[1]) * 0.1, hi[1] + (hi[1] - lo[1]) * 0.1);
     if (in_domain(x) && in_domain(y)) pt(P, x, y);
   }
 }
@@ -307,13 +303,6 @@ static void triangle(void) {
   lb_free(&T), lb_free(&U), lb_free(&V);
 }
 
-/* n x n squares of side h from (x0, y0), one feature each */
-static void grid(lb_layer *L, int n, double x0, double y0, double h) {
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < n; j++)
-      lb_feature(L), lb_quad_as(L, x0 + i * h, y0 + j * h, x0 + (i + 1) * h, y0 + (j + 1) * h, 1);
-}
-
 static void grids(void) {
   CASE(geos_grid);
   const int scales[3] = {0, -200, 100};
@@ -321,9 +310,9 @@ static void grids(void) {
     int n = s == 0 ? 24 : 8;
     lb_layer F, C, H;
     lb_init(&F), lb_init(&C), lb_init(&H);
-    grid(&F, n, -8, -4, 1);         /* fine */
-    grid(&C, n / 2, -8, -4, 2);     /* coarse, aligned */
-    grid(&H, n, -7.5, -4, 1);       /* fine, shifted by half a cell in x */
+    lb_grid(&F, n, -8, -4, 1);         /* fine */
+    lb_grid(&C, n / 2, -8, -4, 2);     /* coarse, aligned */
+    lb_grid(&H, n, -7.5, -4, 1);       /* fine, shifted by half a cell in x */
     lb_scale(&F, scales[s]), lb_scale(&C, scales[s]), lb_scale(&H, scales[s]);
     pts P = {0};
     for (int i = 0; i <= 2 * n + 2; i++)
@@ -366,19 +355,11 @@ static void holes(void) {
     for (int j = 0; j <= 48; j++) pt(&P, -12 + 0.5 * i, -12 + 0.5 * j);
   points_of(&L, &P, 3000, 1);
   check_pip("holes, islands, multipolygons", &L, &P, 0);
-  grid(&D, 8, -11, -11, 3);
+  lb_grid(&D, 8, -11, -11, 3);
   check_lsi("holes x itself", &L, &L);
   check_lsi("holes x grid", &L, &D);
   free(P.xy);
   lb_free(&L), lb_free(&D);
-}
-
-/* a star of k spikes (2k vertices) around (cx, cy) between radii r0 and r1 */
-static void star(double *p, int k, double cx, double cy, double r0, double r1, double phase) {
-  for (int i = 0; i < 2 * k; i++) {
-    double a = phase + 3.14159265358979323846 * i / k, r = (i & 1) ? r0 : r1;
-    p[2 * i] = cx + r * cos(a), p[2 * i + 1] = cy + r * sin(a);
-  }
 }
 
 static void big_feature(void) {
@@ -387,7 +368,7 @@ static void big_feature(void) {
   lb_init(&L), lb_init(&Z);
   int k = 50000;
   double *p = (double *)malloc((size_t)4 * k * sizeof *p);
-  star(p, k, 3, -2, 0.9, 1.0, 0.1);
+  lb_star_points(p, k, 3, -2, 0.9, 1.0, 0.1);
   lb_feature(&L), lb_ring_as(&L, p, 2 * k, 1);
   pts P = {0};
   points_of(&L, &P, 20000, 37);
@@ -405,7 +386,7 @@ static void empty(void) {
   CASE(geos_empty);
   lb_layer E, T, N;
   lb_init(&E), lb_init(&T), lb_init(&N);
-  grid(&T, 3, 0, 0, 1);
+  lb_grid(&T, 3, 0, 0, 1);
   lb_feature(&N), lb_quad_as(&N, 0, 0, 1, 1, 1);
   lb_feature(&N); /* a feature without rings */
   lb_feature(&N), lb_quad_as(&N, 1, 0, 2, 1, 1);
@@ -428,12 +409,12 @@ static void random_layer(lb_layer *L, int n, int e, double off) {
     lb_feature(L);
     int parts = check_below(5) == 0 ? 2 : 1;
     for (int q = 0; q < parts; q++) {
-      double cx = urand(-4, 4) + 20.0 * q, cy = urand(-4, 4), r1 = urand(0.5, 2);
+      double cx = lb_urand(-4, 4) + 20.0 * q, cy = lb_urand(-4, 4), r1 = lb_urand(0.5, 2);
       int k = 3 + (int)check_below(20);
-      star(p, k, cx, cy, r1 * urand(0.3, 1), r1, urand(0, 1));
+      lb_star_points(p, k, cx, cy, r1 * lb_urand(0.3, 1), r1, lb_urand(0, 1));
       lb_ring_as(L, p, 2 * k, 1);
       if (check_below(3) == 0) { /* a hole inside the star's inner radius */
-        star(p, k, cx, cy, r1 * 0.05, r1 * 0.25, urand(0, 1));
+        lb_star_points(p, k, cx, cy, r1 * 0.05, r1 * 0.25, lb_urand(0, 1));
         lb_ring_as(L, p, 2 * k, 0);
       }
     }
@@ -445,7 +426,7 @@ static void random_case(void) {
   CASE(geos_random);
   for (int it = 0; it < 24; it++) {
     int e = (int)check_below(60) - 30;
-    double off = it % 3 == 0 ? 0.0 : ldexp(urand(1, 2), e + 10 + (int)check_below(30));
+    double off = it % 3 == 0 ? 0.0 : ldexp(lb_urand(1, 2), e + 10 + (int)check_below(30));
     lb_layer R, S;
     lb_init(&R), lb_init(&S);
     random_layer(&R, 5 + (int)check_below(30), e, off);

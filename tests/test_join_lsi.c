@@ -47,14 +47,8 @@ void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
 static rdx_context *ctx;
 static int gpu;
 
-static double urand(double lo, double hi) { return lo + (hi - lo) * ((double)(check_rand_() >> 11) * 0x1p-53); }
-
 /* ---- more of a layer under construction (join_check.h) ---- */
 
-static void lb_tri(lb_layer *L, double ax, double ay, double bx, double by, double cx, double cy) {
-  double t[6] = {ax, ay, bx, by, cx, cy};
-  lb_ring(L, t, 3);
-}
 /* x -> x * scale + dx, y -> y * scale + dy, for every vertex */
 static void lb_map(lb_layer *L, double scale, double dx, double dy) {
   for (int64_t v = 0; v < L->nv; v++) {
@@ -318,7 +312,7 @@ static void grid(lb_layer *L, int n, double x0, double y0, double h, double jitt
   double *vx = (double *)malloc((size_t)(n + 1) * (n + 1) * 16);
   for (int i = 0; i <= n; i++)
     for (int j = 0; j <= n; j++) {
-      double jx = (i > 0 && i < n) ? urand(-jitter, jitter) * h : 0, jy = (j > 0 && j < n) ? urand(-jitter, jitter) * h : 0;
+      double jx = (i > 0 && i < n) ? lb_urand(-jitter, jitter) * h : 0, jy = (j > 0 && j < n) ? lb_urand(-jitter, jitter) * h : 0;
       vx[2 * (i * (n + 1) + j)] = x0 + i * h + jx;
       vx[2 * (i * (n + 1) + j) + 1] = y0 + j * h + jy;
     }
@@ -354,10 +348,10 @@ static void shared(void) {
 /* A star polygon around (cx, cy): k vertices at sorted angles, radii in [r/3, r]. */
 static void star(lb_layer *L, double cx, double cy, double r, int k, int clockwise) {
   double *p = (double *)malloc((size_t)k * 16);
-  double a = urand(0, 6.283185307179586);
+  double a = lb_urand(0, 6.283185307179586);
   for (int i = 0; i < k; i++) {
-    double ang = a + 6.283185307179586 * (i + urand(0.05, 0.95)) / k * (clockwise ? -1 : 1);
-    double rad = urand(r / 3, r);
+    double ang = a + 6.283185307179586 * (i + lb_urand(0.05, 0.95)) / k * (clockwise ? -1 : 1);
+    double rad = lb_urand(r / 3, r);
     p[2 * i] = cx + rad * cos(ang);
     p[2 * i + 1] = cy + rad * sin(ang);
   }
@@ -368,7 +362,7 @@ static void star(lb_layer *L, double cx, double cy, double r, int k, int clockwi
 /* n random features in the unit square: stars, some with a hole, some of two parts. */
 static void random_layer(lb_layer *L, int n, double size) {
   for (int f = 0; f < n; f++) {
-    double cx = urand(0, 1), cy = urand(0, 1), r = urand(size / 4, size);
+    double cx = lb_urand(0, 1), cy = lb_urand(0, 1), r = lb_urand(size / 4, size);
     lb_feature(L);
     star(L, cx, cy, r, 3 + (int)check_below(12), (int)check_below(2));
     uint64_t kind = check_below(6);
@@ -377,7 +371,7 @@ static void random_layer(lb_layer *L, int n, double size) {
       double q[8] = {cx - h, cy - h, cx - h, cy + h, cx + h, cy + h, cx + h, cy - h};
       lb_ring(L, q, 4);
     } else if (kind == 1) { /* a second part nearby */
-      star(L, cx + urand(-size, size), cy + urand(-size, size), r / 2, 3 + (int)check_below(6), 0);
+      star(L, cx + lb_urand(-size, size), cy + lb_urand(-size, size), r / 2, 3 + (int)check_below(6), 0);
     }
   }
 }
@@ -387,8 +381,8 @@ static void random_case(void) {
     lb_layer R, S;
     lb_init(&R), lb_init(&S);
     int nr = 20 + (int)check_below(80), ns = 20 + (int)check_below(80);
-    random_layer(&R, nr, urand(0.02, 0.2));
-    random_layer(&S, ns, urand(0.02, 0.2));
+    random_layer(&R, nr, lb_urand(0.02, 0.2));
+    random_layer(&S, ns, lb_urand(0.02, 0.2));
     double sc = 1.0, off = 0.0;
     if (round == 2) off = 1e6;               /* features of ~0.1 at 1e6: float ulp 0.0625 */
     if (round == 3) sc = 1e-6;               /* tiny */
@@ -493,8 +487,8 @@ static void paths(void) {
   CHECK_EQ(st.brute, 0);
   /* S spans 1000 times R's extent: its long edges through R are clipped */
   for (int i = 0; i < 30; i++) {
-    double a = urand(0, 6.283185307179586), c = cos(a), sn = sin(a);
-    double cx = urand(0.2, 0.8), cy = urand(0.2, 0.8);
+    double a = lb_urand(0, 6.283185307179586), c = cos(a), sn = sin(a);
+    double cx = lb_urand(0.2, 0.8), cy = lb_urand(0.2, 0.8);
     double t[6] = {cx - 1000 * c, cy - 1000 * sn, cx + 1000 * c, cy + 1000 * sn, cx - 1000 * sn, cy + 1000 * c};
     lb_feature(&B), lb_ring(&B, t, 3);
   }
@@ -511,7 +505,7 @@ static void paths(void) {
     uint64_t v0 = R.ro[R.fo[f]], v1 = R.ro[R.fo[f] + 1];
     double cx = 0, cy = 0;
     for (uint64_t v = v0; v < v1; v++) cx += R.xy[2 * v] / (double)(v1 - v0), cy += R.xy[2 * v + 1] / (double)(v1 - v0);
-    double a = urand(0, 6.283185307179586), c = cos(a), sn = sin(a), far = 0x1p40;
+    double a = lb_urand(0, 6.283185307179586), c = cos(a), sn = sin(a), far = 0x1p40;
     double t[6] = {cx - far * c, cy - far * sn, cx + far * c, cy + far * sn, cx - far * sn, cy + far * c};
     lb_feature(&H), lb_ring(&H, t, 3);
   }

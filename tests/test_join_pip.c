@@ -70,7 +70,6 @@ static void pt_add(pts *P, double x, double y) {
   P->xy[2 * P->n + 1] = y;
   P->n++;
 }
-static double urand(double lo, double hi) { return lo + (hi - lo) * ((double)(check_rand_() >> 11) * 0x1p-53); }
 
 /* Points that test a layer: random ones over its box (and beyond), its vertices, points a
  * fraction along its edges (exact for dyadic layers), and float steps beside each of them. */
@@ -83,7 +82,7 @@ static void points_for(const lb_layer *L, pts *P, int64_t n_random, int64_t n_sp
     }
   if (L->nv == 0) lo[0] = lo[1] = 0, hi[0] = hi[1] = 1;
   double w = hi[0] - lo[0], h = hi[1] - lo[1];
-  for (int64_t i = 0; i < n_random; i++) pt_add(P, urand(lo[0] - 0.1 * w, hi[0] + 0.1 * w), urand(lo[1] - 0.1 * h, hi[1] + 0.1 * h));
+  for (int64_t i = 0; i < n_random; i++) pt_add(P, lb_urand(lo[0] - 0.1 * w, hi[0] + 0.1 * w), lb_urand(lo[1] - 0.1 * h, hi[1] + 0.1 * h));
   for (int64_t i = 0; i < n_special && L->nv > 0; i++) {
     int64_t r = (int64_t)check_below((uint64_t)L->nr);
     uint64_t v0 = L->ro[r], v1 = L->ro[r + 1];
@@ -367,8 +366,8 @@ static void float_precision(void) {
 static void star(lb_layer *L, double cx, double cy, double r, int n) {
   double *v = (double *)malloc((size_t)n * 16);
   for (int k = 0; k < n; k++) {
-    double a = 2.0 * 3.14159265358979323846 * ((double)k + urand(0.0, 0.8)) / (double)n;
-    double rr = r * urand(0.3, 1.0);
+    double a = 2.0 * 3.14159265358979323846 * ((double)k + lb_urand(0.0, 0.8)) / (double)n;
+    double rr = r * lb_urand(0.3, 1.0);
     v[2 * k] = cx + rr * cos(a);
     v[2 * k + 1] = cy + rr * sin(a);
   }
@@ -381,8 +380,8 @@ static void overlapping(void) {
   lb_init(&L);
   for (int f = 0; f < 40; f++) {
     lb_feature(&L);
-    star(&L, urand(0, 10), urand(0, 10), urand(1, 4), 3 + (int)check_below(12));
-    if (f % 4 == 0) star(&L, urand(0, 10), urand(0, 10), urand(1, 3), 3 + (int)check_below(6)); /* even-odd */
+    star(&L, lb_urand(0, 10), lb_urand(0, 10), lb_urand(1, 4), 3 + (int)check_below(12));
+    if (f % 4 == 0) star(&L, lb_urand(0, 10), lb_urand(0, 10), lb_urand(1, 3), 3 + (int)check_below(6)); /* even-odd */
   }
   rdx_polygons *p = make(&L);
   pts P = {NULL, 0, 0};
@@ -419,12 +418,12 @@ static void many_features(void) {
   for (int f = 0; f < 300; f++) {
     lb_feature(&L);
     double r = 1.0 + (double)f / 64.0;
-    lb_quad(&L, -r + urand(-0.5, 0.5), -r + urand(-0.5, 0.5), r, r + urand(0, 1));
+    lb_quad(&L, -r + lb_urand(-0.5, 0.5), -r + lb_urand(-0.5, 0.5), r, r + lb_urand(0, 1));
   }
   rdx_polygons *p = make(&L);
   pts P = {NULL, 0, 0};
   points_for(&L, &P, 150, 150);
-  for (int k = 0; k < 50; k++) pt_add(&P, urand(-0.4, 0.4), urand(-0.4, 0.4));
+  for (int k = 0; k < 50; k++) pt_add(&P, lb_urand(-0.4, 0.4), lb_urand(-0.4, 0.4));
   truth T;
   truth_of(&L, P.xy, P.n, &T);
   int64_t deep = 0;
@@ -552,7 +551,7 @@ static void index_identical(void) {
   grid_layer_at(&L, 12, 0, 1000.0, -1000.0, 0x1p-16);
   for (int f = 0; f < 20; f++) {
     lb_feature(&L);
-    star(&L, urand(1000, 1000.0001), urand(-1000, -999.9999), 0x1p-14, 3 + (int)check_below(60));
+    star(&L, lb_urand(1000, 1000.0001), lb_urand(-1000, -999.9999), 0x1p-14, 3 + (int)check_below(60));
   }
   rdx_polygons *pg = make(&L), *pc = lb_create(cpu, &L);
   static const double s[3] = {1.0, 3.5, 64.0};
@@ -595,9 +594,9 @@ static void rings(void) {
   grid_layer_at(&L, 4, 0, 1000.0, -1000.0, 0x1p-16); /* sub-ulp cells: every bound rounds */
   for (int f = 0; f < 30; f++) { /* rings of up to 300 edges: many groups each at s = 3.5 */
     lb_feature(&L);
-    double cx = urand(0, 10), cy = urand(0, 10), r = urand(0.5, 3);
+    double cx = lb_urand(0, 10), cy = lb_urand(0, 10), r = lb_urand(0.5, 3);
     star(&L, cx, cy, r, 3 + (int)check_below(300));
-    if (f % 3 == 0) star(&L, urand(0, 10), urand(0, 10), urand(0.5, 2), 3 + (int)check_below(20));
+    if (f % 3 == 0) star(&L, lb_urand(0, 10), lb_urand(0, 10), lb_urand(0.5, 2), 3 + (int)check_below(20));
     if (f % 2 == 0) star(&L, cx, cy, 0.2 * r, 3 + (int)check_below(20)); /* a hole the scene leaves out */
   }
   rdx_polygons *p = make(&L);

@@ -53,11 +53,6 @@ static int gpu;
 
 static rdx_polygons *make(const lb_layer *L) { return lb_create(ctx, L); }
 
-static void lb_tri(lb_layer *L, double ax, double ay, double bx, double by, double cx, double cy) {
-  double t[6] = {ax, ay, bx, by, cx, cy};
-  lb_ring_as(L, t, 3, 1);
-}
-
 /* ---- refused arguments (no GEOS needed) ---- */
 
 static void bad_input(void) {
@@ -544,12 +539,6 @@ static void expect_geos(const lb_layer *R, int64_t i, const lb_layer *S, int64_t
 
 /* ---- layers and cases ---- */
 
-static double urand(double lo, double hi) { return lo + (hi - lo) * ((double)(check_rand_() >> 11) * 0x1p-53); }
-
-static void lb_scale(lb_layer *L, int e) {
-  for (int64_t i = 0; i < 2 * L->nv; i++) L->xy[i] = ldexp(L->xy[i], e);
-}
-
 static void triangle(void) {
   CASE(polygons_triangle);
   lb_layer T, U, V;
@@ -623,12 +612,6 @@ static void explicit_pairs(void) {
   lb_free(&R), lb_free(&S);
 }
 
-/* n x n squares of side h from (x0, y0), one feature each */
-static void grid(lb_layer *L, int n, double x0, double y0, double h) {
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < n; j++) lb_feature(L), lb_quad(L, x0 + i * h, y0 + j * h, x0 + (i + 1) * h, y0 + (j + 1) * h);
-}
-
 static void grids(void) {
   CASE(polygons_grid);
   const int scales[3] = {0, -200, 100};
@@ -636,9 +619,9 @@ static void grids(void) {
     int n = k == 0 ? 16 : 8;
     lb_layer F, C, H;
     lb_init(&F), lb_init(&C), lb_init(&H);
-    grid(&F, n, -8, -4, 1);     /* fine */
-    grid(&C, n / 2, -8, -4, 2); /* coarse, aligned */
-    grid(&H, n, -7.5, -4, 1);   /* fine, shifted by half a cell in x */
+    lb_grid(&F, n, -8, -4, 1);     /* fine */
+    lb_grid(&C, n / 2, -8, -4, 2); /* coarse, aligned */
+    lb_grid(&H, n, -7.5, -4, 1);   /* fine, shifted by half a cell in x */
     lb_scale(&F, scales[k]), lb_scale(&C, scales[k]), lb_scale(&H, scales[k]);
     char w[80];
     snprintf(w, sizeof w, "grid x coarse grid at 2^%d", scales[k]);
@@ -669,18 +652,10 @@ static void holes(void) {
          h2[8] = {-5, -5, -4, -6, -3, -5, -4, -4};
   lb_ring_as(&L, sh, 4, 1), lb_ring_as(&L, h1, 3, 0), lb_ring_as(&L, h2, 4, 0);
   lb_feature(&L), lb_ring_as(&L, h2, 4, 1); /* 7: feature 6's second hole, filled */
-  grid(&D, 8, -11, -11, 3);
+  lb_grid(&D, 8, -11, -11, 3);
   check_join("holes x itself", &L, &L, 0);
   check_join("holes x grid", &L, &D, 0);
   lb_free(&L), lb_free(&D);
-}
-
-/* a star of k spikes (2k vertices) around (cx, cy) between radii r0 and r1 */
-static void star(double *p, int k, double cx, double cy, double r0, double r1, double phase) {
-  for (int i = 0; i < 2 * k; i++) {
-    double a = phase + 3.14159265358979323846 * i / k, r = (i & 1) ? r0 : r1;
-    p[2 * i] = cx + r * cos(a), p[2 * i + 1] = cy + r * sin(a);
-  }
 }
 
 static void big_feature(void) {
@@ -689,7 +664,7 @@ static void big_feature(void) {
   lb_init(&L), lb_init(&Z);
   int k = 50000;
   double *p = (double *)malloc((size_t)4 * k * sizeof *p);
-  star(p, k, 3, -2, 0.9, 1.0, 0.1);
+  lb_star_points(p, k, 3, -2, 0.9, 1.0, 0.1);
   lb_feature(&L), lb_ring_as(&L, p, 2 * k, 1);
   for (int i = 0; i < 3; i++) /* thin triangles zigzagging across the star's rim */
     lb_feature(&Z), lb_tri(&Z, 2 + 0.1 * i, -3.2, 2.05 + 0.1 * i, -0.8, 2.1 + 0.1 * i, -3.2);
@@ -701,7 +676,7 @@ static void big_feature(void) {
    * every side point of a star sees most of its edges, so 4 x 10^3 */
   lb_layer M;
   lb_init(&M);
-  star(p, 2000, 3, -2, 0.9, 1.0, 0.1);
+  lb_star_points(p, 2000, 3, -2, 0.9, 1.0, 0.1);
   lb_feature(&M), lb_ring_as(&M, p, 4000, 1);
   check_join("4 x 10^3 vertices x itself", &M, &M, NO_REINDEX | NO_AREAS);
   lb_free(&M);
@@ -713,7 +688,7 @@ static void empty(void) {
   CASE(polygons_empty);
   lb_layer E, T, N;
   lb_init(&E), lb_init(&T), lb_init(&N);
-  grid(&T, 3, 0, 0, 1);
+  lb_grid(&T, 3, 0, 0, 1);
   lb_feature(&N), lb_quad(&N, 0, 0, 1, 1);
   lb_feature(&N); /* a feature without rings */
   lb_feature(&N), lb_quad(&N, 1, 0, 2, 1);
@@ -828,13 +803,13 @@ static void star_layer(lb_layer *L, int n, int e, double off) {
     lb_feature(&F);
     int parts = check_below(5) == 0 ? 2 : 1;
     for (int q = 0; q < parts; q++) {
-      double cx = urand(-4, 4) + 20.0 * q, cy = urand(-4, 4), r1 = urand(0.5, 2);
+      double cx = lb_urand(-4, 4) + 20.0 * q, cy = lb_urand(-4, 4), r1 = lb_urand(0.5, 2);
       int k = 3 + (int)check_below(20);
-      star(p, k, cx, cy, r1 * urand(0.3, 1), r1, urand(0, 1));
+      lb_star_points(p, k, cx, cy, r1 * lb_urand(0.3, 1), r1, lb_urand(0, 1));
       for (int i = 0; i < 4 * k; i++) p[i] = ldexp(p[i], e) + off;
       lb_ring_as(&F, p, 2 * k, 1);
       if (check_below(3) == 0) { /* a hole inside the star's inner radius */
-        star(p, k, cx, cy, r1 * 0.05, r1 * 0.25, urand(0, 1));
+        lb_star_points(p, k, cx, cy, r1 * 0.05, r1 * 0.25, lb_urand(0, 1));
         for (int i = 0; i < 4 * k; i++) p[i] = ldexp(p[i], e) + off;
         lb_ring_as(&F, p, 2 * k, 0);
       }
@@ -872,7 +847,7 @@ static void random_case(void) {
       snprintf(w, sizeof w, "random %d: perturbed grid x rectangles", it);
     } else { /* stars at random scales and offsets */
       int e = (int)check_below(60) - 30;
-      double off = it % 3 == 0 ? 0.0 : ldexp(urand(1, 2), e + 10 + (int)check_below(30));
+      double off = it % 3 == 0 ? 0.0 : ldexp(lb_urand(1, 2), e + 10 + (int)check_below(30));
       star_layer(&R, 5 + (int)check_below(30), e, off);
       star_layer(&S, 5 + (int)check_below(30), e, off);
       snprintf(w, sizeof w, "random %d: stars (2^%d, offset %g)", it, e, off);
