@@ -192,16 +192,43 @@ done:
 
 /* ---- starts: the side PIP of x's edges in y ---- */
 
+/* The PIP of n queries in y (index iy): the points xy, or with dir_end the side queries of edges
+ * (xy, dir_end: their arrays) to `side`. */
+static rdx_status trace(rdx_context *ctx, const rdx_polygons *y, const rdx_jn_index *iy, const double *xy,
+                        const uint32_t *dir_end, int64_t n, int side, const rdx_jn_pip_out *o) {
+  return dir_end ? rdx_jn_side_pip_cpu(ctx, y, iy, xy, dir_end, n, side, o) : rdx_jn_pip_cpu(ctx, y, iy, xy, n, 0, o);
+}
+
+/* Queries list[0 .. m) of xy (with dir_end: side queries) as a batch of their own, laid out as
+ * overlay.cu's gather_queries_kernel does: the points at *sub[0 .. m), and with dir_end their
+ * edges' ends at *sub[m + k] (*sub_end[k] = m + k). */
+static rdx_status batch_of(rdx_context *ctx, const double *xy, const uint32_t *dir_end, const int64_t *list, int64_t m,
+                           double **sub, uint32_t **sub_end) {
+  static const char what[] = "rdx_join_polygons: a batch of queries";
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)sub, (size_t)(m + 1) * 32, RDX_HOST));
+  RDX_CHECK(rdx_mem_alloc(ctx, what, (void **)sub_end, (size_t)(m + 1) * 4, RDX_HOST));
+  for (int64_t k = 0; k < m; k++) {
+    const int64_t i = list[k];
+    (*sub)[2 * k] = xy[2 * i], (*sub)[2 * k + 1] = xy[2 * i + 1];
+    if (dir_end) {
+      const uint64_t j = dir_end[i];
+      (*sub)[2 * (m + k)] = xy[2 * j], (*sub)[2 * (m + k) + 1] = xy[2 * j + 1];
+      (*sub_end)[k] = (uint32_t)(m + k);
+    }
+  }
+  return RDX_OK;
+}
+
 /* The features of y (index iy) holding each of n queries, as CSR (*off: n + 1, *feat): the points
  * xy, or with dir_end the side points of x's edges (xy, dir_end: x's arrays) to `side`. One
  * traversal gives every query's count and first feature, all of its answer when it has at most one
  * (nearly every query: features of a map rarely overlap); only the queries in several features are
- * traced again, as a batch of their own (points, then their edges' ends), to fill their lists. */
+ * traced again, as a batch of their own, to fill their lists. */
 static rdx_status locate(rdx_context *ctx, const rdx_polygons *y, const rdx_jn_index *iy, const double *xy,
                          const uint32_t *dir_end, int64_t n, int side, uint64_t **off, uint64_t **feat) {
   static const char what[] = "rdx_join_polygons: locating";
   uint64_t total = 0;
-  int64_t *first = NULL, m = 0;
+  int64_t *first = NULL, *list = NULL, m = 0;
   double *sub = NULL;
   uint32_t *sub_end = NULL;
   uint64_t *sub_off = NULL;
@@ -212,8 +239,7 @@ static rdx_status locate(rdx_context *ctx, const rdx_polygons *y, const rdx_jn_i
   memset(&o, 0, sizeof o);
   o.counts = *off;
   o.first = first;
-  if (st == RDX_OK)
-    st = dir_end ? rdx_jn_side_pip_cpu(ctx, y, iy, xy, dir_end, n, side, &o) : rdx_jn_pip_cpu(ctx, y, iy, xy, n, 0, &o);
+  if (st == RDX_OK) st = trace(ctx, y, iy, xy, dir_end, n, side, &o);
   for (int64_t i = 0; st == RDX_OK && i <= n; i++) { /* the counts scanned in place */
     uint64_t c = i < n ? (*off)[i] : 0;
     (*off)[i] = total;
@@ -224,28 +250,18 @@ static rdx_status locate(rdx_context *ctx, const rdx_polygons *y, const rdx_jn_i
   for (int64_t i = 0; st == RDX_OK && i < n; i++)
     if ((*off)[i + 1] - (*off)[i] == 1) (*feat)[(*off)[i]] = (uint64_t)first[i];
   if (st == RDX_OK && m > 0) {
-    st = rdx_mem_alloc(ctx, what, (void **)&sub, (size_t)m * 32, RDX_HOST);
-    if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)&sub_end, (size_t)m * 4, RDX_HOST);
+    st = rdx_mem_alloc(ctx, what, (void **)&list, (size_t)m * 8, RDX_HOST);
     if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)&sub_off, (size_t)m * 8, RDX_HOST);
-  }
-  if (st == RDX_OK && m > 0) {
-    int64_t k = 0;
-    for (int64_t i = 0; i < n; i++) {
-      if ((*off)[i + 1] - (*off)[i] < 2) continue;
-      sub[2 * k] = xy[2 * i], sub[2 * k + 1] = xy[2 * i + 1];
-      if (dir_end) {
-        const uint64_t j = dir_end[i];
-        sub[2 * (m + k)] = xy[2 * j], sub[2 * (m + k) + 1] = xy[2 * j + 1];
-        sub_end[k] = (uint32_t)(m + k);
-      }
-      sub_off[k++] = (*off)[i];
-    }
+    for (int64_t i = 0, k = 0; st == RDX_OK && i < n; i++)
+      if ((*off)[i + 1] - (*off)[i] > 1) list[k] = i, sub_off[k++] = (*off)[i];
+    if (st == RDX_OK) st = batch_of(ctx, xy, dir_end, list, m, &sub, &sub_end);
     memset(&o, 0, sizeof o);
     o.offsets = sub_off;
     o.features = *feat;
-    st = dir_end ? rdx_jn_side_pip_cpu(ctx, y, iy, sub, sub_end, m, side, &o) : rdx_jn_pip_cpu(ctx, y, iy, sub, m, 0, &o);
+    if (st == RDX_OK) st = trace(ctx, y, iy, sub, dir_end ? sub_end : NULL, m, side, &o);
   }
-  rdx_mem_free(ctx, first), rdx_mem_free(ctx, sub), rdx_mem_free(ctx, sub_end), rdx_mem_free(ctx, sub_off);
+  rdx_mem_free(ctx, first), rdx_mem_free(ctx, list), rdx_mem_free(ctx, sub), rdx_mem_free(ctx, sub_end);
+  rdx_mem_free(ctx, sub_off);
   if (st != RDX_OK) {
     rdx_mem_free(ctx, *off), rdx_mem_free(ctx, *feat);
     *off = *feat = NULL;
@@ -254,8 +270,8 @@ static rdx_status locate(rdx_context *ctx, const rdx_polygons *y, const rdx_jn_i
 }
 
 /* The side PIP to `side` of x's edges in y (index iy), appended to rec as records of `bit`: of
- * every edge (keep NULL), or of the edges keep flags, traced as a batch of their own (points, then
- * their edges' ends). With touch, `also` is ORed into the bits of the edges it does not flag. */
+ * every edge (keep NULL), or of the edges keep flags, traced as a batch of their own. With touch,
+ * `also` is ORed into the bits of the edges it does not flag. */
 static rdx_status starts(rdx_context *ctx, const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy,
                          const uint8_t *keep, int side, uint32_t bit, const uint8_t *touch, uint32_t also, recs *rec) {
   static const char what[] = "rdx_join_polygons: side PIP";
@@ -272,16 +288,9 @@ static rdx_status starts(rdx_context *ctx, const rdx_polygons *x, const rdx_poly
     for (int64_t i = 0; i < n; i++) m += keep[i] != 0;
     if (m == 0) return RDX_OK;
     st = rdx_mem_alloc(ctx, what, (void **)&list, (size_t)m * 8, RDX_HOST);
-    if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)&sub, (size_t)m * 32, RDX_HOST);
-    if (st == RDX_OK) st = rdx_mem_alloc(ctx, what, (void **)&sub_end, (size_t)m * 4, RDX_HOST);
-    for (int64_t i = 0, k = 0; st == RDX_OK && i < n; i++) {
-      if (!keep[i]) continue;
-      const uint64_t j = X->edge_end[i];
-      sub[2 * k] = X->xy[2 * i], sub[2 * k + 1] = X->xy[2 * i + 1];
-      sub[2 * (m + k)] = X->xy[2 * j], sub[2 * (m + k) + 1] = X->xy[2 * j + 1];
-      sub_end[k] = (uint32_t)(m + k);
-      list[k++] = i;
-    }
+    for (int64_t i = 0, k = 0; st == RDX_OK && i < n; i++)
+      if (keep[i]) list[k++] = i;
+    if (st == RDX_OK) st = batch_of(ctx, xy, dir_end, list, m, &sub, &sub_end);
     xy = sub, dir_end = sub_end, n = m;
   }
   if (st == RDX_OK) st = locate(ctx, y, iy, xy, dir_end, n, side, &off, &feat);

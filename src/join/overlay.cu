@@ -249,6 +249,31 @@ __global__ void gather_queries_kernel(const int64_t *list, int64_t m, const doub
   }
 }
 
+/* The indices i < n whose flag is set, ascending: *list (in the bag), *m of them. */
+rdx_status flagged(rdx_context *ctx, bag &b, const uint8_t *flag, int64_t n, int64_t **list, int64_t *m) {
+  static const char what[] = "rdx_join_polygons: selecting queries";
+  cudaStream_t cs = rdx_stream(ctx);
+  int64_t *d_m;
+  *m = 0;
+  RDX_CHECK(b.get(list, n));
+  RDX_CHECK(b.get(&d_m, 1));
+  if (n == 0) return RDX_OK;
+  thrust::counting_iterator<int64_t> idx(0);
+  RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
+    return cub::DeviceSelect::Flagged(t, bytes, idx, flag, *list, d_m, n, cs);
+  }));
+  RDX_CHECK(read_i64(ctx, d_m, m));
+  b.drop(d_m);
+  return RDX_OK;
+}
+
+/* The PIP of n queries in y (index iy) through the backend's table: the points xy (pip), or with
+ * dir_end the side queries of edges (xy, dir_end: their device arrays) to `side` (side_pip). */
+rdx_status trace(rdx_context *ctx, const rdx_jn_ops *pip, const rdx_polygons *y, const rdx_jn_index *iy,
+                 const double *xy, const uint32_t *dir_end, int64_t n, int side, const rdx_jn_pip_out *o) {
+  return dir_end ? pip->side_pip(ctx, y, iy, xy, dir_end, n, side, o) : pip->pip(ctx, y, iy, xy, n, 0, o);
+}
+
 /* The features of y (index iy) holding each of n queries, as CSR in the bag (*off: n + 1, *feat):
  * the points xy (pip's), or with dir_end the side points of x's edges (xy, dir_end: x's device
  * arrays) to `side` (pip's side_pip). One traversal gives every query's count and first feature,
@@ -260,7 +285,7 @@ rdx_status locate(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_pol
   static const char what[] = "rdx_join_polygons: locating points";
   cudaStream_t cs = rdx_stream(ctx);
   uint64_t *cnt, total = 0;
-  int64_t *first, *list, *d_m, m = 0;
+  int64_t *first, *list, m = 0;
   uint8_t *multi;
   RDX_CHECK(b.get(&cnt, n));
   RDX_CHECK(b.get(&first, n));
@@ -269,21 +294,15 @@ rdx_status locate(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_pol
   memset(&o, 0, sizeof o);
   o.counts = cnt;
   o.first = first;
-  RDX_CHECK(dir_end ? pip->side_pip(ctx, y, iy, xy, dir_end, n, side, &o) : pip->pip(ctx, y, iy, xy, n, 0, &o));
+  RDX_CHECK(trace(ctx, pip, y, iy, xy, dir_end, n, side, &o));
   RDX_CHECK(rdx_csr_scan_cuda(ctx, cnt, n, *off, &total));
   RDX_CHECK(b.get(feat, (int64_t)total));
   RDX_CHECK(b.get(&multi, n));
-  RDX_CHECK(b.get(&list, n));
-  RDX_CHECK(b.get(&d_m, 1));
   if (n > 0) {
     single_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(cnt, first, *off, n, *feat, multi);
     RDX_CUDA(ctx, cudaGetLastError(), what);
-    thrust::counting_iterator<int64_t> idx(0);
-    RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
-      return cub::DeviceSelect::Flagged(t, bytes, idx, multi, list, d_m, n, cs);
-    }));
-    RDX_CHECK(read_i64(ctx, d_m, &m));
   }
+  RDX_CHECK(flagged(ctx, b, multi, n, &list, &m));
   b.drop(cnt), b.drop(first), b.drop(multi);
   if (m == 0) return RDX_OK;
   double *sub_xy;
@@ -297,7 +316,7 @@ rdx_status locate(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_pol
   memset(&o, 0, sizeof o);
   o.offsets = sub_off;
   o.features = *feat;
-  RDX_CHECK(dir_end ? pip->side_pip(ctx, y, iy, sub_xy, sub_end, m, side, &o) : pip->pip(ctx, y, iy, sub_xy, m, 0, &o));
+  RDX_CHECK(trace(ctx, pip, y, iy, sub_xy, dir_end ? sub_end : NULL, m, side, &o));
   b.drop(sub_xy), b.drop(sub_end), b.drop(sub_off), b.drop(list);
   return RDX_OK;
 }
@@ -315,14 +334,8 @@ rdx_status starts(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_pol
   int64_t n = x->dev.n_vertices, *list = NULL;
   out->n = 0;
   if (keep) {
-    int64_t *d_m, m = 0;
-    RDX_CHECK(b.get(&list, n));
-    RDX_CHECK(b.get(&d_m, 1));
-    thrust::counting_iterator<int64_t> idx(0);
-    RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) {
-      return cub::DeviceSelect::Flagged(t, bytes, idx, keep, list, d_m, n, cs);
-    }));
-    RDX_CHECK(read_i64(ctx, d_m, &m));
+    int64_t m = 0;
+    RDX_CHECK(flagged(ctx, b, keep, n, &list, &m));
     if (m == 0) return RDX_OK;
     double *sub_xy;
     uint32_t *sub_end;
