@@ -88,6 +88,10 @@ void rdx_join_force_naive(rdx_context *ctx, int on);
 /* On (1), the GPU's PIP traces the points in input order instead of sorting them by their Morton
  * cell first (join/pip.cu), for `raydex bench join --input-order`; 0 (the default) sorts. */
 void rdx_join_force_input_order(rdx_context *ctx, int on);
+/* On (1), the polygon joins on GPU contexts locate the two directions' queries one after the
+ * other on the context's stream instead of side by side on two (join/overlay.cu's locate_all), for
+ * `raydex bench join --one-stream`; 0 (the default) runs them side by side. */
+void rdx_join_force_one_stream(rdx_context *ctx, int on);
 
 /* ---- data generators (io: gen.c, gen_points.c) ---- */
 /* Key sets. */

@@ -42,6 +42,7 @@
  *    want_areas with another predicate, options out of range, foreign and junk layers: the
  *    status, the message, *out NULL and nothing held.
  */
+#include "bench_api.h" /* rdx_join_force_one_stream */
 #include "join_check.h"
 
 #include <float.h>
@@ -496,6 +497,8 @@ static void check_join(const char *what, const lb_layer *R, const lb_layer *S, i
   slowest_ms = 0, slowest[0] = 0;
   for (int pass = 0; pass < ((flags & NO_REINDEX) ? 1 : 2); pass++) {
     rdx_join_options o = RDX_JOIN_OPTIONS_INIT;
+    /* pass 1: GPU contexts locate the two directions one after the other, not side by side */
+    rdx_join_force_one_stream(ctx, pass == 1);
     if (pass == 1) { /* both layers indexed, with other options than the defaults */
       o.pad_ulps = 9, o.group_threshold = 1.0;
       CHECK_OK(ctx, rdx_polygons_build_index(ctx, r, &o));
@@ -510,6 +513,7 @@ static void check_join(const char *what, const lb_layer *R, const lb_layer *S, i
       if (pass == 0 && !(flags & NO_AREAS)) compare_areas(w, sw ? s : r, sw ? r : s, sw ? &U : &T, &GR, &GS, sw, cache);
     }
   }
+  rdx_join_force_one_stream(ctx, 0);
   printf("  %s: %lld x %lld features, %lld x %lld vertices; pairs: overlay %lld, intersects %lld, contains %lld, "
          "within %lld, boxes %lld\n",
          what, (long long)R->nf, (long long)S->nf, (long long)R->nv, (long long)S->nv, (long long)T.count[1],

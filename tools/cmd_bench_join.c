@@ -39,7 +39,8 @@
 const char cli_bench_join_usage[] =
     "usage: raydex bench join --op pip|lsi|overlay|intersects|contains|within|boxes --r R [--s S]\n"
     "            [--points N] [--backend cpu,cuda,optix] [--areas]\n"
-    "            [--group 3.5,1] [--pad 2] [--planar] [--naive] [--input-order] [--reps 5] [--seed 1]\n"
+    "            [--group 3.5,1] [--pad 2] [--planar] [--naive] [--input-order] [--one-stream]\n"
+    "            [--reps 5] [--seed 1]\n"
     "            [--header] [--quiet]\n"
     "   R, S: polygon layers (.rdxp, or any layer GDAL reads when built with GDAL)\n"
     "   lsi:   every edge of S against R's index; rows count the (r, s) feature pairs\n"
@@ -49,6 +50,8 @@ const char cli_bench_join_usage[] =
     "   --naive: after each row, the same join with plain float32 boxes (no pad): pad 0, and the\n"
     "          check column counts the answers that differ from the row before (wrong=N)\n"
     "   --input-order: GPU PIP traces the points in input order, without sorting them first\n"
+    "   --one-stream: polygon joins on GPUs run the two directions' PIP one after the other, not\n"
+    "          side by side on two streams (the backend column reads cuda-1stream, optix-1stream)\n"
     "Lists are comma-separated; every (backend, group) gives one CSV row with a check column.\n";
 
 typedef struct join_cfg {
@@ -59,7 +62,7 @@ typedef struct join_cfg {
   int n_backends;
   double groups[CLI_LIST];
   int n_groups;
-  int pad, planar, naive, input_order, areas, reps;
+  int pad, planar, naive, input_order, one_stream, areas, reps;
   uint64_t seed;
   rdx_info info;
 } join_cfg;
@@ -174,6 +177,7 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
   rdx_context *ctx = cli_context(b);
   if (exact) rdx_join_force_naive(ctx, 1);
   if (c->input_order) rdx_join_force_input_order(ctx, 1);
+  if (c->one_stream) rdx_join_force_one_stream(ctx, 1);
   rdx_polygons *r = NULL, *s = NULL;
   cli_must(ctx, rdx_polygons_load(ctx, c->r_path, NULL, &r), "rdx_polygons_load R");
   if (c->s_path) cli_must(ctx, rdx_polygons_load(ctx, c->s_path, NULL, &s), "rdx_polygons_load S");
@@ -272,6 +276,7 @@ static void run_one(const join_cfg *c, rdx_backend b, double group, answers *ref
   if (keep) *keep = now;
   else free(now.v), free(now.area);
   cli_backend_label(label, ctx, b);
+  if (c->one_stream && cli_is_gpu(ctx)) snprintf(label + strlen(label), sizeof label - strlen(label), "-1stream");
   time_t t = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%d", gmtime(&t));
   snprintf(device, sizeof device, "%s", cli_is_gpu(ctx) ? c->info.gpu_name : c->info.cpu_name);
@@ -319,6 +324,8 @@ int cmd_bench_join(int argc, char **argv) {
   cli_applies(&a, "areas", c.op == 2, "--op overlay");
   c.input_order = cli_flag(&a, "input-order");
   cli_applies(&a, "input-order", c.op == 0, "--op pip");
+  c.one_stream = cli_flag(&a, "one-stream");
+  cli_applies(&a, "one-stream", c.op >= 2 && c.op <= 5, "--op overlay, intersects, contains or within");
   c.reps = (int)cli_int(&a, "reps", 1, 63, 5);
   c.seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 1);
   int hdr = cli_flag(&a, "header");

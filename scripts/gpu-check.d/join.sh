@@ -26,6 +26,9 @@
 #   osynth    overlay with areas on synth's grid pairs, CUDA and OptiX at s = 3.5 and 1, 3
 #             repetitions, the CPU backend on the smallest only (RayJoin's overlay experiment on
 #             synthetic planar subdivisions)
+#   streams   the two directions' side PIP side by side on two streams (the default) against one
+#             stream (--one-stream), alternated, on the two big pairs: overlay with and without
+#             areas and contains, CUDA and OptiX at s = 3.5, 5 repetitions (join_streams)
 # The polygon rows (overlay, predicates) carry per-stage times after check (index_ms ... result_ms,
 # tools/cmd_bench_join.c); bench/plot_join.py stacks them.
 
@@ -101,6 +104,19 @@ if [[ $jparts == *" polygons "* ]]; then
     jb join_overlay 300 bench join --op overlay --r "$jr" --s "$js" --backend $B --group $og --reps $reps
     for op in intersects contains within; do
       jb join_predicates 300 bench join --op $op --r "$jr" --s "$js" --backend $B --group 3.5 --reps $reps
+    done
+  done
+fi
+if [[ $jparts == *" streams "* ]]; then
+  for pb in countries-land-10m earth-seas-10m; do
+    jr=$maps/countries-maritime-10m.rdxp js=$maps/$pb.rdxp
+    [ -f "$jr" ] && [ -f "$js" ] || { log "join: countries-maritime-10m or $pb missing"; continue; }
+    for round in 1 2; do
+      for how in "" --one-stream; do
+        jb join_streams 300 bench join --op overlay --r "$jr" --s "$js" --backend cuda,optix --reps 5 --areas $how
+        jb join_streams 300 bench join --op overlay --r "$jr" --s "$js" --backend cuda,optix --reps 5 $how
+        jb join_streams 300 bench join --op contains --r "$jr" --s "$js" --backend cuda,optix --reps 5 $how
+      done
     done
   done
 fi

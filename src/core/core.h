@@ -86,6 +86,7 @@ struct rdx_context {
     int csr_sort;               /* RDX_CSR_SORT_* (csr_sort.cu) */
     int join_naive;             /* 1: join indexes get naive boxes (join/index.c) */
     int join_input_order;       /* 1: GPU PIP takes the points in input order (join/pip.cu) */
+    int join_one_stream;        /* 1: polygon joins locate both directions on one stream (join/overlay.cu) */
   } force;
   char message[1024];           /* last failure sentence */
 };
@@ -232,6 +233,13 @@ rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what);
  * gives the context's own stream and the work runs in order. */
 rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what);
 rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *what);
+/* rdx_cuda_switch(ctx, stream) with the fork's stream makes it the context's stream until
+ * rdx_cuda_switch(ctx, NULL): code written for the context's stream (kernels, copies, waits,
+ * stream-ordered allocations and frees) then runs on the side stream unchanged, beside what the
+ * context's own stream gets. Switch back before the join. A fork that gave the context's own
+ * stream switches nothing. rdx_cuda_switched: 1 while switched. */
+void rdx_cuda_switch(rdx_context *ctx, void *stream);
+int rdx_cuda_switched(const rdx_context *ctx);
 /* 1 when ptr is device memory (or managed), 0 when host, from cudaPointerGetAttributes. */
 int rdx_cuda_is_device_pointer(const void *ptr);
 void rdx_cuda_info(rdx_info *info);

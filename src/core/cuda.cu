@@ -61,11 +61,13 @@ extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
 struct side_state {
   cudaStream_t aux;          /* rdx_cuda_fork's stream */
   cudaEvent_t forked, joined;
+  cudaStream_t own;          /* the context's stream while switched to aux (rdx_cuda_switch), else NULL */
 };
 
 static void side_destroy(rdx_context *ctx) {
   side_state *p = (side_state *)ctx->side;
   if (!p) return;
+  if (p->own) ctx->stream = p->own; /* a switch left on: the context keeps its own stream */
   if (p->aux) cudaStreamSynchronize(p->aux), cudaStreamDestroy(p->aux);
   if (p->forked) cudaEventDestroy(p->forked);
   if (p->joined) cudaEventDestroy(p->joined);
@@ -99,8 +101,26 @@ extern "C" rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char 
   return RDX_OK;
 }
 
+extern "C" void rdx_cuda_switch(rdx_context *ctx, void *stream) {
+  side_state *p = (side_state *)ctx->side;
+  if (!p || !p->aux) return; /* the fork gave the context's own stream */
+  if (stream == (void *)p->aux && !p->own) {
+    p->own = rdx_stream(ctx);
+    ctx->stream = (void *)p->aux;
+  } else if (stream == NULL && p->own) {
+    ctx->stream = (void *)p->own;
+    p->own = NULL;
+  }
+}
+
+extern "C" int rdx_cuda_switched(const rdx_context *ctx) {
+  const side_state *p = (const side_state *)ctx->side;
+  return p && p->own;
+}
+
 extern "C" rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *what) {
   side_state *p = (side_state *)ctx->side;
+  if (p && p->own) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a join while switched to the side stream", what);
   if (stream == ctx->stream) return RDX_OK;
   if (!p || stream != (void *)p->aux) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a join without its fork", what);
   RDX_CUDA(ctx, cudaEventRecord(p->joined, p->aux), what);

@@ -6,6 +6,7 @@
 #define RDX_CUDA_UTIL_CUH
 
 #include <cuda_runtime.h>
+#include <string.h>
 
 #include "core.h"
 
@@ -69,6 +70,46 @@ rdx_status rdx_cub_run(rdx_context *ctx, const char *what, F f) {
   rdx_mem_free(ctx, temp);
   return rdx_cuda_ok(ctx, e, what);
 }
+
+/* A best-effort step's failure is no failure of the call: the context's message is put back as
+ * it was when the guard was made. */
+struct keep_message {
+  rdx_context *ctx;
+  char saved[sizeof rdx_context::message];
+  explicit keep_message(rdx_context *c) : ctx(c) { memcpy(saved, ctx->message, sizeof saved); }
+  ~keep_message() { memcpy(ctx->message, saved, sizeof saved); }
+};
+
+/* Independent steps side by side (rdx_cuda_fork): start() gives aux, a stream that begins after
+ * what the context's stream has so far, join() makes the context's stream wait for aux. Declared
+ * after the call's scratch, it joins on every way out, before the scratch is freed. on_aux() and
+ * on_own() switch the context's stream (rdx_cuda_switch), so that code written for the context's
+ * stream runs on aux; join() switches back first. */
+struct side_by_side {
+  rdx_context *ctx;
+  cudaStream_t aux = nullptr;
+  rdx_status start(const char *what) {
+    void *p = nullptr;
+    RDX_CHECK(rdx_cuda_fork(ctx, &p, what));
+    aux = (cudaStream_t)p;
+    return RDX_OK;
+  }
+  void on_aux() {
+    if (aux) rdx_cuda_switch(ctx, (void *)aux);
+  }
+  void on_own() { rdx_cuda_switch(ctx, NULL); }
+  rdx_status join(const char *what) {
+    cudaStream_t a = aux;
+    aux = nullptr;
+    on_own();
+    return a ? rdx_cuda_join(ctx, (void *)a, what) : RDX_OK;
+  }
+  ~side_by_side() { /* a way out on an error: that error's message stays */
+    if (!aux) return;
+    keep_message keep(ctx);
+    (void)join("side_by_side");
+  }
+};
 #endif
 
 #endif /* RDX_CUDA_UTIL_CUH */

@@ -249,5 +249,5 @@ done:
 }
 
 const rdx_jn_ops rdx_jn_index_cpu_ops = {
-    RDX_JN_OP_INDEX, RDX_BACKEND_CPU, index_build_cpu, NULL, NULL, NULL, NULL, NULL, NULL,
+    RDX_JN_OP_INDEX, RDX_BACKEND_CPU, index_build_cpu, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };

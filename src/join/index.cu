@@ -237,5 +237,5 @@ done:
 }  // namespace
 
 extern "C" const rdx_jn_ops rdx_jn_index_cuda_ops = {
-    RDX_JN_OP_INDEX, RDX_BACKEND_CUDA, index_build_cuda, NULL, NULL, NULL, NULL, NULL, NULL,
+    RDX_JN_OP_INDEX, RDX_BACKEND_CUDA, index_build_cuda, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };

@@ -258,6 +258,7 @@ typedef enum rdx_jn_op {
 typedef rdx_status (*rdx_jn_side_pip_fn)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
                                          const double *xy, const uint32_t *dir_end, int64_t n, int side,
                                          const rdx_jn_pip_out *out);
+struct rdx_jn_pip_engine;
 typedef struct rdx_jn_ops {
   rdx_jn_op op;
   rdx_backend backend;       /* CPU, CUDA or OPTIX */
@@ -279,6 +280,8 @@ typedef struct rdx_jn_ops {
   rdx_status (*polygons)(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ixr, const rdx_polygons *s,
                          const rdx_jn_index *ixs, rdx_join_predicate pred, rdx_jn_track *track, uint64_t **out,
                          int64_t *n_out, double **areas);
+  /* PIP on GPU backends: the traversal that rdx_jn_pip_gpu_start and _finish run (NULL on CPU) */
+  const struct rdx_jn_pip_engine *engine;
 } rdx_jn_ops;
 
 /* The registry: the table for (op, backend), or NULL when that pair does not exist. */
@@ -311,6 +314,16 @@ typedef struct rdx_jn_pip_engine {
 rdx_status rdx_jn_pip_gpu(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
                           const rdx_jn_index *ix, const rdx_jn_pip_query *q, int64_t n, int planar,
                           const rdx_jn_pip_out *out);
+/* rdx_jn_pip_gpu in two halves, so that batches run side by side (rdx_cuda_switch): _start
+ * enqueues the ordering and pass 1 on the context's stream without waiting on the host (an OptiX
+ * launch on a side stream does not wait either); _finish runs pass 2, which waits, and leaves
+ * every answer in out. pending: the caller's n words of scratch between them. */
+rdx_status rdx_jn_pip_gpu_start(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
+                                const rdx_jn_index *ix, const rdx_jn_pip_query *q, int64_t n, int planar,
+                                const rdx_jn_pip_out *out, uint32_t *pending);
+rdx_status rdx_jn_pip_gpu_finish(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
+                                 const rdx_jn_index *ix, const rdx_jn_pip_query *q, int64_t n,
+                                 const rdx_jn_pip_out *out, const uint32_t *pending);
 
 struct rdx_jn_lsi_r; /* lsi_hd.h: R's side of a join */
 /* One LSI pass over S's edges (device) through R (r: device pointers, r->v the soft BVH when

@@ -398,5 +398,5 @@ done:
 }
 
 const rdx_jn_ops rdx_jn_lsi_cpu_ops = {
-    RDX_JN_OP_LSI, RDX_BACKEND_CPU, NULL, NULL, NULL, NULL, rdx_jn_lsi_cpu, rdx_jn_lsi_edge_pairs_cpu, NULL,
+    RDX_JN_OP_LSI, RDX_BACKEND_CPU, NULL, NULL, NULL, NULL, rdx_jn_lsi_cpu, rdx_jn_lsi_edge_pairs_cpu, NULL, NULL,
 };

@@ -434,5 +434,5 @@ extern "C" rdx_status rdx_jn_lsi_cuda(rdx_context *ctx, const rdx_polygons *r, c
 }
 
 extern "C" const rdx_jn_ops rdx_jn_lsi_cuda_ops = {
-    RDX_JN_OP_LSI, RDX_BACKEND_CUDA, NULL, NULL, NULL, NULL, rdx_jn_lsi_cuda, rdx_jn_lsi_edge_pairs_cuda, NULL,
+    RDX_JN_OP_LSI, RDX_BACKEND_CUDA, NULL, NULL, NULL, NULL, rdx_jn_lsi_cuda, rdx_jn_lsi_edge_pairs_cuda, NULL, NULL,
 };

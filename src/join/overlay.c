@@ -649,5 +649,5 @@ done:
 }
 
 const rdx_jn_ops rdx_jn_polygons_cpu_ops = {
-    RDX_JN_OP_POLYGONS, RDX_BACKEND_CPU, NULL, NULL, NULL, NULL, NULL, NULL, rdx_jn_polygons_cpu,
+    RDX_JN_OP_POLYGONS, RDX_BACKEND_CPU, NULL, NULL, NULL, NULL, NULL, NULL, rdx_jn_polygons_cpu, NULL,
 };

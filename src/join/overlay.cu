@@ -9,9 +9,10 @@
  *             records of both directions, vertex events (and, for areas, proper ones) per direction;
  *   groups    events ordered by (key, x, y) with three stable radix sorts carrying a permutation;
  *             the first event of each run adds its run's flips and keeps an odd result;
- *   starts    the side PIP (count and first feature in one traversal; the few queries in several
- *             features traced again to fill their lists) of the edges overlay_hd.h's "Fewer side
- *             queries" keeps, expanded into records;
+ *   starts    the side PIP (count and first feature in one traversal, the two directions' batches
+ *             side by side on two streams; the few queries in several features traced again to
+ *             fill their lists) of the edges overlay_hd.h's "Fewer side queries" keeps, expanded
+ *             into records;
  *   reduce    per direction the records radix sorted by key, their bits ORed per key; then the
  *             predicate's pairs selected, sorted and made unique (counted per pair for CONTAINS
  *             and WITHIN);
@@ -274,86 +275,164 @@ rdx_status trace(rdx_context *ctx, const rdx_jn_ops *pip, const rdx_polygons *y,
   return dir_end ? pip->side_pip(ctx, y, iy, xy, dir_end, n, side, o) : pip->pip(ctx, y, iy, xy, n, 0, o);
 }
 
-/* The features of y (index iy) holding each of n queries, as CSR in the bag (*off: n + 1, *feat):
- * the points xy (pip's), or with dir_end the side points of x's edges (xy, dir_end: x's device
- * arrays) to `side` (pip's side_pip). One traversal gives every query's count and first feature,
- * which is all of its answer when it has at most one (nearly every query: features of a map
- * rarely overlap); only the queries in several features are traced again, as a batch of their
- * own, to fill their lists. */
-rdx_status locate(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_polygons *y, const rdx_jn_index *iy,
-                  const double *xy, const uint32_t *dir_end, int64_t n, int side, uint64_t **off, uint64_t **feat) {
+/* A batch of queries to locate in y (index iy) through the backend's PIP: the points xy, or with
+ * dir_end the side points of edges (device arrays) to `side`. locate_all answers it as CSR in the
+ * bag (off: n + 1, feat). */
+struct batch {
+  const rdx_polygons *y = NULL;
+  const rdx_jn_index *iy = NULL;
+  const double *xy = NULL;
+  const uint32_t *dir_end = NULL;
+  int64_t n = 0;
+  int side = 0;
+  int aux = 0; /* 1: traced on a side stream, beside the batches with 0 */
+  uint64_t *cnt = NULL, *off = NULL, *feat = NULL;
+  int64_t *first = NULL;
+  uint32_t *pending = NULL;
+};
+
+/* The features holding each query of the nq batches. One traversal gives every query's count and
+ * first feature, which is all of its answer when it has at most one (nearly every query: features
+ * of a map rarely overlap); only the queries in several features are traced again, as a batch of
+ * their own, to fill their lists. The batches marked aux run that traversal on a side stream
+ * beside the others (the two directions of a join are independent): both are enqueued before
+ * either's pass 2 waits on the host. */
+rdx_status locate_all(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, batch *q, int nq) {
   static const char what[] = "rdx_join_polygons: locating points";
   cudaStream_t cs = rdx_stream(ctx);
-  uint64_t *cnt, total = 0;
-  int64_t *first, *list, m = 0;
-  uint8_t *multi;
-  RDX_CHECK(b.get(&cnt, n));
-  RDX_CHECK(b.get(&first, n));
-  RDX_CHECK(b.get(off, n + 1));
-  rdx_jn_pip_out o;
-  memset(&o, 0, sizeof o);
-  o.counts = cnt;
-  o.first = first;
-  RDX_CHECK(trace(ctx, pip, y, iy, xy, dir_end, n, side, &o));
-  RDX_CHECK(rdx_csr_scan_cuda(ctx, cnt, n, *off, &total));
-  RDX_CHECK(b.get(feat, (int64_t)total));
-  RDX_CHECK(b.get(&multi, n));
-  if (n > 0) {
-    single_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(cnt, first, *off, n, *feat, multi);
-    RDX_CUDA(ctx, cudaGetLastError(), what);
+  const rdx_jn_pip_engine *eng = pip->engine;
+  int n_aux = 0;
+  if (nq > 8) return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: %d batches", what, nq);
+  for (int k = 0; k < nq; k++) {
+    RDX_CHECK(b.get(&q[k].cnt, q[k].n));
+    RDX_CHECK(b.get(&q[k].first, q[k].n));
+    RDX_CHECK(b.get(&q[k].off, q[k].n + 1));
+    RDX_CHECK(b.get(&q[k].pending, q[k].n));
+    n_aux += q[k].aux;
   }
-  RDX_CHECK(flagged(ctx, b, multi, n, &list, &m));
-  b.drop(cnt), b.drop(first), b.drop(multi);
-  if (m == 0) return RDX_OK;
-  double *sub_xy;
-  uint32_t *sub_end;
-  uint64_t *sub_off;
-  RDX_CHECK(b.get(&sub_xy, 4 * m));
-  RDX_CHECK(b.get(&sub_end, m));
-  RDX_CHECK(b.get(&sub_off, m));
-  gather_queries_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(list, m, xy, dir_end, *off, sub_xy, sub_end, sub_off);
-  RDX_CUDA(ctx, cudaGetLastError(), what);
-  memset(&o, 0, sizeof o);
-  o.offsets = sub_off;
-  o.features = *feat;
-  RDX_CHECK(trace(ctx, pip, y, iy, sub_xy, dir_end ? sub_end : NULL, m, side, &o));
-  b.drop(sub_xy), b.drop(sub_end), b.drop(sub_off), b.drop(list);
+  rdx_jn_pip_out o[8];
+  for (int k = 0; k < nq; k++) {
+    memset(&o[k], 0, sizeof o[k]);
+    o[k].counts = q[k].cnt;
+    o[k].first = q[k].first;
+  }
+  rdx_jn_pip_query qq[8];
+  for (int k = 0; k < nq; k++) qq[k] = {q[k].xy, q[k].dir_end, q[k].dir_end ? (q[k].side < 0 ? -1 : 1) : 0};
+  side_by_side fork{ctx};
+  const int two = n_aux > 0 && n_aux < nq && !ctx->force.join_one_stream;
+  if (two) RDX_CHECK(fork.start(what));
+  for (int pass = 0; pass < 2; pass++) /* pass 1 of the side stream's batches first, then the own stream's */
+    for (int k = 0; k < nq; k++) {
+      if ((q[k].aux && two) != (pass == 0) || q[k].n == 0) continue;
+      if (pass == 0) fork.on_aux();
+      rdx_status st = rdx_jn_pip_gpu_start(ctx, eng, q[k].y, q[k].iy, &qq[k], q[k].n, 0, &o[k], q[k].pending);
+      fork.on_own();
+      RDX_CHECK(st);
+    }
+  for (int pass = 0; pass < 2; pass++) /* pass 2 of the own stream's batches, then the side stream's */
+    for (int k = 0; k < nq; k++) {
+      if ((q[k].aux && two) != (pass == 1) || q[k].n == 0) continue;
+      if (pass == 1) fork.on_aux();
+      rdx_status st = rdx_jn_pip_gpu_finish(ctx, eng, q[k].y, q[k].iy, &qq[k], q[k].n, &o[k], q[k].pending);
+      fork.on_own();
+      RDX_CHECK(st);
+    }
+  RDX_CHECK(fork.join(what));
+  for (int k = 0; k < nq; k++) {
+    batch &w = q[k];
+    const int64_t n = w.n;
+    uint64_t total = 0;
+    int64_t *list, m = 0;
+    uint8_t *multi;
+    b.drop(w.pending);
+    w.pending = NULL;
+    RDX_CHECK(rdx_csr_scan_cuda(ctx, w.cnt, n, w.off, &total));
+    RDX_CHECK(b.get(&w.feat, (int64_t)total));
+    RDX_CHECK(b.get(&multi, n));
+    if (n > 0) {
+      single_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(w.cnt, w.first, w.off, n, w.feat, multi);
+      RDX_CUDA(ctx, cudaGetLastError(), what);
+    }
+    RDX_CHECK(flagged(ctx, b, multi, n, &list, &m));
+    b.drop(w.cnt), b.drop(w.first), b.drop(multi);
+    w.cnt = NULL, w.first = NULL;
+    if (m == 0) {
+      b.drop(list);
+      continue;
+    }
+    double *sub_xy;
+    uint32_t *sub_end;
+    uint64_t *sub_off;
+    RDX_CHECK(b.get(&sub_xy, 4 * m));
+    RDX_CHECK(b.get(&sub_end, m));
+    RDX_CHECK(b.get(&sub_off, m));
+    gather_queries_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(list, m, w.xy, w.dir_end, w.off, sub_xy, sub_end, sub_off);
+    RDX_CUDA(ctx, cudaGetLastError(), what);
+    rdx_jn_pip_out fill;
+    memset(&fill, 0, sizeof fill);
+    fill.offsets = sub_off;
+    fill.features = w.feat;
+    RDX_CHECK(trace(ctx, pip, w.y, w.iy, sub_xy, w.dir_end ? sub_end : NULL, m, w.side, &fill));
+    b.drop(sub_xy), b.drop(sub_end), b.drop(sub_off), b.drop(list);
+  }
   return RDX_OK;
 }
 
 /* The side PIP to `side` of x's edges in y (index iy), as records of `bit`: of every edge (keep
  * NULL), or of the edges keep flags, traced as a batch of their own. With touch, `also` is ORed
- * into the bits of the edges it does not flag. */
-rdx_status starts(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_polygons *x, const rdx_polygons *y,
-                  const rdx_jn_index *iy, const uint8_t *keep, int side, uint32_t bit, const uint8_t *touch,
-                  uint32_t also, recs *out) {
+ * into the bits of the edges it does not flag. side_batch makes the batch; side_records turns its
+ * answer into the records. */
+struct side_job {
+  batch *q;
+  int64_t *list = NULL; /* the batch's edges; NULL: every edge of x */
+  const uint8_t *touch = NULL;
+  uint32_t bit = 0, also = 0;
+  recs *out = NULL;
+};
+
+rdx_status side_batch(rdx_context *ctx, bag &b, const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy,
+                      const uint8_t *keep, int side, int aux, side_job *j) {
   static const char what[] = "rdx_join_polygons: side PIP";
   cudaStream_t cs = rdx_stream(ctx);
-  const double *xy = x->dev.xy;
-  const uint32_t *dir_end = x->dev.edge_end;
-  int64_t n = x->dev.n_vertices, *list = NULL;
-  out->n = 0;
+  batch *q = j->q;
+  q->y = y, q->iy = iy, q->side = side, q->aux = aux;
+  q->xy = x->dev.xy;
+  q->dir_end = x->dev.edge_end;
+  q->n = x->dev.n_vertices;
+  j->list = NULL;
   if (keep) {
     int64_t m = 0;
-    RDX_CHECK(flagged(ctx, b, keep, n, &list, &m));
-    if (m == 0) return RDX_OK;
+    RDX_CHECK(flagged(ctx, b, keep, q->n, &j->list, &m));
     double *sub_xy;
     uint32_t *sub_end;
     RDX_CHECK(b.get(&sub_xy, 4 * m));
     RDX_CHECK(b.get(&sub_end, m));
-    gather_queries_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(list, m, xy, dir_end, NULL, sub_xy, sub_end, NULL);
-    RDX_CUDA(ctx, cudaGetLastError(), what);
-    xy = sub_xy, dir_end = sub_end, n = m;
+    if (m > 0) {
+      gather_queries_kernel<<<rdx_grid(m, TPB), TPB, 0, cs>>>(j->list, m, q->xy, q->dir_end, NULL, sub_xy, sub_end,
+                                                              NULL);
+      RDX_CUDA(ctx, cudaGetLastError(), what);
+    }
+    q->xy = sub_xy, q->dir_end = sub_end, q->n = m;
   }
-  uint64_t *off, *feat, total = 0;
-  RDX_CHECK(locate(ctx, b, pip, y, iy, xy, dir_end, n, side, &off, &feat));
-  RDX_CHECK(read_i64(ctx, off + n, (int64_t *)&total));
+  return RDX_OK;
+}
+
+rdx_status side_records(rdx_context *ctx, bag &b, side_job *j) {
+  cudaStream_t cs = rdx_stream(ctx);
+  recs *out = j->out;
+  const batch *q = j->q;
+  const int64_t n = q->n;
+  uint64_t total = 0;
+  RDX_CHECK(read_i64(ctx, q->off + n, (int64_t *)&total));
   RDX_CHECK(b.get(&out->key, (int64_t)total));
   RDX_CHECK(b.get(&out->bits, (int64_t)total));
-  expand_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(off, feat, list, touch, n, bit, also, out->key, out->bits);
-  RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: expand kernel");
+  if (n > 0) {
+    expand_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(q->off, q->feat, j->list, j->touch, n, j->bit, j->also, out->key,
+                                                     out->bits);
+    RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: expand kernel");
+  }
   out->n = (int64_t)total;
-  b.drop(feat), b.drop(off);
+  b.drop(q->feat), b.drop(q->off);
   return RDX_OK;
 }
 
@@ -628,24 +707,29 @@ __global__ void ring_pair_kernel(const uint64_t *off, uint64_t *feat, const uint
 }
 
 /* overlay.c's ring_pairs: the pairs of each ring of x whose first vertex lies in a feature of y
- * (plain PIP through the backend's table), sorted unique. */
-rdx_status ring_pairs(rdx_context *ctx, bag &b, const rdx_jn_ops *pip, const rdx_polygons *x, const rdx_polygons *y,
-                      const rdx_jn_index *iy, int d, uint64_t **out, int64_t *m) {
+ * (plain PIP through the backend's table), sorted unique. ring_batch makes the batch of the
+ * rings' first vertices (*rf: their features), ring_result the pairs from its answer. */
+rdx_status ring_batch(rdx_context *ctx, bag &b, const rdx_polygons *x, const rdx_polygons *y, const rdx_jn_index *iy,
+                      int aux, batch *q, uint32_t **rf) {
   cudaStream_t cs = rdx_stream(ctx);
   const int64_t n = x->dev.n_rings;
   double *pts;
-  uint32_t *rf;
-  uint64_t *off, *feat;
-  int64_t total = 0;
   RDX_CHECK(b.get(&pts, 2 * n));
-  RDX_CHECK(b.get(&rf, n));
-  if (n > 0) ring_points_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(x->dev, pts, rf);
+  RDX_CHECK(b.get(rf, n));
+  if (n > 0) ring_points_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(x->dev, pts, *rf);
   RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: ring points kernel");
-  RDX_CHECK(locate(ctx, b, pip, y, iy, pts, NULL, n, 0, &off, &feat));
-  RDX_CHECK(read_i64(ctx, off + n, &total));
-  ring_pair_kernel<<<rdx_grid(n, TPB), TPB, 0, cs>>>(off, feat, rf, n, d);
-  RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: ring pair kernel");
-  return sort_unique(ctx, b, feat, total, out, m, NULL);
+  q->y = y, q->iy = iy, q->xy = pts, q->dir_end = NULL, q->n = n, q->side = 0, q->aux = aux;
+  return RDX_OK;
+}
+
+rdx_status ring_result(rdx_context *ctx, bag &b, const batch *q, const uint32_t *rf, int d, uint64_t **out, int64_t *m) {
+  int64_t total = 0;
+  RDX_CHECK(read_i64(ctx, q->off + q->n, &total));
+  if (q->n > 0) {
+    ring_pair_kernel<<<rdx_grid(q->n, TPB), TPB, 0, rdx_stream(ctx)>>>(q->off, q->feat, rf, q->n, d);
+    RDX_CUDA(ctx, cudaGetLastError(), "rdx_join_polygons: ring pair kernel");
+  }
+  return sort_unique(ctx, b, q->feat, total, out, m, NULL);
 }
 
 /* The m pairs (and areas when not NULL) copied out of the bag into device memory of the caller's
@@ -694,7 +778,8 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   if (areas) *areas = NULL;
   const rdx_jn_ops *lsi = rdx_jn_find_ops(RDX_JN_OP_LSI, ctx->backend);
   const rdx_jn_ops *pip = rdx_jn_find_ops(RDX_JN_OP_PIP, ctx->backend);
-  if (lsi == NULL || lsi->edge_pairs == NULL || pip == NULL || pip->pip == NULL || pip->side_pip == NULL)
+  if (lsi == NULL || lsi->edge_pairs == NULL || pip == NULL || pip->pip == NULL || pip->side_pip == NULL ||
+      pip->engine == NULL)
     return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: no polygon join on backend %s", what, rdx_backend_name(ctx->backend));
   const int want_areas = areas != NULL;
   /* pairs */
@@ -716,8 +801,13 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
     }
     RDX_CHECK(sort_unique(ctx, b, fp, np, &bnd, &nbnd, NULL));
     RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PIP));
-    RDX_CHECK(ring_pairs(ctx, b, pip, r, s, ixs, 0, &c0, &n0));
-    RDX_CHECK(ring_pairs(ctx, b, pip, s, r, ixr, 1, &c1, &n1));
+    batch q[2];
+    uint32_t *rf[2];
+    RDX_CHECK(ring_batch(ctx, b, r, s, ixs, 0, &q[0], &rf[0]));
+    RDX_CHECK(ring_batch(ctx, b, s, r, ixr, 1, &q[1], &rf[1]));
+    RDX_CHECK(locate_all(ctx, b, pip, q, 2));
+    RDX_CHECK(ring_result(ctx, b, &q[0], rf[0], 0, &c0, &n0));
+    RDX_CHECK(ring_result(ctx, b, &q[1], rf[1], 1, &c1, &n1));
     RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_SELECT));
     RDX_CHECK(b.get(&u, nbnd + n0 + n1));
     if (nbnd) RDX_CUDA(ctx, cudaMemcpyAsync(u, bnd, (size_t)nbnd * 8, cudaMemcpyDeviceToDevice, cs), what);
@@ -804,16 +894,26 @@ extern "C" rdx_status rdx_jn_polygons_gpu(rdx_context *ctx, const rdx_polygons *
   /* starts */
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_PIP));
   const rdx_jn_index *into[2] = {ixs, ixr};
-  for (int d = 0; d < 2; d++) {
+  batch q[4];
+  side_job job[4];
+  int nj = 0;
+  for (int k = 0; k < 4; k++) job[k].q = &q[k];
+  for (int d = 0; d < 2; d++) { /* direction 1 on a side stream */
     const rdx_polygons *x = lay[d], *y = lay[1 - d];
     if (sides) { /* left everywhere (and right where untouched), right where touched */
-      RDX_CHECK(starts(ctx, b, pip, x, y, into[d], NULL, +1, RDX_JN_OV_START_L, touch[d], RDX_JN_OV_START_R,
-                       &side[d][0]));
-      RDX_CHECK(starts(ctx, b, pip, x, y, into[d], touch[d], -1, RDX_JN_OV_START_R, NULL, 0, &side[d][1]));
+      side_job &l = job[nj++], &rt = job[nj++];
+      RDX_CHECK(side_batch(ctx, b, x, y, into[d], NULL, +1, d, &l));
+      l.bit = RDX_JN_OV_START_L, l.touch = touch[d], l.also = RDX_JN_OV_START_R, l.out = &side[d][0];
+      RDX_CHECK(side_batch(ctx, b, x, y, into[d], touch[d], -1, d, &rt));
+      rt.bit = RDX_JN_OV_START_R, rt.out = &side[d][1];
     } else {
-      RDX_CHECK(starts(ctx, b, pip, x, y, into[d], keep[d], +1, RDX_JN_OV_START_L, NULL, 0, &side[d][0]));
+      side_job &l = job[nj++];
+      RDX_CHECK(side_batch(ctx, b, x, y, into[d], keep[d], +1, d, &l));
+      l.bit = RDX_JN_OV_START_L, l.out = &side[d][0];
     }
   }
+  RDX_CHECK(locate_all(ctx, b, pip, q, nj));
+  for (int k = 0; k < nj; k++) RDX_CHECK(side_records(ctx, b, &job[k]));
   RDX_CHECK(rdx_jn_track_stage(ctx, track, RDX_JN_ST_MERGE));
   recs rec[2];
   for (int d = 0; d < 2; d++) {
@@ -916,10 +1016,10 @@ extern "C" rdx_status rdx_jn_split_pairs_gpu(rdx_context *ctx, const uint64_t *k
 }
 
 extern "C" const rdx_jn_ops rdx_jn_polygons_cuda_ops = {
-    RDX_JN_OP_POLYGONS, RDX_BACKEND_CUDA, NULL, NULL, NULL, NULL, NULL, NULL, rdx_jn_polygons_gpu,
+    RDX_JN_OP_POLYGONS, RDX_BACKEND_CUDA, NULL, NULL, NULL, NULL, NULL, NULL, rdx_jn_polygons_gpu, NULL,
 };
 #ifdef RDX_HAVE_OPTIX
 extern "C" const rdx_jn_ops rdx_jn_polygons_optix_ops = {
-    RDX_JN_OP_POLYGONS, RDX_BACKEND_OPTIX, NULL, NULL, NULL, NULL, NULL, NULL, rdx_jn_polygons_gpu,
+    RDX_JN_OP_POLYGONS, RDX_BACKEND_OPTIX, NULL, NULL, NULL, NULL, NULL, NULL, rdx_jn_polygons_gpu, NULL,
 };
 #endif

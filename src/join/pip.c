@@ -137,6 +137,7 @@ done:
 }
 
 void rdx_join_force_input_order(rdx_context *ctx, int on) { ctx->force.join_input_order = on != 0; }
+void rdx_join_force_one_stream(rdx_context *ctx, int on) { ctx->force.join_one_stream = on != 0; }
 
 /* PIP over the queries q (points or side queries; rdx_jn_pip_cpu's and rdx_jn_side_pip_cpu's
  * contracts). */
@@ -225,5 +226,5 @@ rdx_status rdx_jn_points_cpu(rdx_context *ctx, const void *src, int f32, int64_t
 }
 
 const rdx_jn_ops rdx_jn_pip_cpu_ops = {
-    RDX_JN_OP_PIP, RDX_BACKEND_CPU, NULL, rdx_jn_points_cpu, rdx_jn_pip_cpu, rdx_jn_side_pip_cpu, NULL, NULL, NULL,
+    RDX_JN_OP_PIP, RDX_BACKEND_CPU, NULL, rdx_jn_points_cpu, rdx_jn_pip_cpu, rdx_jn_side_pip_cpu, NULL, NULL, NULL, NULL,
 };

@@ -247,6 +247,8 @@ rdx_status soft_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_ind
   return rdx_cuda_ok(ctx, cudaGetLastError(), "rdx_join_pip: pass 2 events kernel");
 }
 
+const rdx_jn_pip_engine soft_engine = {soft_pass1, soft_events};
+
 __global__ void points_kernel(const void *src, int f32, int64_t n, double *dst, unsigned long long *bad) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     double c[2];
@@ -326,34 +328,45 @@ rdx_status query_order(rdx_context *ctx, const rdx_polygons *r, const double *xy
 
 }  // namespace
 
+extern "C" rdx_status rdx_jn_pip_gpu_start(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
+                                           const rdx_jn_index *ix, const rdx_jn_pip_query *q, int64_t n, int planar,
+                                           const rdx_jn_pip_out *out, uint32_t *pending) {
+  int64_t *order = NULL;
+  rdx_status st = ctx->force.join_input_order ? RDX_OK : query_order(ctx, r, q->xy, n, &order);
+  if (st == RDX_OK) st = eng->pass1(ctx, r, ix, q, order, n, planar, out, pending);
+  rdx_mem_free(ctx, order); /* stream-ordered: after pass 1 */
+  return st;
+}
+
+extern "C" rdx_status rdx_jn_pip_gpu_finish(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
+                                            const rdx_jn_index *ix, const rdx_jn_pip_query *q, int64_t n,
+                                            const rdx_jn_pip_out *out, const uint32_t *pending) {
+  RDX_CHECK(pass2(ctx, eng, r, ix, q, n, *out, pending));
+  return rdx_cuda_sync(ctx, "rdx_join_pip");
+}
+
 extern "C" rdx_status rdx_jn_pip_gpu(rdx_context *ctx, const rdx_jn_pip_engine *eng, const rdx_polygons *r,
                                      const rdx_jn_index *ix, const rdx_jn_pip_query *q, int64_t n, int planar,
                                      const rdx_jn_pip_out *out) {
   uint32_t *pending = NULL;
-  int64_t *order = NULL;
   RDX_CHECK(rdx_scratch(ctx, "rdx_join_pip: pending points", (void **)&pending, (size_t)n * 4));
-  rdx_status st = ctx->force.join_input_order ? RDX_OK : query_order(ctx, r, q->xy, n, &order);
-  if (st == RDX_OK) st = eng->pass1(ctx, r, ix, q, order, n, planar, out, pending);
-  rdx_mem_free(ctx, order);
-  if (st == RDX_OK) st = pass2(ctx, eng, r, ix, q, n, *out, pending);
-  if (st == RDX_OK) st = rdx_cuda_sync(ctx, "rdx_join_pip");
+  rdx_status st = rdx_jn_pip_gpu_start(ctx, eng, r, ix, q, n, planar, out, pending);
+  if (st == RDX_OK) st = rdx_jn_pip_gpu_finish(ctx, eng, r, ix, q, n, out, pending);
   rdx_mem_free(ctx, pending);
   return st;
 }
 
 extern "C" rdx_status rdx_jn_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
                                       int64_t n, int planar, const rdx_jn_pip_out *out) {
-  static const rdx_jn_pip_engine soft = {soft_pass1, soft_events};
   const rdx_jn_pip_query q = {xy, NULL, 0};
-  return rdx_jn_pip_gpu(ctx, &soft, r, ix, &q, n, planar, out);
+  return rdx_jn_pip_gpu(ctx, &soft_engine, r, ix, &q, n, planar, out);
 }
 
 extern "C" rdx_status rdx_jn_side_pip_cuda(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix,
                                            const double *xy, const uint32_t *dir_end, int64_t n, int side,
                                            const rdx_jn_pip_out *out) {
-  static const rdx_jn_pip_engine soft = {soft_pass1, soft_events};
   const rdx_jn_pip_query q = {xy, dir_end, side < 0 ? -1 : 1};
-  return rdx_jn_pip_gpu(ctx, &soft, r, ix, &q, n, 0, out);
+  return rdx_jn_pip_gpu(ctx, &soft_engine, r, ix, &q, n, 0, out);
 }
 
 extern "C" rdx_status rdx_jn_points_cuda(rdx_context *ctx, const void *src, int f32, int64_t n, double *dst,
@@ -376,5 +389,6 @@ extern "C" rdx_status rdx_jn_points_cuda(rdx_context *ctx, const void *src, int 
 }
 
 extern "C" const rdx_jn_ops rdx_jn_pip_cuda_ops = {
-    RDX_JN_OP_PIP, RDX_BACKEND_CUDA, NULL, rdx_jn_points_cuda, rdx_jn_pip_cuda, rdx_jn_side_pip_cuda, NULL, NULL, NULL,
+    RDX_JN_OP_PIP, RDX_BACKEND_CUDA, NULL, rdx_jn_points_cuda, rdx_jn_pip_cuda, rdx_jn_side_pip_cuda,
+    NULL,          NULL,             NULL, &soft_engine,
 };

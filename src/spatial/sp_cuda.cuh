@@ -17,15 +17,6 @@
 
 namespace rdx_sp {
 
-/* A best-effort step's failure is no failure of the call: the context's message is put back as
- * it was when the guard was made. */
-struct keep_message {
-  rdx_context *ctx;
-  char saved[sizeof rdx_context::message];
-  explicit keep_message(rdx_context *c) : ctx(c) { memcpy(saved, ctx->message, sizeof saved); }
-  ~keep_message() { memcpy(ctx->message, saved, sizeof saved); }
-};
-
 /* Scratch buffers freed when the holder goes out of scope (or earlier with drop()), and one
  * growing temporary-storage area for CUB calls. Query and update calls, which allocate tens of
  * buffers per call, draw them from the index's arena (a bump allocator over
@@ -120,30 +111,6 @@ struct scratch {
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) return rdx_cuda_fail(ctx, e, what);
     return RDX_OK;
-  }
-};
-
-/* Independent steps side by side (rdx_cuda_fork): start() gives aux, a stream that begins after
- * what the context's stream has so far, join() makes the context's stream wait for aux. Declared
- * after the call's scratch, it joins on every way out, before the scratch is freed. */
-struct side_by_side {
-  rdx_context *ctx;
-  cudaStream_t aux = nullptr;
-  rdx_status start(const char *what) {
-    void *p = nullptr;
-    RDX_CHECK(rdx_cuda_fork(ctx, &p, what));
-    aux = (cudaStream_t)p;
-    return RDX_OK;
-  }
-  rdx_status join(const char *what) {
-    cudaStream_t a = aux;
-    aux = nullptr;
-    return a ? rdx_cuda_join(ctx, (void *)a, what) : RDX_OK;
-  }
-  ~side_by_side() { /* a way out on an error: that error's message stays */
-    if (!aux) return;
-    keep_message keep(ctx);
-    (void)join("side_by_side");
   }
 };
 

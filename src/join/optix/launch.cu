@@ -107,19 +107,19 @@ rdx_status pip_events(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_inde
   return pip_launch(ctx, ix, &p, nb);
 }
 
+const rdx_jn_pip_engine optix_engine = {pip_pass1, pip_events};
+
 rdx_status pip_optix(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy, int64_t n,
                      int planar, const rdx_jn_pip_out *out) {
-  static const rdx_jn_pip_engine engine = {pip_pass1, pip_events};
   const rdx_jn_pip_query q = {xy, NULL, 0};
-  return rdx_jn_pip_gpu(ctx, &engine, r, ix, &q, n, planar, out);
+  return rdx_jn_pip_gpu(ctx, &optix_engine, r, ix, &q, n, planar, out);
 }
 
 /* Side PIP (join.h): the same engine over side queries. */
 rdx_status side_pip_optix(rdx_context *ctx, const rdx_polygons *r, const rdx_jn_index *ix, const double *xy,
                           const uint32_t *dir_end, int64_t n, int side, const rdx_jn_pip_out *out) {
-  static const rdx_jn_pip_engine engine = {pip_pass1, pip_events};
   const rdx_jn_pip_query q = {xy, dir_end, side < 0 ? -1 : 1};
-  return rdx_jn_pip_gpu(ctx, &engine, r, ix, &q, n, 0, out);
+  return rdx_jn_pip_gpu(ctx, &optix_engine, r, ix, &q, n, 0, out);
 }
 
 /* ---- LSI (rdx_jn_lsi_pass_fn) ---- */
@@ -226,7 +226,8 @@ extern "C" int64_t rdx_jn_optix_launches(void) { return g_launches.load(std::mem
 /* The points' check and widening are plain kernels (pip.cu), the same on both GPU backends. */
 extern "C" const rdx_jn_ops rdx_jn_pip_optix_ops = {
     RDX_JN_OP_PIP, RDX_BACKEND_OPTIX, NULL, rdx_jn_points_cuda, pip_optix, side_pip_optix, NULL, NULL, NULL,
+    &optix_engine,
 };
 extern "C" const rdx_jn_ops rdx_jn_lsi_optix_ops = {
-    RDX_JN_OP_LSI, RDX_BACKEND_OPTIX, NULL, NULL, NULL, NULL, lsi_optix, lsi_edge_pairs_optix, NULL,
+    RDX_JN_OP_LSI, RDX_BACKEND_OPTIX, NULL, NULL, NULL, NULL, lsi_optix, lsi_edge_pairs_optix, NULL, NULL,
 };

@@ -81,7 +81,7 @@ struct state {
   OptixPipelineCompileOptions pco;
   module_state modules[MAX_MODULES];
   pipe_state pipes[MAX_PIPES];
-  CUdeviceptr d_params;        /* MAX_PARAMS bytes */
+  CUdeviceptr d_params;        /* 2 x MAX_PARAMS bytes: the context's own stream's, the side stream's */
   unsigned max_prims;
 };
 
@@ -268,7 +268,7 @@ extern "C" rdx_status rdx_optix_context_init(rdx_context *ctx) {
   s->pco.exceptionFlags = OPTIX_EXCEPTION_FLAG_NONE;
   s->pco.pipelineLaunchParamsVariableName = "params";
   s->pco.usesPrimitiveTypeFlags = OPTIX_PRIMITIVE_TYPE_FLAGS_TRIANGLE | OPTIX_PRIMITIVE_TYPE_FLAGS_CUSTOM;
-  RDX_CUDA(ctx, cudaMalloc((void **)&s->d_params, MAX_PARAMS), "rdx_context_create: OptiX parameters");
+  RDX_CUDA(ctx, cudaMalloc((void **)&s->d_params, 2 * MAX_PARAMS), "rdx_context_create: OptiX parameters");
   return RDX_OK;
 }
 
@@ -293,6 +293,14 @@ extern "C" void rdx_optix_context_fini(rdx_context *ctx) {
 
 /* ---- launches ---- */
 
+struct params_blob {
+  unsigned char b[MAX_PARAMS];
+};
+
+static __global__ void put_params_kernel(params_blob v, unsigned char *dst, int bytes) {
+  for (int i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = v.b[i];
+}
+
 extern "C" rdx_status rdx_optix_launch(rdx_context *ctx, const rdx_optix_program *prog, const rdx_optix_gas *g,
                                        void *params, size_t bytes, int64_t n) {
   state *s = st_of(ctx);
@@ -310,16 +318,26 @@ extern "C" rdx_status rdx_optix_launch(rdx_context *ctx, const rdx_optix_program
   b->aabbs = g->aabbs;
   b->n = n;
   cudaStream_t st = rdx_stream(ctx);
+  /* On a side stream (rdx_cuda_switch) the launch has its own parameter block and does not wait:
+   * it runs beside the context's own stream's work. */
+  const int side = rdx_cuda_switched(ctx);
+  const CUdeviceptr dp = s->d_params + (side ? MAX_PARAMS : 0);
   const int64_t chunk = (int64_t)1 << 30; /* OptiX: width * height * depth <= 2^30 */
   for (int64_t off = 0; off < n; off += chunk) {
     b->offset = off;
     unsigned w = (unsigned)(n - off < chunk ? n - off : chunk);
-    /* stream-ordered: the copy waits for the previous launch, the launch for the copy */
-    RDX_CUDA(ctx, cudaMemcpyAsync((void *)s->d_params, params, bytes, cudaMemcpyHostToDevice, st), "rdx_optix: params");
-    RDX_OPTIX(ctx, optixLaunch(p->pipeline, (CUstream)st, s->d_params, bytes, &sbt, w, 1, 1), "rdx_optix: launch");
+    /* The block is written by a kernel that gets the parameters as its argument: the launch
+     * copies them, so the caller's struct is free at once and nothing waits on the host (a copy
+     * from pageable memory may wait for the stream). Stream-ordered: the write waits for the
+     * previous launch, the launch for the write. */
+    params_blob v;
+    memcpy(v.b, params, bytes);
+    put_params_kernel<<<1, 128, 0, st>>>(v, (unsigned char *)dp, (int)bytes);
+    RDX_CUDA(ctx, cudaGetLastError(), "rdx_optix: params");
+    RDX_OPTIX(ctx, optixLaunch(p->pipeline, (CUstream)st, dp, bytes, &sbt, w, 1, 1), "rdx_optix: launch");
   }
-  /* the caller's params struct may be reused or gone once this returns: wait for the copies */
-  RDX_CUDA(ctx, cudaStreamSynchronize(st), "rdx_optix: launch");
+  /* the context's own stream: callers read the results once this returns */
+  if (!side) RDX_CUDA(ctx, cudaStreamSynchronize(st), "rdx_optix: launch");
   return RDX_OK;
 }
 
