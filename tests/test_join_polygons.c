@@ -12,7 +12,9 @@
  *  - BOXES:      the features' closed bounding boxes meet, from the coordinates directly.
  * A pair whose boxes do not meet satisfies none of the others (each implies a common point), so
  * GEOS is asked only about pairs whose boxes meet. Each join runs R x S and S x R, with temporary
- * indexes and again with both layers indexed under other options (answers never depend on them).
+ * indexes and again with both layers indexed under other options (answers never depend on them);
+ * on GPU contexts the first run locates the two directions side by side on two streams (the
+ * default), the second one after the other (rdx_join_force_one_stream).
  * The result must be GEOS's pairs exactly, sorted ascending by (r, s) and unique, in host memory
  * on the CPU and device memory on a GPU; a failure prints the first differing pair with both
  * answers and the two features as WKT. With want_areas (OVERLAY), the areas must be GEOS's
