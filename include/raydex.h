@@ -143,7 +143,9 @@ typedef enum rdx_kind {
   RDX_KIND_BTREE = 0x103,   /* bulk-loaded B+-tree with cache-line nodes */
   RDX_KIND_HASH = 0x104,    /* open-addressing hash table; point lookups only */
   RDX_KIND_RX = 0x105,      /* RX: one triangle per key, lookups are rays */
-  RDX_KIND_CGRX = 0x106     /* cgRX: one representative triangle per bucket of keys */
+  RDX_KIND_CGRX = 0x106,    /* cgRX: one representative triangle per bucket of keys */
+  RDX_KIND_CGRXU = 0x107    /* cgRXu: cgRX whose buckets are chains of fixed-size nodes, so batches
+                               of inserts and erases never touch the BVH. Since 0.2. */
 } rdx_kind;
 
 /* "scan", "sorted", ...; NULL for a value that is not a kind. Since 0.1. */
@@ -310,9 +312,12 @@ typedef struct rdx_build_options {
                            n / load_factor slots in at most 2^32 windows (128 GiB): 4 slots each for
                            u32 keys, 2 for u64, so n / load_factor must stay below 2^34 (u32 keys)
                            or 2^33 (u64 keys), else RDX_ERR_INVALID_ARGUMENT */
+  int node_bytes;       /* cgrxu: bytes of (key, row) pairs per node, a power of two in [32, 4096];
+                           0 = 128 (one cache line). The build fills each bucket's node to half.
+                           Since 0.2 (an older, smaller size gets 0). */
 } rdx_build_options;
 
-#define RDX_BUILD_OPTIONS_INIT {sizeof(rdx_build_options), RDX_KIND_SORTED, 0, 0, 0.0}
+#define RDX_BUILD_OPTIONS_INIT {sizeof(rdx_build_options), RDX_KIND_SORTED, 0, 0, 0.0, 0}
 
 /* rdx_build_options.flags */
 /* sorted (cuda): sort each point-lookup batch of 2^16 or more queries on the device before
@@ -342,6 +347,56 @@ RDX_API RDX_NODISCARD rdx_status rdx_index_build(rdx_context *ctx, rdx_array key
                                                  const rdx_build_options *opts, rdx_index **out);
 /* Destroy an index (see "Destroying and freeing" above). Since 0.1. */
 RDX_API void rdx_index_destroy(rdx_index *idx);
+
+/* ---- batch updates (since 0.2) ----
+ * Every kind takes batches of inserts and erases, all or nothing: a batch that fails (a bad
+ * argument, memory past the context's limit or the device's) leaves the index exactly as it was,
+ * and then answers every query as before. Kinds update in place (sorted and btree merge the batch,
+ * hash inserts into its table, cgrxu into its buckets' node chains, scan appends), except rx and
+ * cgrx: their BVH would have to be rebuilt, so they refuse a batch with RDX_ERR_UNSUPPORTED unless
+ * the caller asks for that rebuild with RDX_UPDATE_REBUILD. */
+typedef struct rdx_update_options {
+  size_t size; /* sizeof(rdx_update_options) */
+  int flags;   /* RDX_UPDATE_* */
+} rdx_update_options;
+#define RDX_UPDATE_OPTIONS_INIT {sizeof(rdx_update_options), 0}
+/* rx, cgrx: rebuild the whole index with the batch applied (a new BVH over every key). Kinds that
+ * update in place ignore it. */
+#define RDX_UPDATE_REBUILD 0x1
+
+/* Insert (key, row) pairs: keys 1-D of the index's key dtype; row_ids (u32 or u64, same count, never
+ * RDX_MISS), or NULL data for implied row ids: the index's row counter and up. The counter starts
+ * at the build's key count and grows by every batch inserted, whether its rows were given or not
+ * (rdx_index_next_row). Duplicate keys, and pairs already in the index, are added again: an index
+ * is a multiset of pairs. Arrays on the host or, for GPU contexts, on the device. opts may be NULL.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT, RDX_ERR_MISUSE (not an index, or one of another
+ * context), RDX_ERR_UNSUPPORTED (rx, cgrx without RDX_UPDATE_REBUILD), RDX_ERR_*_OUT_OF_MEMORY,
+ * RDX_ERR_CUDA, RDX_ERR_OPTIX. An empty batch changes nothing. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_index_insert(rdx_context *ctx, rdx_index *idx, rdx_array keys,
+                                                  rdx_array row_ids, const rdx_update_options *opts);
+/* Erase every row of each key listed (1-D, the index's key dtype; duplicates and absent keys are
+ * fine). *n_erased (may be NULL) receives the number of pairs removed. Returns what
+ * rdx_index_insert does. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_index_erase(rdx_context *ctx, rdx_index *idx, rdx_array keys,
+                                                 const rdx_update_options *opts, int64_t *n_erased);
+/* The first implied row id of the next insert (see rdx_index_insert); 0 for a NULL or non-index
+ * pointer. Since 0.2. */
+RDX_API uint64_t rdx_index_next_row(const rdx_index *idx);
+
+/* ---- snapshots (since 0.2) ----
+ * rdx_index_save writes the index's (key, row) pairs and its build options to path in raydex's
+ * versioned snapshot format (a header, then sections, each with its CRC32C): to a temporary file
+ * beside path, flushed to the disk, then renamed over path, so a crash at any moment leaves either
+ * the old file or the new one whole. rdx_index_load reads one back on the given context (any
+ * backend that has the kind) and rebuilds the index with the saved options; it answers every
+ * query as the saved one did. A truncated, corrupted or foreign file is refused with
+ * RDX_ERR_PARSE and a message that says what is wrong (which section, which check).
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT, RDX_ERR_MISUSE, RDX_ERR_IO (the file system said no),
+ * RDX_ERR_PARSE,
+ * RDX_ERR_UNSUPPORTED (the kind is not on this backend), RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA,
+ * RDX_ERR_OPTIX. On failure *out is NULL and nothing is held. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_index_save(rdx_context *ctx, const rdx_index *idx, const char *path);
+RDX_API RDX_NODISCARD rdx_status rdx_index_load(rdx_context *ctx, const char *path, rdx_index **out);
 
 /* Number of keys, key dtype and kind of an index; 0 for a NULL or non-index pointer. Since 0.1. */
 RDX_API int64_t rdx_index_count(const rdx_index *idx);
@@ -564,6 +619,12 @@ RDX_API RDX_NODISCARD rdx_status rdx_points_build(rdx_context *ctx, rdx_array po
                                                   const rdx_points_options *opts, rdx_points **out);
 /* Destroy a point index (see "Destroying and freeing" above). Since 0.1. */
 RDX_API void rdx_points_destroy(rdx_points *pts);
+/* Snapshots of a point index, as rdx_index_save and rdx_index_load do for key indexes (the same
+ * file format with its own kind of content, the same crash safety and the same refusals): the
+ * points, their ids and the build options; the load rebuilds the tree with them on the given
+ * context. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_points_save(rdx_context *ctx, const rdx_points *pts, const char *path);
+RDX_API RDX_NODISCARD rdx_status rdx_points_load(rdx_context *ctx, const char *path, rdx_points **out);
 /* Number of points in the index now; 0 for NULL or a pointer that is not a point index. Since 0.1. */
 RDX_API int64_t rdx_points_count(const rdx_points *pts);
 /* Bytes the index holds now (resident: points with ids and codes, nodes, the id map or id bitmap

@@ -50,6 +50,7 @@ const char *rdx_kind_name(rdx_kind kind) {
     case RDX_KIND_HASH: return "hash";
     case RDX_KIND_RX: return "rx";
     case RDX_KIND_CGRX: return "cgrx";
+    case RDX_KIND_CGRXU: return "cgrxu";
   }
   return NULL;
 }

@@ -201,5 +201,5 @@ static rdx_status btree_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op
 /* Range fills come out in key order; index.c sorts each query's rows (range_fill_sorted = 0).
  * Point fills are already ascending: equal keys are stored in row order. */
 const rdx_key_ops rdx_btree_cpu_ops = {
-    RDX_KIND_BTREE, RDX_BACKEND_CPU, btree_build, btree_destroy, btree_query, 1, 0,
+    RDX_KIND_BTREE, RDX_BACKEND_CPU, btree_build, btree_destroy, btree_query, 1, 0, NULL, NULL, NULL,
 };

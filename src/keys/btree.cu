@@ -314,5 +314,5 @@ rdx_status btree_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, co
 
 /* Range fills come out in key order; index.c sorts each query's rows (range_fill_sorted = 0). */
 extern "C" const rdx_key_ops rdx_btree_cuda_ops = {
-    RDX_KIND_BTREE, RDX_BACKEND_CUDA, btree_build, btree_destroy, btree_query, 1, 0,
+    RDX_KIND_BTREE, RDX_BACKEND_CUDA, btree_build, btree_destroy, btree_query, 1, 0, NULL, NULL, NULL,
 };

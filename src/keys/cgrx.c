@@ -162,5 +162,5 @@ static rdx_status cgrx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op 
 }
 
 const rdx_key_ops rdx_cgrx_cpu_ops = {
-    RDX_KIND_CGRX, RDX_BACKEND_CPU, cgrx_build, cgrx_destroy, cgrx_query, 1, 0,
+    RDX_KIND_CGRX, RDX_BACKEND_CPU, cgrx_build, cgrx_destroy, cgrx_query, 1, 0, NULL, NULL, NULL,
 };

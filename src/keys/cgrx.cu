@@ -155,8 +155,8 @@ rdx_status cgrx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, con
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_cgrx_cuda_ops = {
-    RDX_KIND_CGRX, RDX_BACKEND_CUDA, cgrx_build, cgrx_destroy, cgrx_query, 1, 0,
+    RDX_KIND_CGRX, RDX_BACKEND_CUDA, cgrx_build, cgrx_destroy, cgrx_query, 1, 0, NULL, NULL, NULL,
 };
 extern "C" const rdx_key_ops rdx_cgrx_optix_ops = {
-    RDX_KIND_CGRX, RDX_BACKEND_OPTIX, cgrx_build, cgrx_destroy, cgrx_query, 1, 0,
+    RDX_KIND_CGRX, RDX_BACKEND_OPTIX, cgrx_build, cgrx_destroy, cgrx_query, 1, 0, NULL, NULL, NULL,
 };

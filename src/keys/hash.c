@@ -349,5 +349,5 @@ static rdx_status hash_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op 
 
 /* No range calls: index.c answers them with RDX_ERR_UNSUPPORTED and a sentence. */
 const rdx_key_ops rdx_hash_cpu_ops = {
-    RDX_KIND_HASH, RDX_BACKEND_CPU, hash_build, hash_destroy, hash_query, 0, 1,
+    RDX_KIND_HASH, RDX_BACKEND_CPU, hash_build, hash_destroy, hash_query, 0, 1, NULL, NULL, NULL,
 };

@@ -473,5 +473,5 @@ rdx_status hash_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, con
 
 /* No range calls: index.c answers them with RDX_ERR_UNSUPPORTED and a sentence. */
 extern "C" const rdx_key_ops rdx_hash_cuda_ops = {
-    RDX_KIND_HASH, RDX_BACKEND_CUDA, hash_build, hash_destroy, hash_query, 0, 1,
+    RDX_KIND_HASH, RDX_BACKEND_CUDA, hash_build, hash_destroy, hash_query, 0, 1, NULL, NULL, NULL,
 };

@@ -61,9 +61,13 @@ rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys, rdx_array row_ids,
   if (o.bucket_size < 1 || o.bucket_size > 65536)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->bucket_size %d is not in [1, 65536]",
                     fn, o.bucket_size);
-  if (o.kind == RDX_KIND_RX || o.kind == RDX_KIND_CGRX) {
+  if (o.node_bytes == 0) o.node_bytes = 128;
+  if (o.node_bytes < 32 || o.node_bytes > 4096 || (o.node_bytes & (o.node_bytes - 1)))
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->node_bytes %d is not a power of two in [32, 4096]", fn,
+                    o.node_bytes);
+  if (o.kind == RDX_KIND_RX || o.kind == RDX_KIND_CGRX || o.kind == RDX_KIND_CGRXU) {
     int known = RDX_BUILD_SORT_QUERIES | RDX_BUILD_RT_MORTON; /* queries are not sorted: ignored */
-    if (o.kind == RDX_KIND_CGRX) known |= RDX_BUILD_CGRX_NAIVE | RDX_BUILD_CGRX_DEFAULT_MAPPING;
+    if (o.kind != RDX_KIND_RX) known |= RDX_BUILD_CGRX_NAIVE | RDX_BUILD_CGRX_DEFAULT_MAPPING;
     if (o.flags & ~known)
       return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->flags 0x%x has bits kind %s does not know (0x%x)", fn,
                       (unsigned)o.flags, rdx_kind_name(o.kind), (unsigned)(o.flags & ~known));
@@ -109,6 +113,7 @@ rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys, rdx_array row_ids,
   idx->kind = o.kind;
   idx->dtype = keys.dtype;
   idx->n = keys.count;
+  idx->next_row = (uint64_t)keys.count;
   idx->opts = o;
   if (keys.count == 0) { /* an empty index: every lookup misses, no ops needed */
     ctx->n_live_indexes++;
@@ -129,6 +134,7 @@ rdx_status rdx_index_build(rdx_context *ctx, rdx_array keys, rdx_array row_ids,
   in.key_dtype = keys.dtype;
   in.row_dtype = have_rows ? row_ids.dtype : RDX_U64;
   in.opts = o;
+  in.first_row = 0;
   /* Measure this build's own peak: staging copies of caller arrays are not the index's. */
   int64_t base = ctx->in_use, saved_peak = ctx->peak;
   ctx->peak = ctx->in_use;
@@ -340,3 +346,151 @@ rdx_status rdx_index_range_alloc(rdx_context *ctx, const rdx_index *idx, rdx_arr
   return run_alloc(ctx, idx, bounds, 1, out);
 }
 
+
+/* ---- batch updates ---- */
+
+uint64_t rdx_index_next_row(const rdx_index *idx) {
+  return idx != NULL && idx->magic == RDX_INDEX_MAGIC ? idx->next_row : 0;
+}
+
+static rdx_status get_update_options(rdx_context *ctx, const char *fn, const rdx_update_options *opts,
+                                     rdx_update_options *o) {
+  rdx_update_options d = RDX_UPDATE_OPTIONS_INIT;
+  *o = d;
+  if (opts == NULL) return RDX_OK;
+  if (opts->size < sizeof(size_t) || opts->size > (1u << 16))
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->size %zu is not a valid size", fn, opts->size);
+  memcpy(o, opts, opts->size < sizeof *o ? opts->size : sizeof *o);
+  o->size = sizeof *o;
+  if (o->flags & ~RDX_UPDATE_REBUILD)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->flags 0x%x has unknown bits (0x%x)", fn,
+                    (unsigned)o->flags, (unsigned)(o->flags & ~RDX_UPDATE_REBUILD));
+  return RDX_OK;
+}
+
+static rdx_status check_update_keys(rdx_context *ctx, const char *fn, const rdx_index *idx, rdx_array keys) {
+  RDX_CHECK(rdx_array_check(ctx, fn, "keys", keys));
+  if (keys.dtype != idx->dtype || keys.columns != 1)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "%s: keys must be 1-D of the index's key dtype %s (dtype 0x%x, columns %d)", fn,
+                    idx->dtype == RDX_U32 ? "u32" : "u64", (unsigned)keys.dtype, keys.columns);
+  return RDX_OK;
+}
+
+/* The batch goes in place through the kind's ops, or through a rebuild (rx and cgrx, asked for
+ * with RDX_UPDATE_REBUILD). The byte counts follow what the update holds afterwards. */
+static rdx_status apply(rdx_context *ctx, const char *fn, rdx_index *idx, const rdx_update_options *o,
+                        const rdx_key_input *ins, const void *erase, int64_t m_erase, int64_t *n_erased) {
+  const rdx_key_ops *ops = idx->ops;
+  const int in_place = ins ? ops->insert != NULL : ops->erase != NULL;
+  if (!in_place && !(o->flags & RDX_UPDATE_REBUILD))
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED,
+                    "%s: kind %s is not updated in place (its BVH would have to be rebuilt): pass "
+                    "RDX_UPDATE_REBUILD to rebuild it with the batch, or build a cgrxu index",
+                    fn, rdx_kind_name(idx->kind));
+  int64_t base = ctx->in_use;
+  rdx_status st;
+  if (!in_place) st = rdx_keys_rebuild(ctx, idx, ins, erase, m_erase, n_erased);
+  else if (ins) st = ops->insert(ctx, idx, ins);
+  else st = ops->erase(ctx, idx, erase, m_erase, n_erased);
+  if (st == RDX_OK) {
+    idx->resident += ctx->in_use - base;
+    if (idx->resident > idx->peak) idx->peak = idx->resident;
+  }
+  return st;
+}
+
+rdx_status rdx_index_insert(rdx_context *ctx, rdx_index *idx, rdx_array keys, rdx_array row_ids,
+                            const rdx_update_options *opts) {
+  static const char fn[] = "rdx_index_insert";
+  RDX_CHECK(rdx_check_context(ctx));
+  RDX_CHECK(check_index(ctx, fn, idx));
+  rdx_update_options o;
+  RDX_CHECK(get_update_options(ctx, fn, opts, &o));
+  RDX_CHECK(check_update_keys(ctx, fn, idx, keys));
+  const int have_rows = row_ids.data != NULL;
+  if (have_rows) {
+    RDX_CHECK(rdx_array_check(ctx, fn, "row_ids", row_ids));
+    if (!is_key_dtype(row_ids.dtype) || row_ids.columns != 1)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids must be 1-D u32 or u64 (dtype 0x%x, columns %d)", fn,
+                      (unsigned)row_ids.dtype, row_ids.columns);
+    if (row_ids.count != keys.count)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids.count %lld != keys.count %lld", fn,
+                      (long long)row_ids.count, (long long)keys.count);
+    RDX_CHECK(check_row_ids(ctx, fn, row_ids));
+  } else if (keys.count > 0 && (uint64_t)keys.count > RDX_MISS - idx->next_row) {
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "%s: implied row ids from %llu for %lld keys would reach 2^64-1, the miss marker", fn,
+                    (unsigned long long)idx->next_row, (long long)keys.count);
+  }
+  if (keys.count == 0) return RDX_OK;
+  if (idx->n > INT64_MAX / 2 - keys.count)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %lld keys more would pass 2^62", fn, (long long)keys.count);
+  rdx_status st;
+  rdx_staged sk = {0}, sr = {0};
+  RDX_CHECK_GOTO(rdx_array_stage(ctx, "rdx_index_insert: staging keys", keys, 1, &sk), st, done);
+  if (have_rows) RDX_CHECK_GOTO(rdx_array_stage(ctx, "rdx_index_insert: staging row_ids", row_ids, 1, &sr), st, done);
+  rdx_key_input in;
+  in.keys = sk.data;
+  in.rows = have_rows ? sr.data : NULL;
+  in.n = keys.count;
+  in.key_dtype = keys.dtype;
+  in.row_dtype = have_rows ? row_ids.dtype : RDX_U64;
+  in.opts = idx->opts;
+  in.first_row = idx->next_row;
+  if (idx->ops == NULL) { /* an empty index: the batch is its build */
+    const rdx_key_ops *ops = rdx_keys_find_ops(idx->kind, ctx->backend);
+    if (ops == NULL) {
+      st = rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: kind %s is not available on backend %s", fn, rdx_kind_name(idx->kind),
+                    rdx_backend_name(ctx->backend));
+      goto done;
+    }
+    int64_t base = ctx->in_use;
+    idx->ops = ops;
+    st = ops->build(ctx, idx, &in);
+    if (st != RDX_OK) {
+      idx->ops = NULL;
+      goto done;
+    }
+    idx->resident = ctx->in_use - base;
+    if (idx->resident > idx->peak) idx->peak = idx->resident;
+  } else {
+    RDX_CHECK_GOTO(apply(ctx, fn, idx, &o, &in, NULL, 0, NULL), st, done);
+  }
+  idx->n += keys.count;
+  idx->next_row += (uint64_t)keys.count;
+  if (rdx_is_gpu(ctx)) st = rdx_cuda_sync(ctx, fn);
+done:
+  rdx_array_release(ctx, &sk);
+  rdx_array_release(ctx, &sr);
+  return st;
+}
+
+rdx_status rdx_index_erase(rdx_context *ctx, rdx_index *idx, rdx_array keys, const rdx_update_options *opts,
+                           int64_t *n_erased) {
+  static const char fn[] = "rdx_index_erase";
+  RDX_CHECK(rdx_check_context(ctx));
+  RDX_CHECK(check_index(ctx, fn, idx));
+  rdx_update_options o;
+  RDX_CHECK(get_update_options(ctx, fn, opts, &o));
+  RDX_CHECK(check_update_keys(ctx, fn, idx, keys));
+  if (n_erased) *n_erased = 0;
+  if (keys.count == 0 || idx->ops == NULL) return RDX_OK;
+  rdx_status st;
+  rdx_staged sk = {0};
+  int64_t gone = 0;
+  RDX_CHECK_GOTO(rdx_array_stage(ctx, "rdx_index_erase: staging keys", keys, 1, &sk), st, done);
+  RDX_CHECK_GOTO(apply(ctx, fn, idx, &o, NULL, sk.data, keys.count, &gone), st, done);
+  idx->n -= gone;
+  if (idx->n == 0) { /* empty: an index without state answers every lookup with a miss */
+    idx->ops->destroy(ctx, idx);
+    idx->ops = NULL;
+    idx->impl = NULL;
+    idx->resident = 0;
+  }
+  if (n_erased) *n_erased = gone;
+  if (rdx_is_gpu(ctx)) st = rdx_cuda_sync(ctx, fn);
+done:
+  rdx_array_release(ctx, &sk);
+  return st;
+}

@@ -25,9 +25,12 @@ typedef struct rdx_key_input {
   rdx_dtype key_dtype;       /* RDX_U32 or RDX_U64 */
   rdx_dtype row_dtype;       /* RDX_U32 or RDX_U64; meaningless when rows == NULL */
   rdx_build_options opts;    /* normalised: every field set */
+  uint64_t first_row;        /* implied rows (rows == NULL) are first_row .. first_row + n - 1:
+                                0 for a build, the index's row counter for an insert */
 } rdx_key_input;
 
 typedef struct rdx_key_ops rdx_key_ops;
+struct rdx_entries;
 
 struct rdx_index {
   uint32_t magic;            /* RDX_INDEX_MAGIC while alive */
@@ -39,6 +42,7 @@ struct rdx_index {
   int64_t resident;          /* bytes held, measured through the account */
   int64_t peak;              /* most bytes held during the build */
   rdx_build_options opts;
+  uint64_t next_row;         /* the first implied row id of the next insert (rdx_index_next_row) */
   void *impl;                /* the kind's own state, owned */
 };
 
@@ -63,7 +67,30 @@ struct rdx_key_ops {
                       uint64_t *out, uint64_t *rows);
   int ranges;                /* 0: range ops are not offered (hash); index.c says so */
   int range_fill_sorted;     /* 0: index.c sorts each range's rows after RANGE_FILL */
+  /* Batch updates in place, all or nothing: on failure the index is exactly as before (allocate
+   * and check everything that can fail before the first change, or build the new state aside
+   * and swap it in). NULL: the kind has none, and index.c refuses the batch or, with
+   * RDX_UPDATE_REBUILD, rebuilds the index through rdx_keys_rebuild.
+   * insert: in->n >= 1 pairs in the backend's memory (keys of the index's dtype; rows as a
+   * build's, implied ones from in->first_row; never RDX_MISS); in->opts is the index's.
+   * erase: m >= 1 keys of the index's dtype in the backend's memory, in any order, duplicates
+   * and absent keys allowed; every row of each is removed; *n_erased = the pairs removed.
+   * index.c keeps idx->n, next_row and the byte counts; it never calls erase on a batch that
+   * would leave the index empty of ops (it destroys the state when n reaches 0 instead, and an
+   * insert into an empty index is a build). */
+  rdx_status (*insert)(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in);
+  rdx_status (*erase)(rdx_context *ctx, rdx_index *idx, const void *keys, int64_t m, int64_t *n_erased);
+  /* Every (key, row) pair of the index sorted by (key, row), as new entries in the backend's
+   * memory (the caller frees them with rdx_entries_free): snapshots and rebuilds read them. */
+  rdx_status (*entries)(rdx_context *ctx, const rdx_index *idx, struct rdx_entries *out);
 };
+
+/* The rebuild of a kind without in-place updates (src/keys/update.c): the index's entries with the
+ * batch applied (ins: inserted pairs, or NULL; erase: m_erase keys whose rows go, or NULL), built
+ * anew with the index's options and swapped in; on failure the index is as before. *n_erased may
+ * be NULL. The index has ops (is not empty). */
+rdx_status rdx_keys_rebuild(rdx_context *ctx, rdx_index *idx, const rdx_key_input *ins, const void *erase,
+                            int64_t m_erase, int64_t *n_erased);
 
 /* The registry: ops for (kind, backend), or NULL when that pair does not exist. */
 const rdx_key_ops *rdx_keys_find_ops(rdx_kind kind, rdx_backend backend);
@@ -101,6 +128,7 @@ extern const rdx_key_ops rdx_rx_cpu_ops, rdx_cgrx_cpu_ops;
 extern const rdx_key_ops rdx_rx_cuda_ops, rdx_cgrx_cuda_ops, rdx_rx_optix_ops, rdx_cgrx_optix_ops;
 extern const rdx_key_ops rdx_scan_cuda_ops, rdx_sorted_cuda_ops, rdx_btree_cuda_ops,
     rdx_hash_cuda_ops;
+extern const rdx_key_ops rdx_cgrxu_cpu_ops, rdx_cgrxu_cuda_ops;
 
 #ifdef __cplusplus
 }

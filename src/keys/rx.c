@@ -172,5 +172,5 @@ static rdx_status rx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op
 }
 
 const rdx_key_ops rdx_rx_cpu_ops = {
-    RDX_KIND_RX, RDX_BACKEND_CPU, rx_build, rx_destroy, rx_query, 1, 0,
+    RDX_KIND_RX, RDX_BACKEND_CPU, rx_build, rx_destroy, rx_query, 1, 0, NULL, NULL, NULL,
 };

@@ -199,8 +199,8 @@ rdx_status rx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_rx_cuda_ops = {
-    RDX_KIND_RX, RDX_BACKEND_CUDA, rx_build, rx_destroy, rx_query, 1, 0,
+    RDX_KIND_RX, RDX_BACKEND_CUDA, rx_build, rx_destroy, rx_query, 1, 0, NULL, NULL, NULL,
 };
 extern "C" const rdx_key_ops rdx_rx_optix_ops = {
-    RDX_KIND_RX, RDX_BACKEND_OPTIX, rx_build, rx_destroy, rx_query, 1, 0,
+    RDX_KIND_RX, RDX_BACKEND_OPTIX, rx_build, rx_destroy, rx_query, 1, 0, NULL, NULL, NULL,
 };

@@ -118,5 +118,5 @@ static rdx_status scan_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op 
 }
 
 const rdx_key_ops rdx_scan_cpu_ops = {
-    RDX_KIND_SCAN, RDX_BACKEND_CPU, scan_build, scan_destroy, scan_query, 1, 1,
+    RDX_KIND_SCAN, RDX_BACKEND_CPU, scan_build, scan_destroy, scan_query, 1, 1, NULL, NULL, NULL,
 };

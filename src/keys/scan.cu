@@ -175,5 +175,5 @@ rdx_status scan_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, con
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_scan_cuda_ops = {
-    RDX_KIND_SCAN, RDX_BACKEND_CUDA, scan_build, scan_destroy, scan_query, 1, 1,
+    RDX_KIND_SCAN, RDX_BACKEND_CUDA, scan_build, scan_destroy, scan_query, 1, 1, NULL, NULL, NULL,
 };

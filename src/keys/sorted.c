@@ -188,5 +188,5 @@ static rdx_status sorted_query(rdx_context *ctx, const rdx_index *idx, rdx_key_o
 }
 
 const rdx_key_ops rdx_sorted_cpu_ops = {
-    RDX_KIND_SORTED, RDX_BACKEND_CPU, sorted_build, sorted_destroy, sorted_query, 1, 0,
+    RDX_KIND_SORTED, RDX_BACKEND_CPU, sorted_build, sorted_destroy, sorted_query, 1, 0, NULL, NULL, NULL,
 };

@@ -385,5 +385,5 @@ rdx_status sorted_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, c
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_sorted_cuda_ops = {
-    RDX_KIND_SORTED, RDX_BACKEND_CUDA, sorted_build, sorted_destroy, sorted_query, 1, 0,
+    RDX_KIND_SORTED, RDX_BACKEND_CUDA, sorted_build, sorted_destroy, sorted_query, 1, 0, NULL, NULL, NULL,
 };
