@@ -84,6 +84,9 @@ static inline int kc_check_range_alloc(rdx_context *ctx, const rdx_index *idx, c
   return failed;
 }
 
+static inline void kc_check_index(rdx_context *ctx, const rdx_index *idx, const keys_oracle *o, rdx_array queries,
+                                  rdx_array bounds);
+
 /* Build an index with the options `opts` over keys/rows (host arrays) and check every query
  * call. Returns 0 when the kind is not available on this backend (RDX_ERR_UNSUPPORTED at build). */
 static inline int kc_check_build(rdx_context *ctx, const rdx_build_options *opts, rdx_array keys, rdx_array rows,
@@ -91,7 +94,6 @@ static inline int kc_check_build(rdx_context *ctx, const rdx_build_options *opts
   keys_oracle o;
   CHECK(keys_oracle_build(&o, keys, rows));
   rdx_build_options bo = *opts;
-  rdx_kind kind = bo.kind;
   /* On GPU contexts build from device memory half the time, to cover both paths. */
   int dev = kc_gpu(ctx) && (check_rand_() & 1);
   rdx_array kd = dev ? kc_to_device(ctx, keys) : keys, rd = dev ? kc_to_device(ctx, rows) : rows;
@@ -109,6 +111,18 @@ static inline int kc_check_build(rdx_context *ctx, const rdx_build_options *opts
     return 1;
   }
   CHECK_EQ(rdx_index_count(idx), keys.count);
+  kc_check_index(ctx, idx, &o, queries, bounds);
+  rdx_index_destroy(idx);
+  keys_oracle_free(&o);
+  return 1;
+}
+
+/* Check every query call of an index against the oracle o of its pairs (queries and bounds: host
+ * arrays; on GPU contexts the point calls run once more from device memory). */
+static inline void kc_check_index(rdx_context *ctx, const rdx_index *idx, const keys_oracle *o_, rdx_array queries,
+                                  rdx_array bounds) {
+  const keys_oracle o = *o_;
+  const rdx_kind kind = rdx_index_kind(idx);
   int64_t m = queries.count;
   uint64_t *out = (uint64_t *)malloc((size_t)(m + 1) * 8), *counts = (uint64_t *)malloc((size_t)(m + 1) * 8);
   uint64_t *offsets = (uint64_t *)malloc((size_t)(m + 2) * 8);
@@ -177,9 +191,6 @@ static inline int kc_check_build(rdx_context *ctx, const rdx_build_options *opts
   free(out);
   free(counts);
   free(offsets);
-  rdx_index_destroy(idx);
-  keys_oracle_free(&o);
-  return 1;
 }
 
 /* kc_check_build with default options for `kind` and `bucket`. */
