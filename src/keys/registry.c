@@ -14,6 +14,7 @@ static const rdx_key_ops *const cpu_ops[] = {
     &rdx_hash_cpu_ops,
     &rdx_rx_cpu_ops,
     &rdx_cgrx_cpu_ops,
+    &rdx_cgrxu_cpu_ops,
     NULL,
 };
 #ifdef RDX_HAVE_CUDA
