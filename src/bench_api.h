@@ -78,6 +78,11 @@ void rdx_rt_force_bvh_width(rdx_context *ctx, int width);
  * 0 (the default) decides by the batch's size. Layouts whose engine takes any batch (the CPU
  * planner, the dense quadtree) ignore it. */
 void rdx_sp_force_rebuild(rdx_points *pts, int mode);
+/* Crash tests of snapshots (io/snapshot.c): from now on this process's snapshot writer kills the
+ * process (SIGKILL) once more than `bytes` bytes of its temporary would be written, or, for bytes
+ * at or past the file's size, after the fsync and before the rename; -1 (the default) turns it
+ * off. Process-wide: a test sets it in a forked child only. */
+void rdx_snapshot_kill_at(int64_t bytes);
 /* On (1), the join indexes this context builds from now on have naive boxes: every bound rounded
  * to the nearest float32, no pad (RayJoin's plain float32 version, digest section 5), and LSI
  * casts every ray whatever its rounding error instead of testing such S edges against every R
