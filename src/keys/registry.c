@@ -25,6 +25,7 @@ static const rdx_key_ops *const cuda_ops[] = {
     &rdx_hash_cuda_ops,
     &rdx_rx_cuda_ops,
     &rdx_cgrx_cuda_ops,
+    &rdx_cgrxu_cuda_ops,
     NULL,
 };
 #endif
@@ -55,6 +56,8 @@ const rdx_key_ops *rdx_keys_find_ops(rdx_kind kind, rdx_backend backend) {
 #endif
 #ifdef RDX_HAVE_CUDA
   if (backend == RDX_BACKEND_OPTIX && (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX)) return NULL;
+  /* cgrxu traces the soft BVH only: its chain walk has no OptiX program yet */
+  if (backend == RDX_BACKEND_OPTIX && kind == RDX_KIND_CGRXU) return NULL;
   if (backend == RDX_BACKEND_CUDA || backend == RDX_BACKEND_OPTIX) return find(cuda_ops, kind);
 #endif
   return NULL;
