@@ -172,6 +172,8 @@ int cmd_gen_points(int argc, char **argv);
 int cmd_bench_points(int argc, char **argv);
 int cmd_bench_join(int argc, char **argv); /* polygon joins (cmd_bench_join.c) */
 extern const char cli_bench_join_usage[];
+int cmd_bench_update(int argc, char **argv); /* key index updates (cmd_bench_update.c) */
+extern const char cli_bench_update_usage[];
 /* Their usage, which `raydex gen --help` and `raydex bench --help` print after their own. */
 extern const char cli_gen_points_usage[], cli_bench_points_usage[];
 

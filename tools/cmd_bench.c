@@ -259,8 +259,9 @@ static const char *const check_names[] = {"none", "sample", "full"};
 
 int cmd_bench(int argc, char **argv) {
   if (argc >= 1 && cli_is_help(argv[0])) {
-    static char both[sizeof usage + 8192];
-    snprintf(both, sizeof both, "%s\n%s\n%s", usage, cli_bench_points_usage, cli_bench_join_usage);
+    static char both[sizeof usage + 12288];
+    snprintf(both, sizeof both, "%s\n%s\n%s\n%s", usage, cli_bench_points_usage, cli_bench_join_usage,
+             cli_bench_update_usage);
     cli_usage(both, 0);
   }
   if (argc >= 1 && strcmp(argv[0], "points") == 0) {
@@ -271,8 +272,12 @@ int cmd_bench(int argc, char **argv) {
     cli_set_command("raydex bench join");
     return cmd_bench_join(argc - 1, argv + 1);
   }
+  if (argc >= 1 && strcmp(argv[0], "update") == 0) {
+    cli_set_command("raydex bench update");
+    return cmd_bench_update(argc - 1, argv + 1);
+  }
   if (argc < 1 || strcmp(argv[0], "keys") != 0)
-    cli_die(CLI_EXIT_BAD_INPUT, "bench keys, bench points or bench join (bench --help)");
+    cli_die(CLI_EXIT_BAD_INPUT, "bench keys, bench points, bench join or bench update (bench --help)");
   cli_set_command("raydex bench keys");
   cli_args a;
   cli_args_init(&a, argc - 1, argv + 1, usage);
@@ -286,7 +291,7 @@ int cmd_bench(int argc, char **argv) {
   cli_split(&be_l, "backend", be_s ? be_s : "auto");
   rdx_kind kinds[CLI_LIST];
   rdx_backend backends[CLI_LIST];
-  int has[RDX_KIND_CGRX - RDX_KIND_SCAN + 1] = {0};
+  int has[RDX_KIND_CGRXU - RDX_KIND_SCAN + 1] = {0};
   for (int i = 0; i < kind_l.n; i++) kinds[i] = cli_parse_kind("kind", kind_l.v[i]), has[kinds[i] - RDX_KIND_SCAN] = 1;
   for (int i = 0; i < be_l.n; i++) backends[i] = cli_parse_backend("backend", be_l.v[i]);
   c.dtype = cli_choice(&a, "dtype", cli_key_dtypes, 2, 0) ? RDX_U64 : RDX_U32;
