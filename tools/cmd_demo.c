@@ -219,7 +219,8 @@ int cmd_demo(int argc, char **argv) {
   uint64_t *want = (uint64_t *)malloc(((size_t)(width < n ? width : n) + 1) * 8);
   if (!rows || !want) cli_die(CLI_EXIT_FAILURE, "out of memory");
   int failures = 0, n_kinds = 0;
-  static const rdx_kind kinds[] = {RDX_KIND_SORTED, RDX_KIND_BTREE, RDX_KIND_HASH, RDX_KIND_SCAN, RDX_KIND_RX, RDX_KIND_CGRX};
+  static const rdx_kind kinds[] = {RDX_KIND_SORTED, RDX_KIND_BTREE, RDX_KIND_HASH, RDX_KIND_SCAN,
+                                   RDX_KIND_RX,     RDX_KIND_CGRX,  RDX_KIND_CGRXU};
   const int n_all = (int)(sizeof kinds / sizeof kinds[0]);
   for (int k = 0; k < n_all; k++) {
     const char *name = rdx_kind_name(kinds[k]);
