@@ -561,9 +561,9 @@ rdx_backend cli_backend(cli_args *a, const char *name) {
 }
 
 rdx_kind cli_parse_kind(const char *name, const char *s) {
-  for (int k = RDX_KIND_SCAN; k <= RDX_KIND_CGRX; k++)
+  for (int k = RDX_KIND_SCAN; k <= RDX_KIND_CGRXU; k++)
     if (strcmp(s, rdx_kind_name((rdx_kind)k)) == 0) return (rdx_kind)k;
-  cli_die(CLI_EXIT_BAD_INPUT, "--%s '%s' is not one of scan, sorted, btree, hash, rx, cgrx", name, s);
+  cli_die(CLI_EXIT_BAD_INPUT, "--%s '%s' is not one of scan, sorted, btree, hash, rx, cgrx, cgrxu", name, s);
 }
 
 void cli_kind_fits(rdx_kind kind, rdx_backend backend, const char *range_opt) {

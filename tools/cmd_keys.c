@@ -4,23 +4,35 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "bench_api.h"
 
 static const char usage[] =
-    "usage: raydex keys --kind {scan,sorted,btree,hash,rx,cgrx} [--backend {auto,cpu,cuda,optix}]\n"
-    "                   --keys K.npy [--rows R.npy] (--lookup Q.npy | --range LOHI.npy)\n"
-    "                   --out OUT.npy [--counts-out C.npy] [--bucket-size N] [--quiet]\n"
+    "usage: raydex keys --kind {scan,sorted,btree,hash,rx,cgrx,cgrxu} [--backend {auto,cpu,cuda,optix}]\n"
+    "                   (--keys K.npy [--rows R.npy] | --load FILE)\n"
+    "                   [--insert I.npy [--insert-rows IR.npy]] [--erase E.npy]\n"
+    "                   [(--lookup Q.npy | --range LOHI.npy) --out OUT.npy [--counts-out C.npy]]\n"
+    "                   [--save FILE] [--bucket-size N] [--node-bytes N] [--quiet]\n"
     "\n"
-    "Builds a key index over the 1-D u32 or u64 column K (row ids R, default 0..n-1) and answers one\n"
-    "batch. --lookup without --counts-out: OUT is one u64 row id per query (the smallest among equal\n"
-    "keys), 2^64-1 for a miss. With --counts-out, or with --range (LOHI: (m, 2), inclusive bounds):\n"
-    "OUT holds every matching row id grouped by query in query order, ascending within a query, and\n"
-    "C the count per query. --bucket-size (cgrx only, 1..65536, default 32): keys per bucket.\n"
+    "Builds a key index over the 1-D u32 or u64 column K (row ids R, default 0..n-1), or loads one\n"
+    "from a snapshot FILE (--kind must name the kind it holds), then applies the updates: the pairs\n"
+    "of I (keys of the index's dtype) with row ids IR (u32 or u64; default: the rows after the\n"
+    "index's last, rdx_index_next_row), then the erase of every row of each key in E. rx and cgrx\n"
+    "rebuild their whole index for an update (RDX_UPDATE_REBUILD), the other kinds update in place.\n"
+    "Then it answers one batch. --lookup without --counts-out: OUT is one u64 row id per query (the\n"
+    "smallest among equal keys), 2^64-1 for a miss. With --counts-out, or with --range (LOHI:\n"
+    "(m, 2), inclusive bounds): OUT holds every matching row id grouped by query in query order,\n"
+    "ascending within a query, and C the count per query. A batch is required unless --save is\n"
+    "given. --save writes the index, after the updates, as a snapshot FILE (crash safe: a temporary\n"
+    "beside it, flushed, renamed over it; the same FILE as --load is fine).\n"
+    "--bucket-size (cgrx and cgrxu, 1..65536, default 32): keys per bucket. --node-bytes (cgrxu, a\n"
+    "power of two in 32..4096, default 128): bytes per bucket node. A loaded index keeps its own.\n"
     "On success one line on stderr says what ran (--quiet: none); outputs appear only then.\n"
-    "Exit 0 on success, 2 with one line on stderr for bad input (also: --backend optix with a kind\n"
-    "that does not use ray tracing, or when OptiX cannot run here; --range with hash).\n";
+    "Exit 0 on success, 2 with one line on stderr for bad input (also: a snapshot that is truncated,\n"
+    "corrupted, of another kind or format; --backend optix with a kind that does not use ray\n"
+    "tracing, or when OptiX cannot run here; --range with hash).\n";
 
 /* The scan kind reads every key per query, so it answers in chunks of this many queries and a
  * terminal shows its progress; the other kinds answer a batch in one call. */
@@ -40,6 +52,14 @@ static void check_column(const char *opt, const char *path, int nd, rdx_array a,
             a.columns, cli_dtype_name(a.dtype));
 }
 
+/* A .npy input named by --opt as a 1-D column of the index's key dtype. */
+static rdx_array read_keys_of(rdx_context *ctx, const char *opt, const char *path, rdx_dtype dtype) {
+  int nd;
+  rdx_array a = cli_read_npy(ctx, opt, path, &nd);
+  check_column(opt, path, nd, a, 1, dtype);
+  return a;
+}
+
 int cmd_keys(int argc, char **argv) {
   cli_args a;
   cli_args_init(&a, argc, argv, usage);
@@ -47,45 +67,114 @@ int cmd_keys(int argc, char **argv) {
   if (!kind_s) cli_die(CLI_EXIT_BAD_INPUT, "--kind is required");
   rdx_kind kind = cli_parse_kind("kind", kind_s);
   rdx_backend backend = cli_backend(&a, "backend");
-  int64_t keys_bytes = 0, rows_bytes = 0, q_bytes = 0;
-  const char *keys_p = cli_input(&a, "keys", 1, &keys_bytes);
+  int64_t keys_bytes = 0, rows_bytes = 0, q_bytes = 0, load_bytes = 0, upd_bytes = 0, file_bytes = 0;
+  const char *load_p = cli_input(&a, "load", 0, &load_bytes);
+  const char *keys_p = cli_input(&a, "keys", 0, &keys_bytes);
+  if ((keys_p != NULL) == (load_p != NULL)) cli_die(CLI_EXIT_BAD_INPUT, "give exactly one of --keys and --load");
   const char *rows_p = cli_input(&a, "rows", 0, &rows_bytes);
+  if (rows_p && load_p) cli_die(CLI_EXIT_BAD_INPUT, "--rows goes with --keys; a loaded index has its own rows");
+  const char *ins_p = cli_input(&a, "insert", 0, &file_bytes);
+  upd_bytes += file_bytes;
+  const char *ins_rows_p = cli_input(&a, "insert-rows", 0, &file_bytes);
+  upd_bytes += file_bytes;
+  if (ins_rows_p && !ins_p) cli_die(CLI_EXIT_BAD_INPUT, "--insert-rows goes with --insert");
+  const char *erase_p = cli_input(&a, "erase", 0, &file_bytes);
+  upd_bytes += file_bytes;
   const char *lookup_p = cli_input(&a, "lookup", 0, &q_bytes);
   const char *range_p = cli_input(&a, "range", 0, &q_bytes);
-  if ((lookup_p != NULL) == (range_p != NULL)) cli_die(CLI_EXIT_BAD_INPUT, "give exactly one of --lookup and --range");
-  cli_output(&a, "out", 1);
+  /* --save may name the file --load read: the snapshot is read whole before the save replaces it */
+  const char *save_p = cli_opt(&a, "save");
+  int save_over_load = 0;
+  if (save_p && load_p) {
+    char *s = realpath(save_p, NULL), *l = realpath(load_p, NULL);
+    save_over_load = s && l && strcmp(s, l) == 0;
+    free(s);
+    free(l);
+  }
+  if (save_p && !save_over_load) cli_output(&a, "save", 0);
+  int query = lookup_p != NULL || range_p != NULL;
+  if (lookup_p && range_p) cli_die(CLI_EXIT_BAD_INPUT, "give at most one of --lookup and --range");
+  if (!query && !save_p) cli_die(CLI_EXIT_BAD_INPUT, "give one of --lookup and --range, or --save");
+  const char *out_p = cli_output(&a, "out", query);
+  if (out_p && !query) cli_die(CLI_EXIT_BAD_INPUT, "--out goes with --lookup or --range");
   const char *counts_p = cli_output(&a, "counts-out", 0);
+  if (counts_p && !query) cli_die(CLI_EXIT_BAD_INPUT, "--counts-out goes with --lookup or --range");
   int bucket = (int)cli_int(&a, "bucket-size", 1, 65536, 0);
-  cli_applies(&a, "bucket-size", kind == RDX_KIND_CGRX, "--kind cgrx");
+  int node_bytes = (int)cli_int(&a, "node-bytes", 32, 4096, 0);
+  if (node_bytes & (node_bytes - 1)) cli_die(CLI_EXIT_BAD_INPUT, "--node-bytes %d is not a power of two", node_bytes);
+  cli_applies(&a, "bucket-size", (kind == RDX_KIND_CGRX || kind == RDX_KIND_CGRXU) && !load_p,
+              "--kind cgrx or cgrxu with --keys (a loaded index keeps its own)");
+  cli_applies(&a, "node-bytes", kind == RDX_KIND_CGRXU && !load_p, "--kind cgrxu with --keys (a loaded index keeps its own)");
   cli_kind_fits(kind, backend, range_p ? "--range" : NULL);
-  /* inputs held, the build's peak (at most one key per 4 bytes), 8-byte answers per 4-byte query */
-  cli_need_memory(&a, "keys", (double)(keys_bytes + rows_bytes + q_bytes) + cli_index_peak_bytes(kind, keys_bytes / 4.0, backend) +
-                                  4.0 * (double)q_bytes);
+  /* inputs held, the build's peak (at most one key per 4 bytes; a snapshot holds 8 or 16 bytes a
+   * key, read whole), 8-byte answers per 4-byte query */
+  double n_keys = (double)keys_bytes / 4.0 + (double)load_bytes / 8.0 + (double)upd_bytes / 4.0;
+  cli_need_memory(&a, load_p ? "load" : "keys", (double)(keys_bytes + rows_bytes + q_bytes + 2 * load_bytes + upd_bytes) +
+                                                    cli_index_peak_bytes(kind, n_keys, backend) + 4.0 * (double)q_bytes);
   cli_args_done(&a);
 
   rdx_context *ctx = cli_context(backend);
   int nd;
-  cli_progress("reading the inputs");
-  rdx_array keys = cli_read_npy(ctx, "keys", keys_p, &nd);
-  check_column("keys", keys_p, nd, keys, 1, 0);
-  rdx_array rows = rdx_no_array();
-  if (rows_p) {
-    rows = cli_read_npy(ctx, "rows", rows_p, &nd);
-    check_column("rows", rows_p, nd, rows, 1, 0);
-    if (rows.count != keys.count)
-      cli_die(CLI_EXIT_BAD_INPUT, "--rows %s has %lld entries but --keys has %lld", rows_p, (long long)rows.count, (long long)keys.count);
-  }
-  rdx_array q = cli_read_npy(ctx, lookup_p ? "lookup" : "range", lookup_p ? lookup_p : range_p, &nd);
-  check_column(lookup_p ? "lookup" : "range", lookup_p ? lookup_p : range_p, nd, q, lookup_p ? 1 : 2, keys.dtype);
-
-  rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
-  bo.kind = kind;
-  bo.bucket_size = bucket;
   rdx_index *idx = NULL;
-  cli_progress("building %s over %lld keys", kind_s, (long long)keys.count);
-  double t0 = rdx_now_ms();
-  cli_must(ctx, rdx_index_build(ctx, keys, rows, &bo, &idx), "build");
-  double build_ms = rdx_now_ms() - t0;
+  rdx_array keys = rdx_no_array(), rows = rdx_no_array();
+  double t0 = rdx_now_ms(), build_ms;
+  if (load_p) {
+    cli_progress("loading %s", load_p);
+    cli_must(ctx, rdx_index_load(ctx, load_p, &idx), "load");
+    if (rdx_index_kind(idx) != kind)
+      cli_die(CLI_EXIT_BAD_INPUT, "--kind %s but --load %s holds a %s index", kind_s, load_p, rdx_kind_name(rdx_index_kind(idx)));
+    build_ms = rdx_now_ms() - t0;
+  } else {
+    cli_progress("reading the inputs");
+    keys = cli_read_npy(ctx, "keys", keys_p, &nd);
+    check_column("keys", keys_p, nd, keys, 1, 0);
+    if (rows_p) {
+      rows = cli_read_npy(ctx, "rows", rows_p, &nd);
+      check_column("rows", rows_p, nd, rows, 1, 0);
+      if (rows.count != keys.count)
+        cli_die(CLI_EXIT_BAD_INPUT, "--rows %s has %lld entries but --keys has %lld", rows_p, (long long)rows.count, (long long)keys.count);
+    }
+  }
+  rdx_dtype dtype = load_p ? rdx_index_dtype(idx) : keys.dtype;
+  rdx_array ins = rdx_no_array(), ins_rows = rdx_no_array(), era = rdx_no_array(), q = rdx_no_array();
+  if (ins_p) ins = read_keys_of(ctx, "insert", ins_p, dtype);
+  if (ins_rows_p) {
+    ins_rows = cli_read_npy(ctx, "insert-rows", ins_rows_p, &nd);
+    check_column("insert-rows", ins_rows_p, nd, ins_rows, 1, 0);
+    if (ins_rows.count != ins.count)
+      cli_die(CLI_EXIT_BAD_INPUT, "--insert-rows %s has %lld entries but --insert has %lld", ins_rows_p,
+              (long long)ins_rows.count, (long long)ins.count);
+  }
+  if (erase_p) era = read_keys_of(ctx, "erase", erase_p, dtype);
+  if (query) {
+    q = cli_read_npy(ctx, lookup_p ? "lookup" : "range", lookup_p ? lookup_p : range_p, &nd);
+    check_column(lookup_p ? "lookup" : "range", lookup_p ? lookup_p : range_p, nd, q, lookup_p ? 1 : 2, dtype);
+  }
+
+  if (!load_p) {
+    rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
+    bo.kind = kind;
+    bo.bucket_size = bucket;
+    bo.node_bytes = node_bytes;
+    cli_progress("building %s over %lld keys", kind_s, (long long)keys.count);
+    t0 = rdx_now_ms();
+    cli_must(ctx, rdx_index_build(ctx, keys, rows, &bo, &idx), "build");
+    build_ms = rdx_now_ms() - t0;
+  }
+  /* the user asked for the updates: rx and cgrx rebuild for them (the others ignore the flag) */
+  rdx_update_options uo = RDX_UPDATE_OPTIONS_INIT;
+  uo.flags = RDX_UPDATE_REBUILD;
+  int64_t n_erased = 0;
+  t0 = rdx_now_ms();
+  if (ins_p) {
+    cli_progress("inserting %lld keys", (long long)ins.count);
+    cli_must(ctx, rdx_index_insert(ctx, idx, ins, ins_rows, &uo), "insert");
+  }
+  if (erase_p) {
+    cli_progress("erasing %lld keys", (long long)era.count);
+    cli_must(ctx, rdx_index_erase(ctx, idx, era, &uo, &n_erased), "erase");
+  }
+  double update_ms = rdx_now_ms() - t0;
 
   int64_t m = q.count, chunk = kind == RDX_KIND_SCAN ? SCAN_CHUNK : (m > 0 ? m : 1);
   uint64_t hits = 0, total = 0;
@@ -122,18 +211,34 @@ int cmd_keys(int argc, char **argv) {
   }
   double query_ms = rdx_now_ms() - t0;
 
-  if (all) {
+  if (query && all) {
     cli_write_npy(ctx, "out", rdx_host_array(found, (int64_t)total, RDX_U64), 1);
     if (counts_p) cli_write_npy(ctx, "counts-out", rdx_host_array(per_query, m, RDX_U64), 1);
-  } else {
+  } else if (query) {
     cli_write_npy(ctx, "out", rdx_host_array(per_query, m, RDX_U64), 1);
   }
+  /* the snapshot before the outputs are committed: a refused save leaves no output either */
+  double save_ms = 0;
+  if (save_p) {
+    cli_progress("saving %s", save_p);
+    t0 = rdx_now_ms();
+    cli_must(ctx, rdx_index_save(ctx, idx, save_p), "save");
+    save_ms = rdx_now_ms() - t0;
+  }
   cli_commit_outputs();
-  char label[32], rows_s[48] = "";
+  char label[32], rows_s[48] = "", upd_s[96] = "", query_s[128] = "", save_s[48] = "";
   if (all) snprintf(rows_s, sizeof rows_s, ", %llu rows", (unsigned long long)total);
-  cli_report("%s on %s, %lld keys, %lld %s, %llu %s%s, build %.1f ms, query %.1f ms", kind_s,
-             cli_backend_label(label, ctx, backend), (long long)keys.count, (long long)m, range_p ? "ranges" : "lookups",
-             (unsigned long long)hits, range_p ? "non-empty" : "hits", rows_s, build_ms, query_ms);
+  if (ins_p || erase_p)
+    snprintf(upd_s, sizeof upd_s, ", %lld inserted, %lld erased, update %.1f ms", (long long)ins.count, (long long)n_erased,
+             update_ms);
+  if (query)
+    snprintf(query_s, sizeof query_s, ", %lld %s, %llu %s%s", (long long)m, range_p ? "ranges" : "lookups",
+             (unsigned long long)hits, range_p ? "non-empty" : "hits", rows_s);
+  if (save_p) snprintf(save_s, sizeof save_s, ", save %.1f ms", save_ms);
+  char qtime_s[48] = "";
+  if (query) snprintf(qtime_s, sizeof qtime_s, ", query %.1f ms", query_ms);
+  cli_report("%s on %s, %lld keys, %s %.1f ms%s%s%s%s", kind_s, cli_backend_label(label, ctx, backend),
+             (long long)rdx_index_count(idx), load_p ? "load" : "build", build_ms, upd_s, query_s, qtime_s, save_s);
   free(per_query);
   free(offsets);
   free(found);
@@ -141,6 +246,9 @@ int cmd_keys(int argc, char **argv) {
   rdx_npy_free(&keys);
   rdx_npy_free(&rows);
   rdx_npy_free(&q);
+  rdx_npy_free(&ins);
+  rdx_npy_free(&ins_rows);
+  rdx_npy_free(&era);
   cli_context_close(ctx);
   return 0;
 }
