@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def update_waves(rs, out):
+    rs = [r for r in rs if r["op"] not in ("save", "load")]
     kinds = []
     for r in rs:
         if (r["kind"], r["backend"]) not in kinds:

@@ -22,10 +22,13 @@
 const char cli_bench_update_usage[] =
     "usage: raydex bench update --kind cgrxu,cgrx,rx,btree,hash,sorted [--n 2^26] [--waves 8] [--growth 2.2]\n"
     "            [--lookups 2^27] [--dtype u32] [--backend auto] [--load 0.4] [--node-bytes 128]\n"
-    "            [--seed 1] [--header]\n"
+    "            [--snapshot DIR] [--seed 1] [--header]\n"
     "   one row per kind and wave (0: the build): update_ms, the index's resident bytes after it,\n"
     "   and the time of --lookups point lookups after it (rdx_index_lookup, queries and answers\n"
-    "   in the backend's memory)\n";
+    "   in the backend's memory)\n"
+    "   --snapshot DIR: after the build, rdx_index_save to DIR and rdx_index_load back (rows with op\n"
+    "          save and load: update_ms their time, index_bytes the file's size, updates_per_s its\n"
+    "          bytes per second), the loaded index then taking the waves\n";
 
 static uint64_t mix(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -64,6 +67,7 @@ int cmd_bench_update(int argc, char **argv) {
   const double load = cli_double(&a, "load", 0.01, 0.95, 0.4);
   const int node_bytes = (int)cli_int(&a, "node-bytes", 32, 4096, 128);
   uint64_t seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 1);
+  const char *snap_dir = cli_opt(&a, "snapshot");
   const int hdr = cli_flag(&a, "header");
   cli_args_done(&a);
 
@@ -116,6 +120,31 @@ int cmd_bench_update(int argc, char **argv) {
       double t0 = rdx_now_ms();
       if (w == 0) {
         cli_must(ctx, rdx_index_build(ctx, keys, rdx_no_array(), &bo, &idx), "build");
+        if (snap_dir) { /* the snapshot's rows, before the build's */
+          double sms = rdx_now_ms() - t0;
+          char path[4096];
+          snprintf(path, sizeof path, "%s/bench-update-%s.rdxs", snap_dir, rdx_kind_name(kinds[k]));
+          for (int io = 0; io < 2; io++) {
+            double s0 = rdx_now_ms();
+            if (io == 0) {
+              cli_must(ctx, rdx_index_save(ctx, idx, path), "save");
+            } else {
+              rdx_index *loaded = NULL;
+              cli_must(ctx, rdx_index_load(ctx, path, &loaded), "load");
+              rdx_index_destroy(idx);
+              idx = loaded;
+            }
+            double ims = rdx_now_ms() - s0;
+            FILE *f = fopen(path, "rb");
+            long long bytes = 0;
+            if (f) fseek(f, 0, SEEK_END), bytes = ftell(f), fclose(f);
+            printf("%s,%s,%s,%s,%s,%lld,0,%s,%lld,%lld,%.3f,%.4g,%lld,0,0,0,0,-\n", date, device, label,
+                   rdx_kind_name(kinds[k]), dnames[dt == RDX_U64], (long long)n, io ? "load" : "save", (long long)n,
+                   (long long)rdx_index_count(idx), ims, ims > 0 ? (double)bytes / (ims / 1e3) : 0.0, bytes);
+          }
+          remove(path);
+          t0 = rdx_now_ms() - sms; /* the build's row keeps the build's time */
+        }
       } else if (w <= waves) {
         cli_must(ctx, rdx_index_insert(ctx, idx, wv[w - 1], rdx_no_array(), &uo), "insert");
       } else {

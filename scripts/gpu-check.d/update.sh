@@ -3,7 +3,10 @@
 # waves and takes it back in 8 erase waves, with 2^27 lookups after the build and after each wave;
 # cgrxu updates in place, cgrx and rx are rebuilt with each wave, btree, sorted and hash update in
 # place (hash at load 0.4, as the paper). Sourced by scripts/gpu-check.sh with RDX, OUT, log and
-# bench. UPDATE_N and UPDATE_LOOKUPS shrink it for a quick run.
+# bench. After each build the index is saved to the machine's local disk and loaded back (rdx_index_save
+# and rdx_index_load: the rows with op save and load). UPDATE_N and UPDATE_LOOKUPS shrink it.
 un=${UPDATE_N:-67108864}
 ul=${UPDATE_LOOKUPS:-134217728}
-bench update_waves update --kind cgrxu,cgrx,rx,btree,sorted,hash --backend cuda --n "$un" --lookups "$ul" --load 0.4
+mkdir -p /tmp/rdx-snap
+bench update_waves update --kind cgrxu,cgrx,rx,btree,sorted,hash --backend cuda --n "$un" --lookups "$ul" --load 0.4 \
+  --snapshot /tmp/rdx-snap
