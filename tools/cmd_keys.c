@@ -27,8 +27,9 @@ static const char usage[] =
     "ascending within a query, and C the count per query. A batch is required unless --save is\n"
     "given. --save writes the index, after the updates, as a snapshot FILE (crash safe: a temporary\n"
     "beside it, flushed, renamed over it; the same FILE as --load is fine).\n"
-    "--bucket-size (cgrx and cgrxu, 1..65536, default 32): keys per bucket. --node-bytes (cgrxu, a\n"
-    "power of two in 32..4096, default 128): bytes per bucket node. A loaded index keeps its own.\n"
+    "--bucket-size (cgrx, 1..65536, default 32): keys per bucket. --node-bytes (cgrxu, a power of\n"
+    "two in 32..4096, default 128): bytes of (key, row) pairs per node; its buckets start as half a\n"
+    "node. A loaded index keeps its own.\n"
     "On success one line on stderr says what ran (--quiet: none); outputs appear only then.\n"
     "Exit 0 on success, 2 with one line on stderr for bad input (also: a snapshot that is truncated,\n"
     "corrupted, of another kind or format; --backend optix with a kind that does not use ray\n"
@@ -102,8 +103,7 @@ int cmd_keys(int argc, char **argv) {
   int bucket = (int)cli_int(&a, "bucket-size", 1, 65536, 0);
   int node_bytes = (int)cli_int(&a, "node-bytes", 32, 4096, 0);
   if (node_bytes & (node_bytes - 1)) cli_die(CLI_EXIT_BAD_INPUT, "--node-bytes %d is not a power of two", node_bytes);
-  cli_applies(&a, "bucket-size", (kind == RDX_KIND_CGRX || kind == RDX_KIND_CGRXU) && !load_p,
-              "--kind cgrx or cgrxu with --keys (a loaded index keeps its own)");
+  cli_applies(&a, "bucket-size", kind == RDX_KIND_CGRX && !load_p, "--kind cgrx with --keys (a loaded index keeps its own)");
   cli_applies(&a, "node-bytes", kind == RDX_KIND_CGRXU && !load_p, "--kind cgrxu with --keys (a loaded index keeps its own)");
   cli_kind_fits(kind, backend, range_p ? "--range" : NULL);
   /* inputs held, the build's peak (at most one key per 4 bytes; a snapshot holds 8 or 16 bytes a
