@@ -9,8 +9,13 @@
  * through their next links.
  *
  * Query batches are split into chunks of 4096 over the context's threads.
+ *
+ * Updates take the pairs out of the leaves, merge the batch in or filter the erased keys out
+ * (entries.c), and bulk-load a new tree from the result, aside: the old nodes go only once the
+ * new ones are complete. A bulk load keeps every leaf full, which in-place leaf splits would not.
  */
 #include "keys/btree_hd.h"
+#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,36 +54,118 @@ static void build_task(void *arg, int64_t t, int thread) {
     }
 }
 
+/* Bulk-load the leaves and inner nodes of b from entries e (n >= 1); on failure b holds nothing. */
+static rdx_status load(rdx_context *ctx, const rdx_entries *e, btree_impl *b) {
+  rdx_status st;
+  b->leaves = b->inner = NULL;
+  if (rdx_btree_plan(&b->L, e->n, e->width) != 0)
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "btree: %lld keys need more than 2^32 btree nodes", (long long)e->n);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "btree: leaves", &b->leaves, (size_t)b->L.n_leaves * RDX_BTREE_NODE_BYTES, RDX_HOST),
+                 st, fail);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "btree: inner nodes", &b->inner, (size_t)b->L.n_inner * RDX_BTREE_NODE_BYTES,
+                               RDX_HOST),
+                 st, fail);
+  for (int inner = 0; inner < 2; inner++) {
+    build_job j = {b, e->pairs, inner, inner ? b->L.n_inner : b->L.n_leaves};
+    RDX_CHECK_GOTO(rdx_parallel_for(ctx, (j.count + BUILD_CHUNK - 1) / BUILD_CHUNK, build_task, &j), st, fail);
+  }
+  return RDX_OK;
+fail:
+  rdx_mem_free(ctx, b->leaves);
+  rdx_mem_free(ctx, b->inner);
+  b->leaves = b->inner = NULL;
+  return st;
+}
+
 static rdx_status btree_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
   btree_impl *b = (btree_impl *)calloc(1, sizeof *b);
   if (b == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_index_build: btree handle");
   rdx_status st;
   rdx_entries e = {0};
   RDX_CHECK_GOTO(rdx_entries_build_cpu(ctx, in, &e), st, fail);
-  if (rdx_btree_plan(&b->L, e.n, e.width) != 0) {
-    st = rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "rdx_index_build: %lld keys need more than 2^32 btree nodes",
-                  (long long)e.n);
-    goto fail;
-  }
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: btree leaves", &b->leaves,
-                               (size_t)b->L.n_leaves * RDX_BTREE_NODE_BYTES, RDX_HOST),
-                 st, fail);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: btree inner nodes", &b->inner,
-                               (size_t)b->L.n_inner * RDX_BTREE_NODE_BYTES, RDX_HOST),
-                 st, fail);
-  for (int inner = 0; inner < 2; inner++) {
-    build_job j = {b, e.pairs, inner, inner ? b->L.n_inner : b->L.n_leaves};
-    RDX_CHECK_GOTO(rdx_parallel_for(ctx, (j.count + BUILD_CHUNK - 1) / BUILD_CHUNK, build_task, &j), st, fail);
-  }
+  RDX_CHECK_GOTO(load(ctx, &e, b), st, fail);
   rdx_entries_free(ctx, &e); /* the leaves hold the pairs now */
   idx->impl = b;
   return RDX_OK;
 fail:
   rdx_entries_free(ctx, &e);
-  rdx_mem_free(ctx, b->leaves);
-  rdx_mem_free(ctx, b->inner);
   free(b);
   return st;
+}
+
+/* ---- updates: the leaves' pairs out, the batch applied (entries.c), a fresh bulk load aside ---- */
+
+typedef struct extract_job {
+  const btree_impl *b;
+  void *out;
+} extract_job;
+
+static void extract_task(void *arg, int64_t t, int thread) {
+  const extract_job *j = (const extract_job *)arg;
+  const rdx_btree_layout *L = &j->b->L;
+  int64_t hi = (t + 1) * BUILD_CHUNK < L->n_leaves ? (t + 1) * BUILD_CHUNK : L->n_leaves;
+  for (int64_t leaf = t * BUILD_CHUNK; leaf < hi; leaf++) {
+    int64_t base = leaf * L->leaf_cap, count = L->n - base < L->leaf_cap ? L->n - base : L->leaf_cap;
+    if (L->width == 32)
+      memcpy((rdx_pair32 *)j->out + base, ((const rdx_btree_leaf32 *)j->b->leaves)[leaf].pairs,
+             (size_t)count * sizeof(rdx_pair32));
+    else
+      memcpy((rdx_pair64 *)j->out + base, ((const rdx_btree_leaf64 *)j->b->leaves)[leaf].pairs,
+             (size_t)count * sizeof(rdx_pair64));
+  }
+}
+
+/* Every leaf is full but the last, so entry g is slot g % leaf_cap of leaf g / leaf_cap. */
+static rdx_status btree_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *out) {
+  const btree_impl *b = (const btree_impl *)idx->impl;
+  size_t sz = b->L.width == 32 ? sizeof(rdx_pair32) : sizeof(rdx_pair64);
+  void *p = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, "btree: entries", &p, (size_t)b->L.n * sz, RDX_HOST));
+  extract_job j = {b, p};
+  rdx_status st = rdx_parallel_for(ctx, (b->L.n_leaves + BUILD_CHUNK - 1) / BUILD_CHUNK, extract_task, &j);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, p);
+    return st;
+  }
+  out->pairs = p;
+  out->n = b->L.n;
+  out->width = b->L.width;
+  return RDX_OK;
+}
+
+/* Load ne (freed here either way) into a new tree and swap it in; on failure b is untouched. */
+static rdx_status swap_in(rdx_context *ctx, btree_impl *b, rdx_entries *ne) {
+  btree_impl nb;
+  rdx_status st = load(ctx, ne, &nb);
+  rdx_entries_free(ctx, ne);
+  if (st != RDX_OK) return st;
+  rdx_mem_free(ctx, b->leaves);
+  rdx_mem_free(ctx, b->inner);
+  *b = nb;
+  return RDX_OK;
+}
+
+static rdx_status btree_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
+  rdx_entries e = {0}, ne = {0};
+  RDX_CHECK(btree_entries(ctx, idx, &e));
+  rdx_status st = rdx_entries_merge_cpu(ctx, &e, in, &ne);
+  rdx_entries_free(ctx, &e);
+  RDX_CHECK(st);
+  return swap_in(ctx, (btree_impl *)idx->impl, &ne);
+}
+
+/* Erasing every pair changes nothing here: index.c destroys the state when the count reaches 0. */
+static rdx_status btree_erase(rdx_context *ctx, rdx_index *idx, const void *keys, int64_t m, int64_t *n_erased) {
+  rdx_entries e = {0}, ne = {0};
+  RDX_CHECK(btree_entries(ctx, idx, &e));
+  rdx_status st = rdx_entries_erase_cpu(ctx, &e, keys, idx->dtype, m, &ne, n_erased);
+  rdx_entries_free(ctx, &e);
+  RDX_CHECK(st);
+  if (ne.n == 0 || *n_erased == 0) {
+    rdx_entries_free(ctx, &ne);
+    return RDX_OK;
+  }
+  return swap_in(ctx, (btree_impl *)idx->impl, &ne);
 }
 
 static void btree_destroy(rdx_context *ctx, rdx_index *idx) {
@@ -201,5 +288,5 @@ static rdx_status btree_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op
 /* Range fills come out in key order; index.c sorts each query's rows (range_fill_sorted = 0).
  * Point fills are already ascending: equal keys are stored in row order. */
 const rdx_key_ops rdx_btree_cpu_ops = {
-    RDX_KIND_BTREE, RDX_BACKEND_CPU, btree_build, btree_destroy, btree_query, 1, 0, NULL, NULL, NULL,
+    RDX_KIND_BTREE, RDX_BACKEND_CPU, btree_build, btree_destroy, btree_query, 1, 0, btree_insert, btree_erase, btree_entries,
 };

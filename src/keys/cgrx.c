@@ -9,6 +9,7 @@
  * chunks of 1024 queries on the thread pool.
  */
 #include "keys/cgrx.h"
+#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,11 @@ fail:
 }
 
 static void cgrx_destroy(rdx_context *ctx, rdx_index *idx) { rdx_cgrx_impl_free(ctx, (rdx_cgrx_impl *)idx->impl); }
+
+/* cgrx's buckets are its sorted entries: a copy of them. */
+static rdx_status cgrx_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *out) {
+  return rdx_entries_copy_cpu(ctx, &((const rdx_cgrx_impl *)idx->impl)->e, out);
+}
 
 /* ---- queries ---- */
 
@@ -162,5 +168,5 @@ static rdx_status cgrx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op 
 }
 
 const rdx_key_ops rdx_cgrx_cpu_ops = {
-    RDX_KIND_CGRX, RDX_BACKEND_CPU, cgrx_build, cgrx_destroy, cgrx_query, 1, 0, NULL, NULL, NULL,
+    RDX_KIND_CGRX, RDX_BACKEND_CPU, cgrx_build, cgrx_destroy, cgrx_query, 1, 0, NULL, NULL, cgrx_entries,
 };

@@ -11,6 +11,7 @@
  * Queries run in chunks of 1024 on the thread pool.
  */
 #include "keys/rx.h"
+#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,14 @@ static rdx_status rx_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input
     RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: rx row ids", &x->rows, (size_t)in->n * w, RDX_HOST), st, fail);
     memcpy(x->rows, in->rows, (size_t)in->n * w);
     x->row_width = (int)w * 8;
+  } else if (in->first_row != 0) { /* implied rows past 0 (an insert into an empty index): spelt out */
+    int w = in->first_row + (uint64_t)in->n - 1 <= UINT32_MAX ? 4 : 8;
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: rx row ids", &x->rows, (size_t)in->n * w, RDX_HOST), st, fail);
+    for (int64_t i = 0; i < in->n; i++) {
+      if (w == 4) ((uint32_t *)x->rows)[i] = (uint32_t)(in->first_row + (uint64_t)i);
+      else ((uint64_t *)x->rows)[i] = in->first_row + (uint64_t)i;
+    }
+    x->row_width = w * 8;
   }
   RDX_CHECK_GOTO(rdx_entries_build_cpu(ctx, in, &e), st, fail);
   RDX_CHECK_GOTO(rdx_rx_facts_from_sorted_cpu(ctx, &e, x), st, fail);
@@ -121,6 +130,47 @@ void rdx_rx_impl_free(rdx_context *ctx, rdx_rx_impl *x) {
 }
 
 static void rx_destroy(rdx_context *ctx, rdx_index *idx) { rdx_rx_impl_free(ctx, (rdx_rx_impl *)idx->impl); }
+
+/* ---- entries (snapshots and the rebuild of rdx_keys_rebuild) ----
+ * rx keeps no key array: each key is read back from its triangle in the tree (rx_hd.h: vertex 0
+ * is (x - 1/2, y + 1/2, z - 1/2), every value exact in float), and its row from the primitive's
+ * input position. */
+
+static inline uint64_t key_of_triangle(const float *v) {
+  uint64_t x = (uint64_t)(v[0] + 0.5f), y = (uint64_t)(v[1] - 0.5f), z = (uint64_t)(v[2] + 0.5f);
+  return x | y << 22 | z << 44;
+}
+
+static rdx_status rx_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *out) {
+  const rdx_rx_impl *x = (const rdx_rx_impl *)idx->impl;
+  const rdx_bvh *b = &x->scene.bvh;
+  int64_t n = b->n_prims;
+  uint64_t *keys = NULL, *rows = NULL;
+  rdx_status st;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rx: entries keys", (void **)&keys, (size_t)n * 8, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rx: entries rows", (void **)&rows, (size_t)n * 8, RDX_HOST), st, done);
+  for (int64_t i = 0; i < n; i++) {
+    keys[i] = key_of_triangle(b->prims + i * 9);
+    rows[i] = rdx_rx_row_of(x->rows, x->row_width, b->ids[i]);
+  }
+  rdx_key_input in;
+  memset(&in, 0, sizeof in);
+  in.keys = keys;
+  in.rows = rows;
+  in.n = n;
+  in.key_dtype = RDX_U64;
+  in.row_dtype = RDX_U64;
+  in.opts = idx->opts;
+  if (idx->dtype == RDX_U32) { /* u32 keys keep width 32 when every row fits: narrow in place */
+    for (int64_t i = 0; i < n; i++) ((uint32_t *)keys)[i] = (uint32_t)keys[i];
+    in.key_dtype = RDX_U32;
+  }
+  st = rdx_entries_build_cpu(ctx, &in, out);
+done:
+  rdx_mem_free(ctx, keys);
+  rdx_mem_free(ctx, rows);
+  return st;
+}
 
 /* ---- queries ---- */
 
@@ -172,5 +222,5 @@ static rdx_status rx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op
 }
 
 const rdx_key_ops rdx_rx_cpu_ops = {
-    RDX_KIND_RX, RDX_BACKEND_CPU, rx_build, rx_destroy, rx_query, 1, 0, NULL, NULL, NULL,
+    RDX_KIND_RX, RDX_BACKEND_CPU, rx_build, rx_destroy, rx_query, 1, 0, NULL, NULL, rx_entries,
 };

@@ -4,6 +4,9 @@
  * find both ends and copy the rows between them.
  *
  * Query batches are split into chunks of 4096 over the context's threads.
+ *
+ * Updates merge the batch into the entries, or filter the erased keys out of them (entries.c),
+ * and rebuild the separators over the result, aside; the old arrays go only once that worked.
  */
 #include "keys/sorted_hd.h"
 
@@ -19,25 +22,38 @@ typedef struct sorted_impl {
 #define QCHUNK 4096
 
 typedef struct build_job {
-  sorted_impl *s;
+  const rdx_entries *e;
+  const rdx_sorted_layout *L;
+  void *seps;
   int level;
   int64_t chunk;
 } build_job;
 
 static void build_level_task(void *arg, int64_t t, int thread) {
   build_job *j = (build_job *)arg;
-  sorted_impl *s = j->s;
+  const rdx_sorted_layout *L = j->L;
   int l = j->level;
   int64_t lo = t * j->chunk, hi = lo + j->chunk;
-  if (hi > s->L.len[l]) hi = s->L.len[l];
+  if (hi > L->len[l]) hi = L->len[l];
   for (int64_t i = lo; i < hi; i++) {
-    if (s->e.width == 32)
-      ((uint32_t *)s->seps)[s->L.off[l] + i] =
-          rdx_sorted_sep_source32((const rdx_pair32 *)s->e.pairs, (const uint32_t *)s->seps, &s->L, l, i);
+    if (j->e->width == 32)
+      ((uint32_t *)j->seps)[L->off[l] + i] =
+          rdx_sorted_sep_source32((const rdx_pair32 *)j->e->pairs, (const uint32_t *)j->seps, L, l, i);
     else
-      ((uint64_t *)s->seps)[s->L.off[l] + i] =
-          rdx_sorted_sep_source64((const rdx_pair64 *)s->e.pairs, (const uint64_t *)s->seps, &s->L, l, i);
+      ((uint64_t *)j->seps)[L->off[l] + i] =
+          rdx_sorted_sep_source64((const rdx_pair64 *)j->e->pairs, (const uint64_t *)j->seps, L, l, i);
   }
+}
+
+/* The separator tree over entries e (n >= 1): *L planned, *seps allocated and filled. */
+static rdx_status make_seps(rdx_context *ctx, const rdx_entries *e, rdx_sorted_layout *L, void **seps) {
+  rdx_sorted_plan(L, e->n, e->width);
+  RDX_CHECK(rdx_mem_alloc(ctx, "sorted: separators", seps, (size_t)L->total * (e->width / 8), RDX_HOST));
+  for (int l = 0; l < L->n_levels; l++) {
+    build_job j = {e, L, *seps, l, 16384};
+    rdx_parallel_for(ctx, (L->len[l] + j.chunk - 1) / j.chunk, build_level_task, &j);
+  }
+  return RDX_OK;
 }
 
 static rdx_status sorted_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
@@ -45,20 +61,52 @@ static rdx_status sorted_build(rdx_context *ctx, rdx_index *idx, const rdx_key_i
   if (s == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_index_build: sorted handle");
   rdx_status st;
   RDX_CHECK_GOTO(rdx_entries_build_cpu(ctx, in, &s->e), st, fail);
-  rdx_sorted_plan(&s->L, s->e.n, s->e.width);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: sorted separators", &s->seps,
-                               (size_t)s->L.total * (s->e.width / 8), RDX_HOST),
-                 st, fail);
-  for (int l = 0; l < s->L.n_levels; l++) {
-    build_job j = {s, l, 16384};
-    rdx_parallel_for(ctx, (s->L.len[l] + j.chunk - 1) / j.chunk, build_level_task, &j);
-  }
+  RDX_CHECK_GOTO(make_seps(ctx, &s->e, &s->L, &s->seps), st, fail);
   idx->impl = s;
   return RDX_OK;
 fail:
   rdx_entries_free(ctx, &s->e);
   free(s);
   return st;
+}
+
+/* Swap new entries in (all or nothing): their separators are built aside first, and only then
+ * are the old entries and separators freed. On failure ne is freed and s is untouched. */
+static rdx_status swap_in(rdx_context *ctx, sorted_impl *s, rdx_entries *ne) {
+  rdx_sorted_layout L;
+  void *seps = NULL;
+  rdx_status st = make_seps(ctx, ne, &L, &seps);
+  if (st != RDX_OK) {
+    rdx_entries_free(ctx, ne);
+    return st;
+  }
+  rdx_mem_free(ctx, s->seps);
+  rdx_entries_free(ctx, &s->e);
+  s->e = *ne;
+  s->L = L;
+  s->seps = seps;
+  return RDX_OK;
+}
+
+static rdx_status sorted_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
+  rdx_entries ne = {0};
+  RDX_CHECK(rdx_entries_merge_cpu(ctx, &((sorted_impl *)idx->impl)->e, in, &ne));
+  return swap_in(ctx, (sorted_impl *)idx->impl, &ne);
+}
+
+/* Erasing every pair changes nothing here: index.c destroys the state when the count reaches 0. */
+static rdx_status sorted_erase(rdx_context *ctx, rdx_index *idx, const void *keys, int64_t m, int64_t *n_erased) {
+  rdx_entries ne = {0};
+  RDX_CHECK(rdx_entries_erase_cpu(ctx, &((sorted_impl *)idx->impl)->e, keys, idx->dtype, m, &ne, n_erased));
+  if (ne.n == 0 || *n_erased == 0) {
+    rdx_entries_free(ctx, &ne);
+    return RDX_OK;
+  }
+  return swap_in(ctx, (sorted_impl *)idx->impl, &ne);
+}
+
+static rdx_status sorted_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *out) {
+  return rdx_entries_copy_cpu(ctx, &((const sorted_impl *)idx->impl)->e, out);
 }
 
 static void sorted_destroy(rdx_context *ctx, rdx_index *idx) {
@@ -188,5 +236,5 @@ static rdx_status sorted_query(rdx_context *ctx, const rdx_index *idx, rdx_key_o
 }
 
 const rdx_key_ops rdx_sorted_cpu_ops = {
-    RDX_KIND_SORTED, RDX_BACKEND_CPU, sorted_build, sorted_destroy, sorted_query, 1, 0, NULL, NULL, NULL,
+    RDX_KIND_SORTED, RDX_BACKEND_CPU, sorted_build, sorted_destroy, sorted_query, 1, 0, sorted_insert, sorted_erase, sorted_entries,
 };
