@@ -47,6 +47,7 @@ typedef struct hash_impl {
   rdx_entries csr;    /* (key, row) of the keys in the side CSR, sorted; n = 0 when none */
   uint64_t *dir;      /* n_dir + 1 starts into csr; NULL when none */
   int64_t n_dir;
+  int64_t n_keys;     /* occupied slots: distinct keys, <= rdx_hash_limit after an insert */
 } hash_impl;
 
 #define CHUNK 16384
@@ -56,7 +57,7 @@ static inline uint64_t in_key(const rdx_key_input *in, int64_t i) {
   return in->key_dtype == RDX_U32 ? ((const uint32_t *)in->keys)[i] : ((const uint64_t *)in->keys)[i];
 }
 static inline uint64_t in_row(const rdx_key_input *in, int64_t i) {
-  if (in->rows == NULL) return (uint64_t)i;
+  if (in->rows == NULL) return in->first_row + (uint64_t)i;
   return in->row_dtype == RDX_U32 ? ((const uint32_t *)in->rows)[i] : ((const uint64_t *)in->rows)[i];
 }
 
@@ -263,6 +264,7 @@ static rdx_status hash_build(rdx_context *ctx, rdx_index *idx, const rdx_key_inp
     goto fail;
   }
   if (pending) RDX_CHECK_GOTO(build_csr(ctx, &j), st, fail);
+  h->n_keys = in->n - h->csr.n + h->n_dir; /* direct keys hold one entry each */
   rdx_mem_free(ctx, meta);
   idx->impl = h;
   return RDX_OK;
@@ -347,7 +349,598 @@ static rdx_status hash_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op 
   return run(ctx, idx, q, n, (op_t)op, out, rows); /* lookups only: index.c keeps ranges away */
 }
 
+/* ---- updates ----
+ *
+ * Insert, in the common case one pass like the build: every pair is put into an empty slot with an
+ * atomic CAS; a pair whose key holds a slot already changes nothing and flags the batch. A batch of
+ * new unique keys whose rows fit a slot is then done. Otherwise (keys present before, keys repeated
+ * in the batch, rows too big for a slot) the pass is undone -- the keys it put are marked and
+ * removed as an erase removes keys, which leaves every key that was there before in its slot, and
+ * needs no memory beyond the pass's own state -- and the batch goes in through sort_insert: sorted
+ * by (key, row), each such key's rows merged with the ones it had into a new CSR and directory,
+ * everything allocated before the first change.
+ *
+ * Growth: after an insert the table holds at most rdx_hash_limit keys (the load factor's share of
+ * its slots), so lookups after any inserts are as fast as after a build. A batch that could pass
+ * it (its keys absent from the table counted first, repeats included: an upper bound) rehashes the
+ * table into a new one planned for twice the keys it will hold, at the load factor, and goes into
+ * that; each growth at least doubles the table, so n inserts cost O(n) rehashing in all, and the
+ * table stays between half and all of its target load. The new table is built aside and swapped
+ * in only when the batch is in. Erases never shrink the table (index.c destroys an index erased
+ * to nothing).
+ *
+ * Erase: each listed key's slot is marked (its value exchanged for PENDING: the thread that changes
+ * it counts the key's rows, so repeated keys count once), the marks are removed cluster by cluster
+ * (hash_hd.h: no tombstones), and the erased keys' lists leave the CSR: a compacted CSR and
+ * directory, allocated before the first change, with every CSR key's slot pointed at its new entry.
+ */
+
+enum { ST_NONE = 0, ST_PUT = 1, ST_MARKED = 2, ST_OWNER = 3 };
+
+static void noop_task(void *arg, int64_t t, int thread) { (void)arg, (void)t, (void)thread; }
+
+/* The phases after an update's first change: rdx_parallel_for fails only when it first starts the
+ * context's threads, which every update does before its first change (start_threads); should it
+ * fail anyway, the phase runs inline. */
+static void run_all(rdx_context *ctx, int64_t n_tasks, rdx_task_fn fn, void *arg) {
+  if (rdx_parallel_for(ctx, n_tasks, fn, arg) == RDX_OK) return;
+  for (int64_t t = 0; t < n_tasks; t++) fn(arg, t, 0);
+}
+static rdx_status start_threads(rdx_context *ctx) { return rdx_parallel_for(ctx, 2, noop_task, NULL); }
+
+static inline uint64_t key_at(const void *keys, int key_bits, int64_t i) {
+  return key_bits == 32 ? ((const uint32_t *)keys)[i] : ((const uint64_t *)keys)[i];
+}
+static inline int is_direct(const hash_impl *h, uint64_t v) {
+  return h->L.key_bits == 32 ? rdx_hash_direct32((uint32_t)v) : rdx_hash_direct64(v);
+}
+static inline uint64_t dir_index(const hash_impl *h, uint64_t v) {
+  return h->L.key_bits == 32 ? v & ~(uint64_t)RDX_HASH32_FLAG : v & ~RDX_HASH64_FLAG;
+}
+static inline uint64_t rows_of(const hash_impl *h, uint64_t v) {
+  return is_direct(h, v) ? 1 : h->dir[dir_index(h, v) + 1] - h->dir[dir_index(h, v)];
+}
+static inline uint64_t row_max(const hash_impl *h) {
+  return h->L.key_bits == 32 ? RDX_HASH32_ROW_MAX : RDX_HASH64_ROW_MAX;
+}
+static inline int put(hash_impl *h, uint64_t k, uint64_t val) {
+  return h->L.key_bits == 32 ? rdx_hash_put32(h->table, &h->L, (uint32_t)k, (uint32_t)val, 0)
+                             : rdx_hash_put64(h->table, &h->L, k, val, 0);
+}
+
+/* Mark key k for removal: its value becomes PENDING, atomically. Returns 1 with the old value when
+ * this call changed it, 0 when k is absent or marked already. Probes with atomic loads: other
+ * threads mark other slots meanwhile. */
+static int mark_key(hash_impl *h, uint64_t k, uint64_t *old) {
+  const rdx_hash_layout *L = &h->L;
+  uint64_t w = rdx_hash_home(L, k);
+  for (uint64_t p = 0; p < L->n_windows; p++, w = rdx_hash_next(L, w)) {
+    for (int i = 0; i < L->slots; i++) {
+      uint64_t s = w * (uint64_t)L->slots + (uint64_t)i;
+      if (L->key_bits == 32) {
+        uint64_t cur = RDX_HASH_LOAD(h->table + s);
+        if ((uint32_t)cur == RDX_HASH32_V_EMPTY) return 0;
+        if ((cur >> 32) != k) continue;
+        uint64_t was = atomic_exchange_explicit(RDX_HASH_AT(h->table + s), k << 32 | RDX_HASH32_V_PENDING,
+                                                memory_order_relaxed);
+        *old = (uint32_t)was;
+        return *old != RDX_HASH32_V_PENDING;
+      }
+      uint64_t cur = RDX_HASH_LOAD(h->table + 2 * s + 1);
+      if (cur == RDX_HASH64_EMPTY) return 0;
+      if (RDX_HASH_LOAD(h->table + 2 * s) != k) continue;
+      *old = atomic_exchange_explicit(RDX_HASH_AT(h->table + 2 * s + 1), RDX_HASH64_PENDING, memory_order_relaxed);
+      return *old != RDX_HASH64_PENDING;
+    }
+  }
+  return 0;
+}
+
+typedef struct update_job {
+  hash_impl *h;
+  const rdx_key_input *in;  /* insert: the batch */
+  const void *keys;         /* erase: the keys */
+  int64_t n;                /* pairs or keys */
+  uint8_t *state;           /* per pair or key: ST_* */
+  int64_t *sum_a, *sum_b;   /* per chunk */
+  int *slow, *overflow;     /* per chunk */
+  uint8_t *dead;            /* erase: per directory entry, 1 when its key goes */
+  hash_impl *to;            /* growth: the new table */
+} update_job;
+
+static inline uint64_t job_key(const update_job *j, int64_t i) {
+  return j->in ? in_key(j->in, i) : key_at(j->keys, j->h->L.key_bits, i);
+}
+#define CHUNK_RANGE(j, t) \
+  int64_t lo = (t) * CHUNK, hi = lo + CHUNK < (j)->n ? lo + CHUNK : (j)->n
+
+/* Insert pass: put each pair; ST_PUT when it took an empty slot. */
+static void put_task(void *arg, int64_t t, int thread) {
+  update_job *j = (update_job *)arg;
+  hash_impl *h = j->h;
+  CHUNK_RANGE(j, t);
+  int64_t placed = 0;
+  int slow = 0, overflow = 0;
+  for (int64_t i = lo; i < hi; i++) {
+    uint64_t k = in_key(j->in, i), r = in_row(j->in, i);
+    uint64_t val = h->L.key_bits == 32 ? rdx_hash_value32(r) : rdx_hash_value64(r);
+    int got = put(h, k, val);
+    j->state[i] = got == 1 ? ST_PUT : ST_NONE;
+    placed += got == 1;
+    slow |= got == 2 || rdx_hash_is_mark(&h->L, val);
+    overflow |= got == 0;
+  }
+  j->sum_a[t] = placed;
+  j->slow[t] = slow;
+  j->overflow[t] = overflow;
+}
+
+/* Undo of the insert pass: mark every key it put (a key put with a row too big for a slot is
+ * marked already). */
+static void unput_task(void *arg, int64_t t, int thread) {
+  update_job *j = (update_job *)arg;
+  CHUNK_RANGE(j, t);
+  for (int64_t i = lo; i < hi; i++) {
+    uint64_t old;
+    if (j->state[i] != ST_PUT) continue;
+    (void)mark_key(j->h, in_key(j->in, i), &old);
+    j->state[i] = ST_MARKED;
+  }
+}
+
+/* Erase: mark each key; the thread that marks it counts its rows (sum_a) and the key (sum_b). */
+static void erase_mark_task(void *arg, int64_t t, int thread) {
+  update_job *j = (update_job *)arg;
+  CHUNK_RANGE(j, t);
+  int64_t rows = 0, keys = 0;
+  for (int64_t i = lo; i < hi; i++) {
+    uint64_t old;
+    j->state[i] = ST_NONE;
+    if (!mark_key(j->h, job_key(j, i), &old)) continue;
+    j->state[i] = ST_MARKED;
+    rows += (int64_t)rows_of(j->h, old);
+    keys++;
+  }
+  j->sum_a[t] = rows;
+  j->sum_b[t] = keys;
+}
+
+/* Read-only: the marked keys that own their cluster (the first mark in it). */
+static void owner_task(void *arg, int64_t t, int thread) {
+  update_job *j = (update_job *)arg;
+  CHUNK_RANGE(j, t);
+  for (int64_t i = lo; i < hi; i++) {
+    int64_t slot;
+    if (j->state[i] != ST_MARKED) continue;
+    find_value(j->h, job_key(j, i), &slot);
+    if (slot >= 0 && rdx_hash_owns_cluster(j->h->table, &j->h->L, (uint64_t)slot)) j->state[i] = ST_OWNER;
+  }
+}
+
+/* Each owner rewrites its cluster without the marked keys. Clusters are disjoint, and an owner
+ * reads outside its own only the end window of the one before, whose last slot nobody writes. */
+static void compact_task(void *arg, int64_t t, int thread) {
+  update_job *j = (update_job *)arg;
+  const rdx_hash_layout *L = &j->h->L;
+  CHUNK_RANGE(j, t);
+  for (int64_t i = lo; i < hi; i++) {
+    if (j->state[i] != ST_OWNER) continue;
+    uint64_t c = rdx_hash_cluster_start(j->h->table, L, rdx_hash_home(L, job_key(j, i)));
+    rdx_hash_compact_cluster(j->h->table, L, c);
+  }
+}
+
+/* Remove the marked keys (state ST_MARKED), n_chunks chunks of the job's pairs or keys. */
+static void remove_marked(rdx_context *ctx, update_job *j, int64_t n_chunks) {
+  run_all(ctx, n_chunks, owner_task, j);
+  run_all(ctx, n_chunks, compact_task, j);
+}
+
+/* Read-only: the keys absent from the table (sum_a). */
+static void absent_task(void *arg, int64_t t, int thread) {
+  update_job *j = (update_job *)arg;
+  CHUNK_RANGE(j, t);
+  int64_t c = 0;
+  for (int64_t i = lo; i < hi; i++) {
+    int64_t slot;
+    find_value(j->h, in_key(j->in, i), &slot);
+    c += slot < 0;
+  }
+  j->sum_a[t] = c;
+}
+
+/* Growth: put every key of the old table, value word and all, into the new one. */
+static void rehash_task(void *arg, int64_t t, int thread) {
+  update_job *j = (update_job *)arg;
+  const rdx_hash_layout *L = &j->h->L;
+  uint64_t lo = (uint64_t)t * QCHUNK, hi = lo + QCHUNK < L->n_windows ? lo + QCHUNK : L->n_windows;
+  for (uint64_t s = lo * (uint64_t)L->slots; s < hi * (uint64_t)L->slots; s++) {
+    uint64_t k, v;
+    rdx_hash_get(j->h->table, L, s, &k, &v);
+    if (!rdx_hash_is_empty(L, v)) put(j->to, k, v);
+  }
+}
+
+/* Read-only: flag the directory entries of the keys listed (erase). */
+static void dead_task(void *arg, int64_t t, int thread) {
+  update_job *j = (update_job *)arg;
+  CHUNK_RANGE(j, t);
+  for (int64_t i = lo; i < hi; i++) {
+    int64_t slot;
+    uint64_t v = find_value(j->h, job_key(j, i), &slot);
+    if (slot >= 0 && !is_direct(j->h, v))
+      atomic_store_explicit((_Atomic uint8_t *)&j->dead[dir_index(j->h, v)], 1, memory_order_relaxed);
+  }
+}
+
+static int64_t sum(const int64_t *a, int64_t n) {
+  int64_t s = 0;
+  for (int64_t t = 0; t < n; t++) s += a[t];
+  return s;
+}
+
+/* The per-pair state and per-chunk sums of an update of n pairs or keys. */
+static rdx_status job_alloc(rdx_context *ctx, const char *what, update_job *j, int64_t n, void **mem) {
+  int64_t n_chunks = (n + CHUNK - 1) / CHUNK;
+  size_t bytes = (size_t)n_chunks * (2 * sizeof(int64_t) + 2 * sizeof(int)) + (size_t)n;
+  RDX_CHECK(rdx_mem_alloc(ctx, what, mem, bytes, RDX_HOST));
+  j->n = n;
+  j->sum_a = (int64_t *)*mem;
+  j->sum_b = j->sum_a + n_chunks;
+  j->slow = (int *)(j->sum_b + n_chunks);
+  j->overflow = j->slow + n_chunks;
+  j->state = (uint8_t *)(j->overflow + n_chunks);
+  return RDX_OK;
+}
+
+/* A directory for the sorted CSR entries nh->csr (n >= 1): nh->dir and nh->n_dir, and the slot
+ * array the pointing needs. Allocates, changes no table. */
+static rdx_status dir_prepare(rdx_context *ctx, const char *fn, hash_impl *nh, build_job *b) {
+  rdx_status st = RDX_OK;
+  int64_t m = nh->csr.n, n_chunks = (m + CHUNK - 1) / CHUNK;
+  memset(b, 0, sizeof *b);
+  b->h = nh;
+  b->m = m;
+  nh->dir = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, fn, (void **)&b->count, (size_t)n_chunks * sizeof(int64_t), RDX_HOST));
+  run_all(ctx, n_chunks, heads_count_task, b);
+  nh->n_dir = prefix(b->count, n_chunks);
+  if ((uint64_t)nh->n_dir - 1 > (nh->L.key_bits == 32 ? RDX_HASH32_DIR_MAX : RDX_HASH64_DIR_MAX)) {
+    st = rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: %lld keys with several or large rows exceed the hash directory", fn,
+                  (long long)nh->n_dir);
+    goto fail;
+  }
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&nh->dir, (size_t)(nh->n_dir + 1) * 8, RDX_HOST), st, fail);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&b->slot_of, (size_t)nh->n_dir * 8, RDX_HOST), st, fail);
+  nh->dir[nh->n_dir] = (uint64_t)m;
+  run_all(ctx, n_chunks, heads_write_task, b);
+  return RDX_OK;
+fail:
+  rdx_mem_free(ctx, b->count);
+  rdx_mem_free(ctx, nh->dir);
+  nh->dir = NULL;
+  b->count = NULL;
+  return st;
+}
+/* Point every CSR key's slot at its directory entry (the keys are all in the table), and free
+ * the preparation's scratch. */
+static void dir_point(rdx_context *ctx, build_job *b) {
+  int64_t n_chunks = (b->h->n_dir + CHUNK - 1) / CHUNK;
+  run_all(ctx, n_chunks, slots_find_task, b);
+  run_all(ctx, n_chunks, slots_write_task, b);
+}
+static void dir_scratch_free(rdx_context *ctx, build_job *b) {
+  rdx_mem_free(ctx, b->count);
+  rdx_mem_free(ctx, b->slot_of);
+  b->count = NULL;
+  b->slot_of = NULL;
+}
+
+/* The batch sorted and merged into the CSR (the insert's slow path; see above). All or nothing:
+ * every allocation comes before the first change. */
+static rdx_status sort_insert(rdx_context *ctx, hash_impl *h, const rdx_key_input *in) {
+  static const char fn[] = "rdx_index_insert: hash rows";
+  const int kb = h->L.key_bits;
+  const size_t ksz = kb == 32 ? 4 : 8;
+  rdx_status st = RDX_OK;
+  rdx_entries E = {0};
+  hash_impl nh = *h;
+  build_job b;
+  memset(&b, 0, sizeof b);
+  void *ck = NULL;
+  uint64_t *cr = NULL;
+  nh.csr.pairs = NULL;
+  nh.csr.n = 0;
+  nh.dir = NULL;
+  nh.n_dir = 0;
+  RDX_CHECK(rdx_entries_build_cpu(ctx, in, &E));
+  /* Each group of equal keys: a new key with one row that fits a slot goes in directly; any
+   * other key's rows (its old direct row, its old CSR list, the batch's) go to the CSR. */
+  int64_t extra = 0, new_keys = 0;
+  for (int64_t a = 0, e; a < E.n; a = e) {
+    uint64_t k = csr_key(&E, a);
+    for (e = a + 1; e < E.n && csr_key(&E, e) == k;) e++;
+    int64_t slot;
+    uint64_t v = find_value(h, k, &slot);
+    new_keys += slot < 0;
+    if (slot < 0 && e - a == 1 && csr_row(&E, a) <= row_max(h)) continue;
+    extra += (e - a) + (slot >= 0 && is_direct(h, v));
+  }
+  int64_t m = h->csr.n + extra;
+  if (m > 0) {
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, &ck, (size_t)m * ksz, RDX_HOST), st, fail);
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&cr, (size_t)m * 8, RDX_HOST), st, fail);
+    int64_t at = 0;
+#define PUT_PAIR(k, r)                                          \
+  do {                                                          \
+    if (kb == 32) ((uint32_t *)ck)[at] = (uint32_t)(k);         \
+    else ((uint64_t *)ck)[at] = (k);                            \
+    cr[at++] = (r);                                             \
+  } while (0)
+    for (int64_t i = 0; i < h->csr.n; i++) PUT_PAIR(csr_key(&h->csr, i), csr_row(&h->csr, i));
+    for (int64_t a = 0, e; a < E.n; a = e) {
+      uint64_t k = csr_key(&E, a);
+      for (e = a + 1; e < E.n && csr_key(&E, e) == k;) e++;
+      int64_t slot;
+      uint64_t v = find_value(h, k, &slot);
+      if (slot < 0 && e - a == 1 && csr_row(&E, a) <= row_max(h)) continue;
+      if (slot >= 0 && is_direct(h, v)) PUT_PAIR(k, v);
+      for (int64_t i = a; i < e; i++) PUT_PAIR(k, csr_row(&E, i));
+    }
+#undef PUT_PAIR
+    rdx_key_input in2 = *in;
+    in2.keys = ck;
+    in2.rows = cr;
+    in2.n = m;
+    in2.row_dtype = RDX_U64;
+    in2.first_row = 0;
+    RDX_CHECK_GOTO(rdx_entries_build_cpu(ctx, &in2, &nh.csr), st, fail);
+    rdx_mem_free(ctx, ck);
+    rdx_mem_free(ctx, cr);
+    ck = NULL;
+    cr = NULL;
+    RDX_CHECK_GOTO(dir_prepare(ctx, fn, &nh, &b), st, fail);
+  }
+  /* commit: nothing below fails */
+  for (int64_t a = 0, e; a < E.n; a = e) {
+    uint64_t k = csr_key(&E, a);
+    for (e = a + 1; e < E.n && csr_key(&E, e) == k;) e++;
+    int64_t slot;
+    find_value(h, k, &slot);
+    if (slot >= 0) continue;
+    uint64_t r = csr_row(&E, a);
+    int direct = e - a == 1 && r <= row_max(h);
+    put(h, k, direct ? r : rdx_hash_mark_value(&h->L)); /* CSR keys are pointed below */
+  }
+  if (m > 0) dir_point(ctx, &b);
+  dir_scratch_free(ctx, &b);
+  rdx_entries_free(ctx, &E);
+  rdx_entries_free(ctx, &h->csr);
+  rdx_mem_free(ctx, h->dir);
+  h->csr = nh.csr;
+  h->dir = nh.dir;
+  h->n_dir = nh.n_dir;
+  h->n_keys += new_keys;
+  h->L.n += in->n;
+  return RDX_OK;
+fail:
+  dir_scratch_free(ctx, &b);
+  rdx_mem_free(ctx, nh.dir);
+  rdx_entries_free(ctx, &nh.csr);
+  rdx_mem_free(ctx, ck);
+  rdx_mem_free(ctx, cr);
+  rdx_entries_free(ctx, &E);
+  return st;
+}
+
+/* The batch into table h, which has room for all of it (rdx_hash_limit). */
+static rdx_status insert_into(rdx_context *ctx, hash_impl *h, const rdx_key_input *in) {
+  update_job j;
+  memset(&j, 0, sizeof j);
+  void *mem = NULL;
+  j.h = h;
+  j.in = in;
+  RDX_CHECK(job_alloc(ctx, "rdx_index_insert: hash scratch", &j, in->n, &mem));
+  int64_t n_chunks = (in->n + CHUNK - 1) / CHUNK;
+  run_all(ctx, n_chunks, put_task, &j);
+  int slow = 0, overflow = 0;
+  for (int64_t t = 0; t < n_chunks; t++) slow |= j.slow[t], overflow |= j.overflow[t];
+  if (!slow && !overflow) {
+    h->n_keys += sum(j.sum_a, n_chunks);
+    h->L.n += in->n;
+    rdx_mem_free(ctx, mem);
+    return RDX_OK;
+  }
+  run_all(ctx, n_chunks, unput_task, &j); /* undo the pass: the table is as before */
+  remove_marked(ctx, &j, n_chunks);
+  rdx_mem_free(ctx, mem);
+  if (overflow)
+    return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_index_insert: hash table of %llu windows overflowed with %lld keys",
+                    (unsigned long long)h->L.n_windows, (long long)h->n_keys);
+  return sort_insert(ctx, h, in);
+}
+
+static rdx_status hash_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
+  hash_impl *h = (hash_impl *)idx->impl;
+  const double lf = in->opts.load_factor;
+  RDX_CHECK(start_threads(ctx));
+  int64_t limit = rdx_hash_limit(&h->L, lf), add = in->n;
+  if (h->n_keys + add > limit) { /* count the keys that are new, at most */
+    update_job j;
+    memset(&j, 0, sizeof j);
+    void *mem = NULL;
+    j.h = h;
+    j.in = in;
+    RDX_CHECK(job_alloc(ctx, "rdx_index_insert: hash scratch", &j, in->n, &mem));
+    int64_t n_chunks = (in->n + CHUNK - 1) / CHUNK;
+    run_all(ctx, n_chunks, absent_task, &j);
+    add = sum(j.sum_a, n_chunks);
+    rdx_mem_free(ctx, mem);
+  }
+  if (h->n_keys + add <= limit) return insert_into(ctx, h, in);
+  /* grow: a table for twice the keys, aside */
+  hash_impl g = *h;
+  int64_t want = h->n_keys + add;
+  if (rdx_hash_plan(&g.L, 2 * want, h->L.key_bits, lf) != 0 && rdx_hash_plan(&g.L, want, h->L.key_bits, lf) != 0)
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED,
+                    "rdx_index_insert: %lld keys at load factor %g need more than 2^32 hash windows", (long long)want, lf);
+  g.L.n = h->L.n;
+  size_t bytes = (size_t)g.L.n_windows * RDX_HASH_WINDOW_BYTES;
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_index_insert: grown hash table", (void **)&g.table, bytes, RDX_HOST));
+  memset(g.table, 0xFF, bytes);
+  update_job j;
+  memset(&j, 0, sizeof j);
+  j.h = h;
+  j.to = &g;
+  run_all(ctx, (int64_t)((h->L.n_windows + QCHUNK - 1) / QCHUNK), rehash_task, &j);
+  rdx_status st = insert_into(ctx, &g, in);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, g.table);
+    return st;
+  }
+  rdx_mem_free(ctx, h->table);
+  *h = g; /* the CSR and directory are g's: the old ones, or what sort_insert made */
+  return RDX_OK;
+}
+
+static rdx_status hash_erase(rdx_context *ctx, rdx_index *idx, const void *keys, int64_t m, int64_t *n_erased) {
+  static const char fn[] = "rdx_index_erase: hash";
+  hash_impl *h = (hash_impl *)idx->impl;
+  rdx_status st = RDX_OK;
+  update_job j;
+  memset(&j, 0, sizeof j);
+  void *mem = NULL;
+  hash_impl nh = *h; /* the compacted CSR, when erased keys leave it */
+  nh.csr.pairs = NULL;
+  nh.csr.n = 0;
+  nh.dir = NULL;
+  nh.n_dir = 0;
+  build_job b;
+  memset(&b, 0, sizeof b);
+  j.h = h;
+  j.keys = keys;
+  RDX_CHECK(start_threads(ctx));
+  RDX_CHECK(job_alloc(ctx, fn, &j, m, &mem));
+  int64_t n_chunks = (m + CHUNK - 1) / CHUNK, dead_rows = 0, n_dead = 0;
+  if (h->n_dir > 0) {
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&j.dead, (size_t)h->n_dir, RDX_HOST), st, done);
+    memset(j.dead, 0, (size_t)h->n_dir);
+    run_all(ctx, n_chunks, dead_task, &j);
+    for (int64_t d = 0; d < h->n_dir; d++)
+      if (j.dead[d]) n_dead++, dead_rows += (int64_t)(h->dir[d + 1] - h->dir[d]);
+  }
+  if (n_dead > 0 && n_dead < h->n_dir) { /* the surviving lists, copied in order: still sorted */
+    size_t psz = h->csr.width == 32 ? sizeof(rdx_pair32) : sizeof(rdx_pair64);
+    nh.csr.width = h->csr.width;
+    nh.csr.n = h->csr.n - dead_rows;
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, &nh.csr.pairs, (size_t)nh.csr.n * psz, RDX_HOST), st, done);
+    int64_t at = 0;
+    for (int64_t d = 0; d < h->n_dir; d++) {
+      if (j.dead[d]) continue;
+      int64_t len = (int64_t)(h->dir[d + 1] - h->dir[d]);
+      memcpy((char *)nh.csr.pairs + (size_t)at * psz, (const char *)h->csr.pairs + h->dir[d] * psz, (size_t)len * psz);
+      at += len;
+    }
+    RDX_CHECK_GOTO(dir_prepare(ctx, fn, &nh, &b), st, done);
+  }
+  /* commit: nothing below fails */
+  run_all(ctx, n_chunks, erase_mark_task, &j);
+  remove_marked(ctx, &j, n_chunks);
+  int64_t rows = sum(j.sum_a, n_chunks), gone = sum(j.sum_b, n_chunks);
+  if (n_dead > 0) {
+    if (nh.csr.n > 0) dir_point(ctx, &b);
+    rdx_entries_free(ctx, &h->csr);
+    rdx_mem_free(ctx, h->dir);
+    h->csr = nh.csr;
+    h->dir = nh.dir;
+    h->n_dir = nh.n_dir;
+    nh.csr.pairs = NULL;
+    nh.dir = NULL;
+  }
+  h->n_keys -= gone;
+  h->L.n -= rows;
+  *n_erased = rows;
+done:
+  dir_scratch_free(ctx, &b);
+  rdx_entries_free(ctx, &nh.csr);
+  rdx_mem_free(ctx, nh.dir);
+  rdx_mem_free(ctx, j.dead);
+  rdx_mem_free(ctx, mem);
+  return st;
+}
+
+/* ---- entries: the direct keys from the table, the CSR as it is, sorted together ---- */
+
+typedef struct gather_job {
+  const hash_impl *h;
+  int64_t *count;    /* per chunk of windows: direct keys, then their offset */
+  void *keys;
+  uint64_t *rows;
+} gather_job;
+
+static void gather_task_(void *arg, int64_t t, int pass) {
+  gather_job *j = (gather_job *)arg;
+  const rdx_hash_layout *L = &j->h->L;
+  uint64_t lo = (uint64_t)t * QCHUNK, hi = lo + QCHUNK < L->n_windows ? lo + QCHUNK : L->n_windows;
+  int64_t c = 0, at = pass ? j->count[t] : 0;
+  for (uint64_t s = lo * (uint64_t)L->slots; s < hi * (uint64_t)L->slots; s++) {
+    uint64_t k, v;
+    rdx_hash_get(j->h->table, L, s, &k, &v);
+    if (rdx_hash_is_empty(L, v) || !is_direct(j->h, v)) continue;
+    if (pass) {
+      if (L->key_bits == 32) ((uint32_t *)j->keys)[at] = (uint32_t)k;
+      else ((uint64_t *)j->keys)[at] = k;
+      j->rows[at++] = v;
+    }
+    c++;
+  }
+  if (!pass) j->count[t] = c;
+}
+static void gather_count_task(void *arg, int64_t t, int thread) { gather_task_(arg, t, 0); }
+static void gather_copy_task(void *arg, int64_t t, int thread) { gather_task_(arg, t, 1); }
+
+static rdx_status hash_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *out) {
+  static const char fn[] = "rdx_index entries: hash";
+  const hash_impl *h = (const hash_impl *)idx->impl;
+  const int kb = h->L.key_bits;
+  rdx_status st = RDX_OK;
+  gather_job j = {h, NULL, NULL, NULL};
+  int64_t n_chunks = (int64_t)((h->L.n_windows + QCHUNK - 1) / QCHUNK), n = h->L.n;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&j.count, (size_t)n_chunks * 8, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, &j.keys, (size_t)n * (kb == 32 ? 4 : 8), RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&j.rows, (size_t)n * 8, RDX_HOST), st, done);
+  RDX_CHECK_GOTO(rdx_parallel_for(ctx, n_chunks, gather_count_task, &j), st, done);
+  int64_t direct = prefix(j.count, n_chunks);
+  if (direct + h->csr.n != n) {
+    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: %lld direct and %lld CSR entries for %lld", fn, (long long)direct,
+                  (long long)h->csr.n, (long long)n);
+    goto done;
+  }
+  RDX_CHECK_GOTO(rdx_parallel_for(ctx, n_chunks, gather_copy_task, &j), st, done);
+  for (int64_t i = 0; i < h->csr.n; i++) {
+    if (kb == 32) ((uint32_t *)j.keys)[direct + i] = (uint32_t)csr_key(&h->csr, i);
+    else ((uint64_t *)j.keys)[direct + i] = csr_key(&h->csr, i);
+    j.rows[direct + i] = csr_row(&h->csr, i);
+  }
+  {
+    rdx_key_input in;
+    memset(&in, 0, sizeof in);
+    in.keys = j.keys;
+    in.rows = j.rows;
+    in.n = n;
+    in.key_dtype = kb == 32 ? RDX_U32 : RDX_U64;
+    in.row_dtype = RDX_U64;
+    in.opts = idx->opts;
+    RDX_CHECK_GOTO(rdx_entries_build_cpu(ctx, &in, out), st, done);
+  }
+done:
+  rdx_mem_free(ctx, j.count);
+  rdx_mem_free(ctx, j.keys);
+  rdx_mem_free(ctx, j.rows);
+  return st;
+}
+
 /* No range calls: index.c answers them with RDX_ERR_UNSUPPORTED and a sentence. */
 const rdx_key_ops rdx_hash_cpu_ops = {
-    RDX_KIND_HASH, RDX_BACKEND_CPU, hash_build, hash_destroy, hash_query, 0, 1, NULL, NULL, NULL,
+    RDX_KIND_HASH, RDX_BACKEND_CPU, hash_build, hash_destroy, hash_query, 0, 1, hash_insert, hash_erase, hash_entries,
 };

@@ -35,6 +35,24 @@
  * PENDING are collected, sorted by (key, row) into the CSR, and their slots get the flag and
  * the directory index.
  *
+ * Updates (insert, erase) keep two invariants, so a probe still ends at the first window with an
+ * empty slot: (W) the occupied slots of a window are a prefix of it; (P) a key in window j with
+ * home window h has every window h .. j-1 (cyclically) full. No slot is PENDING between calls.
+ *
+ * Erase removes keys without tombstones. The marked keys (value PENDING: erase repurposes the
+ * build's marker, which no slot holds between calls) are removed cluster by cluster, a cluster
+ * being a maximal run of full windows plus the non-full window that ends it: by (P) no probe
+ * crosses a non-full window, so every key of a cluster has its home inside it and clusters can be
+ * rewritten independently (one thread each, no atomics). A cluster is rewritten in place, window
+ * by window from its start: the window's live keys are taken out, the window cleared, and each
+ * key put in the first window from its home with room (never past the one it came from, so only
+ * windows already rewritten are written). That is linear probing's backward-shift deletion
+ * (Knuth 6.4, algorithm R) at window granularity and for many deletions at once: the table ends
+ * as if the surviving keys had been inserted alone, so lookups stay as fast after any number of
+ * insert and erase waves, and no key value or value word is set aside for deleted slots. The
+ * probing windows make this cheaper than per-slot backward shift: a cluster at load 0.5 is
+ * about one window.
+ *
  * The table has ceil(ceil(n / load_factor) / slots per window) windows; the home window is the
  * high bits of a Murmur3 finalizer times the number of windows (a multiply, not a modulo, so
  * any table size works and a load factor of 0.5 costs exactly 16 bytes per u32 key).
@@ -213,6 +231,140 @@ RDX_HD uint64_t rdx_hash_value64(uint64_t row) {
   return row <= RDX_HASH64_ROW_MAX ? row : RDX_HASH64_PENDING;
 }
 
+/* ---- updates: plain slot access, growth and cluster compaction ----
+ * These run where no other thread touches the same windows (one thread per cluster, or a phase
+ * of its own), so they use plain loads and stores. Slot s is 0 .. n_windows * slots - 1. */
+
+/* The most keys (occupied slots) the table may hold: the load factor's share of its slots, and
+ * always fewer than all of them, so some window has an empty slot (probes and clusters end). */
+RDX_HD int64_t rdx_hash_limit(const rdx_hash_layout *L, double load_factor) {
+  int64_t slots = (int64_t)L->n_windows * L->slots;
+  double lim = (double)slots * load_factor;
+  int64_t most = slots - 1;
+  return lim < (double)most ? (int64_t)lim : most;
+}
+
+RDX_HD uint64_t rdx_hash_home(const rdx_hash_layout *L, uint64_t key) {
+  return L->key_bits == 32 ? rdx_hash_home32(L, (uint32_t)key) : rdx_hash_home64(L, key);
+}
+RDX_HD uint64_t rdx_hash_prev(const rdx_hash_layout *L, uint64_t w) {
+  return w == 0 ? L->n_windows - 1 : w - 1;
+}
+/* Slot s's key and value, the value widened to u64 words' meaning kept per width (u32 values
+ * stay 32-bit numbers: compare them with the RDX_HASH32_V_* constants). */
+RDX_HD void rdx_hash_get(const uint64_t *table, const rdx_hash_layout *L, uint64_t s, uint64_t *key,
+                         uint64_t *val) {
+  if (L->key_bits == 32) {
+    uint64_t x = table[s];
+    *key = x >> 32;
+    *val = (uint32_t)x;
+  } else {
+    *key = table[2 * s];
+    *val = table[2 * s + 1];
+  }
+}
+RDX_HD void rdx_hash_set(uint64_t *table, const rdx_hash_layout *L, uint64_t s, uint64_t key, uint64_t val) {
+  if (L->key_bits == 32) {
+    table[s] = key << 32 | (uint32_t)val;
+  } else {
+    table[2 * s] = key;
+    table[2 * s + 1] = val;
+  }
+}
+RDX_HD void rdx_hash_clear(uint64_t *table, const rdx_hash_layout *L, uint64_t s) {
+  if (L->key_bits == 32) {
+    table[s] = RDX_HASH32_EMPTY;
+  } else {
+    table[2 * s] = RDX_HASH64_EMPTY;
+    table[2 * s + 1] = RDX_HASH64_EMPTY;
+  }
+}
+RDX_HD int rdx_hash_is_empty(const rdx_hash_layout *L, uint64_t val) {
+  return L->key_bits == 32 ? val == RDX_HASH32_V_EMPTY : val == RDX_HASH64_EMPTY;
+}
+/* PENDING: during an erase (and an insert's undo), the mark of a key to be removed. */
+RDX_HD int rdx_hash_is_mark(const rdx_hash_layout *L, uint64_t val) {
+  return L->key_bits == 32 ? val == RDX_HASH32_V_PENDING : val == RDX_HASH64_PENDING;
+}
+RDX_HD uint64_t rdx_hash_mark_value(const rdx_hash_layout *L) {
+  return L->key_bits == 32 ? RDX_HASH32_V_PENDING : RDX_HASH64_PENDING;
+}
+/* Window w is full when its last slot is occupied (W). */
+RDX_HD int rdx_hash_full(const uint64_t *table, const rdx_hash_layout *L, uint64_t w) {
+  uint64_t k, v;
+  rdx_hash_get(table, L, w * L->slots + L->slots - 1, &k, &v);
+  return !rdx_hash_is_empty(L, v);
+}
+
+/* The first window of the cluster holding window w: back while the window before is full. */
+RDX_HD uint64_t rdx_hash_cluster_start(const uint64_t *table, const rdx_hash_layout *L, uint64_t w) {
+  for (uint64_t p = 0; p + 1 < L->n_windows; p++) {
+    uint64_t b = rdx_hash_prev(L, w);
+    if (!rdx_hash_full(table, L, b)) return w;
+    w = b;
+  }
+  return w;
+}
+
+/* Whether marked slot s is the first marked slot of its cluster: its owner, the one thread that
+ * compacts the cluster. */
+RDX_HD int rdx_hash_owns_cluster(const uint64_t *table, const rdx_hash_layout *L, uint64_t s) {
+  uint64_t w = s / (uint64_t)L->slots;
+  uint64_t x = rdx_hash_cluster_start(table, L, w) * (uint64_t)L->slots;
+  uint64_t total = L->n_windows * (uint64_t)L->slots;
+  for (; x != s; x = x + 1 == total ? 0 : x + 1) {
+    uint64_t k, v;
+    rdx_hash_get(table, L, x, &k, &v);
+    if (rdx_hash_is_mark(L, v)) return 0;
+  }
+  return 1;
+}
+
+/* Put (key, val) in the first slot with room from the key's home window on (plain stores). */
+RDX_HD int rdx_hash_place(uint64_t *table, const rdx_hash_layout *L, uint64_t key, uint64_t val) {
+  uint64_t w = rdx_hash_home(L, key);
+  for (uint64_t p = 0; p < L->n_windows; p++, w = rdx_hash_next(L, w)) {
+    for (int i = 0; i < L->slots; i++) {
+      uint64_t s = w * (uint64_t)L->slots + (uint64_t)i, k, v;
+      rdx_hash_get(table, L, s, &k, &v);
+      if (rdx_hash_is_empty(L, v)) {
+        rdx_hash_set(table, L, s, key, val);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Remove the marked keys of the cluster that starts at window c, rewriting it in place (see the
+ * top of this file). Returns the keys removed. */
+RDX_HD int64_t rdx_hash_compact_cluster(uint64_t *table, const rdx_hash_layout *L, uint64_t c) {
+  int64_t removed = 0;
+  uint64_t w = c;
+  for (uint64_t p = 0; p < L->n_windows; p++, w = rdx_hash_next(L, w)) {
+    uint64_t k[RDX_HASH32_SLOTS], v[RDX_HASH32_SLOTS];
+    int n = 0;
+    for (int i = 0; i < L->slots; i++) {
+      uint64_t s = w * (uint64_t)L->slots + (uint64_t)i;
+      rdx_hash_get(table, L, s, &k[n], &v[n]);
+      if (rdx_hash_is_empty(L, v[n])) break;
+      n++;
+    }
+    /* only the occupied slots are cleared: the last slot of the cluster's end window is never
+     * written, so the owners of neighbouring clusters may read it (rdx_hash_cluster_start) */
+    for (int i = 0; i < n; i++) rdx_hash_clear(table, L, w * (uint64_t)L->slots + (uint64_t)i);
+    for (int i = 0; i < n; i++) {
+      if (rdx_hash_is_mark(L, v[i])) {
+        removed++;
+        continue;
+      }
+      rdx_hash_place(table, L, k[i], v[i]); /* lands in a window from c to w */
+    }
+    if (n < L->slots) break; /* w was not full: the cluster ends here */
+  }
+  return removed;
+}
+
 /* ---- the insert protocol, written once over the backend's atomics ----
  *
  * The including file defines, before including this header with RDX_HASH_INSERT defined:
@@ -224,17 +376,18 @@ RDX_HD uint64_t rdx_hash_value64(uint64_t row) {
  *   RDX_HASH_MAX(p, v)          atomic 64-bit maximum
  *   RDX_HASH_PAUSE()            a short wait while another insert writes its key
  * and may define RDX_HASH_INSERT_FN (default RDX_HD), e.g. device-only for CUDA.
- * Each insert returns 1 when the key was placed, 0 when the table had no room (cannot happen
- * at load factors <= 0.95, checked anyway), and sets *pending when the key needs the CSR. */
+ * rdx_hash_put32/64 insert a key with its value word (the build, an insert batch, a rehash);
+ * rdx_hash_insert32/64 are the build's form, from a row. */
 #ifdef RDX_HASH_INSERT
 #ifndef RDX_HASH_INSERT_FN
 #define RDX_HASH_INSERT_FN RDX_HD
 #endif
 
-RDX_HASH_INSERT_FN int rdx_hash_insert32(uint64_t *table, const rdx_hash_layout *L, uint32_t key, uint64_t row,
-                             int *pending) {
-  uint32_t val = rdx_hash_value32(row);
-  if (val == RDX_HASH32_V_PENDING) *pending = 1;
+/* Put key with value val: 1 = placed in an empty slot, 2 = the key holds a slot already (with
+ * mark_dup its value is raised to PENDING, as the build does; without, nothing changes), 0 = no
+ * room. */
+RDX_HASH_INSERT_FN int rdx_hash_put32(uint64_t *table, const rdx_hash_layout *L, uint32_t key, uint32_t val,
+                                      int mark_dup) {
   uint64_t mine = (uint64_t)key << 32 | val, dup = (uint64_t)key << 32 | RDX_HASH32_V_PENDING;
   uint64_t w = rdx_hash_home32(L, key);
   for (uint64_t p = 0; p < L->n_windows; p++, w = rdx_hash_next(L, w)) {
@@ -246,20 +399,17 @@ RDX_HASH_INSERT_FN int rdx_hash_insert32(uint64_t *table, const rdx_hash_layout 
         if (old == RDX_HASH32_EMPTY) return 1;
         cur = old; /* someone else claimed it: maybe with our key */
       }
-      if ((uint32_t)(cur >> 32) == key) { /* a duplicate: the key goes to the CSR */
-        if ((uint32_t)cur != RDX_HASH32_V_PENDING) RDX_HASH_MAX(slot, dup);
-        *pending = 1;
-        return 1;
+      if ((uint32_t)(cur >> 32) == key) {
+        if (mark_dup && (uint32_t)cur != RDX_HASH32_V_PENDING) RDX_HASH_MAX(slot, dup);
+        return 2;
       }
     }
   }
   return 0;
 }
 
-RDX_HASH_INSERT_FN int rdx_hash_insert64(uint64_t *table, const rdx_hash_layout *L, uint64_t key, uint64_t row,
-                             int *pending) {
-  uint64_t val = rdx_hash_value64(row);
-  if (val == RDX_HASH64_PENDING) *pending = 1;
+RDX_HASH_INSERT_FN int rdx_hash_put64(uint64_t *table, const rdx_hash_layout *L, uint64_t key, uint64_t val,
+                                      int mark_dup) {
   uint64_t w = rdx_hash_home64(L, key);
   for (uint64_t p = 0; p < L->n_windows; p++, w = rdx_hash_next(L, w)) {
     for (int i = 0; i < RDX_HASH64_SLOTS; i++) {
@@ -279,13 +429,29 @@ RDX_HASH_INSERT_FN int rdx_hash_insert64(uint64_t *table, const rdx_hash_layout 
         cur = RDX_HASH_LOAD_ACQ(slot + 1);
       }
       if (RDX_HASH_LOAD(slot) == key) {
-        if (cur != RDX_HASH64_PENDING) RDX_HASH_MAX(slot + 1, RDX_HASH64_PENDING);
-        *pending = 1;
-        return 1;
+        if (mark_dup && cur != RDX_HASH64_PENDING) RDX_HASH_MAX(slot + 1, RDX_HASH64_PENDING);
+        return 2;
       }
     }
   }
   return 0;
+}
+
+/* The build's insert of (key, row): 1 when placed or met, 0 when the table had no room (cannot
+ * happen at load factors <= 0.95, checked anyway); sets *pending when the key needs the CSR. */
+RDX_HASH_INSERT_FN int rdx_hash_insert32(uint64_t *table, const rdx_hash_layout *L, uint32_t key, uint64_t row,
+                                         int *pending) {
+  uint32_t val = rdx_hash_value32(row);
+  int r = rdx_hash_put32(table, L, key, val, 1);
+  if (val == RDX_HASH32_V_PENDING || r == 2) *pending = 1;
+  return r != 0;
+}
+RDX_HASH_INSERT_FN int rdx_hash_insert64(uint64_t *table, const rdx_hash_layout *L, uint64_t key, uint64_t row,
+                                         int *pending) {
+  uint64_t val = rdx_hash_value64(row);
+  int r = rdx_hash_put64(table, L, key, val, 1);
+  if (val == RDX_HASH64_PENDING || r == 2) *pending = 1;
+  return r != 0;
 }
 
 #endif /* RDX_HASH_INSERT */
