@@ -17,12 +17,17 @@
  * nodes out of L2. A point lookup thus costs one DRAM access of 128 bytes (the leaf) plus a
  * couple of L2 hits. Counts are two descents; fills read the entries by global position (leaves
  * are full, so entry g is slot g % 15 of leaf g / 15), eight lanes at a time.
+ *
+ * Updates read the pairs out of the leaves (one coalesced pass), merge the batch in or filter the
+ * erased keys out (entries.cu), and bulk-load new nodes from the result, aside: the old nodes go
+ * only once the new ones are written.
  */
 #include <cooperative_groups.h>
 #include <new>
 
 #include "core/cuda_util.cuh"
 #include "keys/btree_hd.h"
+#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 namespace cg = cooperative_groups;
 
@@ -244,52 +249,130 @@ rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n,
   return launch<64, uint64_t, OP>(ctx, b, q, n, out, rows, what);
 }
 
+/* Bulk-load leaves and inner nodes of b from entries e (n >= 1), waiting for the kernels (the
+ * caller may free e next); on failure b holds no nodes. */
+rdx_status load(rdx_context *ctx, const rdx_entries *e, btree_impl *b) {
+  rdx_status st = RDX_OK;
+  cudaStream_t s = rdx_stream(ctx);
+  b->leaves = b->inner = NULL;
+  if (rdx_btree_plan(&b->L, e->n, e->width) != 0)
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "btree: %lld keys need more than 2^32 btree nodes", (long long)e->n);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "btree: leaves", &b->leaves, (size_t)b->L.n_leaves * RDX_BTREE_NODE_BYTES,
+                               RDX_DEVICE), st, fail);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "btree: inner nodes", &b->inner, (size_t)b->L.n_inner * RDX_BTREE_NODE_BYTES,
+                               RDX_DEVICE), st, fail);
+  if (e->width == 32) {
+    btree_leaves_kernel<32><<<rdx_grid(b->L.n_leaves * RDX_BTREE_LANES, 256), 256, 0, s>>>(
+        (const rdx_pair32 *)e->pairs, b->L, (uint4 *)b->leaves);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "btree: leaves kernel", st, fail);
+    if (b->L.n_inner > 0)
+      btree_inner_kernel<32><<<rdx_grid(b->L.n_inner * RDX_BTREE_LANES, 256), 256, 0, s>>>(
+          (const rdx_pair32 *)e->pairs, b->L, (uint4 *)b->inner);
+  } else {
+    btree_leaves_kernel<64><<<rdx_grid(b->L.n_leaves * RDX_BTREE_LANES, 256), 256, 0, s>>>(
+        (const rdx_pair64 *)e->pairs, b->L, (uint4 *)b->leaves);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "btree: leaves kernel", st, fail);
+    if (b->L.n_inner > 0)
+      btree_inner_kernel<64><<<rdx_grid(b->L.n_inner * RDX_BTREE_LANES, 256), 256, 0, s>>>(
+          (const rdx_pair64 *)e->pairs, b->L, (uint4 *)b->inner);
+  }
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "btree: inner kernel", st, fail);
+  /* the entries are read by the kernels above: wait before the caller frees them */
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "btree: nodes", st, fail);
+  return RDX_OK;
+fail:
+  (void)cudaStreamSynchronize(s);
+  rdx_mem_free(ctx, b->leaves);
+  rdx_mem_free(ctx, b->inner);
+  b->leaves = b->inner = NULL;
+  return st;
+}
+
 rdx_status btree_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
   btree_impl *b = new (std::nothrow) btree_impl();
   if (b == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_index_build: btree handle");
   rdx_status st = RDX_OK;
   rdx_entries e = {};
-  cudaStream_t s = rdx_stream(ctx);
   RDX_CUDA_GOTO(ctx, cudaDeviceGetAttribute(&b->n_sms, cudaDevAttrMultiProcessorCount, ctx->device),
                 "rdx_index_build: device attributes", st, fail);
   RDX_CHECK_GOTO(rdx_entries_build_cuda(ctx, in, &e), st, fail);
-  if (rdx_btree_plan(&b->L, e.n, e.width) != 0) {
-    st = rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "rdx_index_build: %lld keys need more than 2^32 btree nodes",
-                  (long long)e.n);
-    goto fail;
-  }
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: btree leaves", &b->leaves,
-                               (size_t)b->L.n_leaves * RDX_BTREE_NODE_BYTES, RDX_DEVICE), st, fail);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: btree inner nodes", &b->inner,
-                               (size_t)b->L.n_inner * RDX_BTREE_NODE_BYTES, RDX_DEVICE), st, fail);
-  if (e.width == 32) {
-    btree_leaves_kernel<32><<<rdx_grid(b->L.n_leaves * RDX_BTREE_LANES, 256), 256, 0, s>>>(
-        (const rdx_pair32 *)e.pairs, b->L, (uint4 *)b->leaves);
-    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: btree leaves kernel", st, fail);
-    if (b->L.n_inner > 0)
-      btree_inner_kernel<32><<<rdx_grid(b->L.n_inner * RDX_BTREE_LANES, 256), 256, 0, s>>>(
-          (const rdx_pair32 *)e.pairs, b->L, (uint4 *)b->inner);
-  } else {
-    btree_leaves_kernel<64><<<rdx_grid(b->L.n_leaves * RDX_BTREE_LANES, 256), 256, 0, s>>>(
-        (const rdx_pair64 *)e.pairs, b->L, (uint4 *)b->leaves);
-    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: btree leaves kernel", st, fail);
-    if (b->L.n_inner > 0)
-      btree_inner_kernel<64><<<rdx_grid(b->L.n_inner * RDX_BTREE_LANES, 256), 256, 0, s>>>(
-          (const rdx_pair64 *)e.pairs, b->L, (uint4 *)b->inner);
-  }
-  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: btree inner kernel", st, fail);
-  /* the entries are read by the kernels above: wait before freeing them */
-  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "rdx_index_build: btree nodes", st, fail);
+  RDX_CHECK_GOTO(load(ctx, &e, b), st, fail);
   rdx_entries_free(ctx, &e);
   idx->impl = b;
   return RDX_OK;
 fail:
-  (void)cudaStreamSynchronize(s);
   rdx_entries_free(ctx, &e);
-  rdx_mem_free(ctx, b->leaves);
-  rdx_mem_free(ctx, b->inner);
   delete b;
   return st;
+}
+
+/* ---- updates: the leaves' pairs out, the batch applied (entries.cu), a fresh bulk load aside ---- */
+
+/* Entry g is slot g % cap of leaf g / cap (every leaf is full but the last). */
+template <int W>
+__global__ void btree_extract_kernel(const typename bt_traits<W>::pair *leaf_pairs, int64_t n,
+                                     typename bt_traits<W>::pair *out) {
+  typedef typename bt_traits<W>::pair P;
+  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n; g += (int64_t)gridDim.x * blockDim.x)
+    out[g] = leaf_pairs[(g / bt_traits<W>::cap) * (RDX_BTREE_NODE_BYTES / sizeof(P)) + g % bt_traits<W>::cap];
+}
+
+rdx_status btree_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *out) {
+  const btree_impl *b = (const btree_impl *)idx->impl;
+  size_t sz = b->L.width == 32 ? sizeof(rdx_pair32) : sizeof(rdx_pair64);
+  void *p = NULL;
+  cudaStream_t s = rdx_stream(ctx);
+  RDX_CHECK(rdx_mem_alloc(ctx, "btree: entries", &p, (size_t)b->L.n * sz, RDX_DEVICE));
+  unsigned g = rdx_grid(b->L.n, 256);
+  if (b->L.width == 32)
+    btree_extract_kernel<32><<<g, 256, 0, s>>>((const rdx_pair32 *)b->leaves, b->L.n, (rdx_pair32 *)p);
+  else
+    btree_extract_kernel<64><<<g, 256, 0, s>>>((const rdx_pair64 *)b->leaves, b->L.n, (rdx_pair64 *)p);
+  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s); /* the caller may read them on any stream */
+  if (err != cudaSuccess) {
+    rdx_mem_free(ctx, p);
+    return rdx_cuda_fail(ctx, err, "btree: extract kernel");
+  }
+  out->pairs = p;
+  out->n = b->L.n;
+  out->width = b->L.width;
+  return RDX_OK;
+}
+
+/* Load ne (freed here either way) into new nodes and swap them in; on failure b is untouched. */
+rdx_status swap_in(rdx_context *ctx, btree_impl *b, rdx_entries *ne) {
+  btree_impl nb = *b;
+  rdx_status st = load(ctx, ne, &nb);
+  rdx_entries_free(ctx, ne);
+  if (st != RDX_OK) return st;
+  rdx_mem_free(ctx, b->leaves);
+  rdx_mem_free(ctx, b->inner);
+  *b = nb;
+  return RDX_OK;
+}
+
+rdx_status btree_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
+  rdx_entries e = {}, ne = {};
+  RDX_CHECK(btree_entries(ctx, idx, &e));
+  rdx_status st = rdx_entries_merge_cuda(ctx, &e, in, &ne);
+  rdx_entries_free(ctx, &e);
+  RDX_CHECK(st);
+  return swap_in(ctx, (btree_impl *)idx->impl, &ne);
+}
+
+/* Erasing every pair changes nothing here: index.c destroys the state when the count reaches 0. */
+rdx_status btree_erase(rdx_context *ctx, rdx_index *idx, const void *keys, int64_t m, int64_t *n_erased) {
+  rdx_entries e = {}, ne = {};
+  RDX_CHECK(btree_entries(ctx, idx, &e));
+  rdx_status st = rdx_entries_erase_cuda(ctx, &e, keys, idx->dtype, m, &ne, n_erased);
+  rdx_entries_free(ctx, &e);
+  RDX_CHECK(st);
+  if (ne.n == 0 || *n_erased == 0) {
+    rdx_entries_free(ctx, &ne);
+    return RDX_OK;
+  }
+  return swap_in(ctx, (btree_impl *)idx->impl, &ne);
 }
 
 void btree_destroy(rdx_context *ctx, rdx_index *idx) {
@@ -314,5 +397,5 @@ rdx_status btree_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, co
 
 /* Range fills come out in key order; index.c sorts each query's rows (range_fill_sorted = 0). */
 extern "C" const rdx_key_ops rdx_btree_cuda_ops = {
-    RDX_KIND_BTREE, RDX_BACKEND_CUDA, btree_build, btree_destroy, btree_query, 1, 0, NULL, NULL, NULL,
+    RDX_KIND_BTREE, RDX_BACKEND_CUDA, btree_build, btree_destroy, btree_query, 1, 0, btree_insert, btree_erase, btree_entries,
 };

@@ -7,6 +7,7 @@
  */
 #include "core/cuda_util.cuh"
 #include "keys/cgrx.h"
+#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 namespace {
 
@@ -113,6 +114,11 @@ fail2:
 
 void cgrx_destroy(rdx_context *ctx, rdx_index *idx) { rdx_cgrx_impl_free(ctx, (rdx_cgrx_impl *)idx->impl); }
 
+/* cgrx's buckets are its sorted entries: a copy of them (CUDA and OptiX alike). */
+rdx_status cgrx_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *out) {
+  return rdx_entries_copy_cuda(ctx, &((const rdx_cgrx_impl *)idx->impl)->e, out);
+}
+
 rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, int op, uint64_t *out, uint64_t *rows) {
   const rdx_cgrx_impl *x = (const rdx_cgrx_impl *)idx->impl;
   cudaStream_t s = rdx_stream(ctx);
@@ -155,8 +161,8 @@ rdx_status cgrx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, con
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_cgrx_cuda_ops = {
-    RDX_KIND_CGRX, RDX_BACKEND_CUDA, cgrx_build, cgrx_destroy, cgrx_query, 1, 0, NULL, NULL, NULL,
+    RDX_KIND_CGRX, RDX_BACKEND_CUDA, cgrx_build, cgrx_destroy, cgrx_query, 1, 0, NULL, NULL, cgrx_entries,
 };
 extern "C" const rdx_key_ops rdx_cgrx_optix_ops = {
-    RDX_KIND_CGRX, RDX_BACKEND_OPTIX, cgrx_build, cgrx_destroy, cgrx_query, 1, 0, NULL, NULL, NULL,
+    RDX_KIND_CGRX, RDX_BACKEND_OPTIX, cgrx_build, cgrx_destroy, cgrx_query, 1, 0, NULL, NULL, cgrx_entries,
 };

@@ -6,12 +6,22 @@
  * decomposer that presents each pair as the composite (key, row): one sort gives (key, row)
  * order, and when the rows arrive ascending (implied rows always do) only the key bits are
  * sorted, since the radix sort is stable. Only the bits some key uses are sorted.
+ *
+ * Batch updates (sorted_hd.h): a merge sorts the batch alone, then merges it with the entries in
+ * one cub::DeviceMerge (merge path: each tile's start in both inputs by a binary search, the
+ * tile merged in shared memory), reading each old pair once and writing it once, with no sort of
+ * the whole index; a narrow side is widened on the fly through a transform iterator. An erase
+ * sorts and dedups its keys, finds each key's run of pairs by two binary searches (a warp per
+ * key clears the run's keep flags), and compacts the kept pairs with cub::DeviceSelect::Flagged:
+ * one read of the pairs and the flags, one write of the survivors.
  */
 #include <cub/cub.cuh>
+#include <cub/device/device_merge.cuh>
+#include <thrust/iterator/transform_iterator.h>
 #include <cuda/std/tuple>
 
 #include "core/cuda_util.cuh"
-#include "keys/keys.h"
+#include "keys/sorted_hd.h"
 
 namespace {
 
@@ -33,7 +43,7 @@ struct input_facts {
 };
 
 template <typename K, typename R>
-__global__ void facts_kernel(const K *keys, const R *rows, int64_t n, input_facts *f) {
+__global__ void facts_kernel(const K *keys, const R *rows, int64_t n, uint64_t first_row, input_facts *f) {
   unsigned long long kor = 0, ror = 0;
   unsigned desc = 0;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -42,7 +52,7 @@ __global__ void facts_kernel(const K *keys, const R *rows, int64_t n, input_fact
       ror |= rows[i];
       if (i > 0 && rows[i] < rows[i - 1]) desc = 1;
     } else {
-      ror |= (unsigned long long)i;
+      ror |= (unsigned long long)(first_row + (uint64_t)i);
     }
   }
   /* warp-reduce, then one atomic per warp */
@@ -59,11 +69,11 @@ __global__ void facts_kernel(const K *keys, const R *rows, int64_t n, input_fact
 }
 
 template <typename PAIR, typename K, typename R>
-__global__ void fill_pairs_kernel(const K *keys, const R *rows, int64_t n, PAIR *out) {
+__global__ void fill_pairs_kernel(const K *keys, const R *rows, int64_t n, uint64_t first_row, PAIR *out) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     PAIR p;
     p.key = keys[i];
-    p.row = rows ? rows[i] : i;
+    p.row = rows ? rows[i] : first_row + (uint64_t)i;
     out[i] = p;
   }
 }
@@ -78,7 +88,7 @@ rdx_status facts(rdx_context *ctx, const rdx_key_input *in, input_facts *h) {
   cudaStream_t s = rdx_stream(ctx);
   RDX_CUDA_GOTO(ctx, cudaMemsetAsync(d, 0, sizeof *d, s), "rdx_index_build: memset", st, done);
   facts_kernel<K, R><<<rdx_grid(in->n, 256) < 1024 ? rdx_grid(in->n, 256) : 1024, 256, 0, s>>>(
-      (const K *)in->keys, (const R *)in->rows, in->n, d);
+      (const K *)in->keys, (const R *)in->rows, in->n, in->first_row, d);
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: facts kernel", st, done);
   RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(h, d, sizeof *h, cudaMemcpyDeviceToHost, s), "rdx_index_build: copy", st, done);
   RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), "rdx_index_build: facts", st, done);
@@ -127,12 +137,12 @@ rdx_status build_typed(rdx_context *ctx, const rdx_key_input *in, rdx_entries *o
     if (f.descends && key_bits == 0) end = row_bits; /* all keys zero: rows alone */
     void *sorted = NULL;
     if (width == 32) {
-      fill_pairs_kernel<rdx_pair32, K, R><<<grid, 256, 0, s>>>((const K *)in->keys, (const R *)in->rows, in->n, (rdx_pair32 *)a);
+      fill_pairs_kernel<rdx_pair32, K, R><<<grid, 256, 0, s>>>((const K *)in->keys, (const R *)in->rows, in->n, in->first_row, (rdx_pair32 *)a);
       RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: fill pairs", st, fail);
       RDX_CHECK_GOTO((sort_pairs<rdx_pair32, decompose32>(ctx, (rdx_pair32 *)a, (rdx_pair32 *)b, in->n, begin, end,
                                                          (rdx_pair32 **)&sorted)), st, fail);
     } else {
-      fill_pairs_kernel<rdx_pair64, K, R><<<grid, 256, 0, s>>>((const K *)in->keys, (const R *)in->rows, in->n, (rdx_pair64 *)a);
+      fill_pairs_kernel<rdx_pair64, K, R><<<grid, 256, 0, s>>>((const K *)in->keys, (const R *)in->rows, in->n, in->first_row, (rdx_pair64 *)a);
       RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: fill pairs", st, fail);
       RDX_CHECK_GOTO((sort_pairs<rdx_pair64, decompose64>(ctx, (rdx_pair64 *)a, (rdx_pair64 *)b, in->n, begin, end,
                                                          (rdx_pair64 **)&sorted)), st, fail);
@@ -155,4 +165,244 @@ extern "C" rdx_status rdx_entries_build_cuda(rdx_context *ctx, const rdx_key_inp
   int k64 = in->key_dtype == RDX_U64, r64 = in->rows != NULL && in->row_dtype == RDX_U64;
   if (k64) return r64 ? build_typed<uint64_t, uint64_t>(ctx, in, out) : build_typed<uint64_t, uint32_t>(ctx, in, out);
   return r64 ? build_typed<uint32_t, uint64_t>(ctx, in, out) : build_typed<uint32_t, uint32_t>(ctx, in, out);
+}
+
+/* ---- batch updates ---- */
+
+namespace {
+
+constexpr int UPD_THREADS = 256;
+
+struct pair_less {
+  template <typename P>
+  __host__ __device__ bool operator()(const P &a, const P &b) const {
+    return a.key < b.key || (a.key == b.key && a.row < b.row);
+  }
+};
+struct widen {
+  __host__ __device__ rdx_pair64 operator()(const rdx_pair32 &p) const {
+    rdx_pair64 q;
+    q.key = p.key;
+    q.row = p.row;
+    return q;
+  }
+};
+
+template <typename I1, typename I2, typename O>
+rdx_status merge_into(rdx_context *ctx, I1 a, int64_t na, I2 b, int64_t nb, O out) {
+  cudaStream_t s = rdx_stream(ctx);
+  return rdx_cub_run(ctx, "rdx_index_insert: merging entries", [&](void *temp, size_t &bytes) {
+    return cub::DeviceMerge::MergeKeys(temp, bytes, a, na, b, nb, out, pair_less{}, s);
+  });
+}
+
+/* First index in e[0, n) whose key is >= q (n if none). */
+template <typename PAIR>
+__device__ __forceinline__ int64_t lower_key(const PAIR *e, int64_t n, uint64_t q) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + ((hi - lo) >> 1);
+    if ((uint64_t)e[mid].key < q) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* A warp per erase key (sorted, distinct): its run [lo, hi) of pairs loses its keep flags. */
+template <typename PAIR, typename K>
+__global__ void erase_flags_kernel(const PAIR *e, int64_t n, const K *keys, int64_t m, uint8_t *keep,
+                                   unsigned long long *removed) {
+  int lane = threadIdx.x & 31;
+  int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+  int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+  for (int64_t j = warp; j < m; j += warps) {
+    uint64_t k = keys[j];
+    int64_t lo = lower_key(e, n, k);
+    int64_t hi = k == ~(uint64_t)0 ? n : lower_key(e, n, k + 1);
+    for (int64_t i = lo + lane; i < hi; i += 32) keep[i] = 0;
+    if (lane == 0 && hi > lo) atomicAdd(removed, (unsigned long long)(hi - lo));
+  }
+}
+
+template <typename K>
+rdx_status sorted_distinct(rdx_context *ctx, const K *keys, int64_t m, K **out, int64_t *n_out) {
+  static const char what[] = "rdx_index_erase: sorting keys";
+  cudaStream_t s = rdx_stream(ctx);
+  K *a = NULL, *b = NULL, *u = NULL;
+  int64_t *d_count = NULL;
+  rdx_status st;
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&a, (size_t)m * sizeof(K)), st, fail);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&b, (size_t)m * sizeof(K)), st, fail);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&u, (size_t)m * sizeof(K)), st, fail);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&d_count, sizeof *d_count), st, fail);
+  RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(a, keys, (size_t)m * sizeof(K), cudaMemcpyDeviceToDevice, s), what, st, fail);
+  {
+    cub::DoubleBuffer<K> buf(a, b);
+    RDX_CHECK_GOTO(rdx_cub_run(ctx, what, [&](void *temp, size_t &bytes) {
+                     return cub::DeviceRadixSort::SortKeys(temp, bytes, buf, m, 0, (int)sizeof(K) * 8, s);
+                   }), st, fail);
+    const K *sorted = buf.Current();
+    RDX_CHECK_GOTO(rdx_cub_run(ctx, what, [&](void *temp, size_t &bytes) {
+                     return cub::DeviceSelect::Unique(temp, bytes, sorted, u, d_count, m, s);
+                   }), st, fail);
+  }
+  RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(n_out, d_count, sizeof *n_out, cudaMemcpyDeviceToHost, s), what, st, fail);
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), what, st, fail);
+  rdx_mem_free(ctx, a);
+  rdx_mem_free(ctx, b);
+  rdx_mem_free(ctx, d_count);
+  *out = u;
+  return RDX_OK;
+fail:
+  rdx_mem_free(ctx, a);
+  rdx_mem_free(ctx, b);
+  rdx_mem_free(ctx, u);
+  rdx_mem_free(ctx, d_count);
+  return st;
+}
+
+template <typename PAIR, typename K>
+rdx_status erase_typed(rdx_context *ctx, const rdx_entries *e, const K *keys, int64_t m, rdx_entries *out,
+                       int64_t *n_erased) {
+  static const char what[] = "rdx_index_erase: entries";
+  cudaStream_t s = rdx_stream(ctx);
+  K *u = NULL;
+  int64_t nu = 0;
+  uint8_t *keep = NULL;
+  unsigned long long *d_removed = NULL, removed = 0;
+  int64_t *d_count = NULL;
+  void *pairs = NULL;
+  rdx_status st;
+  RDX_CHECK(sorted_distinct<K>(ctx, keys, m, &u, &nu));
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&keep, (size_t)e->n), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&d_removed, sizeof *d_removed), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&d_count, sizeof *d_count), st, done);
+  RDX_CUDA_GOTO(ctx, cudaMemsetAsync(keep, 1, (size_t)e->n, s), what, st, done);
+  RDX_CUDA_GOTO(ctx, cudaMemsetAsync(d_removed, 0, sizeof *d_removed, s), what, st, done);
+  if (nu > 0) {
+    erase_flags_kernel<PAIR, K><<<rdx_grid(nu * 32, UPD_THREADS), UPD_THREADS, 0, s>>>((const PAIR *)e->pairs, e->n, u, nu,
+                                                                                     keep, d_removed);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_erase: flags kernel", st, done);
+  }
+  RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&removed, d_removed, sizeof removed, cudaMemcpyDeviceToHost, s), what, st, done);
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), what, st, done);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, &pairs, (size_t)(e->n - (int64_t)removed) * sizeof(PAIR), RDX_DEVICE), st, done);
+  RDX_CHECK_GOTO(rdx_cub_run(ctx, what, [&](void *temp, size_t &bytes) {
+                   return cub::DeviceSelect::Flagged(temp, bytes, (const PAIR *)e->pairs, keep, (PAIR *)pairs, d_count,
+                                                     e->n, s);
+                 }), st, done);
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), what, st, done);
+  out->pairs = pairs;
+  out->n = e->n - (int64_t)removed;
+  out->width = e->width;
+  *n_erased = (int64_t)removed;
+  pairs = NULL;
+  st = RDX_OK;
+done:
+  rdx_mem_free(ctx, pairs);
+  rdx_mem_free(ctx, u);
+  rdx_mem_free(ctx, keep);
+  rdx_mem_free(ctx, d_removed);
+  rdx_mem_free(ctx, d_count);
+  return st;
+}
+
+template <typename PAIR, typename K, typename R>
+__global__ void split_kernel(const PAIR *e, int64_t n, K *keys, R *rows) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    PAIR p = e[i];
+    keys[i] = (K)p.key;
+    rows[i] = (R)p.row;
+  }
+}
+
+}  // namespace
+
+extern "C" rdx_status rdx_entries_merge_cuda(rdx_context *ctx, const rdx_entries *e, const rdx_key_input *in,
+                                             rdx_entries *out) {
+  rdx_entries b = {};
+  void *pairs = NULL;
+  rdx_status st;
+  RDX_CHECK(rdx_entries_build_cuda(ctx, in, &b));
+  int width = e->width == 64 || b.width == 64 ? 64 : 32;
+  int64_t n = e->n + b.n;
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_insert: merged entries", &pairs,
+                               (size_t)n * (width == 32 ? sizeof(rdx_pair32) : sizeof(rdx_pair64)), RDX_DEVICE),
+                 st, fail);
+  if (width == 32) {
+    st = merge_into(ctx, (const rdx_pair32 *)e->pairs, e->n, (const rdx_pair32 *)b.pairs, b.n, (rdx_pair32 *)pairs);
+  } else if (e->width == 64 && b.width == 64) {
+    st = merge_into(ctx, (const rdx_pair64 *)e->pairs, e->n, (const rdx_pair64 *)b.pairs, b.n, (rdx_pair64 *)pairs);
+  } else if (e->width == 32) {
+    st = merge_into(ctx, thrust::make_transform_iterator((const rdx_pair32 *)e->pairs, widen{}), e->n,
+                    (const rdx_pair64 *)b.pairs, b.n, (rdx_pair64 *)pairs);
+  } else {
+    st = merge_into(ctx, (const rdx_pair64 *)e->pairs, e->n,
+                    thrust::make_transform_iterator((const rdx_pair32 *)b.pairs, widen{}), b.n, (rdx_pair64 *)pairs);
+  }
+  if (st != RDX_OK) goto fail;
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(rdx_stream(ctx)), "rdx_index_insert: merging entries", st, fail);
+  rdx_entries_free(ctx, &b);
+  out->pairs = pairs;
+  out->n = n;
+  out->width = width;
+  return RDX_OK;
+fail:
+  rdx_mem_free(ctx, pairs);
+  rdx_entries_free(ctx, &b);
+  return st;
+}
+
+extern "C" rdx_status rdx_entries_erase_cuda(rdx_context *ctx, const rdx_entries *e, const void *keys,
+                                             rdx_dtype key_dtype, int64_t m, rdx_entries *out, int64_t *n_erased) {
+  if (e->width == 32) /* width 32 holds u32 keys only */
+    return erase_typed<rdx_pair32, uint32_t>(ctx, e, (const uint32_t *)keys, m, out, n_erased);
+  if (key_dtype == RDX_U32) return erase_typed<rdx_pair64, uint32_t>(ctx, e, (const uint32_t *)keys, m, out, n_erased);
+  return erase_typed<rdx_pair64, uint64_t>(ctx, e, (const uint64_t *)keys, m, out, n_erased);
+}
+
+extern "C" rdx_status rdx_entries_copy_cuda(rdx_context *ctx, const rdx_entries *e, rdx_entries *out) {
+  size_t bytes = (size_t)e->n * (e->width == 32 ? sizeof(rdx_pair32) : sizeof(rdx_pair64));
+  void *p = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, "entries: copy", &p, bytes, RDX_DEVICE));
+  cudaStream_t s = rdx_stream(ctx);
+  cudaError_t err = cudaMemcpyAsync(p, e->pairs, bytes, cudaMemcpyDeviceToDevice, s);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+  if (err != cudaSuccess) {
+    rdx_mem_free(ctx, p);
+    return rdx_cuda_fail(ctx, err, "entries: copy");
+  }
+  out->pairs = p;
+  out->n = e->n;
+  out->width = e->width;
+  return RDX_OK;
+}
+
+extern "C" rdx_status rdx_entries_split_cuda(rdx_context *ctx, const rdx_entries *e, rdx_dtype key_dtype, void **keys,
+                                             void **rows, rdx_dtype *row_dtype) {
+  size_t ks = key_dtype == RDX_U32 ? 4 : 8, rs = e->width == 32 ? 4 : 8;
+  void *k = NULL, *r = NULL;
+  rdx_status st;
+  cudaStream_t s = rdx_stream(ctx);
+  unsigned g = rdx_grid(e->n, UPD_THREADS);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "entries: keys", &k, (size_t)e->n * ks, RDX_DEVICE), st, fail);
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "entries: rows", &r, (size_t)e->n * rs, RDX_DEVICE), st, fail);
+  if (e->width == 32)
+    split_kernel<rdx_pair32, uint32_t, uint32_t><<<g, UPD_THREADS, 0, s>>>((const rdx_pair32 *)e->pairs, e->n,
+                                                                          (uint32_t *)k, (uint32_t *)r);
+  else if (ks == 4)
+    split_kernel<rdx_pair64, uint32_t, uint64_t><<<g, UPD_THREADS, 0, s>>>((const rdx_pair64 *)e->pairs, e->n,
+                                                                          (uint32_t *)k, (uint64_t *)r);
+  else
+    split_kernel<rdx_pair64, uint64_t, uint64_t><<<g, UPD_THREADS, 0, s>>>((const rdx_pair64 *)e->pairs, e->n,
+                                                                          (uint64_t *)k, (uint64_t *)r);
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "entries: split kernel", st, fail);
+  *keys = k;
+  *rows = r;
+  *row_dtype = rs == 4 ? RDX_U32 : RDX_U64;
+  return RDX_OK;
+fail:
+  rdx_mem_free(ctx, k);
+  rdx_mem_free(ctx, r);
+  return st;
 }

@@ -8,10 +8,29 @@
 
 #include "core/cuda_util.cuh"
 #include "keys/rx.h"
+#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 namespace {
 
 constexpr int TPB = 256;
+
+template <typename R>
+__global__ void iota_kernel(R *rows, int64_t n, uint64_t first) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    rows[i] = (R)(first + (uint64_t)i);
+}
+
+/* Each key read back from its triangle (rx_hd.h: vertex 0 is (x - 1/2, y + 1/2, z - 1/2), every
+ * value exact in float) and its row from the primitive's input position, in leaf order. */
+__global__ void unpack_kernel(rdx_rx_impl x, rdx_bvh_view v, int key64, void *keys, uint64_t *rows) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < v.n_prims; i += (int64_t)gridDim.x * blockDim.x) {
+    const float *t = v.prims + i * 9;
+    uint64_t k = (uint64_t)(t[0] + 0.5f) | (uint64_t)(t[1] - 0.5f) << 22 | (uint64_t)(t[2] + 0.5f) << 44;
+    if (key64) ((uint64_t *)keys)[i] = k;
+    else ((uint32_t *)keys)[i] = (uint32_t)k;
+    rows[i] = rdx_rx_row_of(x.rows, x.row_width, v.ids[i]);
+  }
+}
 
 template <typename K>
 __global__ void triangles_kernel(const K *keys, int64_t n, float *tris, uint64_t *codes) {
@@ -156,6 +175,13 @@ rdx_status rx_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
     RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(x->rows, in->rows, (size_t)in->n * w, cudaMemcpyDeviceToDevice, s), "rdx_index_build",
                   st, fail);
     x->row_width = (int)w * 8;
+  } else if (in->first_row != 0) { /* implied rows past 0 (an insert into an empty index): spelt out */
+    int w = in->first_row + (uint64_t)in->n - 1 <= 0xFFFFFFFFull ? 4 : 8;
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: rx row ids", &x->rows, (size_t)in->n * w, RDX_DEVICE), st, fail);
+    if (w == 4) iota_kernel<uint32_t><<<rdx_grid(in->n, TPB), TPB, 0, s>>>((uint32_t *)x->rows, in->n, in->first_row);
+    else iota_kernel<uint64_t><<<rdx_grid(in->n, TPB), TPB, 0, s>>>((uint64_t *)x->rows, in->n, in->first_row);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: rx row ids", st, fail);
+    x->row_width = w * 8;
   }
   RDX_CHECK_GOTO(rdx_entries_build_cuda(ctx, in, &e), st, fail);
   RDX_CHECK_GOTO(facts(ctx, &e, x), st, fail);
@@ -172,6 +198,40 @@ fail:
 }
 
 void rx_destroy(rdx_context *ctx, rdx_index *idx) { rdx_rx_impl_free(ctx, (rdx_rx_impl *)idx->impl); }
+
+/* The pairs, from the soft BVH's primitives. An OptiX GAS keeps no vertices that can be read back
+ * (it is built without random vertex access), and rx keeps no key array of its own. */
+rdx_status rx_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *out) {
+  const rdx_rx_impl *x = (const rdx_rx_impl *)idx->impl;
+  if (x->scene.gas != NULL)
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "rx: an index built on OptiX cannot list its pairs (its GAS keeps no "
+                                              "readable vertices); build it on a CUDA context to update or save it");
+  rdx_bvh_view v = rdx_bvh_view_of(&x->scene.bvh);
+  int64_t n = v.n_prims;
+  void *keys = NULL;
+  uint64_t *rows = NULL;
+  rdx_status st;
+  int key64 = idx->dtype == RDX_U64;
+  RDX_CHECK_GOTO(rdx_scratch(ctx, "rx: entries keys", &keys, (size_t)n * (key64 ? 8 : 4)), st, done);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, "rx: entries rows", (void **)&rows, (size_t)n * 8), st, done);
+  unpack_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(*x, v, key64, keys, rows);
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rx: entries kernel", st, done);
+  {
+    rdx_key_input in;
+    memset(&in, 0, sizeof in);
+    in.keys = keys;
+    in.rows = rows;
+    in.n = n;
+    in.key_dtype = idx->dtype;
+    in.row_dtype = RDX_U64;
+    in.opts = idx->opts;
+    st = rdx_entries_build_cuda(ctx, &in, out);
+  }
+done:
+  rdx_mem_free(ctx, keys);
+  rdx_mem_free(ctx, rows);
+  return st;
+}
 
 rdx_status run(rdx_context *ctx, const rdx_index *idx, const void *q, int64_t n, int op, uint64_t *out, uint64_t *rows) {
   const rdx_rx_impl *x = (const rdx_rx_impl *)idx->impl;
@@ -199,8 +259,8 @@ rdx_status rx_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, const
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_rx_cuda_ops = {
-    RDX_KIND_RX, RDX_BACKEND_CUDA, rx_build, rx_destroy, rx_query, 1, 0, NULL, NULL, NULL,
+    RDX_KIND_RX, RDX_BACKEND_CUDA, rx_build, rx_destroy, rx_query, 1, 0, NULL, NULL, rx_entries,
 };
 extern "C" const rdx_key_ops rdx_rx_optix_ops = {
-    RDX_KIND_RX, RDX_BACKEND_OPTIX, rx_build, rx_destroy, rx_query, 1, 0, NULL, NULL, NULL,
+    RDX_KIND_RX, RDX_BACKEND_OPTIX, rx_build, rx_destroy, rx_query, 1, 0, NULL, NULL, rx_entries,
 };

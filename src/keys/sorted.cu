@@ -228,28 +228,27 @@ unsigned query_grid(int64_t n) {
   return g < 132 * 16 ? g : 132 * 16;
 }
 
-rdx_status sorted_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
-  sorted_impl *s = new (std::nothrow) sorted_impl();
-  if (s == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_index_build: sorted handle");
+/* The separator tree over s->e (n >= 1): s->L, s->seps and the shared-memory part planned and
+ * written; on failure s->seps is NULL and nothing else is held. */
+rdx_status make_seps(rdx_context *ctx, sorted_impl *s) {
   rdx_status st;
   cudaStream_t strm = rdx_stream(ctx);
-  RDX_CHECK_GOTO(rdx_entries_build_cuda(ctx, in, &s->e), st, fail);
   rdx_sorted_plan(&s->L, s->e.n, s->e.width);
+  size_t ks = s->e.width / 8;
+  s->seps = NULL;
+  RDX_CHECK(rdx_mem_alloc(ctx, "sorted: separators", &s->seps, (size_t)s->L.total * ks, RDX_DEVICE));
+  RDX_CUDA_GOTO(ctx, cudaMemsetAsync(s->seps, 0xFF, (size_t)s->L.total * ks, strm), "sorted: separators", st, fail);
+  for (int l = 0; l < s->L.n_levels; l++) {
+    if (s->e.width == 32)
+      build_level_kernel<uint32_t><<<rdx_grid(s->L.len[l], THREADS), THREADS, 0, strm>>>(
+          (const rdx_pair32 *)s->e.pairs, (uint32_t *)s->seps, s->L, l);
+    else
+      build_level_kernel<uint64_t><<<rdx_grid(s->L.len[l], THREADS), THREADS, 0, strm>>>(
+          (const rdx_pair64 *)s->e.pairs, (uint64_t *)s->seps, s->L, l);
+    RDX_CUDA_GOTO(ctx, cudaGetLastError(), "sorted: separator kernel", st, fail);
+  }
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(strm), "sorted: separators", st, fail);
   {
-    size_t ks = s->e.width / 8;
-    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: sorted separators", &s->seps, (size_t)s->L.total * ks, RDX_DEVICE),
-                   st, fail);
-    RDX_CUDA_GOTO(ctx, cudaMemsetAsync(s->seps, 0xFF, (size_t)s->L.total * ks, strm), "rdx_index_build: memset", st, fail);
-    for (int l = 0; l < s->L.n_levels; l++) {
-      if (s->e.width == 32)
-        build_level_kernel<uint32_t><<<rdx_grid(s->L.len[l], THREADS), THREADS, 0, strm>>>(
-            (const rdx_pair32 *)s->e.pairs, (uint32_t *)s->seps, s->L, l);
-      else
-        build_level_kernel<uint64_t><<<rdx_grid(s->L.len[l], THREADS), THREADS, 0, strm>>>(
-            (const rdx_pair64 *)s->e.pairs, (uint64_t *)s->seps, s->L, l);
-      RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: separator kernel", st, fail);
-    }
-    RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(strm), "rdx_index_build: separators", st, fail);
     /* the top levels that fit the shared-memory budget */
     int top = s->L.n_levels;
     while (top > 0 && (size_t)(s->L.total - s->L.off[top - 1]) * ks <= (size_t)TOP_BYTES) top--;
@@ -257,10 +256,22 @@ rdx_status sorted_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *i
     s->top_off = top < s->L.n_levels ? s->L.off[top] : s->L.total;
     s->top_len = s->L.total - s->top_off;
   }
-  idx->impl = s;
   return RDX_OK;
 fail:
   rdx_mem_free(ctx, s->seps);
+  s->seps = NULL;
+  return st;
+}
+
+rdx_status sorted_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
+  sorted_impl *s = new (std::nothrow) sorted_impl();
+  if (s == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_index_build: sorted handle");
+  rdx_status st;
+  RDX_CHECK_GOTO(rdx_entries_build_cuda(ctx, in, &s->e), st, fail);
+  RDX_CHECK_GOTO(make_seps(ctx, s), st, fail);
+  idx->impl = s;
+  return RDX_OK;
+fail:
   rdx_entries_free(ctx, &s->e);
   delete s;
   return st;
@@ -271,6 +282,45 @@ void sorted_destroy(rdx_context *ctx, rdx_index *idx) {
   rdx_mem_free(ctx, s->seps);
   rdx_entries_free(ctx, &s->e);
   delete s;
+}
+
+/* ---- updates: the batch merged into the entries or the erased keys filtered out (entries.cu),
+ * the separators rebuilt over the result, aside; the old arrays go only once that worked. ---- */
+
+/* Swap new entries in; ne is taken over either way, and on failure the index is untouched. */
+rdx_status swap_in(rdx_context *ctx, sorted_impl *s, rdx_entries *ne) {
+  sorted_impl fresh = *s;
+  fresh.e = *ne;
+  rdx_status st = make_seps(ctx, &fresh);
+  if (st != RDX_OK) {
+    rdx_entries_free(ctx, ne);
+    return st;
+  }
+  rdx_mem_free(ctx, s->seps);
+  rdx_entries_free(ctx, &s->e);
+  *s = fresh;
+  return RDX_OK;
+}
+
+rdx_status sorted_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
+  rdx_entries ne = {};
+  RDX_CHECK(rdx_entries_merge_cuda(ctx, &((sorted_impl *)idx->impl)->e, in, &ne));
+  return swap_in(ctx, (sorted_impl *)idx->impl, &ne);
+}
+
+/* Erasing every pair changes nothing here: index.c destroys the state when the count reaches 0. */
+rdx_status sorted_erase(rdx_context *ctx, rdx_index *idx, const void *keys, int64_t m, int64_t *n_erased) {
+  rdx_entries ne = {};
+  RDX_CHECK(rdx_entries_erase_cuda(ctx, &((sorted_impl *)idx->impl)->e, keys, idx->dtype, m, &ne, n_erased));
+  if (ne.n == 0 || *n_erased == 0) {
+    rdx_entries_free(ctx, &ne);
+    return RDX_OK;
+  }
+  return swap_in(ctx, (sorted_impl *)idx->impl, &ne);
+}
+
+rdx_status sorted_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *out) {
+  return rdx_entries_copy_cuda(ctx, &((const sorted_impl *)idx->impl)->e, out);
 }
 
 /* Dispatch on the entry width and the query dtype. With RDX_BUILD_SORT_QUERIES, large batches
@@ -385,5 +435,5 @@ rdx_status sorted_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, c
 }  // namespace
 
 extern "C" const rdx_key_ops rdx_sorted_cuda_ops = {
-    RDX_KIND_SORTED, RDX_BACKEND_CUDA, sorted_build, sorted_destroy, sorted_query, 1, 0, NULL, NULL, NULL,
+    RDX_KIND_SORTED, RDX_BACKEND_CUDA, sorted_build, sorted_destroy, sorted_query, 1, 0, sorted_insert, sorted_erase, sorted_entries,
 };
