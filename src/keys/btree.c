@@ -15,7 +15,6 @@
  * new ones are complete. A bulk load keeps every leaf full, which in-place leaf splits would not.
  */
 #include "keys/btree_hd.h"
-#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 #include <stdlib.h>
 #include <string.h>

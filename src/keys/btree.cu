@@ -27,7 +27,6 @@
 
 #include "core/cuda_util.cuh"
 #include "keys/btree_hd.h"
-#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 namespace cg = cooperative_groups;
 

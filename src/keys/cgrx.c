@@ -9,7 +9,6 @@
  * chunks of 1024 queries on the thread pool.
  */
 #include "keys/cgrx.h"
-#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,6 @@
  */
 #include "core/cuda_util.cuh"
 #include "keys/cgrx.h"
-#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 namespace {
 

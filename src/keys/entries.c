@@ -7,7 +7,7 @@
  * order), then the key digits. A pass whose digit is the same for every entry is skipped, so
  * small keys and small row ids cost fewer passes. Tuned for 2^20..2^26 entries on 2..16 cores.
  *
- * Batch updates (sorted_hd.h): a merge sorts the batch alone, then merges it with the entries in
+ * Batch updates (keys.h): a merge sorts the batch alone, then merges it with the entries in
  * chunks of the output, each chunk's start in both inputs found by a merge-path binary search
  * (Odeh et al. 2012), so the threads write disjoint slices. An erase sorts and dedups its keys,
  * then counts and copies the surviving pairs chunk by chunk, walking the keys beside the pairs.

@@ -7,7 +7,7 @@
  * order, and when the rows arrive ascending (implied rows always do) only the key bits are
  * sorted, since the radix sort is stable. Only the bits some key uses are sorted.
  *
- * Batch updates (sorted_hd.h): a merge sorts the batch alone, then merges it with the entries in
+ * Batch updates (keys.h): a merge sorts the batch alone, then merges it with the entries in
  * one cub::DeviceMerge (merge path: each tile's start in both inputs by a binary search, the
  * tile merged in shared memory), reading each old pair once and writing it once, with no sort of
  * the whole index; a narrow side is widened on the fly through a transform iterator. An erase

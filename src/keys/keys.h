@@ -122,6 +122,38 @@ rdx_status rdx_entries_build_cpu(rdx_context *ctx, const rdx_key_input *in, rdx_
 rdx_status rdx_entries_build_cuda(rdx_context *ctx, const rdx_key_input *in, rdx_entries *out);
 void rdx_entries_free(rdx_context *ctx, rdx_entries *e);
 
+/* ---- batch updates of sorted entries (entries.c, entries.cu) ----
+ * Each makes new entries in the backend's memory and leaves its inputs untouched, so a caller
+ * builds the new state aside and swaps it in only once everything has succeeded (all or nothing).
+ *
+ * merge: *out = e's pairs plus the batch `in` (implied rows from in->first_row), sorted by
+ *   (key, row); width 64 when either side needs it (a u32 index whose rows reach 2^32 widens).
+ *   The batch is sorted on its own, then merged: each old pair is read once and written once.
+ * erase: *out = e without every pair whose key is one of keys[0, m) (dtype RDX_U32 or RDX_U64,
+ *   any order, duplicates and absent keys allowed), same width; *n_erased = pairs removed.
+ *   out->n may be 0 (its pairs a 0-byte allocation).
+ * copy: *out = a copy of e.
+ * split: the pairs as two new arrays (keys of key_dtype, rows u32 at width 32 else u64, *row_dtype
+ *   says which), the input of a fresh build.
+ * The unsuffixed forms dispatch on the context's backend. */
+rdx_status rdx_entries_merge_cpu(rdx_context *ctx, const rdx_entries *e, const rdx_key_input *in, rdx_entries *out);
+rdx_status rdx_entries_merge_cuda(rdx_context *ctx, const rdx_entries *e, const rdx_key_input *in, rdx_entries *out);
+rdx_status rdx_entries_erase_cpu(rdx_context *ctx, const rdx_entries *e, const void *keys, rdx_dtype key_dtype,
+                                 int64_t m, rdx_entries *out, int64_t *n_erased);
+rdx_status rdx_entries_erase_cuda(rdx_context *ctx, const rdx_entries *e, const void *keys, rdx_dtype key_dtype,
+                                  int64_t m, rdx_entries *out, int64_t *n_erased);
+rdx_status rdx_entries_copy_cpu(rdx_context *ctx, const rdx_entries *e, rdx_entries *out);
+rdx_status rdx_entries_copy_cuda(rdx_context *ctx, const rdx_entries *e, rdx_entries *out);
+rdx_status rdx_entries_split_cpu(rdx_context *ctx, const rdx_entries *e, rdx_dtype key_dtype, void **keys, void **rows,
+                                 rdx_dtype *row_dtype);
+rdx_status rdx_entries_split_cuda(rdx_context *ctx, const rdx_entries *e, rdx_dtype key_dtype, void **keys, void **rows,
+                                  rdx_dtype *row_dtype);
+rdx_status rdx_entries_merge(rdx_context *ctx, const rdx_entries *e, const rdx_key_input *in, rdx_entries *out);
+rdx_status rdx_entries_erase(rdx_context *ctx, const rdx_entries *e, const void *keys, rdx_dtype key_dtype, int64_t m,
+                             rdx_entries *out, int64_t *n_erased);
+rdx_status rdx_entries_split(rdx_context *ctx, const rdx_entries *e, rdx_dtype key_dtype, void **keys, void **rows,
+                             rdx_dtype *row_dtype);
+
 /* Ops tables, one per (kind, backend), listed in registry.c. */
 extern const rdx_key_ops rdx_scan_cpu_ops, rdx_sorted_cpu_ops, rdx_btree_cpu_ops, rdx_hash_cpu_ops;
 extern const rdx_key_ops rdx_rx_cpu_ops, rdx_cgrx_cpu_ops;

@@ -3,7 +3,7 @@
  * exist in such a build, so these are never reached; they fail loudly if they ever are.
  */
 #include "keys/keys.h"
-#include "keys/sorted_hd.h"
+
 
 static rdx_status none(rdx_context *ctx) {
   return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "keys: the cuda backend is not built");

@@ -11,7 +11,6 @@
  * Queries run in chunks of 1024 on the thread pool.
  */
 #include "keys/rx.h"
-#include "keys/sorted_hd.h" /* the entries' batch updates */
 
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +125,7 @@ void rdx_rx_impl_free(rdx_context *ctx, rdx_rx_impl *x) {
   rdx_rt_scene_free(ctx, &x->scene);
   rdx_mem_free(ctx, x->rows);
   rdx_mem_free(ctx, x->row_list);
+  rdx_mem_free(ctx, x->keys);
   free(x);
 }
 

@@ -8,7 +8,7 @@
 
 #include "core/cuda_util.cuh"
 #include "keys/rx.h"
-#include "keys/sorted_hd.h" /* the entries' batch updates */
+
 
 namespace {
 
@@ -165,6 +165,11 @@ rdx_status rx_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in) {
     rdx_bvh_options bo = {codes, 0}; /* width 0: the context's forced width, else BVH4 */
     RDX_CHECK_GOTO(rdx_rt_scene_build(ctx, RDX_RT_TRIANGLES, tris, in->n, &bo, &x->scene), st, fail);
   }
+  if (x->scene.gas != NULL) { /* a GAS cannot give its keys back (rx_entries) */
+    size_t kb = (size_t)in->n * (in->key_dtype == RDX_U32 ? 4 : 8);
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: rx keys", &x->keys, kb, RDX_DEVICE), st, fail);
+    RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(x->keys, in->keys, kb, cudaMemcpyDeviceToDevice, s), "rdx_index_build", st, fail);
+  }
   rdx_mem_free(ctx, tris); /* the tree (or GAS) keeps its own copy */
   rdx_mem_free(ctx, codes);
   tris = NULL;
@@ -199,22 +204,31 @@ fail:
 
 void rx_destroy(rdx_context *ctx, rdx_index *idx) { rdx_rx_impl_free(ctx, (rdx_rx_impl *)idx->impl); }
 
-/* The pairs, from the soft BVH's primitives. An OptiX GAS keeps no vertices that can be read back
- * (it is built without random vertex access), and rx keeps no key array of its own. */
+/* The pairs of an OptiX build: its kept keys, primitive i's row. */
+__global__ void kept_rows_kernel(rdx_rx_impl x, int64_t n, uint64_t *rows) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    rows[i] = rdx_rx_row_of(x.rows, x.row_width, (uint32_t)i);
+}
+
+/* The pairs, from the soft BVH's primitives, or on OptiX from the keys the build kept (a GAS is
+ * built without random vertex access, so its vertices cannot be read back). */
 rdx_status rx_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *out) {
   const rdx_rx_impl *x = (const rdx_rx_impl *)idx->impl;
-  if (x->scene.gas != NULL)
-    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "rx: an index built on OptiX cannot list its pairs (its GAS keeps no "
-                                              "readable vertices); build it on a CUDA context to update or save it");
   rdx_bvh_view v = rdx_bvh_view_of(&x->scene.bvh);
-  int64_t n = v.n_prims;
+  int64_t n = x->scene.gas != NULL ? idx->n : v.n_prims;
   void *keys = NULL;
   uint64_t *rows = NULL;
   rdx_status st;
   int key64 = idx->dtype == RDX_U64;
   RDX_CHECK_GOTO(rdx_scratch(ctx, "rx: entries keys", &keys, (size_t)n * (key64 ? 8 : 4)), st, done);
   RDX_CHECK_GOTO(rdx_scratch(ctx, "rx: entries rows", (void **)&rows, (size_t)n * 8), st, done);
-  unpack_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(*x, v, key64, keys, rows);
+  if (x->scene.gas != NULL) {
+    RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(keys, x->keys, (size_t)n * (key64 ? 8 : 4), cudaMemcpyDeviceToDevice, rdx_stream(ctx)),
+                  "rx: entries", st, done);
+    kept_rows_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(*x, n, rows);
+  } else {
+    unpack_kernel<<<rdx_grid(n, TPB), TPB, 0, rdx_stream(ctx)>>>(*x, v, key64, keys, rows);
+  }
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rx: entries kernel", st, done);
   {
     rdx_key_input in;

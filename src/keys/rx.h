@@ -32,6 +32,8 @@ typedef struct rdx_rx_impl {
   int row_width;            /* 32 or 64 when rows != NULL */
   int unique;               /* no key repeats: point lookups stop at the first hit */
   uint64_t *row_list;       /* owned storage of rows_info.list (backend memory) or NULL */
+  void *keys;               /* OptiX builds: the input keys (primitive i's, the index's dtype), since
+                               a GAS keeps no vertices to read them back from; NULL elsewhere */
   rdx_rx_rows rows_info;    /* populated rows, for ranges */
 } rdx_rx_impl;
 

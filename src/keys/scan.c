@@ -9,7 +9,7 @@
  * merges it in (implied rows come after every earlier one, so that merge is an append); an erase
  * keeps the pairs whose key is not in the sorted batch. Both write new arrays and swap them in.
  */
-#include "keys/sorted_hd.h" /* the entries' batch updates */
+#include "keys/keys.h"
 
 #include <stdlib.h>
 #include <string.h>

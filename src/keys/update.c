@@ -9,7 +9,7 @@
  * was (all or nothing). The rows are given explicitly to the build, so a rebuilt rx index keeps
  * each pair's row whatever its input position.
  */
-#include "keys/sorted_hd.h" /* the entries' batch updates */
+#include "keys/keys.h"
 
 rdx_status rdx_keys_rebuild(rdx_context *ctx, rdx_index *idx, const rdx_key_input *ins, const void *erase,
                             int64_t m_erase, int64_t *n_erased) {
