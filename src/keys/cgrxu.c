@@ -88,6 +88,7 @@ fail:
 
 void rdx_cgrxu_adopt_reps(rdx_cgrxu_impl *u, void *reps) {
   rdx_cgrx_params *P = &u->x.P;
+  u->v.max_key = P->max_key;
   u->x.e.pairs = reps;
   u->x.e.n = P->nb;
   P->pairs = reps;
@@ -108,6 +109,7 @@ void rdx_cgrxu_impl_free(rdx_context *ctx, rdx_cgrxu_impl *u) {
   rdx_rt_scene_free(ctx, &u->x.scene);
   rdx_entries_free(ctx, &u->x.e);
   rdx_mem_free(ctx, u->x.flag);
+  rdx_mem_free(ctx, (void *)u->v.eff);
   free(u);
 }
 
@@ -118,6 +120,7 @@ typedef struct fill_job {
   const rdx_entries *e;
   int64_t bucket;
   void *reps;
+  uint64_t *eff;
 } fill_job;
 
 static inline uint64_t e_key(const rdx_entries *e, int64_t i) {
@@ -141,6 +144,9 @@ static void fill_task(void *arg, int64_t t, int thread) {
     h->size = (uint32_t)(hi - lo);
     h->next = RDX_CGRXU_NONE;
     h->max_key = hi > lo ? e_key(j->e, hi - 1) : 0;
+    if (b < nb)
+      j->eff[b] = rdx_cgrxu_eff(&j->u->x.P, b, e_key(j->e, hi - 1), hi < j->e->n ? e_key(j->e, hi) : 0,
+                                e_key(j->e, j->e->n - 1));
     if (b < nb) { /* representative: the bucket's last key; bmin: its first */
       if (j->e->width == 32) {
         ((rdx_pair32 *)j->reps)[b].key = (uint32_t)e_key(j->e, hi - 1);
@@ -167,6 +173,7 @@ static rdx_status cgrxu_build(rdx_context *ctx, rdx_index *idx, const rdx_key_in
   if (u == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_index_build: cgrxu handle");
   rdx_status st;
   void *reps = NULL;
+  uint64_t *eff = NULL;
   RDX_CHECK_GOTO(rdx_entries_build_cpu(ctx, in, &u->x.e), st, fail);
   plan_view(u, &in->opts, u->x.e.width);
   rdx_build_options o = in->opts;
@@ -178,14 +185,17 @@ static rdx_status cgrxu_build(rdx_context *ctx, rdx_index *idx, const rdx_key_in
   const size_t pair = u->x.e.width == 32 ? sizeof(rdx_pair32) : sizeof(rdx_pair64);
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: cgrxu representatives", &reps, (size_t)nb * pair, RDX_HOST), st,
                  fail);
-  fill_job j = {u, &u->x.e, o.bucket_size, reps};
+  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_build: cgrxu routing", (void **)&eff, (size_t)nb * 8, RDX_HOST), st, fail);
+  fill_job j = {u, &u->x.e, o.bucket_size, reps, eff};
   rdx_parallel_for(ctx, (nb + 1 + BCHUNK - 1) / BCHUNK, fill_task, &j);
   rdx_entries_free(ctx, &u->x.e);
+  u->v.eff = eff;
   rdx_cgrxu_adopt_reps(u, reps);
   idx->impl = u;
   return RDX_OK;
 fail:
   rdx_mem_free(ctx, reps);
+  rdx_mem_free(ctx, eff);
   rdx_cgrxu_impl_free(ctx, u);
   return st;
 }
@@ -253,44 +263,19 @@ static rdx_status cgrxu_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op
 
 typedef struct update_job {
   rdx_cgrxu_impl *u;
-  rdx_bvh_view bv;
-  const uint64_t *keys, *rows; /* sorted batch (rows: inserts only) */
+  const uint64_t *keys, *rows; /* the sorted batch (rows: inserts only) */
   int64_t m;
-  int64_t *bucket;             /* each key's first bucket (located) */
-  const int64_t *off;          /* slices per bucket: [off[j], off[j+1]) of the records */
-  const int64_t *rec_key;      /* erase: the records' key index */
-  int64_t n_rec;
+  int64_t *off;                /* inserts: bucket b's slice is [off[b], off[b+1]) */
   _Atomic uint64_t sum;
-  int broken;
 } update_job;
 
-static void locate_task(void *arg, int64_t t, int thread) {
-  update_job *j = (update_job *)arg;
-  int64_t end = (t + 1) * QCHUNK < j->m ? (t + 1) * QCHUNK : j->m;
-  for (int64_t i = t * QCHUNK; i < end; i++) {
-    int64_t b = bucket_of(j->u, &j->bv, j->keys[i]);
-    if (b < 0) {
-      __atomic_store_n(&j->broken, 1, __ATOMIC_RELAXED);
-      b = j->u->v.nb;
-    }
-    j->bucket[i] = b;
-  }
-}
-
-/* off[j] = the first record whose bucket is >= j, for j in [0, nb + 1] (records sorted by bucket). */
+/* off[b] = the first batch key routed to bucket b or later, b in [0, nb + 1]. */
 static void offsets_task(void *arg, int64_t t, int thread) {
   update_job *j = (update_job *)arg;
   const int64_t nb = j->u->v.nb;
   int64_t end = (t + 1) * BCHUNK < nb + 2 ? (t + 1) * BCHUNK : nb + 2;
-  for (int64_t b = t * BCHUNK; b < end; b++) {
-    int64_t lo = 0, hi = j->n_rec;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (j->bucket[mid] < b) lo = mid + 1;
-      else hi = mid;
-    }
-    ((int64_t *)j->off)[b] = lo;
-  }
+  for (int64_t b = t * BCHUNK; b < end; b++)
+    j->off[b] = rdx_cgrxu_insert_offset(&j->u->v, b, j->keys, j->m);
 }
 
 static void bound_task(void *arg, int64_t t, int thread) {
@@ -321,14 +306,11 @@ static void erase_task(void *arg, int64_t t, int thread) {
   rdx_cgrxu_impl *u = j->u;
   const int64_t nb = u->v.nb;
   int64_t end = (t + 1) * BCHUNK < nb + 1 ? (t + 1) * BCHUNK : nb + 1;
-  uint64_t gone = 0, keys[64];
+  uint64_t gone = 0;
   for (int64_t b = t * BCHUNK; b < end; b++) {
-    /* the bucket's erase keys: its records, in key order, gathered 64 at a time */
-    for (int64_t a = j->off[b], z = j->off[b + 1]; a < z; a += 64) {
-      int64_t c = z - a < 64 ? z - a : 64;
-      for (int64_t k = 0; k < c; k++) keys[k] = j->keys[j->rec_key[a + k]];
-      gone += rdx_cgrxu_erase_chain(&u->v, b, keys, c, u->free_ids, &u->counters[0]);
-    }
+    int64_t a, z;
+    rdx_cgrxu_slice(&u->v, b, 1, j->keys, j->m, &a, &z);
+    if (a < z) gone += rdx_cgrxu_erase_chain(&u->v, b, j->keys + a, z - a, u->free_ids, &u->counters[0]);
   }
   atomic_fetch_add(&j->sum, gone);
 }
@@ -343,7 +325,7 @@ static rdx_status cgrxu_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_i
   rdx_cgrxu_impl *u = (rdx_cgrxu_impl *)idx->impl;
   rdx_entries be = {0};
   uint64_t *kr = NULL;
-  int64_t *bucket = NULL, *off = NULL;
+  int64_t *off = NULL;
   rdx_status st;
   RDX_CHECK(rdx_entries_build_cpu(ctx, in, &be));
   if (be.width > u->v.width) { /* rows past 2^32 into 32-bit nodes: the nodes must widen */
@@ -352,15 +334,9 @@ static rdx_status cgrxu_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_i
   }
   const int64_t m = be.n, nb = u->v.nb;
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&kr, (size_t)m * 16, RDX_HOST), st, done);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&bucket, (size_t)m * 8, RDX_HOST), st, done);
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&off, (size_t)(nb + 2) * 8, RDX_HOST), st, done);
   for (int64_t i = 0; i < m; i++) kr[i] = e_key(&be, i), kr[m + i] = e_row(&be, i);
-  update_job j = {u, rdx_bvh_view_of(&u->x.scene.bvh), kr, kr + m, m, bucket, off, NULL, m, 0, 0};
-  RDX_CHECK_GOTO(rdx_parallel_for(ctx, (m + QCHUNK - 1) / QCHUNK, locate_task, &j), st, done);
-  if (j.broken) {
-    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "cgrxu: an insert's ray sequence found no representative (a broken scene)");
-    goto done;
-  }
+  update_job j = {u, kr, kr + m, m, off, 0};
   RDX_CHECK_GOTO(rdx_parallel_for(ctx, (nb + 2 + BCHUNK - 1) / BCHUNK, offsets_task, &j), st, done);
   RDX_CHECK_GOTO(rdx_parallel_for(ctx, (nb + 1 + BCHUNK - 1) / BCHUNK, bound_task, &j), st, done);
   const uint64_t bound = atomic_load(&j.sum);
@@ -376,7 +352,6 @@ static rdx_status cgrxu_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_i
 done:
   rdx_entries_free(ctx, &be);
   rdx_mem_free(ctx, kr);
-  rdx_mem_free(ctx, bucket);
   rdx_mem_free(ctx, off);
   return st;
 }
@@ -386,7 +361,6 @@ static rdx_status cgrxu_erase(rdx_context *ctx, rdx_index *idx, const void *keys
   rdx_cgrxu_impl *u = (rdx_cgrxu_impl *)idx->impl;
   const int64_t nb = u->v.nb;
   uint64_t *k = NULL;
-  int64_t *bucket = NULL, *rec = NULL, *off = NULL;
   rdx_status st;
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&k, (size_t)m * 8, RDX_HOST), st, done);
   for (int64_t i = 0; i < m; i++) k[i] = key_at(keys, idx->dtype, i);
@@ -394,32 +368,7 @@ static rdx_status cgrxu_erase(rdx_context *ctx, rdx_index *idx, const void *keys
   int64_t mu = 0;
   for (int64_t i = 0; i < m; i++)
     if (mu == 0 || k[mu - 1] != k[i]) k[mu++] = k[i];
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&bucket, (size_t)mu * 8, RDX_HOST), st, done);
-  update_job j = {u, rdx_bvh_view_of(&u->x.scene.bvh), k, NULL, mu, bucket, NULL, NULL, 0, 0, 0};
-  RDX_CHECK_GOTO(rdx_parallel_for(ctx, (mu + QCHUNK - 1) / QCHUNK, locate_task, &j), st, done);
-  if (j.broken) {
-    st = rdx_fail(ctx, RDX_ERR_INTERNAL, "cgrxu: an erase's ray sequence found no representative (a broken scene)");
-    goto done;
-  }
-  /* records (bucket, key): each key in its bucket and in the next ones whose first build key is
-   * it (cgrxu_hd.h); in key order the buckets do not descend */
-  int64_t n_rec = 0;
-  for (int64_t i = 0; i < mu; i++) {
-    n_rec++;
-    for (int64_t b = bucket[i] + 1; b < nb && rdx_cgrxu_bmin(&u->v, b) <= k[i]; b++) n_rec++;
-  }
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&rec, (size_t)n_rec * 16, RDX_HOST), st, done);
-  RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&off, (size_t)(nb + 2) * 8, RDX_HOST), st, done);
-  int64_t *rec_bucket = rec + n_rec, r = 0;
-  for (int64_t i = 0; i < mu; i++) {
-    rec[r] = i, rec_bucket[r++] = bucket[i];
-    for (int64_t b = bucket[i] + 1; b < nb && rdx_cgrxu_bmin(&u->v, b) <= k[i]; b++) rec[r] = i, rec_bucket[r++] = b;
-  }
-  j.bucket = rec_bucket;
-  j.n_rec = n_rec;
-  j.off = off;
-  j.rec_key = rec;
-  RDX_CHECK_GOTO(rdx_parallel_for(ctx, (nb + 2 + BCHUNK - 1) / BCHUNK, offsets_task, &j), st, done);
+  update_job j = {u, k, NULL, mu, NULL, 0};
   /* nothing below fails: the free stack holds every node id */
   u->counters[0] = u->n_free;
   RDX_CHECK_GOTO(rdx_parallel_for(ctx, (nb + 1 + BCHUNK - 1) / BCHUNK, erase_task, &j), st, done);
@@ -427,9 +376,6 @@ static rdx_status cgrxu_erase(rdx_context *ctx, rdx_index *idx, const void *keys
   *n_erased = (int64_t)atomic_load(&j.sum);
 done:
   rdx_mem_free(ctx, k);
-  rdx_mem_free(ctx, bucket);
-  rdx_mem_free(ctx, rec);
-  rdx_mem_free(ctx, off);
   return st;
 }
 

@@ -34,7 +34,8 @@ __global__ void emit_kernel(rdx_cgrx_params P, float *tris, uint64_t *codes) {
 }
 
 template <typename PAIR>
-__global__ void fill_kernel(rdx_cgrxu_view v, const PAIR *e, int64_t n, int64_t B, PAIR *reps) {
+__global__ void fill_kernel(rdx_cgrx_params P, rdx_cgrxu_view v, const PAIR *e, int64_t n, int64_t B, PAIR *reps,
+                            uint64_t *eff) {
   GRID_STRIDE(b, v.nb + 1) {
     rdx_cgrxu_head *h = rdx_cgrxu_head_of(&v, (uint32_t)b);
     char *p = rdx_cgrxu_pairs_of(&v, (uint32_t)b);
@@ -44,7 +45,10 @@ __global__ void fill_kernel(rdx_cgrxu_view v, const PAIR *e, int64_t n, int64_t 
     h->size = (uint32_t)(hi - lo);
     h->next = RDX_CGRXU_NONE;
     h->max_key = hi > lo ? e[hi - 1].key : 0;
-    if (b < v.nb) reps[b].key = e[hi - 1].key, reps[b].row = e[lo].key;
+    if (b < v.nb) {
+      reps[b].key = e[hi - 1].key, reps[b].row = e[lo].key;
+      eff[b] = rdx_cgrxu_eff(&P, b, e[hi - 1].key, hi < n ? e[hi].key : 0, e[n - 1].key);
+    }
   }
 }
 
@@ -85,22 +89,9 @@ __global__ void split_kernel(const PAIR *e, int64_t m, uint64_t *keys, uint64_t 
   GRID_STRIDE(i, m) keys[i] = e[i].key, rows[i] = e[i].row;
 }
 
-__global__ void locate_kernel(rdx_cgrx_params P, rdx_cgrxu_view v, rdx_bvh_view bv, const uint64_t *keys, int64_t m,
-                              int64_t *bucket, int *broken) {
-  GRID_STRIDE(i, m) bucket[i] = bucket_of(P, v, bv, keys[i], broken);
-}
-
-/* off[b] = the first record whose bucket is >= b, b in [0, nb + 1]. */
-__global__ void offsets_kernel(const int64_t *bucket, int64_t n_rec, int64_t nb, int64_t *off) {
-  GRID_STRIDE(b, nb + 2) {
-    int64_t lo = 0, hi = n_rec;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (bucket[mid] < b) lo = mid + 1;
-      else hi = mid;
-    }
-    off[b] = lo;
-  }
+/* off[b] = the first batch key routed to bucket b or later, b in [0, nb + 1]. */
+__global__ void offsets_kernel(rdx_cgrxu_view v, const uint64_t *keys, int64_t m, int64_t *off) {
+  GRID_STRIDE(b, v.nb + 2) off[b] = rdx_cgrxu_insert_offset(&v, b, keys, m);
 }
 
 __global__ void bound_kernel(rdx_cgrxu_view v, const int64_t *off, unsigned long long *sum) {
@@ -118,33 +109,15 @@ __global__ void insert_kernel(rdx_cgrxu_view v, const int64_t *off, const uint64
   }
 }
 
-/* Records of the unique sorted erase keys: count[i] = 1 + the buckets after key i's own whose
- * first build key is it; then each record's key index and bucket at its offset. */
-__global__ void spill_count_kernel(rdx_cgrxu_view v, const uint64_t *keys, const int64_t *bucket, int64_t m,
-                                   uint64_t *count) {
-  GRID_STRIDE(i, m) {
-    uint64_t c = 1;
-    for (int64_t b = bucket[i] + 1; b < v.nb && rdx_cgrxu_bmin(&v, b) <= keys[i]; b++) c++;
-    count[i] = c;
-  }
-}
-__global__ void spill_fill_kernel(const int64_t *bucket, const uint64_t *off, int64_t m, int64_t *rec_key,
-                                  int64_t *rec_bucket) {
-  GRID_STRIDE(i, m) {
-    for (uint64_t r = off[i], b = (uint64_t)bucket[i]; r < off[i + 1]; r++, b++) rec_key[r] = i, rec_bucket[r] = (int64_t)b;
-  }
-}
-
-__global__ void erase_kernel(rdx_cgrxu_view v, const int64_t *off, const int64_t *rec_key, const uint64_t *keys,
-                             uint32_t *free_ids, uint32_t *free_top, unsigned long long *sum) {
+__global__ void erase_kernel(rdx_cgrxu_view v, const uint64_t *keys, int64_t m, uint32_t *free_ids, uint32_t *free_top,
+                             unsigned long long *sum) {
   GRID_STRIDE(b, v.nb + 1) {
-    uint64_t gone = 0, kk[16];
-    for (int64_t a = off[b], z = off[b + 1]; a < z; a += 16) {
-      int64_t c = z - a < 16 ? z - a : 16;
-      for (int64_t k = 0; k < c; k++) kk[k] = keys[rec_key[a + k]];
-      gone += rdx_cgrxu_erase_chain(&v, b, kk, c, free_ids, free_top);
+    int64_t a, z;
+    rdx_cgrxu_slice(&v, b, 1, keys, m, &a, &z);
+    if (a < z) {
+      uint64_t gone = rdx_cgrxu_erase_chain(&v, b, keys + a, z - a, free_ids, free_top);
+      if (gone) atomicAdd(sum, (unsigned long long)gone);
     }
-    if (gone) atomicAdd(sum, (unsigned long long)gone);
   }
 }
 
@@ -228,6 +201,7 @@ rdx_status cgrxu_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in
   float *tris = NULL;
   uint64_t *codes = NULL;
   void *reps = NULL;
+  uint64_t *eff = NULL;
   int64_t nb = 0;
   RDX_CHECK_GOTO(rdx_entries_build_cuda(ctx, in, &u->x.e), st, fail);
   {
@@ -265,13 +239,14 @@ rdx_status cgrxu_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in
     rdx_mem_free(ctx, codes), codes = NULL;
     RDX_CHECK_GOTO(rdx_cgrxu_store_init(ctx, u, nb), st, fail);
     RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, &reps, (size_t)nb * (w == 32 ? 8 : 16), RDX_DEVICE), st, fail);
+    RDX_CHECK_GOTO(rdx_mem_alloc(ctx, what, (void **)&eff, (size_t)nb * 8, RDX_DEVICE), st, fail);
     u->v.nb = nb;
     if (w == 32)
-      fill_kernel<rdx_pair32><<<rdx_grid(nb + 1, TPB), TPB, 0, s>>>(u->v, (const rdx_pair32 *)u->x.e.pairs, n,
-                                                                     o.bucket_size, (rdx_pair32 *)reps);
+      fill_kernel<rdx_pair32><<<rdx_grid(nb + 1, TPB), TPB, 0, s>>>(u->x.P, u->v, (const rdx_pair32 *)u->x.e.pairs, n,
+                                                                     o.bucket_size, (rdx_pair32 *)reps, eff);
     else
-      fill_kernel<rdx_pair64><<<rdx_grid(nb + 1, TPB), TPB, 0, s>>>(u->v, (const rdx_pair64 *)u->x.e.pairs, n,
-                                                                     o.bucket_size, (rdx_pair64 *)reps);
+      fill_kernel<rdx_pair64><<<rdx_grid(nb + 1, TPB), TPB, 0, s>>>(u->x.P, u->v, (const rdx_pair64 *)u->x.e.pairs, n,
+                                                                     o.bucket_size, (rdx_pair64 *)reps, eff);
     RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_build: cgrxu fill kernel", st, fail);
     RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), what, st, fail);
   }
@@ -279,6 +254,7 @@ rdx_status cgrxu_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in
                  st, fail);
   RDX_CUDA_GOTO(ctx, cudaMemsetAsync(u->x.flag, 0, sizeof(int), s), what, st, fail);
   rdx_entries_free(ctx, &u->x.e);
+  u->v.eff = eff;
   rdx_cgrxu_adopt_reps(u, reps);
   idx->impl = u;
   return RDX_OK;
@@ -286,6 +262,7 @@ fail:
   rdx_mem_free(ctx, tris);
   rdx_mem_free(ctx, codes);
   rdx_mem_free(ctx, reps);
+  rdx_mem_free(ctx, eff);
   rdx_cgrxu_impl_free(ctx, u);
   return st;
 }
@@ -321,23 +298,19 @@ rdx_status cgrxu_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_input *i
   }
   const int64_t m = be.n, nb = u->v.nb;
   uint64_t *keys, *rows;
-  int64_t *bucket, *off;
+  int64_t *off;
   rdx_status st = RDX_OK;
-  rdx_bvh_view bv = rdx_bvh_view_of(&u->x.scene.bvh);
   uint64_t bound = 0;
   uint32_t taken = 0;
   RDX_CHECK_GOTO(sc.get(&keys, m, what), st, done);
   RDX_CHECK_GOTO(sc.get(&rows, m, what), st, done);
-  RDX_CHECK_GOTO(sc.get(&bucket, m, what), st, done);
   RDX_CHECK_GOTO(sc.get(&off, nb + 2, what), st, done);
   if (be.width == 32) split_kernel<rdx_pair32><<<rdx_grid(m, TPB), TPB, 0, s>>>((const rdx_pair32 *)be.pairs, m, keys, rows);
   else split_kernel<rdx_pair64><<<rdx_grid(m, TPB), TPB, 0, s>>>((const rdx_pair64 *)be.pairs, m, keys, rows);
-  locate_kernel<<<rdx_grid(m, TPB), TPB, 0, s>>>(u->x.P, u->v, bv, keys, m, bucket, u->x.flag);
-  offsets_kernel<<<rdx_grid(nb + 2, TPB), TPB, 0, s>>>(bucket, m, nb, off);
+  offsets_kernel<<<rdx_grid(nb + 2, TPB), TPB, 0, s>>>(u->v, keys, m, off);
   RDX_CUDA_GOTO(ctx, cudaMemsetAsync(u->counters, 0, 16, s), what, st, done);
   bound_kernel<<<rdx_grid(nb + 1, TPB), TPB, 0, s>>>(u->v, off, (unsigned long long *)(u->counters + 2));
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), what, st, done);
-  RDX_CHECK_GOTO(check_broken(ctx, u->x.flag, what), st, done);
   RDX_CHECK_GOTO(read_back(ctx, u->counters + 2, &bound, what), st, done);
   /* room for every split the batch can cause, before anything changes */
   RDX_CHECK_GOTO(rdx_cgrxu_reserve(ctx, u, bound > u->n_free ? bound - u->n_free : 0), st, done);
@@ -361,9 +334,8 @@ rdx_status cgrxu_erase(rdx_context *ctx, rdx_index *idx, const void *q, int64_t 
   cudaStream_t s = rdx_stream(ctx);
   scratch sc(ctx);
   const int64_t nb = u->v.nb;
-  uint64_t *k0, *k1, *count, *roff, total = 0;
-  int64_t *d_mu, *bucket, *rec_key, *rec_bucket, *off, mu = 0;
-  rdx_bvh_view bv = rdx_bvh_view_of(&u->x.scene.bvh);
+  uint64_t *k0, *k1;
+  int64_t *d_mu, mu = 0;
   RDX_CHECK(sc.get(&k0, m, what));
   RDX_CHECK(sc.get(&k1, m, what));
   RDX_CHECK(sc.get(&d_mu, 1, what));
@@ -375,23 +347,10 @@ rdx_status cgrxu_erase(rdx_context *ctx, rdx_index *idx, const void *q, int64_t 
   }));
   RDX_CHECK(rdx_cub_run(ctx, what, [&](void *t, size_t &bytes) { return cub::DeviceSelect::Unique(t, bytes, k1, k0, d_mu, m, s); }));
   RDX_CHECK(read_back(ctx, d_mu, &mu, what));
-  RDX_CHECK(sc.get(&bucket, mu, what));
-  RDX_CHECK(sc.get(&count, mu, what));
-  RDX_CHECK(sc.get(&roff, mu + 1, what));
-  locate_kernel<<<rdx_grid(mu, TPB), TPB, 0, s>>>(u->x.P, u->v, bv, k0, mu, bucket, u->x.flag);
-  spill_count_kernel<<<rdx_grid(mu, TPB), TPB, 0, s>>>(u->v, k0, bucket, mu, count);
-  RDX_CUDA(ctx, cudaGetLastError(), what);
-  RDX_CHECK(check_broken(ctx, u->x.flag, what));
-  RDX_CHECK(rdx_csr_scan_cuda(ctx, count, mu, roff, &total));
-  RDX_CHECK(sc.get(&rec_key, (int64_t)total, what));
-  RDX_CHECK(sc.get(&rec_bucket, (int64_t)total, what));
-  RDX_CHECK(sc.get(&off, nb + 2, what));
-  spill_fill_kernel<<<rdx_grid(mu, TPB), TPB, 0, s>>>(bucket, roff, mu, rec_key, rec_bucket);
-  offsets_kernel<<<rdx_grid(nb + 2, TPB), TPB, 0, s>>>(rec_bucket, (int64_t)total, nb, off);
   /* nothing below fails short of a CUDA error: the free stack holds every node id */
   RDX_CUDA(ctx, cudaMemsetAsync(u->counters, 0, 16, s), what);
   RDX_CHECK(write_to(ctx, u->counters, u->n_free, what));
-  erase_kernel<<<rdx_grid(nb + 1, TPB), TPB, 0, s>>>(u->v, off, rec_key, k0, u->free_ids, u->counters,
+  erase_kernel<<<rdx_grid(nb + 1, TPB), TPB, 0, s>>>(u->v, k0, mu, u->free_ids, u->counters,
                                                       (unsigned long long *)(u->counters + 2));
   RDX_CUDA(ctx, cudaGetLastError(), "cgrxu: erase kernel");
   uint64_t gone = 0;

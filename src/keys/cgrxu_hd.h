@@ -6,10 +6,14 @@
  * Buckets. The build cuts the sorted (key, row) pairs into buckets of C/2 (C: pairs per node), so
  * every node starts half full, and builds cgRX's scene over them; bucket nb (one past the last)
  * is the overflow bucket of keys above the build's largest. The scene and the buckets' borders
- * never change: a key k belongs to bucket locate(k), the bucket the rays find (cgrx_hd.h's
- * FIX(4): routing by representative values would disagree with the moved representatives), or
- * nb when the rays find none. locate is monotone in k, so the chains stay sorted among
- * themselves: every key of chain j is <= every key of chain j + 1.
+ * never change: a key k belongs to bucket locate(k), the bucket the rays find, or nb when they
+ * find none (k above the build's largest key). The rays find the first triangle at or after k in
+ * key order, so locate(k) is the first bucket whose triangle's cell (its position as a key, eff)
+ * is >= k: the representative's own key, or the row's end x_max where the optimized layout moved
+ * it (cgrx_hd.h's FIX(4): routing by representative values would disagree with the moved
+ * ones). Updates route a sorted batch by binary searches over eff, one thread per bucket as the
+ * paper does, and lookups cast rays; the tests check that they agree. locate is monotone in k,
+ * so the chains stay sorted among themselves: every key of chain j is <= every key of chain j+1.
  * Duplicates of the build may span buckets: key k's build pairs lie in bucket locate(k) and in the
  * buckets after it whose first build key (bmin) is k. So a lookup of k walks chain locate(k), then
  * every next chain j with bmin[j] <= k; inserts go to chain locate(k) only.
@@ -55,6 +59,9 @@ typedef struct rdx_cgrxu_view {
   int64_t nb;         /* buckets of the build; chain nb is the overflow bucket */
   const void *reps;   /* nb pairs: key = the bucket's representative, row = its first build key
                          (bmin), both of the entries' width */
+  const uint64_t *eff; /* nb: the largest key routed to bucket b (its triangle's cell; the last
+                          bucket's is the build's largest key) */
+  uint64_t max_key;   /* the build's largest key: larger ones go to the overflow bucket nb */
 } rdx_cgrxu_view;
 
 RDX_HD rdx_cgrxu_head *rdx_cgrxu_head_of(const rdx_cgrxu_view *v, uint32_t id) {
@@ -86,6 +93,63 @@ RDX_HD uint64_t rdx_cgrxu_bmin(const rdx_cgrxu_view *v, int64_t j) {
   if (j >= v->nb) return UINT64_MAX;
   return v->width == 32 ? ((const rdx_pair32 *)v->reps)[j].row : ((const rdx_pair64 *)v->reps)[j].row;
 }
+/* The cell of bucket b's triangle as a key (rdx_cgrx_emit): the representative r, or the row's
+ * end when the optimized layout moves it there (the next key is in a later row); clamped to the
+ * largest key for the last bucket, since the rays find nothing past it. */
+RDX_HD uint64_t rdx_cgrxu_eff(const rdx_cgrx_params *P, int64_t b, uint64_t r, uint64_t next_key, uint64_t max_key) {
+  if (b == P->nb - 1) return max_key;
+  if (!P->naive && rdx_cgrx_row(next_key) != rdx_cgrx_row(r)) return rdx_cgrx_pos(RDX_CGRX_XMAX, rdx_cgrx_y(r), rdx_cgrx_z(r));
+  return r;
+}
+
+/* The keys bucket b takes, [lo, hi]: 0 when the bucket takes none (the overflow bucket of a build
+ * whose largest key is the largest value). Inserts: (eff[b-1], eff[b]]. Erases (spill set): from
+ * the bucket's first build key too when that is <= eff[b-1] (a build duplicate spanning buckets). */
+RDX_HD int rdx_cgrxu_keys_of(const rdx_cgrxu_view *v, int64_t b, int spill, uint64_t *lo, uint64_t *hi) {
+  if (b == v->nb) {
+    if (v->max_key == UINT64_MAX) return 0;
+    *lo = v->max_key + 1, *hi = UINT64_MAX;
+    return 1;
+  }
+  *hi = v->eff[b];
+  *lo = b == 0 ? 0 : v->eff[b - 1] + 1;
+  if (spill && b > 0) {
+    uint64_t m = rdx_cgrxu_bmin(v, b);
+    if (m < *lo) *lo = m;
+  }
+  return *lo <= *hi;
+}
+
+/* First index of sorted keys[0, m) with key >= x (strict: > x). */
+RDX_HD int64_t rdx_cgrxu_search(const uint64_t *keys, int64_t m, uint64_t x, int strict) {
+  int64_t a = 0, z = m;
+  while (a < z) {
+    int64_t h = a + (z - a) / 2;
+    if (keys[h] < x || (strict && keys[h] == x)) a = h + 1;
+    else z = h;
+  }
+  return a;
+}
+/* Bucket b's slice [*a, *z) of the sorted batch keys[0, m). */
+RDX_HD void rdx_cgrxu_slice(const rdx_cgrxu_view *v, int64_t b, int spill, const uint64_t *keys, int64_t m, int64_t *a,
+                            int64_t *z) {
+  uint64_t lo, hi;
+  if (!rdx_cgrxu_keys_of(v, b, spill, &lo, &hi)) {
+    *a = *z = 0;
+    return;
+  }
+  *a = rdx_cgrxu_search(keys, m, lo, 0);
+  *z = rdx_cgrxu_search(keys, m, hi, 1);
+}
+
+/* Inserts partition the sorted batch keys[0, m): bucket b takes [off(b), off(b + 1)), where
+ * off(b), b in [0, nb + 1], is the first key routed to bucket b or later. */
+RDX_HD int64_t rdx_cgrxu_insert_offset(const rdx_cgrxu_view *v, int64_t b, const uint64_t *keys, int64_t m) {
+  if (b == 0) return 0;
+  if (b > v->nb) return m;
+  return rdx_cgrxu_search(keys, m, v->eff[b - 1], 1);
+}
+
 /* (k, r) < (k2, r2) */
 RDX_HD int rdx_cgrxu_less(uint64_t k, uint64_t r, uint64_t k2, uint64_t r2) { return k < k2 || (k == k2 && r < r2); }
 
