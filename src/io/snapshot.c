@@ -25,7 +25,9 @@ static const unsigned char MAGIC[8] = {'R', 'D', 'X', 'S', 'N', 'A', 'P', 0};
 static const unsigned char RDXP_MAGIC[7] = {'R', 'D', 'X', 'P', 'O', 'L', 'Y'};
 static const char *const CONTENT_NAME[3] = {"?", "a key index", "a point index"};
 #define SECTION_HEAD 16u
-#define BLOCK ((size_t)64 << 20) /* bytes per write() and per conversion on big-endian hosts */
+#define BLOCK ((size_t)64 << 20)    /* bytes per write() at most */
+#define CRC_BLOCK ((size_t)8 << 20) /* bytes checksummed, then written, at a time (and converted on
+                                       big-endian hosts): they are still in cache for the write */
 
 int rdx_snap_host_le(void) {
   const uint32_t one = 1;
@@ -94,41 +96,36 @@ static void to_le(const rdx_snap_out *s, uint64_t first, size_t count, unsigned 
   }
 }
 
-/* The CRC of a section (its number, length and little-endian data), and its data written. */
-static uint32_t section_crc(const writer *w, uint32_t number, const rdx_snap_out *s) {
-  unsigned char head[12];
-  put_u32(head, number);
-  put_u64(head + 4, s->count * (uint64_t)s->elem_bytes);
-  uint32_t crc = rdx_crc32c(0, head, sizeof head);
-  if (w->conv == NULL) return s->count ? rdx_crc32c(crc, s->data, (size_t)(s->count * (uint64_t)s->elem_bytes)) : crc;
-  size_t per = BLOCK / (size_t)s->elem_bytes;
-  for (uint64_t i = 0; i < s->count; i += per) {
-    size_t k = s->count - i < per ? (size_t)(s->count - i) : per;
-    to_le(s, i, k, w->conv);
-    crc = rdx_crc32c(crc, w->conv, k * (size_t)s->elem_bytes);
-  }
-  return crc;
-}
-
+/* A section: its head with a zero CRC, then its little-endian data a block at a time, each block
+ * checksummed just before it is written (one pass over the data, while it is in cache), then the
+ * head again with the CRC of its number, length and data. */
 static void write_section(writer *w, uint32_t number, const rdx_snap_out *s) {
-  uint64_t bytes = s->count * (uint64_t)s->elem_bytes;
+  const uint64_t bytes = s->count * (uint64_t)s->elem_bytes;
+  const uint64_t at = w->written;
   unsigned char head[SECTION_HEAD];
   put_u32(head, number);
-  put_u32(head + 4, section_crc(w, number, s));
+  put_u32(head + 4, 0);
   put_u64(head + 8, bytes);
+  unsigned char crc_head[12];
+  memcpy(crc_head, head, 4);
+  memcpy(crc_head + 4, head + 8, 8);
+  uint32_t crc = rdx_crc32c(0, crc_head, sizeof crc_head);
   w_raw(w, head, sizeof head);
-  if (w->conv == NULL) {
-    if (bytes) w_raw(w, s->data, (size_t)bytes);
-  } else {
-    size_t per = BLOCK / (size_t)s->elem_bytes;
-    for (uint64_t i = 0; i < s->count && !w->err; i += per) {
-      size_t k = s->count - i < per ? (size_t)(s->count - i) : per;
+  const size_t per = CRC_BLOCK / (size_t)s->elem_bytes;
+  for (uint64_t i = 0; i < s->count && !w->err; i += per) {
+    const size_t k = s->count - i < per ? (size_t)(s->count - i) : per, n = k * (size_t)s->elem_bytes;
+    const unsigned char *src = (const unsigned char *)s->data + i * (uint64_t)s->elem_bytes;
+    if (w->conv) {
       to_le(s, i, k, w->conv);
-      w_raw(w, w->conv, k * (size_t)s->elem_bytes);
+      src = w->conv;
     }
+    crc = rdx_crc32c(crc, src, n);
+    w_raw(w, src, n);
   }
   static const unsigned char zeros[8] = {0};
   if (bytes % 8) w_raw(w, zeros, (size_t)(8 - bytes % 8));
+  put_u32(head + 4, crc);
+  if (!w->err && pwrite(w->fd, head, sizeof head, (off_t)at) != (ssize_t)sizeof head) w->err = errno ? errno : EIO;
 }
 
 /* The directory holding path, for its fsync. */
@@ -162,7 +159,7 @@ rdx_status rdx_snap_write(rdx_context *ctx, const char *fn, const char *path, co
 
   writer w = {-1, 0, 0, NULL};
   if (!rdx_snap_host_le()) {
-    rdx_status st = rdx_mem_alloc(ctx, "rdx_snap_write: a conversion block", (void **)&w.conv, BLOCK, RDX_HOST);
+    rdx_status st = rdx_mem_alloc(ctx, "rdx_snap_write: a conversion block", (void **)&w.conv, CRC_BLOCK, RDX_HOST);
     if (st != RDX_OK) return st;
   }
   w.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
