@@ -35,6 +35,10 @@ void rdx_cgrx_impl_free(rdx_context *ctx, rdx_cgrx_impl *x);
  * when a ray sequence ends without an answer. */
 rdx_status rdx_cgrx_optix_query(rdx_context *ctx, const rdx_cgrx_impl *x, rdx_dtype dt, int op, const void *q,
                                 int64_t n, uint64_t *out, const uint64_t *offsets, rdx_cgrx_span *spans, int *broken);
+/* The bucket of each of n keys q (int64, RDX_CGRX_MISS above the largest) by an OPTIX-built
+ * index's rays (cgrxu's queries); *broken (device or pinned int) set as above. */
+rdx_status rdx_cgrx_optix_locate(rdx_context *ctx, const rdx_cgrx_impl *x, rdx_dtype dt, const void *q, int64_t n,
+                                 int64_t *buckets, int *broken);
 /* Starts (first index with key >= q) of n queries on the CPU's soft scene, and the ray count of
  * each when n_rays is not NULL; RDX_ERR_INTERNAL when a ray sequence ends without an answer. */
 rdx_status rdx_cgrx_locate_cpu(rdx_context *ctx, const rdx_cgrx_impl *x, const uint64_t *q, int64_t n,

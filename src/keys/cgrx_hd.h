@@ -360,7 +360,8 @@ enum {
   RDX_CGRX_OP_LOOKUP_COUNT = 1,
   RDX_CGRX_OP_LOOKUP_FILL = 2,
   RDX_CGRX_OP_RANGE_COUNT = 3,
-  RDX_CGRX_OP_RANGE_FILL = 4
+  RDX_CGRX_OP_RANGE_FILL = 4,
+  RDX_CGRX_OP_LOCATE = 5 /* the bucket of each key alone (int64, RDX_CGRX_MISS for none): cgrxu's */
 };
 
 /* The number of results of a query whose lookup starts at `start`: [start, end) are the

@@ -1,5 +1,6 @@
 /*
- * cgrxu.cu: the cgrxu kind on CUDA contexts (soft BVH): cgrxu.c's steps as kernels over
+ * cgrxu.cu: the cgrxu kind on CUDA contexts (soft BVH) and OPTIX contexts (a GAS, traced by the
+ * cgrx pipeline's locate, the chains walked by a kernel after it): cgrxu.c's steps as kernels over
  * cgrxu_hd.h's functions, one thread per bucket for the build's fill and for updates, one thread
  * per query for lookups; the batch's sort and the erase keys' sort and unique are CUB's. The node
  * store (slabs, free stack) is cgrxu.c's, in device memory here.
@@ -63,10 +64,12 @@ __device__ int64_t bucket_of(const rdx_cgrx_params &P, const rdx_cgrxu_view &v, 
   return rdx_cgrxu_bucket(&v, b);
 }
 
+/* One thread per query: the rays (soft BVH), or the buckets an OptiX launch found (located: a
+ * key's, or a range's lo and hi), then the chains' walk. */
 template <typename K>
 __global__ void __launch_bounds__(128, 8)
-    query_kernel(rdx_cgrx_params P, rdx_cgrxu_view v, rdx_bvh_view bv, const K *q, int64_t n, int op, uint64_t *out,
-                 uint64_t *rows, int *broken) {
+    query_kernel(rdx_cgrx_params P, rdx_cgrxu_view v, rdx_bvh_view bv, const K *q, const int64_t *located, int64_t n,
+                 int op, uint64_t *out, uint64_t *rows, int *broken) {
   const int range = op >= RDX_CGRX_OP_RANGE_COUNT, fill = op == RDX_CGRX_OP_LOOKUP_FILL || op == RDX_CGRX_OP_RANGE_FILL;
   GRID_STRIDE(i, n) {
     uint64_t lo = range ? q[2 * i] : q[i], hi = range ? q[2 * i + 1] : lo;
@@ -74,7 +77,14 @@ __global__ void __launch_bounds__(128, 8)
     f.count = 0;
     f.min_row = RDX_MISS;
     if (lo <= hi) {
-      int64_t b = bucket_of(P, v, bv, lo, broken), bh = range ? bucket_of(P, v, bv, hi, broken) : b;
+      int64_t b, bh;
+      if (located) {
+        b = rdx_cgrxu_bucket(&v, located[range ? 2 * i : i]);
+        bh = range ? rdx_cgrxu_bucket(&v, located[2 * i + 1]) : b;
+      } else {
+        b = bucket_of(P, v, bv, lo, broken);
+        bh = range ? bucket_of(P, v, bv, hi, broken) : b;
+      }
       f = rdx_cgrxu_walk(&v, b, bh, lo, hi, fill ? rows + out[i] : NULL, fill ? out[i + 1] - out[i] : 0);
     }
     if (op == RDX_CGRX_OP_LOOKUP) out[i] = f.count ? f.min_row : RDX_MISS;
@@ -228,7 +238,7 @@ rdx_status cgrxu_build(rdx_context *ctx, rdx_index *idx, const rdx_key_input *in
     rdx_cgrx_params_finish(&u->x.P, k0, k1);
     u->x.n_slots = rdx_cgrx_slots(&u->x.P);
     nb = u->x.P.nb;
-    const int morton = (in->opts.flags & RDX_BUILD_RT_MORTON) != 0;
+    const int morton = (in->opts.flags & RDX_BUILD_RT_MORTON) != 0 || ctx->backend == RDX_BACKEND_OPTIX;
     RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&tris, (size_t)u->x.n_slots * 36), st, fail);
     if (!morton) RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&codes, (size_t)u->x.n_slots * 8), st, fail);
     emit_kernel<<<rdx_grid(nb, TPB), TPB, 0, s>>>(u->x.P, tris, codes);
@@ -271,13 +281,20 @@ rdx_status cgrxu_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, co
                        uint64_t *rows) {
   const rdx_cgrxu_impl *u = (const rdx_cgrxu_impl *)idx->impl;
   cudaStream_t s = rdx_stream(ctx);
+  scratch sc(ctx);
   rdx_bvh_view bv = rdx_bvh_view_of(&u->x.scene.bvh);
+  int64_t *located = NULL;
+  if (u->x.scene.gas != NULL) { /* OptiX: the rays in a launch of their own, the walks after it */
+    const int64_t nk = op >= RDX_KEY_RANGE_COUNT ? 2 * n : n;
+    RDX_CHECK(sc.get(&located, nk, "cgrxu: query buckets"));
+    RDX_CHECK(rdx_cgrx_optix_locate(ctx, &u->x, idx->dtype, q, nk, located, u->x.flag));
+  }
   if (idx->dtype == RDX_U32)
-    query_kernel<uint32_t><<<rdx_grid(n, 128), 128, 0, s>>>(u->x.P, u->v, bv, (const uint32_t *)q, n, (int)op, out,
-                                                             rows, u->x.flag);
+    query_kernel<uint32_t><<<rdx_grid(n, 128), 128, 0, s>>>(u->x.P, u->v, bv, (const uint32_t *)q, located, n, (int)op,
+                                                             out, rows, u->x.flag);
   else
-    query_kernel<uint64_t><<<rdx_grid(n, 128), 128, 0, s>>>(u->x.P, u->v, bv, (const uint64_t *)q, n, (int)op, out,
-                                                             rows, u->x.flag);
+    query_kernel<uint64_t><<<rdx_grid(n, 128), 128, 0, s>>>(u->x.P, u->v, bv, (const uint64_t *)q, located, n, (int)op,
+                                                             out, rows, u->x.flag);
   RDX_CUDA(ctx, cudaGetLastError(), "cgrxu: query kernel");
   RDX_CHECK(check_broken(ctx, u->x.flag, "cgrxu: query"));
   /* a key's rows may sit in several chains: a lookup's rows are put in ascending order here */
@@ -396,5 +413,10 @@ rdx_status cgrxu_entries(rdx_context *ctx, const rdx_index *idx, rdx_entries *ou
 
 extern "C" const rdx_key_ops rdx_cgrxu_cuda_ops = {
     RDX_KIND_CGRXU, RDX_BACKEND_CUDA, cgrxu_build,  cgrxu_destroy, cgrxu_query, 1, 0, cgrxu_insert, cgrxu_erase,
+    cgrxu_entries,
+};
+/* OPTIX contexts: the scene is a GAS, traced by the cgrx pipeline's locate (rx_cgrx.cu) */
+extern "C" const rdx_key_ops rdx_cgrxu_optix_ops = {
+    RDX_KIND_CGRXU, RDX_BACKEND_OPTIX, cgrxu_build,  cgrxu_destroy, cgrxu_query, 1, 0, cgrxu_insert, cgrxu_erase,
     cgrxu_entries,
 };

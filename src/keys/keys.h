@@ -160,7 +160,7 @@ extern const rdx_key_ops rdx_rx_cpu_ops, rdx_cgrx_cpu_ops;
 extern const rdx_key_ops rdx_rx_cuda_ops, rdx_cgrx_cuda_ops, rdx_rx_optix_ops, rdx_cgrx_optix_ops;
 extern const rdx_key_ops rdx_scan_cuda_ops, rdx_sorted_cuda_ops, rdx_btree_cuda_ops,
     rdx_hash_cuda_ops;
-extern const rdx_key_ops rdx_cgrxu_cpu_ops, rdx_cgrxu_cuda_ops;
+extern const rdx_key_ops rdx_cgrxu_cpu_ops, rdx_cgrxu_cuda_ops, rdx_cgrxu_optix_ops;
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,11 @@ rdx_status rdx_cgrx_optix_query(rdx_context *ctx, const rdx_cgrx_impl *x, rdx_dt
   (void)x, (void)dt, (void)op, (void)q, (void)n, (void)out, (void)offsets, (void)spans, (void)broken;
   return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "cgrx: OptiX is not built");
 }
+rdx_status rdx_cgrx_optix_locate(rdx_context *ctx, const rdx_cgrx_impl *x, rdx_dtype dt, const void *q, int64_t n,
+                                 int64_t *buckets, int *broken) {
+  (void)x, (void)dt, (void)q, (void)n, (void)buckets, (void)broken;
+  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "cgrxu: OptiX is not built");
+}
 
 #else
 typedef int rdx_keys_optix_stub_unused_; /* ISO C forbids an empty translation unit */

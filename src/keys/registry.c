@@ -1,7 +1,7 @@
 /*
  * registry.c: which ops table answers a (kind, backend) pair. Adding a kind touches its own
  * files and one line here. OptiX contexts run the non-ray-tracing kinds on their CUDA ops, and
- * rx and cgrx on their OptiX ops (a GAS and OptiX launches).
+ * rx, cgrx and cgrxu on their OptiX ops (a GAS and OptiX launches).
  */
 #include "keys/keys.h"
 
@@ -33,6 +33,7 @@ static const rdx_key_ops *const cuda_ops[] = {
 static const rdx_key_ops *const optix_ops[] = {
     &rdx_rx_optix_ops,
     &rdx_cgrx_optix_ops,
+    &rdx_cgrxu_optix_ops,
     NULL,
 };
 #endif
@@ -52,12 +53,12 @@ const rdx_key_ops *rdx_keys_find_ops(rdx_kind kind, rdx_backend backend) {
   if (backend == RDX_BACKEND_CPU) return find(cpu_ops, kind);
 #ifdef RDX_HAVE_OPTIX
   /* the ray-tracing kinds run on OptiX there, never on the soft BVH behind the caller's back */
-  if (backend == RDX_BACKEND_OPTIX && (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX)) return find(optix_ops, kind);
+  if (backend == RDX_BACKEND_OPTIX && (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX || kind == RDX_KIND_CGRXU))
+    return find(optix_ops, kind);
 #endif
 #ifdef RDX_HAVE_CUDA
-  if (backend == RDX_BACKEND_OPTIX && (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX)) return NULL;
-  /* cgrxu traces the soft BVH only: its chain walk has no OptiX program yet */
-  if (backend == RDX_BACKEND_OPTIX && kind == RDX_KIND_CGRXU) return NULL;
+  if (backend == RDX_BACKEND_OPTIX && (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX || kind == RDX_KIND_CGRXU))
+    return NULL;
   if (backend == RDX_BACKEND_CUDA || backend == RDX_BACKEND_OPTIX) return find(cuda_ops, kind);
 #endif
   return NULL;

@@ -110,10 +110,11 @@ extern "C" __global__ void __raygen__cgrx() {
   int rays = 0;
   int64_t b = range && lo > hi ? RDX_CGRX_MISS : cgrx_locate_optix(&params.cg, 0, lo, &rays);
   if (b == RDX_CGRX_BROKEN) {
-    *(volatile int *)params.broken = 1; /* pinned host memory: a plain store */
+    *(volatile int *)params.broken = 1; /* pinned host or device memory: a plain store */
     b = RDX_CGRX_MISS;
   }
-  rdx_cgrx_finish(&params.cg, op, i, b, lo, hi, params.out, (rdx_cgrx_span *)params.spans);
+  if (op == RDX_CGRX_OP_LOCATE) ((int64_t *)params.out)[i] = b;
+  else rdx_cgrx_finish(&params.cg, op, i, b, lo, hi, params.out, (rdx_cgrx_span *)params.spans);
 }
 
 extern "C" __global__ void __closesthit__cgrx() {
