@@ -105,7 +105,7 @@ RDX_CGRX_DEFINE_LOCATE(static __forceinline__ __device__, cgrx_locate_optix, int
 extern "C" __global__ void __raygen__cgrx() {
   int64_t i = rdx_optix_query_index(params.base);
   if (i >= params.base.n) return;
-  int op = params.op, range = op >= RDX_CGRX_OP_RANGE_COUNT;
+  int op = params.op, range = op == RDX_CGRX_OP_RANGE_COUNT || op == RDX_CGRX_OP_RANGE_FILL; /* LOCATE: keys */
   uint64_t lo = query_key(range ? 2 * i : i), hi = range ? query_key(2 * i + 1) : lo;
   int rays = 0;
   int64_t b = range && lo > hi ? RDX_CGRX_MISS : cgrx_locate_optix(&params.cg, 0, lo, &rays);
