@@ -35,8 +35,9 @@ rdx_status rdx_cgrxu_store_init(rdx_context *ctx, rdx_cgrxu_impl *u, int64_t nb)
   int shift = 10;
   while (shift < 22 && ((int64_t)1 << shift) < (nb + 1) / 4) shift++;
   u->v.shift = shift;
-  u->slab_table = (char **)calloc(RDX_CGRXU_MAX_SLABS, sizeof(char *));
-  if (u->slab_table == NULL) return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_index_build: cgrxu slab table");
+  RDX_CHECK(rdx_mem_alloc(ctx, "rdx_index_build: cgrxu slab table", (void **)&u->slab_table,
+                          RDX_CGRXU_MAX_SLABS * sizeof(char *), RDX_HOST));
+  memset(u->slab_table, 0, RDX_CGRXU_MAX_SLABS * sizeof(char *));
   const rdx_location where = rdx_compute_location(ctx);
   if (where == RDX_DEVICE)
     RDX_CHECK(rdx_mem_alloc(ctx, "rdx_index_build: cgrxu slab table", (void **)&u->dev_table,
@@ -102,7 +103,7 @@ void rdx_cgrxu_impl_free(rdx_context *ctx, rdx_cgrxu_impl *u) {
   if (u == NULL) return;
   if (u->slab_table)
     for (int s = 0; s < u->n_slabs; s++) rdx_mem_free(ctx, u->slab_table[s]);
-  free(u->slab_table);
+  rdx_mem_free(ctx, u->slab_table);
   rdx_mem_free(ctx, u->dev_table);
   rdx_mem_free(ctx, u->free_ids);
   rdx_mem_free(ctx, u->counters);

@@ -346,7 +346,6 @@ rdx_status rdx_index_range_alloc(rdx_context *ctx, const rdx_index *idx, rdx_arr
   return run_alloc(ctx, idx, bounds, 1, out);
 }
 
-
 /* ---- batch updates ---- */
 
 uint64_t rdx_index_next_row(const rdx_index *idx) {
