@@ -145,10 +145,9 @@ static void fill_task(void *arg, int64_t t, int thread) {
     h->size = (uint32_t)(hi - lo);
     h->next = RDX_CGRXU_NONE;
     h->max_key = hi > lo ? e_key(j->e, hi - 1) : 0;
-    if (b < nb)
+    if (b < nb) { /* representative: the bucket's last key; bmin: its first; eff: its triangle's cell */
       j->eff[b] = rdx_cgrxu_eff(&j->u->x.P, b, e_key(j->e, hi - 1), hi < j->e->n ? e_key(j->e, hi) : 0,
                                 e_key(j->e, j->e->n - 1));
-    if (b < nb) { /* representative: the bucket's last key; bmin: its first */
       if (j->e->width == 32) {
         ((rdx_pair32 *)j->reps)[b].key = (uint32_t)e_key(j->e, hi - 1);
         ((rdx_pair32 *)j->reps)[b].row = (uint32_t)e_key(j->e, lo);
