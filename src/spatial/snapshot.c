@@ -39,6 +39,7 @@
 
 enum { F_KIND, F_METHOD, F_LAYOUT, F_DTYPE, F_COUNT, F_ID_END, F_CAP, F_DEPTH, F_BOX };
 #define MAX_POINTS ((uint64_t)1 << 54)
+#define MAX_GAP_FACTOR 4
 static const char *const NAMES[2] = {"coordinates", "ids"};
 
 static uint64_t int_field(int v) { return (uint64_t)(uint32_t)v; }
@@ -208,6 +209,15 @@ rdx_status rdx_points_load(rdx_context *ctx, const char *path, rdx_points **out)
   o.use_box = true;
   for (int i = 0; i < 4; i++) o.box[i] = rdx_snap_bits_f64(F[F_BOX + i]);
 
+  /* Fillers at the missing ids cost id_end points of work and memory: a file whose gaps pass
+   * MAX_GAP_FACTOR times its points (and 2^16) is refused rather than sized from a header field
+   * alone (a build that takes the ids themselves would lift this). */
+  if (id_end - (uint64_t)n > MAX_GAP_FACTOR * (uint64_t)n + ((uint64_t)1 << 16)) {
+    st = rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: %s holds %lld points whose ids reach %llu: gaps of more than %d times "
+                  "the points (and 2^16) cannot be restored yet", fn, f.name, (long long)n, (unsigned long long)id_end,
+                  MAX_GAP_FACTOR);
+    goto done;
+  }
   /* The points to build from: the section in place where ids are 0 .. n - 1 on a little-endian
    * host, else id_end points in our memory, fillers at the missing ids. */
   int dense = id_end == (uint64_t)n;
