@@ -622,7 +622,9 @@ RDX_API void rdx_points_destroy(rdx_points *pts);
 /* Snapshots of a point index, as rdx_index_save and rdx_index_load do for key indexes (the same
  * file format with its own kind of content, the same crash safety and the same refusals): the
  * points, their ids and the build options; the load rebuilds the tree with them on the given
- * context. Since 0.2. */
+ * context. A snapshot whose ids have gaps of more than 4 times its points (and 2^16), as many
+ * inserts and erases leave, saves but does not load yet: RDX_ERR_UNSUPPORTED with a sentence.
+ * Since 0.2. */
 RDX_API RDX_NODISCARD rdx_status rdx_points_save(rdx_context *ctx, const rdx_points *pts, const char *path);
 RDX_API RDX_NODISCARD rdx_status rdx_points_load(rdx_context *ctx, const char *path, rdx_points **out);
 /* Number of points in the index now; 0 for NULL or a pointer that is not a point index. Since 0.1. */
