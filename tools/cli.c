@@ -567,8 +567,8 @@ rdx_kind cli_parse_kind(const char *name, const char *s) {
 }
 
 void cli_kind_fits(rdx_kind kind, rdx_backend backend, const char *range_opt) {
-  if (backend == RDX_BACKEND_OPTIX && kind != RDX_KIND_RX && kind != RDX_KIND_CGRX)
-    cli_die(CLI_EXIT_BAD_INPUT, "--backend optix runs the ray-tracing kinds rx and cgrx only; use --backend cuda for --kind %s",
+  if (backend == RDX_BACKEND_OPTIX && kind != RDX_KIND_RX && kind != RDX_KIND_CGRX && kind != RDX_KIND_CGRXU)
+    cli_die(CLI_EXIT_BAD_INPUT, "--backend optix runs the ray-tracing kinds rx, cgrx and cgrxu only; use --backend cuda for --kind %s",
             rdx_kind_name(kind));
   if (range_opt && !rdx_keys_answers_ranges(kind))
     cli_die(CLI_EXIT_BAD_INPUT, "%s: UNSUPPORTED: --kind %s answers point lookups only", range_opt, rdx_kind_name(kind));

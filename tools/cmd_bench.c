@@ -248,7 +248,7 @@ static const char usage[] =
     "ops, --uniformity to --dist sparse, --bucket-size to cgrx, --sort-queries to sorted, --rt-flags\n"
     "(rdx_build_options.flags: 16 naive, 32 default mapping, 64 Morton BVH; the kind column then\n"
     "reads e.g. cgrx+naive) to rx (64 only) and cgrx. --batch 0 (the default) is the whole batch.\n"
-    "--backend optix takes rx and cgrx only, and hash takes no range op. Two options force a path\n"
+    "--backend optix takes rx, cgrx and cgrxu only, and hash takes no range op. Two options force a path\n"
     "the library would choose, for comparisons (the rows do not say which): --bvh 2 builds rx and\n"
     "cgrx's soft BVH binary instead of BVH4 (cpu, cuda), and --csr-sort the GPU's sort of each\n"
     "range's rows (--op range). Each row's check column\n"

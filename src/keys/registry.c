@@ -53,10 +53,8 @@ const rdx_key_ops *rdx_keys_find_ops(rdx_kind kind, rdx_backend backend) {
   if (backend == RDX_BACKEND_CPU) return find(cpu_ops, kind);
 #ifdef RDX_HAVE_OPTIX
   /* the ray-tracing kinds run on OptiX there, never on the soft BVH behind the caller's back */
-  /* cgrxu's OptiX ops (cgrxu.cu with rx_cgrx.cu's locate launch) are not offered until the GPU
-   * tests have passed them: their first run found the locate op read as a range, fixed since */
-  if (backend == RDX_BACKEND_OPTIX && kind == RDX_KIND_CGRXU) return NULL;
-  if (backend == RDX_BACKEND_OPTIX && (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX)) return find(optix_ops, kind);
+  if (backend == RDX_BACKEND_OPTIX && (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX || kind == RDX_KIND_CGRXU))
+    return find(optix_ops, kind);
 #endif
 #ifdef RDX_HAVE_CUDA
   if (backend == RDX_BACKEND_OPTIX && (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX || kind == RDX_KIND_CGRXU))

@@ -17,14 +17,14 @@ if ! "$rdx" keys --kind sorted --backend "$backend" --keys "$tmp/probe.npy" --lo
 fi
 kinds="scan sorted btree hash"
 if [ "$backend" = optix ]; then
-  # optix runs rx and cgrx only: the other kinds exit 2 with one line, never a quiet cuda run
+  # optix runs rx, cgrx and cgrxu only: the other kinds exit 2 with one line, never a quiet cuda run
   for k in $kinds; do
     "$rdx" keys --kind $k --backend optix --keys "$tmp/probe.npy" --lookup "$tmp/probe.npy" --out "$tmp/x" 2>"$tmp/err"
-    [ $? -eq 2 ] && [ $(wc -l < "$tmp/err") -eq 1 ] && grep -q "rx and cgrx only" "$tmp/err" || bad "optix must refuse --kind $k"
+    [ $? -eq 2 ] && [ $(wc -l < "$tmp/err") -eq 1 ] && grep -q "rx, cgrx and cgrxu only" "$tmp/err" || bad "optix must refuse --kind $k"
   done
   kinds=""
 fi
-for extra in rx cgrx; do
+for extra in rx cgrx cgrxu; do
   "$rdx" keys --kind $extra --backend "$backend" --keys "$tmp/probe.npy" --lookup "$tmp/probe.npy" --out "$tmp/x" 2>"$tmp/err"
   grep -q "not available on backend" "$tmp/err" || kinds="$kinds $extra"
 done
