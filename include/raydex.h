@@ -221,9 +221,17 @@ typedef struct rdx_context_options {
                              cudaStreamCreateWithPriority takes it (lower is greater; CUDA clamps it
                              to the device's range); 0 = the default priority, which leaves the
                              caller's other work on the device as it was. Since 0.1 */
+  size_t staging_bytes;   /* GPU contexts: pinned host memory the context holds from its creation
+                             for copies to and from ordinary (pageable) host memory, which move
+                             through it in pieces while the context's threads fill or empty the
+                             next; counted in the memory account (rdx_context_memory). 0 = 64 MiB.
+                             Where it cannot be had (memory_limit below it, no pinned memory left)
+                             the context copies as the CUDA driver does, slower. Host memory that
+                             is pinned already (rdx_malloc's RDX_HOST_PINNED, cudaHostRegister) is
+                             copied directly. Since 0.2 */
 } rdx_context_options;
 
-#define RDX_CONTEXT_OPTIONS_INIT {sizeof(rdx_context_options), RDX_BACKEND_AUTO, 0, 0, 0, NULL, NULL, 0}
+#define RDX_CONTEXT_OPTIONS_INIT {sizeof(rdx_context_options), RDX_BACKEND_AUTO, 0, 0, 0, NULL, NULL, 0, 0}
 
 /* Create a context. opts may be NULL for defaults. *out is set even on failure (unless out is
  * NULL), so rdx_context_message explains it; the caller always destroys it.

@@ -58,7 +58,7 @@ fi
 if has tests; then
   t0=$(date +%s)
   # TESTS_RE narrows the entries (a regex over test names, e.g. 'spatial|keys_cgrx') for a short run
-  re='\.(cuda|optix)(\.bvh2)?$'
+  re='\.(cuda|optix)(\.bvh2|\.ring)?$'
   [ -n "${TESTS_RE:-}" ] && re="^(${TESTS_RE}).*$re"
   (cd build-gpu && ctest -R "$re" --output-on-failure -j 4 --timeout 600) > "$OUT/logs/ctest-gpu.log" 2>&1
   rc=$?

@@ -97,6 +97,14 @@ void rdx_join_force_input_order(rdx_context *ctx, int on);
  * other on the context's stream instead of side by side on two (join/overlay.cu's locate_all), for
  * `raydex bench join --one-stream`; 0 (the default) runs them side by side. */
 void rdx_join_force_one_stream(rdx_context *ctx, int on);
+/* Copies between pageable host memory and the device (core/staging.cu): AUTO, the library's
+ * choice (through the context's staging ring from 256 KiB up); RING, every such copy through the
+ * ring whatever its size (tests, with a ring of a few bytes); DIRECT, cudaMemcpy from pageable
+ * memory as the driver does it (the benchmarks' baseline). A no-op on builds without CUDA. */
+enum { RDX_STAGING_AUTO = 0, RDX_STAGING_RING = 1, RDX_STAGING_DIRECT = 2 };
+void rdx_staging_force(rdx_context *ctx, int mode);
+/* Bytes of the context's staging ring (0: none, as on cpu). */
+size_t rdx_staging_bytes(const rdx_context *ctx);
 
 /* ---- data generators (io: gen.c, gen_points.c) ---- */
 /* Key sets. */

@@ -28,12 +28,25 @@ static int check_failures_;
 static const char *check_case_ = "";
 static rdx_backend check_backend_ = RDX_BACKEND_CPU;
 static int check_bvh_width_;  /* --bvh: 2 or 4, 0 = the library's default */
+static int check_ring_;       /* --staging ring: every host copy through a small staging ring */
 
-/* Internal (src/rt/rt.h): the soft BVH width a context's builds use when their options say 0. */
+/* Internal (src/bench_api.h): the soft BVH width a context's builds use when their options say
+ * 0; the staging ring's forced path and its size. */
 void rdx_rt_force_bvh_width(rdx_context *ctx, int width);
-/* Apply the command line's forced paths (--bvh) to a context the test opened itself. */
+void rdx_staging_force(rdx_context *ctx, int mode);
+size_t rdx_staging_bytes(const rdx_context *ctx);
+/* With --staging ring, slots of 64 KiB + 3 bytes: copies span several and end inside a row. */
+#define CHECK_RING_BYTES (4 * ((size_t)65536 + 3))
+/* Apply the command line's forced paths (--bvh, --staging) to a context the test opened itself. */
 static inline void check_force(rdx_context *ctx) {
   if (ctx != NULL && check_bvh_width_ != 0) rdx_rt_force_bvh_width(ctx, check_bvh_width_);
+  if (ctx != NULL && check_ring_) rdx_staging_force(ctx, 1 /* RDX_STAGING_RING */);
+}
+/* Bytes a context holds beyond its staging ring: 0 once everything made is freed. */
+static inline int64_t check_held(const rdx_context *ctx) {
+  int64_t in_use = 0;
+  rdx_context_memory(ctx, &in_use, NULL);
+  return in_use - (int64_t)rdx_staging_bytes(ctx);
 }
 
 #define CHECK_FAIL_(fmt, ...)                                                                  \
@@ -89,6 +102,7 @@ static inline rdx_context *check_begin(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i++) {
     if (strcmp(argv[i], "--backend") == 0) b = argv[i + 1];
     if (strcmp(argv[i], "--bvh") == 0) check_bvh_width_ = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--staging") == 0) check_ring_ = strcmp(argv[i + 1], "ring") == 0;
   }
   if (check_bvh_width_ != 0 && check_bvh_width_ != 2 && check_bvh_width_ != 4) {
     fprintf(stderr, "--bvh takes 2 or 4\n");
@@ -101,6 +115,7 @@ static inline rdx_context *check_begin(int argc, char **argv) {
   check_seed0_ = check_seed_ = s ? strtoull(s, NULL, 10) : 12345;
   rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
   o.backend = check_backend_;
+  if (check_ring_) o.staging_bytes = CHECK_RING_BYTES;
   rdx_context *ctx = NULL;
   rdx_status st = rdx_context_create(&o, &ctx);
   if (st != RDX_OK) {
@@ -113,15 +128,14 @@ static inline rdx_context *check_begin(int argc, char **argv) {
     exit(1);
   }
   check_force(ctx);
-  printf("backend %s%s, seed %" PRIu64 " (replay with RDX_TEST_SEED)\n", b, check_bvh_width_ == 2 ? ", binary BVH" : "",
-         check_seed_);
+  printf("backend %s%s%s, seed %" PRIu64 " (replay with RDX_TEST_SEED)\n", b, check_bvh_width_ == 2 ? ", binary BVH" : "",
+         check_ring_ ? ", every host copy through a staging ring of 4 x 65539 bytes" : "", check_seed_);
   return ctx;
 }
 
 static inline int check_end(rdx_context *ctx) {
-  int64_t in_use = 0;
-  rdx_context_memory(ctx, &in_use, NULL);
-  if (in_use != 0) CHECK_FAIL_("context still holds %" PRId64 " bytes at the end", in_use);
+  int64_t in_use = check_held(ctx);
+  if (in_use != 0) CHECK_FAIL_("context still holds %" PRId64 " bytes at the end (beyond its staging ring)", in_use);
   rdx_context_destroy(ctx);
   if (check_failures_) {
     fprintf(stderr, "%d check(s) failed\n", check_failures_);

@@ -209,8 +209,7 @@ int main(int argc, char **argv) {
   compare_trace(RDX_RT_TRIANGLES, 5000 * scale, 5000 * scale);
   CASE(trace_boxes);
   compare_trace(RDX_RT_AABBS, 5000 * scale, 5000 * scale);
-  int64_t used = 0;
-  rdx_context_memory(g_a, &used, NULL);
+  int64_t used = check_held(g_a);
   if (used != 0) CHECK_FAIL_("the %s context still holds %lld bytes", rdx_backend_name(rdx_context_backend(g_a)),
                              (long long)used);
   rdx_context_destroy(g_a);

@@ -278,6 +278,7 @@ rdx_status rdx_context_create(const rdx_context_options *opts, rdx_context **out
       ctx->backend = RDX_BACKEND_CPU; /* a usable, honest state: the message says what failed */
       return st;
     }
+    rdx_staging_init(ctx, o.staging_bytes);
   }
   return RDX_OK;
 }

@@ -68,6 +68,9 @@ struct rdx_context {
   int n_host_cache;
   size_t host_cache_bytes;
   void *optix;                  /* OptiX device context and pipelines, owned; NULL unless OPTIX */
+  void *ring;                   /* the staging ring (staging.cu): pinned host memory held through the
+                                   account from creation; NULL on cpu or where it could not be had */
+  void *ring_state;             /* staging.cu's slots and events; NULL without a ring */
   int64_t memory_limit;         /* bytes, 0 = none */
   int64_t in_use;               /* bytes currently allocated through the account */
   int64_t peak;                 /* most bytes ever in use */
@@ -87,6 +90,7 @@ struct rdx_context {
     int join_naive;             /* 1: join indexes get naive boxes (join/index.c) */
     int join_input_order;       /* 1: GPU PIP takes the points in input order (join/pip.cu) */
     int join_one_stream;        /* 1: polygon joins locate both directions on one stream (join/overlay.cu) */
+    int staging;                /* RDX_STAGING_*: host copies through the ring or not (staging.cu) */
   } force;
   char message[1024];           /* last failure sentence */
 };
@@ -223,7 +227,13 @@ void rdx_cuda_context_fini(rdx_context *ctx);
 rdx_status rdx_cuda_malloc(rdx_context *ctx, void **ptr, size_t bytes, int pinned);
 void rdx_cuda_free(rdx_context *ctx, void *ptr, int pinned);
 void rdx_cuda_device_sync(void);
+/* Copies with the device on one side or both (staging.cu): through the staging ring when the
+ * other side is pageable host memory; returns when the bytes are at dst. */
 rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t bytes);
+/* The staging ring of `bytes` (0: the default, 64 MiB), made once the GPU context works; without
+ * the memory (the context's limit, the host's pinned memory) the context copies without it. */
+void rdx_staging_init(rdx_context *ctx, size_t bytes);
+void rdx_staging_fini(rdx_context *ctx);
 rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what);
 /* Independent work side by side: rdx_cuda_fork gives a second stream (a cudaStream_t) that starts
  * after everything enqueued on the context's stream so far; rdx_cuda_join makes the context's

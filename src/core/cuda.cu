@@ -1,6 +1,6 @@
 /*
  * cuda.cu: the CUDA side of the core: device selection, the context's stream, device memory for
- * the account, copies, pointer checks and device information for rdx_info.
+ * the account, pointer checks and device information for rdx_info (copies: staging.cu).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +129,7 @@ extern "C" rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *
 }
 
 extern "C" void rdx_cuda_context_fini(rdx_context *ctx) {
+  rdx_staging_fini(ctx);
   side_destroy(ctx);
   if (ctx->stream) {
     cudaStreamSynchronize(rdx_stream(ctx));
@@ -170,12 +171,6 @@ extern "C" void rdx_cuda_free(rdx_context *ctx, void *ptr, int pinned) {
 extern "C" void rdx_cuda_device_sync(void) {
   cudaDeviceSynchronize();
   (void)cudaGetLastError();
-}
-
-extern "C" rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t bytes) {
-  RDX_CUDA(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, rdx_stream(ctx)), "rdx_copy: cudaMemcpy");
-  RDX_CUDA(ctx, cudaStreamSynchronize(rdx_stream(ctx)), "rdx_copy: cudaStreamSynchronize");
-  return RDX_OK;
 }
 
 extern "C" rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what) {

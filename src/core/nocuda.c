@@ -23,6 +23,10 @@ rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t 
   (void)dst, (void)src, (void)bytes;
   return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "rdx_copy: CUDA is not built");
 }
+void rdx_staging_init(rdx_context *ctx, size_t bytes) { (void)ctx, (void)bytes; }
+void rdx_staging_fini(rdx_context *ctx) { (void)ctx; }
+void rdx_staging_force(rdx_context *ctx, int mode) { ctx->force.staging = mode; }
+size_t rdx_staging_bytes(const rdx_context *ctx) { (void)ctx; return 0; }
 rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what) { (void)ctx, (void)what; return RDX_OK; }
 rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what) {
   *stream = NULL;

@@ -196,32 +196,59 @@ rdx_status merge_into(rdx_context *ctx, I1 a, int64_t na, I2 b, int64_t nb, O ou
   });
 }
 
-/* First index in e[0, n) whose key is >= q (n if none). */
-template <typename PAIR>
-__device__ __forceinline__ int64_t lower_key(const PAIR *e, int64_t n, uint64_t q) {
+/* First index in a[0, n) whose key is >= q (n if none). */
+template <typename K>
+__device__ __forceinline__ int64_t lower_of(const K *a, int64_t n, uint64_t q) {
   int64_t lo = 0, hi = n;
   while (lo < hi) {
     int64_t mid = lo + ((hi - lo) >> 1);
-    if ((uint64_t)e[mid].key < q) lo = mid + 1;
+    if ((uint64_t)a[mid] < q) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
 
-/* A warp per erase key (sorted, distinct): its run [lo, hi) of pairs loses its keep flags. */
+constexpr int ERASE_TILE = 2048; /* pairs a block flags; also the erase keys it stages */
+
+/* keep[i] = 0 for the pairs whose key is among the erase keys u (sorted, distinct), 1 for the
+ * others; *removed += the pairs flagged 0. Both sides are sorted, so the erase keys that can
+ * match a tile of pairs are one run of u, found by two binary searches per block; the block
+ * stages that run in shared memory and each pair searches it there. A run longer than a tile (many
+ * erase keys absent from the index between two of its keys) is searched where it lies: correct,
+ * slower, and only where the batch is mostly misses. */
 template <typename PAIR, typename K>
-__global__ void erase_flags_kernel(const PAIR *e, int64_t n, const K *keys, int64_t m, uint8_t *keep,
-                                   unsigned long long *removed) {
-  int lane = threadIdx.x & 31;
-  int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
-  int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
-  for (int64_t j = warp; j < m; j += warps) {
-    uint64_t k = keys[j];
-    int64_t lo = lower_key(e, n, k);
-    int64_t hi = k == ~(uint64_t)0 ? n : lower_key(e, n, k + 1);
-    for (int64_t i = lo + lane; i < hi; i += 32) keep[i] = 0;
-    if (lane == 0 && hi > lo) atomicAdd(removed, (unsigned long long)(hi - lo));
+__global__ void __launch_bounds__(UPD_THREADS) erase_flags_kernel(const PAIR *e, int64_t n, const K *u, int64_t m,
+                                                                  uint8_t *keep, unsigned long long *removed) {
+  __shared__ K staged[ERASE_TILE];
+  __shared__ int64_t run[2];
+  __shared__ unsigned long long block_removed;
+  const int64_t base = (int64_t)blockIdx.x * ERASE_TILE;
+  const int64_t end = base + ERASE_TILE < n ? base + ERASE_TILE : n;
+  if (threadIdx.x == 0) {
+    uint64_t last = (uint64_t)e[end - 1].key;
+    run[0] = lower_of(u, m, (uint64_t)e[base].key);
+    run[1] = last == ~(uint64_t)0 ? m : lower_of(u, m, last + 1);
+    block_removed = 0;
   }
+  __syncthreads();
+  const K *r = u + run[0];
+  const int64_t cnt = run[1] - run[0];
+  if (cnt <= ERASE_TILE) {
+    for (int64_t i = threadIdx.x; i < cnt; i += blockDim.x) staged[i] = r[i];
+    r = staged;
+  }
+  __syncthreads();
+  unsigned c = 0;
+  for (int64_t i = base + threadIdx.x; i < end; i += blockDim.x) {
+    uint64_t k = (uint64_t)e[i].key;
+    int64_t at = cnt > 0 ? lower_of(r, cnt, k) : 0;
+    int hit = at < cnt && (uint64_t)r[at] == k;
+    keep[i] = (uint8_t)!hit;
+    c += hit;
+  }
+  if (c) atomicAdd(&block_removed, (unsigned long long)c);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_removed) atomicAdd(removed, block_removed);
 }
 
 template <typename K>
@@ -277,11 +304,10 @@ rdx_status erase_typed(rdx_context *ctx, const rdx_entries *e, const K *keys, in
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&keep, (size_t)e->n), st, done);
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&d_removed, sizeof *d_removed), st, done);
   RDX_CHECK_GOTO(rdx_scratch(ctx, what, (void **)&d_count, sizeof *d_count), st, done);
-  RDX_CUDA_GOTO(ctx, cudaMemsetAsync(keep, 1, (size_t)e->n, s), what, st, done);
   RDX_CUDA_GOTO(ctx, cudaMemsetAsync(d_removed, 0, sizeof *d_removed, s), what, st, done);
-  if (nu > 0) {
-    erase_flags_kernel<PAIR, K><<<rdx_grid(nu * 32, UPD_THREADS), UPD_THREADS, 0, s>>>((const PAIR *)e->pairs, e->n, u, nu,
-                                                                                     keep, d_removed);
+  if (e->n > 0) {
+    erase_flags_kernel<PAIR, K><<<(unsigned)((e->n + ERASE_TILE - 1) / ERASE_TILE), UPD_THREADS, 0, s>>>(
+        (const PAIR *)e->pairs, e->n, u, nu, keep, d_removed);
     RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_erase: flags kernel", st, done);
   }
   RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&removed, d_removed, sizeof removed, cudaMemcpyDeviceToHost, s), what, st, done);
