@@ -174,6 +174,8 @@ int cmd_bench_join(int argc, char **argv); /* polygon joins (cmd_bench_join.c) *
 extern const char cli_bench_join_usage[];
 int cmd_bench_update(int argc, char **argv); /* key index updates (cmd_bench_update.c) */
 extern const char cli_bench_update_usage[];
+int cmd_bench_host(int argc, char **argv); /* calls from host memory against device memory (cmd_bench_host.c) */
+extern const char cli_bench_host_usage[];
 /* Their usage, which `raydex gen --help` and `raydex bench --help` print after their own. */
 extern const char cli_gen_points_usage[], cli_bench_points_usage[];
 
