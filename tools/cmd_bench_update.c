@@ -22,7 +22,7 @@
 const char cli_bench_update_usage[] =
     "usage: raydex bench update --kind cgrxu,cgrx,rx,btree,hash,sorted [--n 2^26] [--waves 8] [--growth 2.2]\n"
     "            [--lookups 2^27] [--dtype u32] [--backend auto] [--load 0.4] [--node-bytes 128]\n"
-    "            [--snapshot DIR] [--seed 1] [--header]\n"
+    "            [--snapshot DIR] [--seed 1] [--header] [--quiet]\n"
     "   one row per kind and wave (0: the build): update_ms, the index's resident bytes after it,\n"
     "   and the time of --lookups point lookups after it (rdx_index_lookup, queries and answers\n"
     "   in the backend's memory)\n"

@@ -14,7 +14,8 @@ bad() { echo "FAIL: $*"; fail=1; }
 # help words, the source file whose parser they cover
 checks=("info|cmd_info.c" "keys|cmd_keys.c" "points|cmd_points.c" "demo|cmd_demo.c" "gen keys|cmd_gen.c"
         "gen points|cmd_gen_points.c" "gen polygons|cmd_gen_polygons.c" "bench keys|cmd_bench.c"
-        "bench points|cmd_bench_points.c" "bench join|cmd_bench_join.c" "join|cmd_join.c" "convert|cmd_convert.c")
+        "bench points|cmd_bench_points.c" "bench join|cmd_bench_join.c" "bench update|cmd_bench_update.c"
+        "bench host|cmd_bench_host.c" "join|cmd_join.c" "convert|cmd_convert.c")
 for c in "${checks[@]}"; do
   words=${c%%|*} file=${c##*|}
   for h in --help -h; do
