@@ -10,8 +10,10 @@
  * erase and re-insert of the same keys with the table's size unchanged; the cluster compaction
  * of hash_hd.h on a table of its own, checked slot by slot for its invariants and for probe
  * lengths that do not drift over a thousand waves; the ops table's entries against the oracle;
- * and all-or-nothing under rdx_mem_fail_after for inserts (fast path, slow path, growth) and
- * erases (with CSR keys).
+ * all-or-nothing under rdx_mem_fail_after for inserts (new keys only; present keys with rows too
+ * big for a slot, the whole batch sorted; new keys mixed with present and repeated ones, only the
+ * latter sorted, with given and implied rows and with growth) and erases (with CSR keys); and a
+ * memory limit that a batch of mostly new keys fits only when just its present keys are sorted.
  */
 #include "core/core.h"
 #include "keys/hash_hd.h"
@@ -508,7 +510,8 @@ static rdx_status op_erase(rdx_context *ctx, rdx_index *idx, model *m, void *a) 
   return do_erase(ctx, idx, m, o->keys, o->n);
 }
 
-static void fault_walk(rdx_context *ctx, rdx_index *idx, model *m, op_fn op, void *arg, const char *what) {
+/* Returns the failures walked: the allocations op made before it succeeded. */
+static int fault_walk(rdx_context *ctx, rdx_index *idx, model *m, op_fn op, void *arg, const char *what) {
   int64_t base = 0, now = 0;
   int n_fail = 0;
   uint64_t next = rdx_index_next_row(idx);
@@ -525,10 +528,31 @@ static void fault_walk(rdx_context *ctx, rdx_index *idx, model *m, op_fn op, voi
     CHECK_EQ(now, base);
     CHECK_EQ(rdx_index_next_row(idx), next);
     check_model(ctx, idx, m);
-    if (check_failures_) return;
+    if (check_failures_) return n_fail;
   }
   CHECK(n_fail >= 1);
   check_model(ctx, idx, m);
+  return n_fail;
+}
+
+/* A batch of n_new keys from fresh[], then, one pair in four, a copy of one of those new keys or a
+ * key from present[] (n_present of them), shuffled; rows fit a slot. */
+static int64_t mixed_batch(const uint64_t *fresh, int64_t n_new, const uint64_t *present, int64_t n_present,
+                           uint64_t *out, uint64_t *rows) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < n_new; i++) {
+    out[n++] = fresh[i];
+    if (i % 4 == 1) out[n++] = fresh[check_below((uint64_t)i + 1)];               /* a new key again */
+    if (i % 4 == 3) out[n++] = present[check_below((uint64_t)n_present)];         /* a key present */
+  }
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = (int64_t)check_below((uint64_t)i + 1);
+    uint64_t x = out[i];
+    out[i] = out[j];
+    out[j] = x;
+  }
+  for (int64_t i = 0; i < n; i++) rows[i] = (uint64_t)i * 5 + 1;
+  return n;
 }
 
 static void hash_update_faults(rdx_context *ctx) {
@@ -536,8 +560,9 @@ static void hash_update_faults(rdx_context *ctx) {
   for (int dt_i = 0; dt_i < 2; dt_i++) {
     rdx_dtype dt = dt_i ? RDX_U64 : RDX_U32;
     enum { N = 2000 };
-    uint64_t *keys = (uint64_t *)malloc(4 * N * 8), *rows = (uint64_t *)malloc(4 * N * 8);
-    for (int i = 0; i < 4 * N; i++) keys[i] = rdx_hash_mix64((uint64_t)i + 11) & maxv(dt);
+    uint64_t *keys = (uint64_t *)malloc(9 * N * 8), *rows = (uint64_t *)malloc(5 * N * 8);
+    uint64_t *batch = (uint64_t *)malloc(5 * N * 8); /* mixed_batch makes 1.5 pairs per new key */
+    for (int i = 0; i < 9 * N; i++) keys[i] = rdx_hash_mix64((uint64_t)i + 11) & maxv(dt);
     for (int i = 0; i < N; i += 10) keys[i + 1] = keys[i]; /* some keys with two rows: the CSR */
     model m;
     rdx_index *idx = build_model(ctx, &m, dt, keys, N, 0.5);
@@ -548,21 +573,96 @@ static void hash_update_faults(rdx_context *ctx) {
     /* new unique keys into room: the one-pass path */
     a.keys = keys + 2 * N, a.rows = NULL, a.n = N / 4;
     fault_walk(ctx, idx, &m, op_insert, &a, "insert of new keys");
-    /* keys present and repeated, rows too big for a slot: the sorted path */
+    /* keys present and repeated, rows too big for a slot: the whole batch sorted */
     for (int i = 0; i < N / 4; i++) rows[i] = i % 7 == 0 ? (uint64_t)1 << 63 | (uint64_t)i : (uint64_t)i * 3;
     uint64_t *mixed = (uint64_t *)malloc(N / 4 * 8);
     for (int i = 0; i < N / 4; i++) mixed[i] = i % 2 ? keys[check_below(2 * N)] : keys[3 * N + i];
     a.keys = mixed, a.rows = rows, a.n = N / 4;
     fault_walk(ctx, idx, &m, op_insert, &a, "insert of present keys");
+    /* new keys, new keys repeated, keys present with a direct row (keys[N..2N)) and with CSR rows
+     * (keys[10 i]), rows that fit: the pass's puts stay and the pairs whose key was present are
+     * sorted in; a failure at their allocations must take the puts out again. Given rows, then
+     * implied ones. */
+    uint64_t present[2 * (N / 10)];
+    for (int i = 0; i < N / 10; i++) present[2 * i] = keys[10 * i], present[2 * i + 1] = keys[N + 10 * i + 3];
+    a.keys = batch, a.rows = rows;
+    a.n = mixed_batch(keys + 4 * N, N / 2, present, 2 * (N / 10), batch, rows);
+    int walked = fault_walk(ctx, idx, &m, op_insert, &a, "insert of new and present keys");
+    CHECK(walked >= 3); /* the pass's state, the pairs of keys present, their sort */
+    a.keys = batch, a.rows = NULL;
+    a.n = mixed_batch(keys + 5 * N, N / 2, present, 2 * (N / 10), batch, rows);
+    fault_walk(ctx, idx, &m, op_insert, &a, "insert of new and present keys, implied rows");
+    /* the same kind of batch, big enough to grow the table: the pass runs on the new table, and a
+     * failure after it frees that table */
+    a.keys = batch, a.rows = rows;
+    a.n = mixed_batch(keys + 6 * N, 3 * N, present, 2 * (N / 10), batch, rows);
+    int64_t bytes0 = 0, bytes1 = 0;
+    CHECK_OK(ctx, rdx_index_bytes(ctx, idx, &bytes0, NULL));
+    fault_walk(ctx, idx, &m, op_insert, &a, "insert of new and present keys with growth");
+    CHECK_OK(ctx, rdx_index_bytes(ctx, idx, &bytes1, NULL));
+    CHECK(bytes1 > bytes0);
     /* erase keys with one row, several rows, absent ones and repeats */
-    for (int i = 0; i < N / 4; i++) mixed[i] = i % 3 == 0 ? keys[check_below(4 * N)] : keys[check_below(N)];
+    for (int i = 0; i < N / 4; i++) mixed[i] = i % 3 == 0 ? keys[check_below(9 * N)] : keys[check_below(N)];
     a.keys = mixed, a.rows = NULL, a.n = N / 4;
     fault_walk(ctx, idx, &m, op_erase, &a, "erase");
     check_entries(ctx, idx, &m);
     rdx_index_destroy(idx);
     model_free(&m);
     free(mixed);
+    free(batch);
     free(keys);
+    free(rows);
+  }
+}
+
+/* Coverage of the insert's paths, seen through memory: a large batch of new keys with some keys
+ * present and some repeated, rows fitting a slot, goes in under a memory limit that leaves room
+ * for the batch's staging and one state byte per pair but not for sorting the batch, since only
+ * the pairs whose key was present are sorted; the same batch with one row too big for a slot,
+ * which sorts the whole batch, fails under that limit with the index unchanged. */
+static void hash_update_present_budget(rdx_context *ctx) {
+  CASE(hash_update_present_budget);
+  for (int dt_i = 0; dt_i < 2; dt_i++) {
+    rdx_dtype dt = dt_i ? RDX_U64 : RDX_U32;
+    enum { N = 1 << 17 };
+    const int64_t ksz = dt == RDX_U32 ? 4 : 8;
+    uint64_t *keys = (uint64_t *)malloc(2 * (size_t)N * 8), *batch = (uint64_t *)malloc((size_t)N * 8);
+    uint64_t *rows = (uint64_t *)malloc((size_t)N * 8);
+    for (int64_t i = 0; i < 2 * N; i++) keys[i] = rdx_hash_mix64((uint64_t)i + 77) & maxv(dt);
+    model m;
+    rdx_index *idx = build_model(ctx, &m, dt, keys, 2 * N, 0.5);
+    CHECK_OK(ctx, do_erase(ctx, idx, &m, keys + N, N)); /* a table with room for N keys more */
+    for (int64_t i = 0; i < N; i++) {
+      batch[i] = keys[N + i];
+      rows[i] = (uint64_t)i;
+    }
+    for (int64_t i = 0; i < 64; i++) {
+      batch[i * 1024 + 5] = keys[i * 97];            /* present */
+      batch[i * 1024 + 9] = batch[i * 1024 + 700];   /* a new key twice */
+    }
+    int64_t in_use = 0, after = 0;
+    rdx_context_memory(ctx, &in_use, NULL);
+    int64_t budget = in_use + N * (ksz + 8 + 1) + (512 << 10); /* sorting the whole batch (pairs of width 64) takes 16 N more */
+    rows[N / 2] = (uint64_t)1 << 63;
+    CHECK_OK(ctx, rdx_context_set_memory_limit(ctx, budget));
+    rdx_status st = do_insert(ctx, idx, &m, batch, rows, N, RDX_U64);
+    CHECK_OK(ctx, rdx_context_set_memory_limit(ctx, 0));
+    if (!is_oom(st))
+      CHECK_FAIL_("a row too big for a slot under the limit: %s, not out of memory", rdx_status_name(st));
+    rdx_context_memory(ctx, &after, NULL);
+    CHECK_EQ(after, in_use);
+    check_model(ctx, idx, &m);
+    rows[N / 2] = N / 2;
+    CHECK_OK(ctx, rdx_context_set_memory_limit(ctx, budget));
+    st = do_insert(ctx, idx, &m, batch, rows, N, RDX_U64);
+    if (st != RDX_OK)
+      CHECK_FAIL_("new and present keys under the limit: %s (%s)", rdx_status_name(st), rdx_context_message(ctx));
+    CHECK_OK(ctx, rdx_context_set_memory_limit(ctx, 0));
+    check_model(ctx, idx, &m);
+    rdx_index_destroy(idx);
+    model_free(&m);
+    free(keys);
+    free(batch);
     free(rows);
   }
 }
@@ -576,5 +676,6 @@ int main(int argc, char **argv) {
   hash_update_erase_all(ctx);
   hash_update_waves(ctx);
   hash_update_faults(ctx);
+  hash_update_present_budget(ctx);
   return check_end(ctx);
 }

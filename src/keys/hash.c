@@ -351,14 +351,24 @@ static rdx_status hash_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op 
 
 /* ---- updates ----
  *
- * Insert, in the common case one pass like the build: every pair is put into an empty slot with an
- * atomic CAS; a pair whose key holds a slot already changes nothing and flags the batch. A batch of
- * new unique keys whose rows fit a slot is then done. Otherwise (keys present before, keys repeated
- * in the batch, rows too big for a slot) the pass is undone -- the keys it put are marked and
- * removed as an erase removes keys, which leaves every key that was there before in its slot, and
- * needs no memory beyond the pass's own state -- and the batch goes in through sort_insert: sorted
- * by (key, row), each such key's rows merged with the ones it had into a new CSR and directory,
- * everything allocated before the first change.
+ * Insert is one pass like the build: every pair is put into an empty slot with an atomic CAS; a
+ * pair whose key holds a slot already -- present before the batch, or put by this same pass for an
+ * earlier copy of the key in the batch -- changes nothing (state ST_NONE) and is counted. Then:
+ *  - no such pair: the batch is in (new unique keys whose rows fit a slot, the common case);
+ *  - some: those pairs alone, gathered with explicit rows (in any order: sort_insert sorts them),
+ *    go through sort_insert, and the pass's puts stay. Every key of that sub-batch is in the table
+ *    now, so sort_insert adds no key: each key's old rows (its direct row, which for a key put by
+ *    this pass is that pass's row, or its CSR list) and the sub-batch's are merged into a new CSR
+ *    and directory and its slot pointed there. The index gains in->n rows and the keys the pass
+ *    put. Should the sub-batch's allocation or sort_insert fail (it allocates everything before
+ *    its first change), the pass is undone as below and the index is as before the call;
+ *  - a row too big for a slot (its key was put with the mark value, which no slot may keep) or a
+ *    put without room: the pass is undone and the whole batch goes through sort_insert (or the
+ *    insert fails, on overflow). Both are rare: rows below 2^31 (u32 keys) or 2^63 fit, and the
+ *    table has room for the batch's new keys before the pass (growth, below).
+ * Undoing the pass marks the keys it put and removes them as an erase removes keys, which leaves
+ * every key that was there before in its slot and needs no memory beyond the pass's own state, so
+ * it cannot fail.
  *
  * Growth: after an insert the table holds at most rdx_hash_limit keys (the load factor's share of
  * its slots), so lookups after any inserts are as fast as after a build. A batch that could pass
@@ -443,9 +453,11 @@ typedef struct update_job {
   int64_t n;                /* pairs or keys */
   uint8_t *state;           /* per pair or key: ST_* */
   int64_t *sum_a, *sum_b;   /* per chunk */
-  int *slow, *overflow;     /* per chunk */
+  int *whole, *overflow;    /* per chunk (insert): a row too big for a slot; a put found no room */
   uint8_t *dead;            /* erase: per directory entry, 1 when its key goes */
   hash_impl *to;            /* growth: the new table */
+  void *sub_keys;           /* insert: the pairs whose key was present, keys of key_dtype ... */
+  uint64_t *sub_rows;       /* ... and their rows, at sum_b's offsets */
 } update_job;
 
 static inline uint64_t job_key(const update_job *j, int64_t i) {
@@ -454,25 +466,43 @@ static inline uint64_t job_key(const update_job *j, int64_t i) {
 #define CHUNK_RANGE(j, t) \
   int64_t lo = (t) * CHUNK, hi = lo + CHUNK < (j)->n ? lo + CHUNK : (j)->n
 
-/* Insert pass: put each pair; ST_PUT when it took an empty slot. */
+/* Insert pass: put each pair; ST_PUT when it took an empty slot, ST_NONE when its key held a slot
+ * already (or there was no room). Per chunk: the keys put (sum_a), the pairs whose key was present
+ * (sum_b), whether a row was too big for a slot (whole) and whether a put found no room. */
 static void put_task(void *arg, int64_t t, int thread) {
   update_job *j = (update_job *)arg;
   hash_impl *h = j->h;
   CHUNK_RANGE(j, t);
-  int64_t placed = 0;
-  int slow = 0, overflow = 0;
+  int64_t placed = 0, present = 0;
+  int whole = 0, overflow = 0;
   for (int64_t i = lo; i < hi; i++) {
     uint64_t k = in_key(j->in, i), r = in_row(j->in, i);
     uint64_t val = h->L.key_bits == 32 ? rdx_hash_value32(r) : rdx_hash_value64(r);
     int got = put(h, k, val);
     j->state[i] = got == 1 ? ST_PUT : ST_NONE;
     placed += got == 1;
-    slow |= got == 2 || rdx_hash_is_mark(&h->L, val);
+    present += got == 2;
+    whole |= rdx_hash_is_mark(&h->L, val);
     overflow |= got == 0;
   }
   j->sum_a[t] = placed;
-  j->slow[t] = slow;
+  j->sum_b[t] = present;
+  j->whole[t] = whole;
   j->overflow[t] = overflow;
+}
+
+/* After a put pass without overflow: copy the pairs whose key was present (ST_NONE) to sub_keys
+ * and sub_rows at the chunk's offset (sum_b, prefix-summed), rows made explicit. */
+static void present_task(void *arg, int64_t t, int thread) {
+  update_job *j = (update_job *)arg;
+  CHUNK_RANGE(j, t);
+  int64_t at = j->sum_b[t];
+  for (int64_t i = lo; i < hi; i++) {
+    if (j->state[i] != ST_NONE) continue;
+    if (j->in->key_dtype == RDX_U32) ((uint32_t *)j->sub_keys)[at] = (uint32_t)in_key(j->in, i);
+    else ((uint64_t *)j->sub_keys)[at] = in_key(j->in, i);
+    j->sub_rows[at++] = in_row(j->in, i);
+  }
 }
 
 /* Undo of the insert pass: mark every key it put (a key put with a row too big for a slot is
@@ -587,8 +617,8 @@ static rdx_status job_alloc(rdx_context *ctx, const char *what, update_job *j, i
   j->n = n;
   j->sum_a = (int64_t *)*mem;
   j->sum_b = j->sum_a + n_chunks;
-  j->slow = (int *)(j->sum_b + n_chunks);
-  j->overflow = j->slow + n_chunks;
+  j->whole = (int *)(j->sum_b + n_chunks);
+  j->overflow = j->whole + n_chunks;
   j->state = (uint8_t *)(j->overflow + n_chunks);
   return RDX_OK;
 }
@@ -636,8 +666,11 @@ static void dir_scratch_free(rdx_context *ctx, build_job *b) {
   b->slot_of = NULL;
 }
 
-/* The batch sorted and merged into the CSR (the insert's slow path; see above). All or nothing:
- * every allocation comes before the first change. */
+/* The pairs `in` sorted and merged into the CSR (see "updates" above): the whole batch, or the
+ * pairs of a put pass whose key was present. All or nothing: every allocation comes before the
+ * first change. Adds in->n rows to h->L.n and the keys that were absent to h->n_keys (none when
+ * every key of `in` is in the table, as after a put pass: then only the CSR and directory change,
+ * and the slots of the keys that had a direct row are pointed at the directory). */
 static rdx_status sort_insert(rdx_context *ctx, hash_impl *h, const rdx_key_input *in) {
   static const char fn[] = "rdx_index_insert: hash rows";
   const int kb = h->L.key_bits;
@@ -735,25 +768,46 @@ fail:
 
 /* The batch into table h, which has room for all of it (rdx_hash_limit). */
 static rdx_status insert_into(rdx_context *ctx, hash_impl *h, const rdx_key_input *in) {
+  static const char fn[] = "rdx_index_insert: hash rows of keys present";
+  rdx_status st = RDX_OK;
   update_job j;
   memset(&j, 0, sizeof j);
-  void *mem = NULL;
+  void *mem = NULL, *sub = NULL;
   j.h = h;
   j.in = in;
   RDX_CHECK(job_alloc(ctx, "rdx_index_insert: hash scratch", &j, in->n, &mem));
   int64_t n_chunks = (in->n + CHUNK - 1) / CHUNK;
   run_all(ctx, n_chunks, put_task, &j);
-  int slow = 0, overflow = 0;
-  for (int64_t t = 0; t < n_chunks; t++) slow |= j.slow[t], overflow |= j.overflow[t];
-  if (!slow && !overflow) {
-    h->n_keys += sum(j.sum_a, n_chunks);
-    h->L.n += in->n;
+  int whole = 0, overflow = 0;
+  for (int64_t t = 0; t < n_chunks; t++) whole |= j.whole[t], overflow |= j.overflow[t];
+  if (!whole && !overflow) {
+    int64_t placed = sum(j.sum_a, n_chunks), m = prefix(j.sum_b, n_chunks);
+    if (m > 0) { /* the pairs whose key was present, through sort_insert */
+      size_t ksz = in->key_dtype == RDX_U32 ? 4 : 8;
+      RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, &sub, (size_t)m * (8 + ksz), RDX_HOST), st, undo);
+      j.sub_rows = (uint64_t *)sub;
+      j.sub_keys = j.sub_rows + m;
+      run_all(ctx, n_chunks, present_task, &j);
+      rdx_key_input in2 = *in;
+      in2.keys = j.sub_keys;
+      in2.rows = j.sub_rows;
+      in2.n = m;
+      in2.row_dtype = RDX_U64;
+      in2.first_row = 0;
+      RDX_CHECK_GOTO(sort_insert(ctx, h, &in2), st, undo); /* counts its m rows, adds no key */
+      rdx_mem_free(ctx, sub);
+    }
+    h->n_keys += placed;
+    h->L.n += in->n - m;
     rdx_mem_free(ctx, mem);
     return RDX_OK;
   }
-  run_all(ctx, n_chunks, unput_task, &j); /* undo the pass: the table is as before */
+undo: /* the pass's puts come out: the table is as before */
+  run_all(ctx, n_chunks, unput_task, &j);
   remove_marked(ctx, &j, n_chunks);
+  rdx_mem_free(ctx, sub);
   rdx_mem_free(ctx, mem);
+  if (st != RDX_OK) return st;
   if (overflow)
     return rdx_fail(ctx, RDX_ERR_INTERNAL, "rdx_index_insert: hash table of %llu windows overflowed with %lld keys",
                     (unsigned long long)h->L.n_windows, (long long)h->n_keys);

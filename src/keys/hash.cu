@@ -65,7 +65,7 @@ namespace {
 constexpr int kThreads = 256;
 
 enum { OP_LOOKUP, OP_COUNT, OP_FILL };
-enum { FLAG_PENDING = 1, FLAG_OVERFLOW = 2 };
+enum { FLAG_PENDING = 1, FLAG_OVERFLOW = 2, FLAG_WHOLE = 4 }; /* FLAG_WHOLE: insert, a row too big for a slot */
 
 struct hash_impl {
   rdx_hash_layout L;
@@ -477,13 +477,21 @@ rdx_status hash_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, con
 
 /* ---- updates (the design is hash.c's, step for step; see there) ----
  *
- * Insert: one kernel puts every pair with an atomic CAS (the build's protocol, a repeated key
- * changing nothing), writes one state byte per pair and ORs two flags; unique new keys whose rows
- * fit a slot end there. Otherwise the kernel's puts are undone (marked, then removed cluster by
- * cluster) and the batch goes in sorted (sort_insert). Growth rehashes into a table twice the size
- * the load factor needs, aside. Erase: mark, find the clusters' owners, compact, and drop the
- * erased keys' lists from the CSR (rdx_entries_erase_cuda) with a new directory. Every allocation
- * comes before the first change; the phases after it are kernels on the context's stream. */
+ * Insert: one kernel puts every pair with an atomic CAS (the build's protocol, a key that holds a
+ * slot already changing nothing), writes one state byte per pair, counts the keys put and the
+ * pairs whose key was present, and ORs two flags (FLAG_WHOLE: a row too big for a slot;
+ * FLAG_OVERFLOW). With neither flag the puts stay: the pairs whose key was present (ST_NONE) --
+ * keys there before the batch, and later copies of keys the kernel put -- are gathered with
+ * explicit rows (warp-aggregated, unordered: sort_insert sorts) and go through sort_insert, where
+ * every one of their keys is present (classes 2 and 3: no key is added, the CSR and directory are
+ * rebuilt and the slots pointed). If that gather's allocation or sort_insert fails (it allocates
+ * everything before its first change), the kernel's puts are undone -- marked, then removed
+ * cluster by cluster, needing only the pass's state -- and the index is as before. With a flag,
+ * the puts are undone and the whole batch goes in sorted (or the insert fails, on overflow).
+ * Growth rehashes into a table twice the size the load factor needs, aside. Erase: mark, find the
+ * clusters' owners, compact, and drop the erased keys' lists from the CSR (rdx_entries_erase_cuda)
+ * with a new directory. Every allocation comes before the first change that is not undone; the
+ * phases after it are kernels on the context's stream. */
 
 enum { ST_NONE = 0, ST_PUT = 1, ST_MARKED = 2, ST_OWNER = 3 };
 
@@ -545,23 +553,45 @@ __device__ __forceinline__ int64_t find_plain(const uint64_t *table, const rdx_h
 #define GRID_STRIDE(i, n) \
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
-/* counts[0]: keys put into empty slots; flags: FLAG_PENDING (the slow path), FLAG_OVERFLOW. */
+/* The insert's put pass: state ST_PUT for a pair that took an empty slot, ST_NONE for one whose
+ * key held a slot already (or found no room); counts[0] the keys put, counts[1] the pairs whose
+ * key was present; flags FLAG_WHOLE (a row too big for a slot), FLAG_OVERFLOW. */
 template <typename K, typename R>
 __global__ void hash_put_kernel(uint64_t *table, rdx_hash_layout L, const K *keys, const R *rows, uint64_t first_row,
                                 int64_t n, uint8_t *state, unsigned *flags, unsigned long long *counts) {
   unsigned f = 0;
-  unsigned long long c = 0;
+  unsigned long long c = 0, present = 0;
   GRID_STRIDE(i, n) {
     uint64_t r = rows ? (uint64_t)rows[i] : first_row + (uint64_t)i;
     uint64_t val = sizeof(K) == 4 ? (uint64_t)rdx_hash_value32(r) : rdx_hash_value64(r);
     int got = put_dev(table, L, (uint64_t)keys[i], val);
     state[i] = got == 1 ? ST_PUT : ST_NONE;
     c += got == 1;
-    if (got == 2 || rdx_hash_is_mark(&L, val)) f |= FLAG_PENDING;
+    present += got == 2;
+    if (rdx_hash_is_mark(&L, val)) f |= FLAG_WHOLE;
     if (got == 0) f |= FLAG_OVERFLOW;
   }
   warp_flag(flags, f);
   warp_add(counts, c);
+  warp_add(counts + 1, present);
+}
+
+/* After a put pass without overflow: the pairs whose key was present (ST_NONE), keys and explicit
+ * rows, gathered at *cursor (warp-aggregated, so in no fixed order: sort_insert sorts them). At
+ * most m are written; the put pass counted exactly m. */
+template <typename K, typename R>
+__global__ void hash_present_kernel(const K *keys, const R *rows, uint64_t first_row, int64_t n, const uint8_t *state,
+                                    unsigned long long *cursor, unsigned long long m, K *out_keys, uint64_t *out_rows) {
+  GRID_STRIDE(i, n) {
+    if (state[i] != ST_NONE) continue;
+    cg::coalesced_group g = cg::coalesced_threads();
+    unsigned long long base = 0;
+    if (g.thread_rank() == 0) base = atomicAdd(cursor, (unsigned long long)g.size());
+    base = g.shfl(base, 0) + g.thread_rank();
+    if (base >= m) continue;
+    out_keys[base] = keys[i];
+    out_rows[base] = rows ? (uint64_t)rows[i] : first_row + (uint64_t)i;
+  }
 }
 
 /* Undo of the put kernel: mark every key it put. */
@@ -818,8 +848,10 @@ rdx_status remove_marked(rdx_context *ctx, const char *fn, hash_impl *h, const K
   return RDX_OK;
 }
 
-/* The batch sorted and merged into the CSR (the insert's slow path). All or nothing: every
- * allocation before the first change. */
+/* The pairs `in` sorted and merged into the CSR: the whole batch, or the pairs of a put pass
+ * whose key was present (then every group is class 2 or 3, no key is put and n_keys is
+ * unchanged). All or nothing: every allocation before the first change. Adds in->n rows to
+ * h->L.n. */
 template <typename K, typename P>
 rdx_status sort_insert_typed(rdx_context *ctx, hash_impl *h, const rdx_key_input *in, const rdx_entries *E) {
   static const char fn[] = "rdx_index_insert: hash rows";
@@ -911,28 +943,51 @@ template <typename K, typename R>
 rdx_status insert_into(rdx_context *ctx, hash_impl *h, const rdx_key_input *in) {
   static const char fn[] = "rdx_index_insert: hash";
   cudaStream_t s = rdx_stream(ctx);
-  rdx_status st = RDX_OK;
+  rdx_status st = RDX_OK, undo_st = RDX_OK;
   uint8_t *state = NULL;
-  unsigned long long *meta = NULL, hm[2] = {0, 0}; /* flags, keys put */
+  void *sub = NULL;
+  unsigned long long *meta = NULL, hm[3] = {0, 0, 0}; /* flags, keys put, pairs whose key was present */
+  unsigned long long m = 0;
   const K *keys = (const K *)in->keys;
+  unsigned grid = rdx_grid(in->n, kThreads);
   RDX_CHECK_GOTO(rdx_scratch(ctx, fn, (void **)&state, (size_t)in->n), st, done);
-  RDX_CHECK_GOTO(rdx_scratch(ctx, fn, (void **)&meta, 16), st, done);
-  RDX_CUDA_GOTO(ctx, cudaMemsetAsync(meta, 0, 16, s), fn, st, done);
-  hash_put_kernel<K, R><<<rdx_grid(in->n, kThreads), kThreads, 0, s>>>(
-      h->table, h->L, keys, (const R *)in->rows, in->first_row, in->n, state, (unsigned *)meta, meta + 1);
+  RDX_CHECK_GOTO(rdx_scratch(ctx, fn, (void **)&meta, 32), st, done); /* hm's three, and a gather cursor */
+  RDX_CUDA_GOTO(ctx, cudaMemsetAsync(meta, 0, 32, s), fn, st, done);
+  hash_put_kernel<K, R><<<grid, kThreads, 0, s>>>(h->table, h->L, keys, (const R *)in->rows, in->first_row, in->n,
+                                                  state, (unsigned *)meta, meta + 1);
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), fn, st, done);
-  RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(hm, meta, 16, cudaMemcpyDeviceToHost, s), fn, st, done);
+  RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(hm, meta, 24, cudaMemcpyDeviceToHost, s), fn, st, done);
   RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), fn, st, done);
-  if (!((unsigned)hm[0] & (FLAG_PENDING | FLAG_OVERFLOW))) {
+  if (!((unsigned)hm[0] & (FLAG_WHOLE | FLAG_OVERFLOW))) {
+    m = hm[2];
+    if (m > 0) { /* the pairs whose key was present, through sort_insert; the puts stay */
+      RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_insert: hash rows of keys present", &sub, (size_t)m * (8 + sizeof(K))),
+                     st, undo);
+      uint64_t *sub_rows = (uint64_t *)sub;
+      K *sub_keys = (K *)(sub_rows + m);
+      hash_present_kernel<K, R><<<grid, kThreads, 0, s>>>(keys, (const R *)in->rows, in->first_row, in->n, state,
+                                                          meta + 3, m, sub_keys, sub_rows);
+      RDX_CUDA_GOTO(ctx, cudaGetLastError(), fn, st, undo);
+      rdx_key_input in2 = *in;
+      in2.keys = sub_keys;
+      in2.rows = sub_rows;
+      in2.n = (int64_t)m;
+      in2.row_dtype = RDX_U64;
+      in2.first_row = 0;
+      RDX_CHECK_GOTO(sort_insert<K>(ctx, h, &in2), st, undo); /* counts its m rows, adds no key */
+    }
     h->n_keys += (int64_t)hm[1];
-    h->L.n += in->n;
+    h->L.n += in->n - (int64_t)m;
     goto done;
   }
-  /* undo the kernel's puts: the table is as before */
-  hash_unput_kernel<K><<<rdx_grid(in->n, kThreads), kThreads, 0, s>>>(h->table, h->L, keys, in->n, state);
-  RDX_CUDA_GOTO(ctx, cudaGetLastError(), fn, st, done);
-  RDX_CHECK_GOTO(remove_marked<K>(ctx, fn, h, keys, in->n, state), st, done);
-  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), fn, st, done);
+undo: /* the kernel's puts come out: the table is as before */
+  hash_unput_kernel<K><<<grid, kThreads, 0, s>>>(h->table, h->L, keys, in->n, state);
+  RDX_CUDA_GOTO(ctx, cudaGetLastError(), fn, undo_st, undone);
+  RDX_CHECK_GOTO(remove_marked<K>(ctx, fn, h, keys, in->n, state), undo_st, undone);
+  RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), fn, undo_st, undone);
+undone:
+  if (st == RDX_OK) st = undo_st;
+  if (st != RDX_OK) goto done;
   rdx_mem_free(ctx, state);
   rdx_mem_free(ctx, meta);
   state = NULL;
@@ -947,6 +1002,7 @@ done:
   (void)cudaStreamSynchronize(s);
   rdx_mem_free(ctx, state);
   rdx_mem_free(ctx, meta);
+  rdx_mem_free(ctx, sub);
   return st;
 }
 
