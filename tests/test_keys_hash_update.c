@@ -246,16 +246,22 @@ static void hash_update_random(rdx_context *ctx) {
       rdx_index *idx = build_model(ctx, &m, dt, keys, n0, lf);
       for (int step = 0; step < 60 && idx; step++) {
         int64_t n = 1 + (int64_t)check_below(check_below(4) == 0 ? 2000 : 100);
+        int failures = check_failures_, given = -1;
+        rdx_dtype row_dt = RDX_U64;
         if (check_below(3) != 0) {
-          rdx_dtype row_dt;
           draw_batch(dt, universe, n, keys, rows, &row_dt);
-          CHECK_OK(ctx, do_insert(ctx, idx, &m, keys, check_below(2) ? rows : NULL, n, row_dt));
+          given = (int)check_below(2);
+          CHECK_OK(ctx, do_insert(ctx, idx, &m, keys, given ? rows : NULL, n, row_dt));
         } else {
           for (int64_t i = 0; i < n; i++)
             keys[i] = m.n > 0 && check_below(3) ? m.key[check_below((uint64_t)m.n)] : draw_key(dt, universe);
           CHECK_OK(ctx, do_erase(ctx, idx, &m, keys, n));
         }
         check_model(ctx, idx, &m);
+        if (check_failures_ > failures) /* where it went wrong first, for a replay */
+          printf("  first difference after step %d of round %d (%s keys, load %.2f): %s of %lld keys%s%s\n", step, round,
+                 dt == RDX_U64 ? "u64" : "u32", lf, given < 0 ? "an erase" : "an insert", (long long)n,
+                 given < 0 ? "" : given ? ", rows given as " : ", rows implied", given > 0 ? (row_dt == RDX_U64 ? "u64" : "u32") : "");
         if (step % 10 == 9) check_entries(ctx, idx, &m);
       }
       rdx_index_destroy(idx);

@@ -968,6 +968,13 @@ rdx_status insert_into(rdx_context *ctx, hash_impl *h, const rdx_key_input *in) 
       hash_present_kernel<K, R><<<grid, kThreads, 0, s>>>(keys, (const R *)in->rows, in->first_row, in->n, state,
                                                           meta + 3, m, sub_keys, sub_rows);
       RDX_CUDA_GOTO(ctx, cudaGetLastError(), fn, st, undo);
+      unsigned long long gathered = 0;
+      RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&gathered, meta + 3, 8, cudaMemcpyDeviceToHost, s), fn, st, undo);
+      RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), fn, st, undo);
+      if (gathered != m) {
+        st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: gathered %llu pairs of keys present, counted %llu", fn, gathered, m);
+        goto undo;
+      }
       rdx_key_input in2 = *in;
       in2.keys = sub_keys;
       in2.rows = sub_rows;

@@ -1,7 +1,7 @@
 /*
  * sorted.cu: the sorted kind on the GPU: the layout of sorted_hd.h (sorted (key, row) pairs in
- * 64-byte leaf blocks under an 8-ary separator tree), searched by a tile of four lanes per point
- * lookup and one thread per range or count query.
+ * 64-byte leaf blocks under an 8-ary separator tree), searched one thread per query; point
+ * lookups read their leaf blocks in groups of four lanes (below).
  *
  * Per lookup the upper separator levels come from shared memory (each block loads the top
  * levels, up to TOP_BYTES, once), the lower ones from L2 as single aligned 32-byte sectors
@@ -140,48 +140,53 @@ __device__ __forceinline__ void load_top(KEY *top, const KEY *seps, int64_t top_
   __syncthreads();
 }
 
-/* ---- point lookups: a tile of TILE lanes per query ----
+/* ---- point lookups: one query per thread, leaf blocks read by groups of GROUP lanes ----
  *
- * A lookup's reads are random: one separator node per lower level (32 bytes at width 32, 64 at
- * width 64) and the 64-byte leaf block. One thread issuing a 64-byte read as four 16-byte loads
- * makes four requests; four lanes loading 16 bytes each make one, and the GPU serves about three
- * times as many random 64-byte reads a second that way (bench/results/NVIDIA-H200/ceiling.csv:
- * "random read 4 lanes x 16B"). So the four lanes of a tile read two separators of each node (one
- * request per node), count those below the query and add their counts with two shuffles; at the
- * leaf each lane reads 16 bytes (two pairs at width 32, one at width 64), and the lane holding the
- * lower bound hands it to the others. Every branch depends on the tile's common count, so the four
- * lanes stay together. */
-constexpr int TILE = 4;
+ * A lookup is a chain of dependent reads (the separator levels, then the 64-byte leaf block), so
+ * its speed comes from the number of lookups in flight: one query per thread. The leaf read is
+ * the random DRAM access; one thread loading its 64 bytes as four 16-byte loads makes four
+ * requests, four lanes loading 16 bytes each make one, and the GPU serves about three times as
+ * many random 64-byte reads a second that way (bench/results/NVIDIA-H200/ceiling.csv: "random
+ * read 4 lanes x 16B"). So once the four lanes of a group have each found their leaf block, the
+ * group reads the four blocks one after the other, all four lanes on one block at a time, and
+ * the block's owner keeps the entry at its lower bound. The lanes of a group run the same number
+ * of loop iterations, so the group is whole at every shuffle. */
+constexpr int GROUP = 4;
 
-__device__ __forceinline__ int tile_sum(int c, unsigned mask) {
-  c += __shfl_xor_sync(mask, c, 1, TILE);
-  return c + __shfl_xor_sync(mask, c, 2, TILE);
+__device__ __forceinline__ int group_sum(int c, unsigned mask) {
+  c += __shfl_xor_sync(mask, c, 1, GROUP);
+  return c + __shfl_xor_sync(mask, c, 2, GROUP);
 }
-/* Separators < q among the 8 of the node at p: lane t reads separators 2t and 2t + 1. */
-__device__ __forceinline__ int tile_count8(const uint32_t *p, uint32_t q, int t, unsigned mask, bool shared) {
-  uint2 v = shared ? ((const uint2 *)p)[t] : __ldg((const uint2 *)p + t);
-  return tile_sum((v.x < q) + (v.y < q), mask);
-}
-__device__ __forceinline__ int tile_count8(const uint64_t *p, uint64_t q, int t, unsigned mask, bool shared) {
-  ulonglong2 v = shared ? ((const ulonglong2 *)p)[t] : __ldg((const ulonglong2 *)p + t);
-  return tile_sum((v.x < q) + (v.y < q), mask);
-}
-/* The full leaf block at b: the first entry >= q (the separator invariant puts it in the block)
- * in *hit for every lane of the tile. */
-__device__ __forceinline__ void tile_leaf(const rdx_pair32 *e, int64_t b, uint32_t q, int t, unsigned mask,
-                                          rdx_pair32 *hit) {
+/* The full leaf block at b, lane t reading its 16-byte part: the entry at the lower bound of q
+ * (the separator invariant puts it in the block), for every lane of the group. */
+__device__ __forceinline__ void group_leaf(const rdx_pair32 *e, int64_t b, uint32_t q, int t, unsigned mask,
+                                           rdx_pair32 *hit) {
   uint4 v = __ldcs((const uint4 *)(e + b) + t); /* pairs 2t, 2t + 1; read once: evict first */
-  int c = tile_sum((v.x < q) + (v.z < q), mask);
+  int c = group_sum((v.x < q) + (v.z < q), mask);
   int second = c & 1;
-  hit->key = __shfl_sync(mask, second ? v.z : v.x, c >> 1, TILE);
-  hit->row = __shfl_sync(mask, second ? v.w : v.y, c >> 1, TILE);
+  hit->key = __shfl_sync(mask, second ? v.z : v.x, c >> 1, GROUP);
+  hit->row = __shfl_sync(mask, second ? v.w : v.y, c >> 1, GROUP);
 }
-__device__ __forceinline__ void tile_leaf(const rdx_pair64 *e, int64_t b, uint64_t q, int t, unsigned mask,
-                                          rdx_pair64 *hit) {
+__device__ __forceinline__ void group_leaf(const rdx_pair64 *e, int64_t b, uint64_t q, int t, unsigned mask,
+                                           rdx_pair64 *hit) {
   ulonglong2 v = __ldcs((const ulonglong2 *)(e + b) + t); /* pair t */
-  int c = tile_sum(v.x < q, mask);
-  hit->key = __shfl_sync(mask, v.x, c, TILE);
-  hit->row = __shfl_sync(mask, v.y, c, TILE);
+  int c = group_sum(v.x < q, mask);
+  hit->key = __shfl_sync(mask, v.x, c, GROUP);
+  hit->row = __shfl_sync(mask, v.y, c, GROUP);
+}
+
+/* The leaf block of q's lower bound (its first entry), or -1 when every key is < q. */
+template <typename KEY>
+__device__ __forceinline__ int64_t leaf_of(const KEY *seps, const KEY *top, const rdx_sorted_layout &L, int top_level,
+                                           int64_t top_off, KEY q) {
+  int64_t c = 0;
+  for (int l = L.n_levels - 1; l >= 0; l--) {
+    int64_t b = l == L.n_levels - 1 ? 0 : c * RDX_SORTED_FANOUT;
+    int cnt = l >= top_level ? count_less8_shared(top + (L.off[l] - top_off) + b, q) : count_less8(seps + L.off[l] + b, q);
+    c = b + cnt;
+    if (c == L.len[l]) return -1;
+  }
+  return c * L.block;
 }
 
 /* One row per query, or RDX_MISS. With perm (a sorted batch) the answer goes to the query's place. */
@@ -193,37 +198,32 @@ __global__ void __launch_bounds__(THREADS) lookup_kernel(const typename key_trai
   extern __shared__ __align__(16) unsigned char smem[];
   KEY *top = (KEY *)smem;
   load_top(top, seps, top_off, top_len);
-  const int t = threadIdx.x & (TILE - 1);
-  const unsigned mask = 0xFu << ((threadIdx.x & 31) & ~(TILE - 1));
-  const int64_t stride = (int64_t)gridDim.x * blockDim.x / TILE;
-  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / TILE; i < n; i += stride) {
-    KEY q = (KEY)__ldcs(queries + i);
-    int64_t c = 0;
-    int found = 0;
+  const int t = threadIdx.x & (GROUP - 1);
+  const unsigned mask = 0xFu << ((threadIdx.x & 31) & ~(GROUP - 1));
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t base = blockIdx.x * (int64_t)blockDim.x + threadIdx.x - t; base < n; base += stride) {
+    const int64_t i = base + t;
+    KEY q = i < n ? (KEY)__ldcs(queries + i) : (KEY)0;
+    int64_t b = i < n ? leaf_of<KEY>(seps, top, L, top_level, top_off, q) : -1;
     typename key_traits<KEY>::pair hit;
-    hit.key = 0;
-    hit.row = 0;
-    int l = L.n_levels - 1;
-    for (; l >= 0; l--) {
-      int64_t b = l == L.n_levels - 1 ? 0 : c * RDX_SORTED_FANOUT;
-      int cnt = l >= top_level ? tile_count8(top + (L.off[l] - top_off) + b, q, t, mask, true)
-                               : tile_count8(seps + L.off[l] + b, q, t, mask, false);
-      c = b + cnt;
-      if (c == L.len[l]) break; /* every key is < q */
+    int found = 0;
+    /* full blocks: each group member's in turn, read by the whole group */
+#pragma unroll
+    for (int j = 0; j < GROUP; j++) {
+      int64_t bj = __shfl_sync(mask, b, j, GROUP);
+      if (bj < 0 || bj + L.block > L.n) continue; /* the same for every lane of the group */
+      KEY qj = __shfl_sync(mask, q, j, GROUP);
+      typename key_traits<KEY>::pair h;
+      group_leaf(e, bj, qj, t, mask, &h);
+      if (j == t) hit = h, found = h.key == q;
     }
-    if (l < 0) {
-      int64_t b = c * L.block;
-      if (b + L.block <= L.n) {
-        tile_leaf(e, b, q, t, mask, &hit);
-        found = hit.key == q;
-      } else { /* partial last block: each lane scans it alike, never past the array */
-        int64_t i2 = b;
-        while (i2 < L.n && e[i2].key < q) i2++;
-        found = i2 < L.n && e[i2].key == q;
-        if (found) hit = e[i2];
-      }
+    if (b >= 0 && b + L.block > L.n) { /* the partial last block: scalar, never past the array */
+      int64_t k = b;
+      while (k < L.n && e[k].key < q) k++;
+      found = k < L.n && e[k].key == q;
+      if (found) hit = e[k];
     }
-    if (t == 0) {
+    if (i < n) {
       uint64_t r = found ? (uint64_t)hit.row : RDX_MISS;
       if (perm) out[perm[i]] = r;
       else __stcs(out + i, r);
@@ -402,7 +402,7 @@ rdx_status launch_lookup(rdx_context *ctx, const rdx_index *idx, const sorted_im
   cudaStream_t strm = rdx_stream(ctx);
   const typename key_traits<KEY>::pair *e = (const typename key_traits<KEY>::pair *)s->e.pairs;
   if (!(idx->opts.flags & RDX_BUILD_SORT_QUERIES) || n < (1 << 16) || n > INT32_MAX) {
-    lookup_kernel<KEY, Q, uint32_t><<<query_grid(n * TILE), THREADS, smem, strm>>>(
+    lookup_kernel<KEY, Q, uint32_t><<<query_grid(n), THREADS, smem, strm>>>(
         e, (const KEY *)s->seps, s->L, s->top_level, s->top_off, s->top_len, (const Q *)q, NULL, n, out);
     RDX_LAUNCH_CHECK(ctx, "rdx_index_lookup: sorted lookup kernel");
     return RDX_OK;
@@ -428,7 +428,7 @@ rdx_status launch_lookup(rdx_context *ctx, const rdx_index *idx, const sorted_im
     RDX_CHECK_GOTO(rdx_scratch(ctx, "rdx_index_lookup: sort scratch", &temp, temp_bytes), st, done);
     RDX_CUDA_GOTO(ctx, cub::DeviceRadixSort::SortPairs(temp, temp_bytes, kb, vb, (int)n, 0, (int)sizeof(Q) * 8, strm),
                   "rdx_index_lookup: sort", st, done);
-    lookup_kernel<KEY, Q, uint32_t><<<query_grid(n * TILE), THREADS, smem, strm>>>(
+    lookup_kernel<KEY, Q, uint32_t><<<query_grid(n), THREADS, smem, strm>>>(
         e, (const KEY *)s->seps, s->L, s->top_level, s->top_off, s->top_len, kb.Current(), vb.Current(), n, out);
     RDX_CUDA_GOTO(ctx, cudaGetLastError(), "rdx_index_lookup: sorted lookup kernel", st, done);
     RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(strm), "rdx_index_lookup: sorted lookup", st, done);
