@@ -137,11 +137,37 @@ __device__ __forceinline__ bool direct(uint64_t v) { return v <= RDX_HASH64_ROW_
 
 /* ---- build ---- */
 
-/* OR a flag into *flags once per warp. */
+/* Warp-wide sums and appends. Every lane of the warp calls them, at the same point: the sums at
+ * the end of a kernel none of whose threads returns early (blocks are whole warps), the appends
+ * inside a loop whose trip count is the warp's (WARP_LOOP). __syncwarp first: after a loop that
+ * lanes left at different iterations, or spun in a CAS, independent thread scheduling does not
+ * promise that the warp has come back together, and collective operations over whatever lanes
+ * happened to be active miscounted (GPU tests, 2026-11-27). */
 __device__ __forceinline__ void warp_flag(unsigned *flags, unsigned f) {
-  f = __reduce_or_sync(__activemask(), f);
-  if (f && (threadIdx.x & 31) == __ffs(__activemask()) - 1) atomicOr(flags, f);
+  __syncwarp();
+  f = __reduce_or_sync(0xffffffffu, f);
+  if (f && (threadIdx.x & 31) == 0) atomicOr(flags, f);
 }
+__device__ __forceinline__ void warp_add(unsigned long long *sum, unsigned long long v) {
+  __syncwarp();
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if ((threadIdx.x & 31) == 0 && v) atomicAdd(sum, v);
+}
+/* The lanes with take get consecutive slots at *cursor (one atomic per warp); returns the lane's. */
+__device__ __forceinline__ unsigned long long warp_append(unsigned long long *cursor, bool take) {
+  __syncwarp();
+  unsigned m = __ballot_sync(0xffffffffu, take);
+  int lane = threadIdx.x & 31;
+  unsigned long long base = 0;
+  if (lane == 0 && m) base = atomicAdd(cursor, (unsigned long long)__popc(m));
+  return __shfl_sync(0xffffffffu, base, 0) + (unsigned long long)__popc(m & ((1u << lane) - 1));
+}
+/* for (i ...) over [0, n), grid-stride, with the same trip count for every lane of a warp (lanes
+ * past n see i >= n and must not use it). */
+#define WARP_LOOP(i, n)                                                                                    \
+  for (int64_t i##_warp = blockIdx.x * (int64_t)blockDim.x + (threadIdx.x & ~31), i = i##_warp + (threadIdx.x & 31); \
+       i##_warp < (n); i##_warp += (int64_t)gridDim.x * blockDim.x, i = i##_warp + (threadIdx.x & 31))
 
 template <typename K, typename R>
 __global__ void hash_insert_kernel(uint64_t *table, rdx_hash_layout L, const K *keys, const R *rows, uint64_t first_row,
@@ -163,17 +189,13 @@ template <typename K, typename R>
 __global__ void hash_pending_kernel(hash_dev H, const K *keys, const R *rows, uint64_t first_row, int64_t n,
                                     unsigned long long *cursor, K *out_keys, uint64_t *out_rows) {
   const uint64_t pending = sizeof(K) == 4 ? (RDX_HASH64_FLAG | (RDX_HASH32_V_PENDING & ~RDX_HASH32_FLAG)) : RDX_HASH64_PENDING;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    K k = keys[i];
+  WARP_LOOP(i, n) {
+    K k = i < n ? keys[i] : (K)0;
     uint64_t v = 0;
     int64_t slot;
-    if (!find<K>(H, k, &v, &slot) || v != pending) continue;
-    /* warp-aggregated: one atomic per group of threads that got here together */
-    cg::coalesced_group g = cg::coalesced_threads();
-    unsigned long long base = 0;
-    if (g.thread_rank() == 0) base = atomicAdd(cursor, (unsigned long long)g.size());
-    base = g.shfl(base, 0) + g.thread_rank();
-    if (out_keys) {
+    bool take = i < n && find<K>(H, k, &v, &slot) && v == pending;
+    unsigned long long base = warp_append(cursor, take);
+    if (take && out_keys) {
       out_keys[base] = k;
       out_rows[base] = rows ? (uint64_t)rows[i] : first_row + (uint64_t)i;
     }
@@ -495,13 +517,6 @@ rdx_status hash_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op op, con
 
 enum { ST_NONE = 0, ST_PUT = 1, ST_MARKED = 2, ST_OWNER = 3 };
 
-/* Add v to *sum once per warp. */
-__device__ __forceinline__ void warp_add(unsigned long long *sum, unsigned long long v) {
-  cg::coalesced_group g = cg::coalesced_threads();
-  v = cg::reduce(g, v, cg::plus<unsigned long long>());
-  if (g.thread_rank() == 0 && v) atomicAdd(sum, v);
-}
-
 __device__ __forceinline__ int put_dev(uint64_t *table, const rdx_hash_layout &L, uint64_t k, uint64_t val) {
   return L.key_bits == 32 ? rdx_hash_put32(table, &L, (uint32_t)k, (uint32_t)val, 0)
                           : rdx_hash_put64(table, &L, k, val, 0);
@@ -582,13 +597,10 @@ __global__ void hash_put_kernel(uint64_t *table, rdx_hash_layout L, const K *key
 template <typename K, typename R>
 __global__ void hash_present_kernel(const K *keys, const R *rows, uint64_t first_row, int64_t n, const uint8_t *state,
                                     unsigned long long *cursor, unsigned long long m, K *out_keys, uint64_t *out_rows) {
-  GRID_STRIDE(i, n) {
-    if (state[i] != ST_NONE) continue;
-    cg::coalesced_group g = cg::coalesced_threads();
-    unsigned long long base = 0;
-    if (g.thread_rank() == 0) base = atomicAdd(cursor, (unsigned long long)g.size());
-    base = g.shfl(base, 0) + g.thread_rank();
-    if (base >= m) continue;
+  WARP_LOOP(i, n) {
+    bool take = i < n && state[i] == ST_NONE;
+    unsigned long long base = warp_append(cursor, take);
+    if (!take || base >= m) continue;
     out_keys[base] = keys[i];
     out_rows[base] = rows ? (uint64_t)rows[i] : first_row + (uint64_t)i;
   }
@@ -738,14 +750,13 @@ __global__ void hash_put_new_kernel(uint64_t *table, rdx_hash_layout L, const P 
 template <typename K>
 __global__ void hash_gather_kernel(const uint64_t *table, rdx_hash_layout L, unsigned long long *cursor, K *keys,
                                    uint64_t *rows) {
-  GRID_STRIDE(s, (int64_t)(L.n_windows * (uint64_t)L.slots)) {
-    uint64_t k, v;
-    rdx_hash_get(table, &L, (uint64_t)s, &k, &v);
-    if (rdx_hash_is_empty(&L, v) || !direct_w(L.key_bits, v)) continue;
-    cg::coalesced_group g = cg::coalesced_threads();
-    unsigned long long base = 0;
-    if (g.thread_rank() == 0) base = atomicAdd(cursor, (unsigned long long)g.size());
-    base = g.shfl(base, 0) + g.thread_rank();
+  const int64_t slots = (int64_t)(L.n_windows * (uint64_t)L.slots);
+  WARP_LOOP(s, slots) {
+    uint64_t k = 0, v = 0;
+    if (s < slots) rdx_hash_get(table, &L, (uint64_t)s, &k, &v);
+    bool take = s < slots && !rdx_hash_is_empty(&L, v) && direct_w(L.key_bits, v);
+    unsigned long long base = warp_append(cursor, take);
+    if (!take) continue;
     keys[base] = (K)k;
     rows[base] = v;
   }
