@@ -8,7 +8,7 @@
 un=${UPDATE_N:-67108864}
 ul=${UPDATE_LOOKUPS:-134217728}
 mkdir -p /tmp/rdx-snap
-bench update_waves update --kind cgrxu,cgrx,rx,btree,sorted,hash --backend cuda --n "$un" --lookups "$ul" --load 0.4 \
+bench update_waves bench update --kind cgrxu,cgrx,rx,btree,sorted,hash --backend cuda --n "$un" --lookups "$ul" --load 0.4 \
   --snapshot /tmp/rdx-snap
 # cgrxu against rebuilding cgrx on OptiX too (its BVH traversed in software on GPUs without RT cores)
-bench update_waves update --kind cgrxu,cgrx --backend optix --n "$un" --lookups "$ul"
+bench update_waves bench update --kind cgrxu,cgrx --backend optix --n "$un" --lookups "$ul"
