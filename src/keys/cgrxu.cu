@@ -308,7 +308,9 @@ rdx_status cgrxu_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_input *i
   cudaStream_t s = rdx_stream(ctx);
   scratch sc(ctx);
   rdx_entries be = {0};
+  rdx_trace(ctx, "cgrxu insert: start");
   RDX_CHECK(rdx_entries_build_cuda(ctx, in, &be));
+  rdx_trace(ctx, "cgrxu insert: batch sorted");
   if (be.width > u->v.width) { /* rows past 2^32 into 32-bit nodes: the nodes must widen */
     rdx_entries_free(ctx, &be);
     return rdx_keys_rebuild(ctx, idx, in, NULL, 0, NULL);
@@ -329,12 +331,14 @@ rdx_status cgrxu_insert(rdx_context *ctx, rdx_index *idx, const rdx_key_input *i
   bound_kernel<<<rdx_grid(nb + 1, TPB), TPB, 0, s>>>(u->v, off, (unsigned long long *)(u->counters + 2));
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), what, st, done);
   RDX_CHECK_GOTO(read_back(ctx, u->counters + 2, &bound, what), st, done);
+  rdx_trace(ctx, "cgrxu insert: split, bucket offsets, split bound");
   /* room for every split the batch can cause, before anything changes */
   RDX_CHECK_GOTO(rdx_cgrxu_reserve(ctx, u, bound > u->n_free ? bound - u->n_free : 0), st, done);
   insert_kernel<<<rdx_grid(nb + 1, TPB), TPB, 0, s>>>(u->v, off, keys, rows, u->free_ids, u->n_free, u->n_nodes,
                                                        u->counters + 1);
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), "cgrxu: insert kernel", st, done);
   RDX_CHECK_GOTO(read_back(ctx, u->counters + 1, &taken, what), st, done);
+  rdx_trace(ctx, "cgrxu insert: slabs reserved, insert kernel");
   {
     uint32_t from_free = taken < u->n_free ? taken : u->n_free;
     u->n_free -= from_free;

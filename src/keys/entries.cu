@@ -349,7 +349,9 @@ extern "C" rdx_status rdx_entries_merge_cuda(rdx_context *ctx, const rdx_entries
   rdx_entries b = {};
   void *pairs = NULL;
   rdx_status st;
+  rdx_trace(ctx, "entries merge: start");
   RDX_CHECK(rdx_entries_build_cuda(ctx, in, &b));
+  rdx_trace(ctx, "entries merge: batch sorted");
   int width = e->width == 64 || b.width == 64 ? 64 : 32;
   int64_t n = e->n + b.n;
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, "rdx_index_insert: merged entries", &pairs,
@@ -368,6 +370,7 @@ extern "C" rdx_status rdx_entries_merge_cuda(rdx_context *ctx, const rdx_entries
   }
   if (st != RDX_OK) goto fail;
   RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(rdx_stream(ctx)), "rdx_index_insert: merging entries", st, fail);
+  rdx_trace(ctx, "entries merge: allocated and merged");
   rdx_entries_free(ctx, &b);
   out->pairs = pairs;
   out->n = n;

@@ -894,6 +894,7 @@ rdx_status sort_insert_typed(rdx_context *ctx, hash_impl *h, const rdx_key_input
   RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&last[0], pos + n - 1, 8, cudaMemcpyDeviceToHost, s), fn, st, done);
   RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(&last[1], cnt + n - 1, 8, cudaMemcpyDeviceToHost, s), fn, st, done);
   RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), fn, st, done);
+  rdx_trace(ctx, "hash rows: batch sorted, classified, scanned");
   extra = (int64_t)(last[0] + last[1]);
   if (extra > 0) {
     RDX_CHECK_GOTO(rdx_scratch(ctx, fn, (void **)&ck, (size_t)extra * sizeof(K)), st, done);
@@ -908,7 +909,9 @@ rdx_status sort_insert_typed(rdx_context *ctx, hash_impl *h, const rdx_key_input
     in2.first_row = 0;
     if (h->csr.n > 0) RDX_CHECK_GOTO(rdx_entries_merge_cuda(ctx, &h->csr, &in2, &C), st, done);
     else RDX_CHECK_GOTO(rdx_entries_build_cuda(ctx, &in2, &C), st, done);
+    rdx_trace(ctx, "hash rows: CSR merged");
     RDX_CHECK_GOTO(dir_prepare(ctx, fn, &C, h->L.key_bits, &plan), st, done);
+    rdx_trace(ctx, "hash rows: directory planned");
   }
   /* commit */
   hash_put_new_kernel<P><<<grid, kThreads, 0, s>>>(h->table, h->L, e, n, cls);
@@ -925,6 +928,7 @@ rdx_status sort_insert_typed(rdx_context *ctx, hash_impl *h, const rdx_key_input
   }
   h->n_keys += (int64_t)hc[0];
   h->L.n += in->n;
+  rdx_trace(ctx, "hash rows: keys put, slots pointed");
 done:
   (void)cudaStreamSynchronize(s);
   dir_plan_free(ctx, &plan);
@@ -969,6 +973,7 @@ rdx_status insert_into(rdx_context *ctx, hash_impl *h, const rdx_key_input *in) 
   RDX_CUDA_GOTO(ctx, cudaGetLastError(), fn, st, done);
   RDX_CUDA_GOTO(ctx, cudaMemcpyAsync(hm, meta, 24, cudaMemcpyDeviceToHost, s), fn, st, done);
   RDX_CUDA_GOTO(ctx, cudaStreamSynchronize(s), fn, st, done);
+  rdx_trace(ctx, "hash insert: put pass");
   if (!((unsigned)hm[0] & (FLAG_WHOLE | FLAG_OVERFLOW))) {
     m = hm[2];
     if (m > 0) { /* the pairs whose key was present, through sort_insert; the puts stay */
@@ -986,6 +991,7 @@ rdx_status insert_into(rdx_context *ctx, hash_impl *h, const rdx_key_input *in) 
         st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: gathered %llu pairs of keys present, counted %llu", fn, gathered, m);
         goto undo;
       }
+      rdx_trace(ctx, "hash insert: pairs of keys present gathered");
       rdx_key_input in2 = *in;
       in2.keys = sub_keys;
       in2.rows = sub_rows;
@@ -1030,6 +1036,7 @@ rdx_status insert_typed(rdx_context *ctx, hash_impl *h, const rdx_key_input *in)
   cudaStream_t s = rdx_stream(ctx);
   const double lf = in->opts.load_factor;
   int64_t limit = rdx_hash_limit(&h->L, lf), add = in->n;
+  rdx_trace(ctx, "hash insert: start");
   if (h->n_keys + add > limit) { /* count the keys that are new, at most */
     unsigned long long *c = NULL, hc = 0;
     rdx_status st = RDX_OK;

@@ -61,7 +61,9 @@ rdx_status rdx_index_save(rdx_context *ctx, const rdx_index *idx, const char *pa
     if (idx->ops->entries == NULL)
       return rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: kind %s on backend %s cannot list its (key, row) pairs yet, so it "
                       "cannot be saved", fn, rdx_kind_name(idx->kind), rdx_backend_name(ctx->backend));
+    rdx_trace(ctx, "save: start");
     RDX_CHECK(idx->ops->entries(ctx, idx, &e));
+    rdx_trace(ctx, "save: the index's pairs listed");
     if (e.n != idx->n || (e.width != 32 && e.width != 64) || (idx->dtype == RDX_U64 && e.width != 64)) {
       st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: kind %s listed %lld pairs of width %d for %lld %s keys", fn,
                     rdx_kind_name(idx->kind), (long long)e.n, e.width, (long long)idx->n,
@@ -75,6 +77,7 @@ rdx_status rdx_index_save(rdx_context *ctx, const rdx_index *idx, const char *pa
       RDX_CHECK_GOTO(rdx_copy(ctx, host, RDX_HOST, e.pairs, RDX_DEVICE, bytes), st, done);
       rdx_entries_free(ctx, &e); /* the device copy is no longer needed */
       pairs = host;
+      rdx_trace(ctx, "save: pairs copied to the host");
     }
   }
   rdx_snap_header h;
@@ -93,6 +96,7 @@ rdx_status rdx_index_save(rdx_context *ctx, const rdx_index *idx, const char *pa
   h.field[F_NODE] = int_field(idx->opts.node_bytes);
   rdx_snap_out s = {pairs, 2 * (uint64_t)idx->n, e.width / 8};
   st = rdx_snap_write(ctx, fn, path, &h, &s);
+  rdx_trace(ctx, "save: written, flushed and renamed");
 done:
   if (host) rdx_mem_free(ctx, host);
   if (e.pairs) rdx_entries_free(ctx, &e);
