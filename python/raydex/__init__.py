@@ -1,0 +1,37 @@
+"""raydex: batched key lookups, range scans and spatial point queries over numpy arrays, on the
+CPU or an NVIDIA GPU, through raydex's C library (include/raydex.h).
+
+    >>> import numpy as np, raydex
+    >>> idx = raydex.KeyIndex(np.array([42, 7, 42, 1000, 0], dtype=np.uint32))
+    >>> idx.lookup(np.array([42, 5, 0], dtype=np.uint32))
+    array([                   0, 18446744073709551615,                    4], dtype=uint64)
+    >>> offsets, rows = idx.range(np.array([7], dtype=np.uint32), np.array([42], dtype=np.uint32))
+    >>> rows
+    array([0, 1, 2], dtype=uint64)
+"""
+from ._raydex import (
+    MISS,
+    Context,
+    DeviceError,
+    Error,
+    FileError,
+    InternalError,
+    InvalidArgumentError,
+    KeyIndex,
+    MisuseError,
+    NoBackendError,
+    OutOfMemoryError,
+    ParseError,
+    PointIndex,
+    UnsupportedError,
+    __version__,
+    info,
+    load,
+    load_points,
+)
+
+__all__ = [
+    "MISS", "Context", "KeyIndex", "PointIndex", "info", "load", "load_points",
+    "Error", "InvalidArgumentError", "UnsupportedError", "NoBackendError", "OutOfMemoryError",
+    "DeviceError", "FileError", "ParseError", "MisuseError", "InternalError", "__version__",
+]
