@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what building and testing raydex needs from Debian's packages, when it is missing
-# (clang and its libFuzzer runtime for the fuzz targets).
+# (clang and its libFuzzer runtime for the fuzz targets; python3-dev, numpy, setuptools and pytest
+# for the Python extension).
 # Run as root (CI and the README do). CUDA (nvcc) is used when present and never required.
 set -euo pipefail
 apt_install() {
@@ -26,4 +27,13 @@ if [ ${#libs[@]} -gt 0 ]; then apt_install "${libs[@]}"; fi
 if [ ! -f "$(clang -print-file-name="libclang_rt.fuzzer-$(uname -m).a")" ]; then
   apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 fi
-echo "deps.sh: build dependencies present ($(cmake --version | head -1); gdal $(pkg-config --modversion gdal); geos $(pkg-config --modversion geos); nvcc: $(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || echo none))"
+# the Python extension (python/, built and tested by scripts/test.sh): Debian's own interpreter
+# /usr/bin/python3 (not a pyenv or venv python on PATH) with its headers, numpy, setuptools, pytest
+py=()
+/usr/bin/python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  2>/dev/null || py+=(python3-dev)
+for mod in numpy:python3-numpy setuptools:python3-setuptools pytest:python3-pytest; do
+  /usr/bin/python3 -c "import ${mod%%:*}" 2>/dev/null || py+=("${mod#*:}")
+done
+if [ ${#py[@]} -gt 0 ]; then apt_install "${py[@]}"; fi
+echo "deps.sh: build dependencies present ($(cmake --version | head -1); gdal $(pkg-config --modversion gdal); geos $(pkg-config --modversion geos); python $(/usr/bin/python3 -c 'import platform, numpy; print(platform.python_version(), "numpy", numpy.__version__)'); nvcc: $(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || echo none))"
