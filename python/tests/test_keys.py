@@ -327,3 +327,51 @@ def test_module_constants():
     assert raydex.info()["auto_backend"] in ("cpu", "cuda", "optix")
     assert issubclass(raydex.ParseError, raydex.Error)
     assert issubclass(raydex.OutOfMemoryError, MemoryError)
+
+
+def test_close_while_other_threads_query():
+    """close() from one thread while others query: each call answers or raises ValueError."""
+    for _ in range(20):
+        idx = raydex.KeyIndex(np.arange(50000, dtype=np.uint64), kind="btree")
+        q = np.arange(50000, dtype=np.uint64)
+        outcomes = []
+
+        def work():
+            try:
+                while True:
+                    np.testing.assert_array_equal(idx.lookup(q), q)
+                    idx.range(q[:10], q[:10] + np.uint64(5))
+            except ValueError as e:
+                outcomes.append(str(e))
+
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        idx.close()
+        for t in threads:
+            t.join()
+        assert len(outcomes) == 3 and all("closed" in o for o in outcomes)
+
+
+def test_no_leaks_over_many_calls():
+    """10^4 calls of each kind of query: the context's memory account returns to where it was and
+    the process does not grow (results are freed when their arrays go)."""
+    ctx = raydex.Context(backend="cpu")
+    idx = raydex.KeyIndex(np.arange(1000, dtype=np.uint32), context=ctx)
+    q = np.arange(0, 2000, 7, dtype=np.uint32)
+
+    def rss_pages():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1])
+
+    def burst(n):
+        for _ in range(n):
+            idx.lookup(q)
+            idx.lookup_all(q)
+            idx.range(q, q + np.uint32(3))
+
+    burst(1000)
+    held, rss = ctx.memory()[0], rss_pages()
+    burst(10000)
+    assert ctx.memory()[0] == held
+    assert rss_pages() - rss < 2560  # 10 MiB of 4 KiB pages; a leak of one result per call is far more
