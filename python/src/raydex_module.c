@@ -60,12 +60,16 @@ static PyObject *status_class(rdx_status st) {
 /* Raise the exception for a failed call, carrying the library's sentence; returns NULL. */
 static PyObject *raise_status(rdx_status st, const char *message, const char *what) {
   if (st == CLOSED_STATUS) {
-    PyErr_Format(PyExc_ValueError, "%s: the %s is closed", what, what);
+    PyErr_Format(PyExc_ValueError, "%s: the index is closed", what);
     return NULL;
   }
   const char *text = message != NULL && message[0] != '\0' ? message : rdx_status_string(st);
   PyObject *cls = status_class(st);
-  PyObject *exc = PyObject_CallFunction(cls, "s", text);
+  /* a message may quote a file name that is not UTF-8 */
+  PyObject *str = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "backslashreplace");
+  if (str == NULL) return NULL;
+  PyObject *exc = PyObject_CallOneArg(cls, str);
+  Py_DECREF(str);
   if (exc == NULL) return NULL;
   PyObject *name = PyUnicode_FromString(rdx_status_name(st));
   if (name == NULL || PyObject_SetAttrString(exc, "status", name) < 0) {

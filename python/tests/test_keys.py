@@ -141,6 +141,8 @@ def test_load_refuses_bad_files(tmp_path):
     with pytest.raises(raydex.FileError, match="rdx_index_load: cannot open") as e:
         raydex.load(tmp_path / "missing.rdx")
     assert isinstance(e.value, OSError) and e.value.status == "RDX_ERR_IO"
+    with pytest.raises(raydex.FileError, match=r"cannot open .*\\xff"):
+        raydex.load(bytes(tmp_path) + b"/\xff-not-utf8.rdx")  # the message keeps the bytes, escaped
     bad = tmp_path / "bad.rdx"
     bad.write_bytes(b"not a raydex snapshot at all, just some bytes" * 4)
     with pytest.raises(raydex.ParseError, match="rdx_index_load") as e:
