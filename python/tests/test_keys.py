@@ -43,12 +43,17 @@ def check_csr(got, want):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("given_rows", [False, True])
-def test_queries_match_numpy(context, rng, kind, dtype, given_rows):
+@pytest.mark.parametrize("row_dtype", [None, np.uint32, np.uint64], ids=["implied", "u32rows", "u64rows"])
+def test_queries_match_numpy(context, rng, kind, dtype, row_dtype):
     n = 1500
     keys = make_keys(rng, dtype, n)
-    rows = rng.permutation(n).astype(np.uint64) * np.uint64(3) if given_rows else np.arange(n, dtype=np.uint64)
-    idx = raydex.KeyIndex(keys, rows if given_rows else None, kind=kind, context=context)
+    rows = np.arange(n, dtype=np.uint64)
+    given = None
+    if row_dtype is not None:
+        rows = rng.permutation(n).astype(np.uint64) * np.uint64(3)
+        rows[rows == 0] = np.iinfo(row_dtype).max - (1 if row_dtype == np.uint64 else 0)  # 2^64-2: the largest row id
+        given = rows.astype(row_dtype)
+    idx = raydex.KeyIndex(keys, given, kind=kind, context=context)
     assert (idx.kind, idx.dtype, idx.backend, len(idx)) == (kind, np.dtype(dtype), context.backend, n)
     q = make_queries(rng, keys, dtype, 400)
     np.testing.assert_array_equal(idx.lookup(q), oracle.lookup(keys, rows, q))
