@@ -808,10 +808,12 @@ static PyObject *keyindex_repr(KeyIndexObject *self) {
   if (self->idx == NULL)
     return PyUnicode_FromFormat("<raydex.KeyIndex kind=%s dtype=%s closed>", rdx_kind_name(self->kind),
                                 dtype_numpy_name(self->dtype));
+  PyThread_acquire_lock(self->context->lock, WAIT_LOCK); /* an update may run on another thread */
+  long long n = self->idx != NULL ? (long long)rdx_index_count(self->idx) : 0;
+  PyThread_release_lock(self->context->lock);
   return PyUnicode_FromFormat("<raydex.KeyIndex kind=%s dtype=%s backend=%s n=%lld>",
                               rdx_kind_name(self->kind), dtype_numpy_name(self->dtype),
-                              rdx_backend_name(rdx_context_backend(self->context->ctx)),
-                              (long long)rdx_index_count(self->idx));
+                              rdx_backend_name(rdx_context_backend(self->context->ctx)), n);
 }
 
 static PyMethodDef keyindex_methods[] = {
@@ -1166,11 +1168,13 @@ static PyObject *points_repr(PointIndexObject *self) {
     return PyUnicode_FromFormat("<raydex.PointIndex index=%s dtype=%s closed>",
                                 self->kind == RDX_POINTS_KDTREE ? "kdtree" : "quadtree",
                                 dtype_numpy_name(self->dtype));
+  PyThread_acquire_lock(self->context->lock, WAIT_LOCK); /* an update may run on another thread */
+  long long n = self->pts != NULL ? (long long)rdx_points_count(self->pts) : 0;
+  PyThread_release_lock(self->context->lock);
   return PyUnicode_FromFormat("<raydex.PointIndex index=%s dtype=%s backend=%s n=%lld>",
                               self->kind == RDX_POINTS_KDTREE ? "kdtree" : "quadtree",
                               dtype_numpy_name(self->dtype),
-                              rdx_backend_name(rdx_context_backend(self->context->ctx)),
-                              (long long)rdx_points_count(self->pts));
+                              rdx_backend_name(rdx_context_backend(self->context->ctx)), n);
 }
 
 static PyMethodDef points_methods[] = {
