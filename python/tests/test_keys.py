@@ -382,3 +382,41 @@ def test_no_leaks_over_many_calls():
     burst(10000)
     assert ctx.memory()[0] == held
     assert rss_pages() - rss < 2560  # 10 MiB of 4 KiB pages; a leak of one result per call is far more
+
+
+def test_calls_release_the_gil():
+    """A long scan lookup on another thread leaves this thread running Python meanwhile: the
+    longest pause this thread sees is far shorter than the call (holding the GIL, it would be
+    about the whole call)."""
+    import time
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 2**63, size=10000, dtype=np.uint64)
+    idx = raydex.KeyIndex(keys, kind="scan", context=raydex.Context(backend="cpu", threads=1))
+    q = rng.integers(0, 2**63, size=5000, dtype=np.uint64)  # about 0.2 s of scanning
+    go, done = threading.Event(), threading.Event()
+    took = []
+
+    def work():
+        go.wait()  # start once this thread is in its loop below
+        t0 = time.perf_counter()
+        idx.lookup(q)
+        took.append(time.perf_counter() - t0)
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    last = time.perf_counter()
+    longest = 0.0
+    go.set()
+    while not done.is_set():
+        now = time.perf_counter()
+        longest = max(longest, now - last)
+        last = now
+    t.join()
+    assert longest < took[0] / 2, (longest, took[0])
+
+
+def test_memory_reports_bytes():
+    idx = raydex.KeyIndex(np.arange(10000, dtype=np.uint64), kind="btree")
+    resident, peak = idx.memory()
+    assert 0 < resident <= peak
