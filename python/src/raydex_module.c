@@ -373,10 +373,19 @@ static int in_array(PyObject *obj, const char *what, unsigned mask, const char *
     return -1;
   }
   if (PyObject_GetBuffer(obj, &in->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-    PyErr_Clear();
-    PyErr_Format(PyExc_ValueError,
-                 "%s must be a C-contiguous array (%s, %s); np.ascontiguousarray makes one", what,
-                 want_shape, wanted);
+    /* Strided but otherwise readable: say so. Anything else keeps the exporter's own error. */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (PyObject_GetBuffer(obj, &in->view, PyBUF_FULL_RO) == 0) {
+      PyBuffer_Release(&in->view);
+      Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(traceback);
+      PyErr_Format(PyExc_ValueError,
+                   "%s must be a C-contiguous array (%s, %s); np.ascontiguousarray makes one", what,
+                   want_shape, wanted);
+    } else {
+      PyErr_Clear();
+      PyErr_Restore(type, value, traceback);
+    }
     return -1;
   }
   in->held = 1;

@@ -142,3 +142,17 @@ def test_lifetimes():
                  lambda: len(pts), lambda: pts.describe()):
         with pytest.raises(ValueError, match="closed"):
             call()
+
+
+def test_describe_and_u32_ids(context):
+    xy = np.array([[0.0, 0.0], [4.0, 2.0], [1.0, 1.0]], dtype=np.float32)
+    pts = raydex.PointIndex(xy, index="quadtree", build="topdown", context=context, leaf_capacity=1,
+                            max_depth=5)
+    d = pts.describe()
+    assert (d["index"], d["build"], d["count"], d["id_end"]) == ("quadtree", "topdown", 3, 3)
+    assert (d["leaf_capacity"], d["max_depth"], d["box"]) == (1, 5, (0.0, 0.0, 4.0, 2.0))
+    assert d["n_leaves"] >= 3 and d["n_nodes"] > d["n_leaves"]
+    pts.erase(np.array([1], dtype=np.uint32))
+    pts.move(np.array([2], dtype=np.uint32), np.array([[3.0, 2.0]], dtype=np.float32))
+    assert pts.window(np.array([[2, 0, 4, 2]], dtype=np.float32))[1].tolist() == [2]
+    assert len(pts) == 2 and pts.describe()["id_end"] == 3
