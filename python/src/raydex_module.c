@@ -374,18 +374,25 @@ static int in_array(PyObject *obj, const char *what, unsigned mask, const char *
   }
   if (PyObject_GetBuffer(obj, &in->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
     /* Strided but otherwise readable: say so. Anything else keeps the exporter's own error. */
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    if (PyObject_GetBuffer(obj, &in->view, PyBUF_FULL_RO) == 0) {
-      PyBuffer_Release(&in->view);
-      Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(traceback);
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *first = PyErr_GetRaisedException();
+#else
+    PyObject *type, *first, *traceback;
+    PyErr_Fetch(&type, &first, &traceback);
+#endif
+    int strided = PyObject_GetBuffer(obj, &in->view, PyBUF_FULL_RO) == 0;
+    if (strided) PyBuffer_Release(&in->view);
+    PyErr_Clear();
+#if PY_VERSION_HEX >= 0x030C0000
+    if (strided) Py_XDECREF(first); else PyErr_SetRaisedException(first);
+#else
+    if (strided) Py_XDECREF(type), Py_XDECREF(first), Py_XDECREF(traceback);
+    else PyErr_Restore(type, first, traceback);
+#endif
+    if (strided)
       PyErr_Format(PyExc_ValueError,
                    "%s must be a C-contiguous array (%s, %s); np.ascontiguousarray makes one", what,
                    want_shape, wanted);
-    } else {
-      PyErr_Clear();
-      PyErr_Restore(type, value, traceback);
-    }
     return -1;
   }
   in->held = 1;
