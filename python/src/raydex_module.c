@@ -265,7 +265,11 @@ static ContextObject *resolve_context(PyObject *context, const char *backend_nam
   if (default_contexts[slot] == NULL) {
     ContextObject *c = context_make(&ContextType, backend, 0, 0, 0);
     if (c == NULL) return NULL;
-    default_contexts[slot] = (PyObject *)c;
+    /* context_make released the GIL: another thread may have made the default meanwhile */
+    if (default_contexts[slot] == NULL)
+      default_contexts[slot] = (PyObject *)c;
+    else
+      Py_DECREF(c);
   }
   Py_INCREF(default_contexts[slot]);
   return (ContextObject *)default_contexts[slot];
