@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what building and testing raydex needs from Debian's packages, when it is missing
-# (clang and its libFuzzer runtime for the fuzz targets; python3-dev, numpy, setuptools and pytest
-# for the Python extension).
+# (clang and its libFuzzer runtime for the fuzz targets; python3-dev, numpy, setuptools, pytest,
+# shapely and geopandas for the Python extension).
 # Run as root (CI and the README do). CUDA (nvcc) is used when present and never required.
 set -euo pipefail
 apt_install() {
@@ -28,11 +28,13 @@ if [ ! -f "$(clang -print-file-name="libclang_rt.fuzzer-$(uname -m).a")" ]; then
   apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 fi
 # the Python extension (python/, built and tested by scripts/test.sh): Debian's own interpreter
-# /usr/bin/python3 (not a pyenv or venv python on PATH) with its headers, numpy, setuptools, pytest
+# /usr/bin/python3 (not a pyenv or venv python on PATH) with its headers, numpy, setuptools, pytest,
+# and shapely and geopandas (the references the polygon tests and raydex.sjoin's tests compare with)
 py=()
 /usr/bin/python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
   2>/dev/null || py+=(python3-dev)
-for mod in numpy:python3-numpy setuptools:python3-setuptools pytest:python3-pytest; do
+for mod in numpy:python3-numpy setuptools:python3-setuptools pytest:python3-pytest \
+           shapely:python3-shapely geopandas:python3-geopandas; do
   /usr/bin/python3 -c "import ${mod%%:*}" 2>/dev/null || py+=("${mod#*:}")
 done
 if [ ${#py[@]} -gt 0 ]; then apt_install "${py[@]}"; fi
