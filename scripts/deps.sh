@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what building and testing raydex needs from Debian's packages, when it is missing
 # (clang and its libFuzzer runtime for the fuzz targets; python3-dev, numpy, setuptools, pytest,
-# shapely and geopandas for the Python extension).
+# shapely, geopandas and rtree for the Python extension's tests).
 # Run as root (CI and the README do). CUDA (nvcc) is used when present and never required.
 set -euo pipefail
 apt_install() {
@@ -29,12 +29,13 @@ if [ ! -f "$(clang -print-file-name="libclang_rt.fuzzer-$(uname -m).a")" ]; then
 fi
 # the Python extension (python/, built and tested by scripts/test.sh): Debian's own interpreter
 # /usr/bin/python3 (not a pyenv or venv python on PATH) with its headers, numpy, setuptools, pytest,
-# and shapely and geopandas (the references the polygon tests and raydex.sjoin's tests compare with)
+# and shapely, geopandas and rtree (the references the polygon tests and raydex.sjoin's tests compare
+# with; geopandas 0.12's sjoin needs rtree's spatial index, only a Recommends of python3-geopandas)
 py=()
 /usr/bin/python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
   2>/dev/null || py+=(python3-dev)
 for mod in numpy:python3-numpy setuptools:python3-setuptools pytest:python3-pytest \
-           shapely:python3-shapely geopandas:python3-geopandas; do
+           shapely:python3-shapely geopandas:python3-geopandas rtree:python3-rtree; do
   /usr/bin/python3 -c "import ${mod%%:*}" 2>/dev/null || py+=("${mod#*:}")
 done
 if [ ${#py[@]} -gt 0 ]; then apt_install "${py[@]}"; fi
