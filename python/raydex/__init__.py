@@ -1,5 +1,6 @@
-"""raydex: batched key lookups, range scans and spatial point queries over numpy arrays, on the
-CPU or an NVIDIA GPU, through raydex's C library (include/raydex.h).
+"""raydex: batched key lookups, range scans, spatial point queries and exact polygon joins over
+numpy arrays (and shapely/GeoPandas geometries), on the CPU or an NVIDIA GPU, through raydex's C
+library (include/raydex.h).
 
     >>> import numpy as np, raydex
     >>> idx = raydex.KeyIndex(np.array([42, 7, 42, 1000, 0], dtype=np.uint32))
@@ -26,12 +27,16 @@ from ._raydex import (
     UnsupportedError,
     __version__,
     info,
+    join,
     load,
     load_points,
+    pip,
 )
+from ._polygons import PolygonLayer, sjoin
 
 __all__ = [
-    "MISS", "Context", "KeyIndex", "PointIndex", "info", "load", "load_points",
+    "MISS", "Context", "KeyIndex", "PointIndex", "PolygonLayer", "info", "load", "load_points",
+    "join", "pip", "sjoin",
     "Error", "InvalidArgumentError", "UnsupportedError", "NoBackendError", "OutOfMemoryError",
     "DeviceError", "FileError", "ParseError", "MisuseError", "InternalError", "__version__",
 ]
