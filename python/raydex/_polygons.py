@@ -67,8 +67,8 @@ def _polygon_arrays(geoms):
         parts, part_feature = parts[keep], part_feature[keep]
         rings, ring_part = shapely.get_rings(parts, return_index=True)
         coords, vertex_ring = shapely.get_coordinates(rings, return_index=True)
-        ring_sizes = np.bincount(vertex_ring, minlength=len(rings))
-        rings_per_feature = np.bincount(part_feature[ring_part], minlength=n)
+        ring_sizes = np.bincount(vertex_ring, minlength=len(rings)).astype(np.uint64)
+        rings_per_feature = np.bincount(part_feature[ring_part], minlength=n).astype(np.uint64)
         ring_offsets = np.zeros(len(rings) + 1, dtype=np.uint64)
         np.cumsum(ring_sizes, out=ring_offsets[1:])
         feature_offsets = np.zeros(n + 1, dtype=np.uint64)
@@ -153,7 +153,13 @@ _GEOPANDAS_PREDICATES = ("intersects", "contains", "within", "touches", "crosses
 def _kind(geoms, side):
     """'polygons' or 'points' for a column whose present geometries are all of that family (an
     all-missing column is 'polygons'); anything else is NotImplementedError."""
-    types = {g.geom_type for g in geoms if not _is_missing(g)}
+    shapely = _shapely()
+    if _shapely2(shapely):
+        present = geoms[~(shapely.is_missing(geoms) | shapely.is_empty(geoms))]
+        _, first = np.unique(shapely.get_type_id(present), return_index=True)
+        types = {present[i].geom_type for i in first}
+    else:
+        types = {g.geom_type for g in geoms if not _is_missing(g)}
     if types <= {"Polygon", "MultiPolygon"}:
         return "polygons"
     if types == {"Point"}:
@@ -166,6 +172,11 @@ def _kind(geoms, side):
 
 def _points_xy(geoms):
     """(positions of the present points, their (n, 2) float64 coordinates)."""
+    shapely = _shapely()
+    if _shapely2(shapely):
+        present = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
+        xy = shapely.get_coordinates(geoms[present])  # one coordinate per point
+        return np.flatnonzero(present).astype(np.int64), np.ascontiguousarray(xy, dtype=np.float64)
     pos = np.array([i for i, g in enumerate(geoms) if not _is_missing(g)], dtype=np.int64)
     xy = np.array([(geoms[i].x, geoms[i].y) for i in pos], dtype=np.float64).reshape(-1, 2)
     return pos, xy
