@@ -354,3 +354,32 @@ def test_sjoin_edges(rng):
     clash = left.rename(columns={"v": "index_right"})
     with pytest.raises(ValueError, match="cannot be names"):
         raydex.sjoin(clash, right)
+
+
+def test_no_leaks_over_many_calls():
+    """10^4 joins, point-in-polygon calls and layers made and closed: the context's memory account
+    returns to where it was and the process does not grow (results are freed with their arrays)."""
+    ctx = raydex.Context(backend="cpu")
+    geoms = adversarial()
+    r = raydex.PolygonLayer.from_shapely(geoms, context=ctx)
+    arrays = raydex._polygons._polygon_arrays(geoms)
+    xy = np.array([[1.0, 1.0], [7.5, 8.0], [20.0, 20.0]])
+
+    def rss_pages():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1])
+
+    def burst(n):
+        for i in range(n):
+            raydex.join(r, r, OPS[i % len(OPS)])
+            raydex.join(r, r, "overlay", areas=True)
+            raydex.pip(r, xy)
+            raydex.pip(r, xy, first=True)
+            if i % 10 == 0:
+                raydex.PolygonLayer.from_arrays(*arrays, context=ctx).close()
+
+    burst(1000)
+    held, rss = ctx.memory()[0], rss_pages()
+    burst(10000)
+    assert ctx.memory()[0] == held
+    assert rss_pages() - rss < 2560  # 10 MiB of 4 KiB pages; a leak of one result per call is far more
