@@ -383,3 +383,29 @@ def test_no_leaks_over_many_calls():
     burst(10000)
     assert ctx.memory()[0] == held
     assert rss_pages() - rss < 2560  # 10 MiB of 4 KiB pages; a leak of one result per call is far more
+
+
+SAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "data", "sample")
+
+
+@pytest.mark.parametrize("name", ["tiles", "us-counties-ri-de"])
+def test_sample_layers_files_and_sjoin(name):
+    """The committed sample layers (a hole with an island, a shell touching its hole, real county
+    boundaries): .rdxp (and GeoJSON with GDAL) read by from_file join like the same file read by
+    GeoPandas, and sjoin of the layer with itself equals geopandas.sjoin for each predicate."""
+    gpd = pytest.importorskip("geopandas")
+    pytest.importorskip("fiona")
+    gdf = gpd.read_file(os.path.join(SAMPLES, name + ".geojson"))
+    ctx = raydex.Context(backend="cpu")
+    mine = raydex.PolygonLayer.from_geopandas(gdf, context=ctx)
+    files = [raydex.PolygonLayer.from_file(os.path.join(SAMPLES, name + ".rdxp"), context=ctx)]
+    if raydex.info()["have_gdal"]:
+        files.append(raydex.PolygonLayer.from_file(os.path.join(SAMPLES, name + ".geojson"), context=ctx))
+    geoms = list(gdf.geometry)
+    for op in OPS:
+        want = reference(geoms, geoms, op)
+        for layer in [mine] + files:
+            check_pairs(raydex.join(layer, mine, op), want)
+    for predicate in ("intersects", "contains", "within"):
+        assert_same_sjoin(raydex.sjoin(gdf, gdf, predicate=predicate), gpd.sjoin(gdf, gdf, predicate=predicate),
+                          "inner")
