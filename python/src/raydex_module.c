@@ -1,7 +1,9 @@
 /*
  * raydex_module.c: the CPython extension raydex._raydex, written against the CPython C API and
  * numpy's C API only (no C++, no binding generator). It wraps include/raydex.h's contexts, key
- * indexes and point indexes as Python objects.
+ * indexes, point indexes and polygon layers as Python objects, with the polygon joins (join, pip)
+ * as module functions. The shapely/GeoPandas conversions and sjoin are Python (raydex/_polygons.py),
+ * over PolygonLayer.from_arrays, which the Python class of that name extends.
  *
  * Invariants:
  *  - Every call into the library runs with the GIL released (RUN below) and with its context's
@@ -15,7 +17,9 @@
  *  - Inputs are borrowed through the buffer protocol (C-contiguous, typed): no copies, except
  *    range(lo, hi), which interleaves the two bound arrays into the (m, 2) array the library reads.
  *    Point lookups write into a fresh numpy array; CSR results are the library's own arrays
- *    (rdx_*_alloc), wrapped by numpy without a copy and freed when both arrays are gone.
+ *    (rdx_*_alloc), wrapped by numpy without a copy and freed when both arrays are gone; polygon
+ *    join pairs likewise (strided views of the (n, 2) pair array), copied only when a GPU
+ *    context returns them in device memory.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1791,7 +1795,7 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, .m_name = "raydex._raydex",
-    .m_doc = "raydex's C extension: contexts, key indexes and point indexes over numpy arrays.",
+    .m_doc = "raydex's C extension: contexts, key indexes, point indexes and polygon joins over numpy arrays.",
     .m_size = -1, .m_methods = module_methods};
 
 static int add_exception(PyObject *m, PyObject **slot, const char *name, PyObject *bases, const char *doc) {
