@@ -298,10 +298,11 @@ def sorted_frame(df, key):
     return out.sort_values(cols, kind="stable").reset_index(drop=True)
 
 
-def assert_same_sjoin(got, want, how):
+def assert_same_sjoin(got, want, how, key=None):
     from geopandas.testing import assert_geodataframe_equal
 
-    key = "index_left" if how == "right" else "index_right"
+    if key is None:
+        key = "index_left" if how == "right" else "index_right"
     assert list(got.columns) == list(want.columns) and got.index.name == want.index.name
     assert_geodataframe_equal(sorted_frame(got, key), sorted_frame(want, key))
 
@@ -344,6 +345,14 @@ def test_sjoin_edges(rng):
     empty = right.iloc[:0]
     for how in ("inner", "left", "right"):
         assert_same_sjoin(raydex.sjoin(left, empty, how=how), gpd.sjoin(left, empty, how=how), how)
+    named = left.set_index("v", append=True)  # a MultiIndex on the left, a named index on the right
+    renamed = right.rename_axis("rid")
+    for how in ("inner", "left", "right"):
+        assert_same_sjoin(raydex.sjoin(named, renamed, how=how), gpd.sjoin(named, renamed, how=how), how,
+                          key="index_left0" if how == "right" else "index_right")
+        assert_same_sjoin(raydex.sjoin(left, right, how=how, lsuffix="a", rsuffix="b"),
+                          gpd.sjoin(left, right, how=how, lsuffix="a", rsuffix="b"),
+                          "right" if how == "right" else "inner", key="index_a" if how == "right" else "index_b")
     with pytest.raises(NotImplementedError, match="touches"):
         raydex.sjoin(left, right, predicate="touches")
     with pytest.raises(ValueError, match="how"):
