@@ -453,3 +453,28 @@ def test_join_releases_the_gil():
         last = now
     t.join()
     assert longest < took[0] / 2, (longest, took[0])
+
+
+def test_from_wkb_flavours_and_errors(context):
+    """Little- and big-endian WKB, EWKB with Z and an SRID, ISO Z, and malformed or foreign blobs."""
+    import struct
+
+    donut = adversarial()[3]
+    multi = adversarial()[6]
+    want = raydex.PolygonLayer.from_shapely([donut, multi], context=context).describe()
+    z = sg.Polygon([(x, y, 7.0) for x, y in donut.exterior.coords], [[(x, y, 1.0) for x, y in r.coords]
+                                                                      for r in donut.interiors])
+    iso = struct.pack("<BII", 1, 1003, 1) + struct.pack("<I", 4) + np.array(
+        [[0, 0, 5], [1, 0, 5], [1, 1, 5], [0, 0, 5]], dtype="<f8").tobytes()
+    for blobs in ([donut.wkb, multi.wkb],
+                  [swkb.dumps(donut, big_endian=True), swkb.dumps(multi, big_endian=True)],
+                  [swkb.dumps(z, srid=4326), swkb.dumps(multi, srid=4326)]):
+        got = raydex.PolygonLayer.from_wkb(blobs, context=context).describe()
+        assert {k: got[k] for k in ("n_features", "n_rings", "n_vertices", "box")} == \
+            {k: want[k] for k in ("n_features", "n_rings", "n_vertices", "box")}
+    tri = raydex.PolygonLayer.from_wkb([iso, None], context=context).describe()
+    assert (tri["n_features"], tri["n_rings"], tri["n_vertices"], tri["n_empty"]) == (2, 1, 3, 1)
+    with pytest.raises(TypeError, match="feature 1 is a LineString"):
+        raydex.PolygonLayer.from_wkb([donut.wkb, sg.LineString([(0, 0), (1, 1)]).wkb], context=context)
+    with pytest.raises(ValueError, match="feature 0: malformed WKB"):
+        raydex.PolygonLayer.from_wkb([donut.wkb[:-5]], context=context)
