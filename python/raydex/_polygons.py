@@ -2,8 +2,8 @@
 
 Written in Python over the extension's PolygonLayer.from_arrays, join and pip. shapely and
 geopandas are imported only when a function here needs them. Shapely 2's vectorized functions
-(get_parts, get_rings, get_coordinates) are used where present; shapely 1.8 (Debian bookworm's)
-takes a loop over the geometries.
+(get_parts, get_rings, get_coordinates) are used where present; with shapely 1.8 (Debian
+bookworm's) each geometry's WKB is parsed here with numpy, as from_wkb's input is (no shapely).
 """
 import struct
 import warnings
