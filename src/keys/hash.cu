@@ -141,8 +141,8 @@ __device__ __forceinline__ bool direct(uint64_t v) { return v <= RDX_HASH64_ROW_
  * the end of a kernel none of whose threads returns early (blocks are whole warps), the appends
  * inside a loop whose trip count is the warp's (WARP_LOOP). __syncwarp first: after a loop that
  * lanes left at different iterations, or spun in a CAS, independent thread scheduling does not
- * promise that the warp has come back together, and collective operations over whatever lanes
- * happened to be active miscounted (GPU tests, 2026-11-27). */
+ * promise that the warp has come back together, and a collective operation over whichever lanes
+ * happen to be active at that moment can miss lanes that arrive later. */
 __device__ __forceinline__ void warp_flag(unsigned *flags, unsigned f) {
   __syncwarp();
   f = __reduce_or_sync(0xffffffffu, f);
