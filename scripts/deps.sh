@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what building and testing raydex needs from Debian's packages, when it is missing
-# (clang and its libFuzzer runtime for the fuzz targets; python3-dev, numpy, setuptools, pytest,
-# shapely, geopandas and rtree for the Python extension's tests).
+# (clang and its libFuzzer runtime for the fuzz targets; python3-dev, numpy, setuptools, wheel and
+# pip to build and install the Python package offline; pytest, shapely, geopandas and rtree for its
+# tests).
 # Run as root (CI and the README do). CUDA (nvcc) is used when present and never required.
 set -euo pipefail
 apt_install() {
@@ -27,14 +28,16 @@ if [ ${#libs[@]} -gt 0 ]; then apt_install "${libs[@]}"; fi
 if [ ! -f "$(clang -print-file-name="libclang_rt.fuzzer-$(uname -m).a")" ]; then
   apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 fi
-# the Python extension (python/, built and tested by scripts/test.sh): Debian's own interpreter
-# /usr/bin/python3 (not a pyenv or venv python on PATH) with its headers, numpy, setuptools, pytest,
-# and shapely, geopandas and rtree (the references the polygon tests and raydex.sjoin's tests compare
-# with; geopandas 0.12's sjoin needs rtree's spatial index, only a Recommends of python3-geopandas)
+# the Python package (python/, installed by scripts/install-python.sh with `pip install ./python`
+# and tested by scripts/test.sh): Debian's own interpreter /usr/bin/python3 (not a pyenv or venv
+# python on PATH) with its headers, numpy, setuptools, wheel and pip (pip builds it with these,
+# offline, no build isolation), pytest, and shapely, geopandas and rtree (the references the polygon
+# tests and raydex.sjoin's tests compare with; geopandas 0.12's sjoin needs rtree's spatial index,
+# only a Recommends of python3-geopandas)
 py=()
 /usr/bin/python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
   2>/dev/null || py+=(python3-dev)
-for mod in numpy:python3-numpy setuptools:python3-setuptools pytest:python3-pytest \
+for mod in numpy:python3-numpy setuptools:python3-setuptools wheel:python3-wheel pip:python3-pip pytest:python3-pytest \
            shapely:python3-shapely geopandas:python3-geopandas rtree:python3-rtree; do
   /usr/bin/python3 -c "import ${mod%%:*}" 2>/dev/null || py+=("${mod#*:}")
 done

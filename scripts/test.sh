@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build raydex and run the whole test suite: a Release build (with CUDA when nvcc is present), the
-# Python extension over it with its pytest suite, then an ASan+UBSan build of the CPU path, then
+# Python package installed over it (scripts/install-python.sh, as scripts/demo.sh installs it) with
+# its pytest suite on the installed package, then an ASan+UBSan build of the CPU path, then
 # the fuzz targets (clang, libFuzzer). GPU test entries print "skipped: no GPU" on machines without
 # one. The Release build is build/, the directory scripts/demo.sh builds, so after the demo it
 # compiles nothing.
@@ -16,14 +17,15 @@ bash scripts/build.sh "$release"
 (cd "$release" && ctest --output-on-failure -j "$jobs")
 # make the GPU half's fate visible: each GPU entry says "skipped: no GPU" on machines without one
 (cd "$release" && ctest -R '\.(cuda|optix)$' -V 2>&1 | grep -E "skipped: no GPU" | sed 's/^[0-9]*: //' | sort | uniq -c) || true
-# the Python extension (python/) built against this Release library, then its pytest suite on
-# Debian's /usr/bin/python3 (the GPU entries say "no GPU" on machines without one)
-echo "test.sh: [2/5] Python extension and its tests (python/, against $release)" >&2
-release_abs=$(cd "$release" && pwd)
-(cd python && RAYDEX_BUILD_DIR="$release_abs" RAYDEX_WERROR=1 /usr/bin/python3 setup.py -q build_ext \
-  --inplace --force --build-temp "$release_abs/python-temp") > "$release/python-build.log" 2>&1 ||
-  { cat "$release/python-build.log" >&2; exit 1; }
-PYTHONPATH=python /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider python/tests
+# the Python package installed as the README installs it (pip install ./python into Debian's
+# /usr/bin/python3, over this Release library, compiled afresh with -Werror), then its pytest suite
+# on the installed package: run from the repository root with -P (no current directory on
+# sys.path) and no PYTHONPATH, so `import raydex` is the installed one, not python/raydex (the GPU
+# entries say "no GPU" on machines without one)
+echo "test.sh: [2/5] Python package: pip install ./python over $release, then its tests on the installed package" >&2
+rm -rf "$release/python-build"
+RAYDEX_WERROR=1 bash scripts/install-python.sh "$release"
+env -u PYTHONPATH /usr/bin/python3 -P -m pytest -q -rs -p no:cacheprovider python/tests
 # sanitizers on the CPU path (CUDA off: the CUDA runtime and ASan do not mix)
 echo "test.sh: [3/5] ASan+UBSan build of the CPU path and its tests ($prefix-asan)" >&2
 bash scripts/build.sh "$prefix-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAYDEX_CUDA=OFF -DRAYDEX_SANITIZE="address;undefined"
