@@ -192,6 +192,16 @@ int main(int argc, char **argv) {
     CASE(kind_available);
     if (checked[k] == 0) CHECK_FAIL_("kind %s is not available on this backend", rdx_kind_name(kinds[k]));
   }
+  if (CASE_RUN(host_chunks)) {
+    /* A batch of host queries to host answers that a GPU answers in chunks through the staging ring
+     * (with --staging ring: slots of 8192 u64 answers, so four chunks, the last one partial) */
+    for (int dt = 0; dt < 2; dt++) {
+      dataset d = make(dt ? RDX_U64 : RDX_U32, 50000, 1, 3 * 8192 + 1234, 16, draw_dups, dt ? UINT64_MAX : UINT32_MAX);
+      for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        if (kinds[k] != RDX_KIND_SCAN) kc_check_kind(ctx, kinds[k], 0, d.keys, d.rows, d.queries, d.bounds);
+      ds_free(&d);
+    }
+  }
   if (CASE_RUN(sorted_sort_queries)) {
     /* RDX_BUILD_SORT_QUERIES (sorts batches of 2^16 or more on the GPU) answers as without */
     dataset d = make(RDX_U32, 50000, 1, (int64_t)1 << 17, 0, draw_dups, UINT32_MAX);

@@ -234,6 +234,17 @@ rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t 
  * the memory (the context's limit, the host's pinned memory) the context copies without it. */
 void rdx_staging_init(rdx_context *ctx, size_t bytes);
 void rdx_staging_fini(rdx_context *ctx);
+/* A batch of n items whose answers are item for item (lookups, counts), from host memory to host
+ * memory on a GPU context, answered in chunks through the staging ring so that the copies of one
+ * chunk overlap the work on the next. work runs one chunk on the context's stream: `count` items
+ * at in (in_item bytes each, device memory) to out (out_item bytes each); it may launch and need
+ * not synchronise. rdx_staged_map_chunk is the items per chunk, 0 where the batch is not to be
+ * pipelined (no ring, a slot smaller than an item, a batch of one chunk, copies forced direct);
+ * call rdx_staged_map only where it is not 0. On failure out's contents are unspecified. */
+typedef rdx_status (*rdx_chunk_fn)(void *arg, const void *in, void *out, int64_t count);
+int64_t rdx_staged_map_chunk(const rdx_context *ctx, int64_t n, size_t in_item, size_t out_item);
+rdx_status rdx_staged_map(rdx_context *ctx, const char *what, const void *in, size_t in_item, void *out,
+                          size_t out_item, int64_t n, rdx_chunk_fn work, void *arg);
 rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what);
 /* Independent work side by side: rdx_cuda_fork gives a second stream (a cudaStream_t) that starts
  * after everything enqueued on the context's stream so far; rdx_cuda_join makes the context's

@@ -27,6 +27,15 @@ void rdx_staging_init(rdx_context *ctx, size_t bytes) { (void)ctx, (void)bytes; 
 void rdx_staging_fini(rdx_context *ctx) { (void)ctx; }
 void rdx_staging_force(rdx_context *ctx, int mode) { ctx->force.staging = mode; }
 size_t rdx_staging_bytes(const rdx_context *ctx) { (void)ctx; return 0; }
+int64_t rdx_staged_map_chunk(const rdx_context *ctx, int64_t n, size_t in_item, size_t out_item) {
+  (void)ctx, (void)n, (void)in_item, (void)out_item;
+  return 0;
+}
+rdx_status rdx_staged_map(rdx_context *ctx, const char *what, const void *in, size_t in_item, void *out,
+                          size_t out_item, int64_t n, rdx_chunk_fn work, void *arg) {
+  (void)in, (void)in_item, (void)out, (void)out_item, (void)n, (void)work, (void)arg;
+  return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "%s: CUDA is not built", what);
+}
 rdx_status rdx_cuda_sync(rdx_context *ctx, const char *what) { (void)ctx, (void)what; return RDX_OK; }
 rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what) {
   *stream = NULL;

@@ -216,6 +216,18 @@ done:
   return st;
 }
 
+/* One chunk of a pipelined host batch (rdx_staged_map): a lookup or count per query. */
+typedef struct query_chunk_arg {
+  rdx_context *ctx;
+  const rdx_index *idx;
+  rdx_key_op op;
+} query_chunk_arg;
+
+static rdx_status query_chunk(void *arg, const void *in, void *out, int64_t count) {
+  const query_chunk_arg *q = (const query_chunk_arg *)arg;
+  return q->idx->ops->query(q->ctx, q->idx, q->op, in, count, (uint64_t *)out, NULL);
+}
+
 /* One body for the five query calls: `in` is the queries or bounds; `a` the counts / row ids;
  * `b` the filled row ids (fills only, with a = offsets). `own_offsets`: a fill's offsets were
  * made by rdx_result_make from this batch's counts, so they need no check. */
@@ -253,6 +265,14 @@ static rdx_status run_query(rdx_context *ctx, const rdx_index *idx, rdx_key_op o
     RDX_CHECK(rdx_array_check_u64(ctx, fn, op == RDX_KEY_LOOKUP ? "row_ids" : "counts", a, n));
   }
   if (n == 0) return RDX_OK;
+  /* a GPU answering host arrays with one answer a query: in chunks, copies beside the work */
+  if (!fill && idx->ops != NULL && rdx_is_gpu(ctx) && in.where != RDX_DEVICE && a.where != RDX_DEVICE) {
+    const size_t in_item = rdx_dtype_size(in.dtype) * (size_t)in.columns;
+    if (rdx_staged_map_chunk(ctx, n, in_item, 8) > 0) {
+      query_chunk_arg qa = {ctx, idx, op};
+      return rdx_staged_map(ctx, fn, in.data, in_item, a.data, 8, n, query_chunk, &qa);
+    }
+  }
 
   rdx_status st = RDX_OK;
   rdx_staged sq = {0}, sa = {0}, sb = {0};
