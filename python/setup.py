@@ -24,6 +24,7 @@ For development, `RAYDEX_BUILD_DIR=$PWD/../build /usr/bin/python3 setup.py build
 puts the extension beside raydex/ for PYTHONPATH=python. RAYDEX_WERROR=1 adds -Werror
 (scripts/test.sh sets it).
 """
+import glob
 import os
 import shutil
 import subprocess
@@ -112,7 +113,8 @@ setup(
     ext_modules=[Extension(
         "raydex._raydex",
         sources=[os.path.join("src", "raydex_module.c")],
-        depends=[lib["header"]],  # a changed raydex.h recompiles the extension
+        # a changed raydex.h or private header recompiles the extension on the next install
+        depends=[lib["header"]] + sorted(glob.glob(os.path.join("src", "*.h"))),
         include_dirs=lib["include_dirs"] + [numpy.get_include()],
         library_dirs=lib["library_dirs"],
         runtime_library_dirs=lib["library_dirs"],
