@@ -15,3 +15,10 @@ hq=${HOST_QUERIES:-1048576}
 bench host bench host --backend cuda --link-bytes 2^30 --n "$hn" --lookups "$hl" --points "$hp" --queries "$hq" \
   --dist uniform --dtype f32 --reps 5
 log "host: $(awk -F, 'NR > 1 && $5 == "host" { printf "%s/%s %.2f  ", $4, $6, $12 }' "$OUT/csv/host.csv" 2>/dev/null)"
+# the floor under results written to fresh host memory: 552 MiB (the window batch's rows) written
+# by 16 threads fresh and warm, with 4 KiB pages, MADV_HUGEPAGE and after MADV_POPULATE_WRITE
+if cc -O2 -pthread bench/touch_probe.c -o "$OUT/touch_probe" 2>> "$OUT/logs/host-touch.log"; then
+  "$OUT/touch_probe" 552 16 > "$OUT/csv/touch.csv" 2>> "$OUT/logs/host-touch.log" || true
+  rm -f "$OUT/touch_probe"
+  log "touch: $(grep -v '^#' "$OUT/csv/touch.csv" | tr '\n' ' ')"
+fi
