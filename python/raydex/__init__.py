@@ -13,12 +13,14 @@ library (include/raydex.h).
 from ._raydex import (
     MISS,
     Context,
+    DeviceArray,
     DeviceError,
     Error,
     FileError,
     InternalError,
     InvalidArgumentError,
     KeyIndex,
+    ListArray,
     MisuseError,
     NoBackendError,
     OutOfMemoryError,
@@ -35,7 +37,8 @@ from ._raydex import (
 from ._polygons import PolygonLayer, sjoin
 
 __all__ = [
-    "MISS", "Context", "KeyIndex", "PointIndex", "PolygonLayer", "info", "load", "load_points",
+    "MISS", "Context", "KeyIndex", "PointIndex", "PolygonLayer", "DeviceArray", "ListArray", "info",
+    "load", "load_points",
     "join", "pip", "sjoin",
     "Error", "InvalidArgumentError", "UnsupportedError", "NoBackendError", "OutOfMemoryError",
     "DeviceError", "FileError", "ParseError", "MisuseError", "InternalError", "__version__",

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "raydex.h"
+#include "interop.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Exceptions                                                                               */
@@ -95,26 +96,42 @@ typedef struct {
   PyObject_HEAD
   rdx_context *ctx;          /* owned; destroyed in dealloc, after every object made in it */
   PyThread_type_lock lock;   /* held around every library call on ctx or its objects */
+  int device;                /* the CUDA ordinal it was made for (device arrays must be there) */
 } ContextObject;
 
 static PyTypeObject ContextType;
 
 /* Run `call` without the GIL and with the context's lock; on failure copy the context's message
  * into msg (a char[MESSAGE_BYTES]) before another thread can replace it. `guard` is checked under
- * the lock: when false the call is skipped and st is CLOSED_STATUS. */
-#define RUN(cobj, st, msg, guard, call)                                                  \
+ * the lock: when false the call is skipped and st is CLOSED_STATUS. RUN_ON first waits for the
+ * device when `device_inputs` is true (wait_for_device says why). */
+#define RUN_ON(cobj, st, msg, guard, device_inputs, call)                                \
   do {                                                                                   \
     Py_BEGIN_ALLOW_THREADS                                                               \
     PyThread_acquire_lock((cobj)->lock, WAIT_LOCK);                                      \
     if (!(guard)) {                                                                      \
       (st) = CLOSED_STATUS;                                                              \
     } else {                                                                             \
-      (st) = (call);                                                                     \
+      (st) = (device_inputs) ? wait_for_device((cobj)->ctx) : RDX_OK;                    \
+      if ((st) == RDX_OK) (st) = (call);                                                 \
       if ((st) != RDX_OK) snprintf((msg), MESSAGE_BYTES, "%s", rdx_context_message((cobj)->ctx)); \
     }                                                                                    \
     PyThread_release_lock((cobj)->lock);                                                 \
     Py_END_ALLOW_THREADS                                                                 \
   } while (0)
+#define RUN(cobj, st, msg, guard, call) RUN_ON(cobj, st, msg, guard, 0, call)
+
+/* Device arrays come from CuPy, PyTorch or JAX, whose kernels that wrote them may still be running
+ * on their streams (the DLPack exchange orders them before the legacy default stream at most);
+ * raydex's stream is a non-blocking one of its own, which waits for neither. raydex.h offers no
+ * call that makes its stream wait for another, but documents that rdx_free waits for the whole
+ * device, as cudaFree does: freeing an empty block of the context's is that wait. */
+static rdx_status wait_for_device(rdx_context *ctx) {
+  void *p = NULL;
+  rdx_status st = rdx_malloc(ctx, &p, 0, RDX_DEVICE);
+  if (st == RDX_OK) rdx_free(ctx, p, RDX_DEVICE);
+  return st;
+}
 
 static int parse_backend(const char *name, rdx_backend *out) {
   static const struct { const char *name; rdx_backend backend; } table[] = {
@@ -160,6 +177,7 @@ static ContextObject *context_make(PyTypeObject *type, rdx_backend backend, int 
     return (ContextObject *)raise_status(st, msg, "Context");
   }
   self->ctx = ctx;
+  self->device = device;
   return self;
 }
 
@@ -347,95 +365,468 @@ static rdx_dtype buffer_dtype(const Py_buffer *v, char *name, size_t name_bytes)
   return (rdx_dtype)0;
 }
 
+/* A borrowed input array. Exactly one source is held: a buffer view, a DLPack tensor (taken from
+ * its capsule, so raydex calls its deleter), or Arrow data (the capsules, a stream's one chunk, or
+ * a copy concatenating a stream's chunks). */
 typedef struct {
   Py_buffer view;
-  int held;       /* view must be released */
+  int held;                  /* view must be released */
+  void *dl;                  /* DLManagedTensor(Versioned) raydex now owns, or NULL */
+  int dl_versioned;
+  PyObject *arrow;           /* the (schema, array) capsules of __arrow_c_array__, or NULL */
+  struct ArrowArray chunk;   /* a stream's single chunk (released when release != NULL) */
+  void *copy;                /* PyMem_RawMalloc'd chunks of a stream, concatenated */
+  int device;                /* CUDA ordinal when a.where is RDX_DEVICE */
+  const char *what;          /* the argument's name, for messages */
   rdx_array a;
 } InArray;
 
+#define ON_DEVICE(in) ((in).a.where == RDX_DEVICE)
+
+/* Restore a saved exception (or drop it) across the two Python versions' APIs. */
+#if PY_VERSION_HEX >= 0x030C0000
+#define SAVED_ERROR PyObject *saved_
+#define SAVE_ERROR() (saved_ = PyErr_GetRaisedException())
+#define RESTORE_ERROR() PyErr_SetRaisedException(saved_)
+#define DROP_ERROR() Py_XDECREF(saved_)
+#else
+#define SAVED_ERROR PyObject *saved_type_, *saved_, *saved_tb_
+#define SAVE_ERROR() PyErr_Fetch(&saved_type_, &saved_, &saved_tb_)
+#define RESTORE_ERROR() PyErr_Restore(saved_type_, saved_, saved_tb_)
+#define DROP_ERROR() (Py_XDECREF(saved_type_), Py_XDECREF(saved_), Py_XDECREF(saved_tb_))
+#endif
+
+/* Deleters and release callbacks are the producer's code, which may run Python: any exception
+ * already raised (the reason for releasing early) is set aside meanwhile. */
 static void in_release(InArray *in) {
   if (in->held) PyBuffer_Release(&in->view);
   in->held = 0;
+  SAVED_ERROR;
+  SAVE_ERROR();
+  if (in->dl != NULL) {
+    if (in->dl_versioned) {
+      DLManagedTensorVersioned *t = in->dl;
+      if (t->deleter != NULL) t->deleter(t);
+    } else {
+      DLManagedTensor *t = in->dl;
+      if (t->deleter != NULL) t->deleter(t);
+    }
+    in->dl = NULL;
+  }
+  Py_CLEAR(in->arrow);
+  if (in->chunk.release != NULL) in->chunk.release(&in->chunk);
+  PyMem_RawFree(in->copy);
+  in->copy = NULL;
+  if (PyErr_Occurred()) PyErr_WriteUnraisable(NULL); /* a producer's own failure: nothing to return it to */
+  RESTORE_ERROR();
 }
 
-static void shape_text(const Py_buffer *v, char *out, size_t bytes) {
+/* What a source describes, checked against the wanted dtype and shape in one place. */
+typedef struct {
+  void *data;
+  rdx_dtype dtype;           /* 0: not one raydex reads; got names it */
+  char got[64];
+  int ndim;
+  int64_t rows, columns;     /* shape[0] and (2-D) shape[1] */
+  char shape[96];
+  rdx_location where;
+} Source;
+
+static void shape_text(int ndim, const int64_t *shape, char *out, size_t bytes) {
   size_t n = (size_t)snprintf(out, bytes, "(");
-  for (int i = 0; i < v->ndim && n < bytes; i++)
-    n += (size_t)snprintf(out + n, bytes - n, i == 0 ? "%zd" : ", %zd", v->shape[i]);
-  if (n < bytes) snprintf(out + n, bytes - n, v->ndim == 1 ? ",)" : ")");
+  for (int i = 0; i < ndim && n < bytes; i++)
+    n += (size_t)snprintf(out + n, bytes - n, i == 0 ? "%lld" : ", %lld", (long long)shape[i]);
+  if (n < bytes) snprintf(out + n, bytes - n, ndim == 1 ? ",)" : ")");
+}
+
+static void source_shape(Source *src, int ndim, const int64_t *shape) {
+  src->ndim = ndim;
+  src->rows = ndim >= 1 ? shape[0] : 1;
+  src->columns = ndim >= 2 ? shape[1] : 1;
+  shape_text(ndim, shape, src->shape, sizeof src->shape);
+}
+
+static int from_buffer(PyObject *obj, const char *want, InArray *in, Source *src) {
+  if (PyObject_GetBuffer(obj, &in->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    /* Strided but otherwise readable: say so. Anything else keeps the exporter's own error. */
+    SAVED_ERROR;
+    SAVE_ERROR();
+    int strided = PyObject_GetBuffer(obj, &in->view, PyBUF_FULL_RO) == 0;
+    if (strided) PyBuffer_Release(&in->view);
+    PyErr_Clear();
+    if (strided) {
+      DROP_ERROR();
+      PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous array (%s); np.ascontiguousarray makes one",
+                   in->what, want);
+    } else {
+      RESTORE_ERROR();
+    }
+    return -1;
+  }
+  in->held = 1;
+  src->data = in->view.buf;
+  src->dtype = buffer_dtype(&in->view, src->got, sizeof src->got);
+  int64_t shape[8];
+  int ndim = in->view.ndim < 8 ? in->view.ndim : 8;
+  for (int i = 0; i < ndim; i++) shape[i] = (int64_t)in->view.shape[i];
+  source_shape(src, in->view.ndim, shape);
+  src->where = RDX_HOST;
+  return 0;
+}
+
+/* DLPack: the versioned protocol first, the unversioned one for producers that predate it (they
+ * reject max_version with TypeError, as numpy < 2.1 does). For CUDA tensors raydex asks for
+ * stream=1, the legacy default stream, which the protocol defines for every producer (None means
+ * it too, but not every producer reads it so); raydex's own stream does not wait for it, so calls
+ * with device inputs first wait for the device (RUN_ON). */
+static int from_dlpack(PyObject *obj, InArray *in, Source *src) {
+  PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+  if (dev == NULL) return -1;
+  int device_type = 0, device_id = 0;
+  int ok = PyArg_ParseTuple(dev, "ii", &device_type, &device_id);
+  Py_DECREF(dev);
+  if (!ok) {
+    PyErr_Format(PyExc_TypeError, "%s: __dlpack_device__() must return (device_type, device_id)", in->what);
+    return -1;
+  }
+  if (device_type != kDLCPU && device_type != kDLCUDA && device_type != kDLCUDAHost) {
+    PyErr_Format(InvalidArgumentError,
+                 "%s is on DLPack device type %d; raydex reads CPU (1), CUDA (2) and CUDA host (3) memory",
+                 in->what, device_type);
+    return -1;
+  }
+  PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
+  if (method == NULL) return -1;
+  PyObject *args = PyTuple_New(0);
+  PyObject *kwargs = args != NULL ? PyDict_New() : NULL;
+  PyObject *stream = device_type == kDLCUDA ? PyLong_FromLong(1) : Py_NewRef(Py_None);
+  PyObject *version = Py_BuildValue("(ii)", 1, 0);
+  PyObject *cap = NULL;
+  if (kwargs != NULL && stream != NULL && version != NULL &&
+      PyDict_SetItemString(kwargs, "stream", stream) == 0 &&
+      PyDict_SetItemString(kwargs, "max_version", version) == 0) {
+    cap = PyObject_Call(method, args, kwargs);
+    if (cap == NULL && PyErr_ExceptionMatches(PyExc_TypeError) &&
+        PyDict_DelItemString(kwargs, "max_version") == 0) {
+      PyErr_Clear();
+      cap = PyObject_Call(method, args, kwargs);
+    }
+  }
+  Py_DECREF(method);
+  Py_XDECREF(args), Py_XDECREF(kwargs), Py_XDECREF(stream), Py_XDECREF(version);
+  if (cap == NULL) return -1;
+  DLTensor *t = NULL;
+  if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+    DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+    if (m->version.major != 1) {
+      Py_DECREF(cap);
+      PyErr_Format(PyExc_BufferError, "%s: __dlpack__ gave DLPack %u.%u although raydex asked for 1.x at most",
+                   in->what, (unsigned)m->version.major, (unsigned)m->version.minor);
+      return -1;
+    }
+    /* Renamed first: from here on raydex owns m and the capsule's destructor leaves it alone. */
+    if (PyCapsule_SetName(cap, "used_dltensor_versioned") < 0) {
+      Py_DECREF(cap);
+      return -1;
+    }
+    in->dl = m;
+    in->dl_versioned = 1;
+    t = &m->dl_tensor;
+  } else if (PyCapsule_IsValid(cap, "dltensor")) {
+    DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+    if (PyCapsule_SetName(cap, "used_dltensor") < 0) {
+      Py_DECREF(cap);
+      return -1;
+    }
+    in->dl = m;
+    t = &m->dl_tensor;
+  } else {
+    PyErr_Format(PyExc_TypeError, "%s: __dlpack__ returned %s, not an unused 'dltensor' capsule", in->what,
+                 Py_TYPE(cap)->tp_name);
+    Py_DECREF(cap);
+    return -1;
+  }
+  Py_DECREF(cap);
+  if (t->device.device_type != device_type || t->device.device_id != device_id) {
+    PyErr_Format(PyExc_BufferError, "%s: __dlpack__ gave a tensor on device (%d, %d), __dlpack_device__ said (%d, %d)",
+                 in->what, (int)t->device.device_type, (int)t->device.device_id, device_type, device_id);
+    return -1;
+  }
+  if (t->ndim < 0 || t->ndim > 8) {
+    PyErr_Format(PyExc_ValueError, "%s has %d dimensions", in->what, (int)t->ndim);
+    return -1;
+  }
+  src->dtype = dl_dtype(t->dtype, src->got, sizeof src->got);
+  source_shape(src, t->ndim, t->shape);
+  if (!dl_contiguous(t)) {
+    char strides[96];
+    shape_text(t->ndim, t->strides, strides, sizeof strides);
+    PyErr_Format(PyExc_ValueError,
+                 "%s must be C-contiguous; got shape %s with strides %s (in elements). raydex does not "
+                 "copy: make a contiguous one (cupy.ascontiguousarray, torch.Tensor.contiguous)",
+                 in->what, src->shape, strides);
+    return -1;
+  }
+  src->data = t->data != NULL ? (char *)t->data + t->byte_offset : NULL;
+  src->where = device_type == kDLCUDA ? RDX_DEVICE : RDX_HOST;
+  in->device = device_id;
+  return 0;
+}
+
+/* Arrow data must be a 1-D primitive array without nulls: raydex's arrays have no validity. */
+static int arrow_check(InArray *in, const struct ArrowSchema *schema, const struct ArrowArray *array,
+                       Source *src) {
+  src->dtype = arrow_dtype(schema->format, src->got, sizeof src->got);
+  if (schema->dictionary != NULL || schema->n_children != 0 || (src->dtype != 0 && array->n_buffers != 2)) {
+    snprintf(src->got, sizeof src->got, "Arrow format '%s'%s", schema->format != NULL ? schema->format : "",
+             schema->dictionary != NULL ? " (dictionary-encoded)" : "");
+    src->dtype = (rdx_dtype)0;
+  }
+  if (src->dtype != 0) {
+    int64_t nulls = arrow_nulls(array);
+    if (nulls != 0) {
+      PyErr_Format(PyExc_ValueError,
+                   "%s has %lld null values; raydex takes arrays without nulls (fill or drop them first, "
+                   "e.g. pyarrow.compute.fill_null or .drop_null())",
+                   in->what, (long long)nulls);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int from_arrow_array(PyObject *obj, InArray *in, Source *src) {
+  PyObject *pair = PyObject_CallMethod(obj, "__arrow_c_array__", NULL);
+  if (pair == NULL) return -1;
+  if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+      !PyCapsule_IsValid(PyTuple_GET_ITEM(pair, 0), "arrow_schema") ||
+      !PyCapsule_IsValid(PyTuple_GET_ITEM(pair, 1), "arrow_array")) {
+    Py_DECREF(pair);
+    PyErr_Format(PyExc_TypeError, "%s: __arrow_c_array__ must return an (arrow_schema, arrow_array) capsule pair",
+                 in->what);
+    return -1;
+  }
+  in->arrow = pair; /* the capsules' destructors release both structs after the call */
+  const struct ArrowSchema *schema = PyCapsule_GetPointer(PyTuple_GET_ITEM(pair, 0), "arrow_schema");
+  const struct ArrowArray *array = PyCapsule_GetPointer(PyTuple_GET_ITEM(pair, 1), "arrow_array");
+  if (schema->release == NULL || array->release == NULL) {
+    PyErr_Format(PyExc_ValueError, "%s: __arrow_c_array__ returned released structs", in->what);
+    return -1;
+  }
+  if (arrow_check(in, schema, array, src) < 0) return -1;
+  int64_t shape[1] = {array->length};
+  source_shape(src, 1, shape);
+  size_t size = rdx_dtype_size(src->dtype);
+  src->data = src->dtype != 0 && array->length > 0 ? (char *)array->buffers[1] + (size_t)array->offset * size : NULL;
+  src->where = RDX_HOST;
+  return 0;
+}
+
+static const char *stream_error(struct ArrowArrayStream *s) {
+  const char *e = s->get_last_error != NULL ? s->get_last_error(s) : NULL;
+  return e != NULL ? e : "no message";
+}
+
+/* Release chunks (the producer's callbacks) with any raised exception set aside meanwhile. */
+static void chunks_release(struct ArrowArray *chunks, int64_t n) {
+  SAVED_ERROR;
+  SAVE_ERROR();
+  for (int64_t i = 0; i < n; i++) chunks[i].release(&chunks[i]);
+  RESTORE_ERROR();
+}
+
+/* An Arrow stream: one chunk is read in place; several are concatenated into one copy, the only
+ * copy raydex makes of an input, because the library takes one array per argument. */
+static int from_arrow_stream(PyObject *obj, InArray *in, Source *src) {
+  PyObject *cap = PyObject_CallMethod(obj, "__arrow_c_stream__", NULL);
+  if (cap == NULL) return -1;
+  if (!PyCapsule_IsValid(cap, "arrow_array_stream")) {
+    Py_DECREF(cap);
+    PyErr_Format(PyExc_TypeError, "%s: __arrow_c_stream__ must return an arrow_array_stream capsule", in->what);
+    return -1;
+  }
+  struct ArrowArrayStream *stream = PyCapsule_GetPointer(cap, "arrow_array_stream");
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  struct ArrowArray *chunks = NULL;  /* the non-empty chunks, owned until released below */
+  int64_t n_chunks = 0, capacity = 0, total = 0;
+  int rc = -1;
+  if (stream->release == NULL || stream->get_schema(stream, &schema) != 0) {
+    PyErr_Format(PyExc_ValueError, "%s: the Arrow stream's get_schema failed: %s", in->what,
+                 stream->release != NULL ? stream_error(stream) : "the stream is released");
+    goto done;
+  }
+  src->dtype = arrow_dtype(schema.format, src->got, sizeof src->got);
+  while (src->dtype != 0) {
+    struct ArrowArray next;
+    memset(&next, 0, sizeof next);
+    if (stream->get_next(stream, &next) != 0) {
+      PyErr_Format(PyExc_ValueError, "%s: the Arrow stream's get_next failed: %s", in->what, stream_error(stream));
+      goto done;
+    }
+    if (next.release == NULL) break;  /* end of stream */
+    if (arrow_check(in, &schema, &next, src) < 0) {
+      chunks_release(&next, 1);
+      goto done;
+    }
+    if (src->dtype == 0 || next.length == 0) {
+      next.release(&next);
+      continue;
+    }
+    if (n_chunks == capacity) {
+      int64_t grown = capacity > 0 ? 2 * capacity : 4;
+      struct ArrowArray *more = PyMem_RawRealloc(chunks, (size_t)grown * sizeof *chunks);
+      if (more == NULL) {
+        next.release(&next);
+        PyErr_NoMemory();
+        goto done;
+      }
+      chunks = more, capacity = grown;
+    }
+    chunks[n_chunks++] = next;
+    total += next.length;
+  }
+  int64_t shape[1] = {total};
+  source_shape(src, 1, shape);
+  src->where = RDX_HOST;
+  size_t size = rdx_dtype_size(src->dtype);
+  if (src->dtype == 0 || n_chunks == 0) {
+    src->data = NULL;
+  } else if (n_chunks == 1) {
+    in->chunk = chunks[0];
+    n_chunks = 0;
+    src->data = (char *)in->chunk.buffers[1] + (size_t)in->chunk.offset * size;
+  } else {
+    in->copy = PyMem_RawMalloc((size_t)total * size);
+    if (in->copy == NULL) {
+      PyErr_NoMemory();
+      goto done;
+    }
+    size_t at = 0;
+    for (int64_t i = 0; i < n_chunks; i++) {
+      memcpy((char *)in->copy + at, (const char *)chunks[i].buffers[1] + (size_t)chunks[i].offset * size,
+             (size_t)chunks[i].length * size);
+      at += (size_t)chunks[i].length * size;
+    }
+    src->data = in->copy;
+  }
+  rc = 0;
+done:;
+  SAVED_ERROR; /* the producer's callbacks run below, with the reason for stopping set aside */
+  SAVE_ERROR();
+  chunks_release(chunks, n_chunks);
+  PyMem_RawFree(chunks);
+  if (schema.release != NULL) schema.release(&schema);
+  Py_DECREF(cap); /* its destructor releases the stream; the chunks are independent of it */
+  RESTORE_ERROR();
+  return rc;
+}
+
+static int has_attr(PyObject *obj, const char *name) {
+  PyObject *v = PyObject_GetAttrString(obj, name);
+  if (v == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  Py_DECREF(v);
+  return 1;
 }
 
 /* Borrow obj as an rdx_array: C-contiguous, a dtype in `mask`, 1-D when columns == 0, else 2-D
- * with that many columns. `what` names the argument and `wanted` the dtypes in messages. */
+ * with that many columns. obj is a buffer (numpy: host memory), an Arrow array or stream (host
+ * memory, 1-D), or a DLPack tensor (host or CUDA device memory). `what` names the argument and
+ * `wanted` the dtypes in messages. */
 static int in_array(PyObject *obj, const char *what, unsigned mask, const char *wanted, int columns,
                     InArray *in) {
   memset(in, 0, sizeof *in);
-  char want_shape[32];
+  in->what = what;
+  char want_shape[32], want[96];
   if (columns == 0)
     snprintf(want_shape, sizeof want_shape, "1-D");
   else
     snprintf(want_shape, sizeof want_shape, "(n, %d)", columns);
-  if (!PyObject_CheckBuffer(obj)) {
-    PyErr_Format(PyExc_TypeError, "%s must be a numpy array (%s, %s); got %s", what, want_shape,
-                 wanted, Py_TYPE(obj)->tp_name);
+  snprintf(want, sizeof want, "%s, %s", want_shape, wanted);
+  Source src;
+  memset(&src, 0, sizeof src);
+  int rc;
+  if (PyObject_CheckBuffer(obj))
+    rc = from_buffer(obj, want, in, &src);
+  else if (has_attr(obj, "__arrow_c_array__"))
+    rc = from_arrow_array(obj, in, &src);
+  else if (has_attr(obj, "__arrow_c_stream__"))
+    rc = from_arrow_stream(obj, in, &src);
+  else if (has_attr(obj, "__dlpack__"))
+    rc = from_dlpack(obj, in, &src);
+  else {
+    PyErr_Format(PyExc_TypeError,
+                 "%s must be a numpy array, a DLPack tensor (__dlpack__: CuPy, PyTorch, JAX) or an Arrow "
+                 "array (__arrow_c_array__) (%s); got %s", what, want, Py_TYPE(obj)->tp_name);
     return -1;
   }
-  if (PyObject_GetBuffer(obj, &in->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-    /* Strided but otherwise readable: say so. Anything else keeps the exporter's own error. */
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *first = PyErr_GetRaisedException();
-#else
-    PyObject *type, *first, *traceback;
-    PyErr_Fetch(&type, &first, &traceback);
-#endif
-    int strided = PyObject_GetBuffer(obj, &in->view, PyBUF_FULL_RO) == 0;
-    if (strided) PyBuffer_Release(&in->view);
-    PyErr_Clear();
-#if PY_VERSION_HEX >= 0x030C0000
-    if (strided) Py_XDECREF(first); else PyErr_SetRaisedException(first);
-#else
-    if (strided) Py_XDECREF(type), Py_XDECREF(first), Py_XDECREF(traceback);
-    else PyErr_Restore(type, first, traceback);
-#endif
-    if (strided)
-      PyErr_Format(PyExc_ValueError,
-                   "%s must be a C-contiguous array (%s, %s); np.ascontiguousarray makes one", what,
-                   want_shape, wanted);
-    return -1;
-  }
-  in->held = 1;
-  char got[64], shape[96];
-  rdx_dtype d = buffer_dtype(&in->view, got, sizeof got);
-  shape_text(&in->view, shape, sizeof shape);
-  int ndim_ok = columns == 0 ? in->view.ndim == 1 : in->view.ndim == 2 && in->view.shape[1] == columns;
-  if (d == 0 || (dtype_mask(d) & mask) == 0 || !ndim_ok) {
-    PyErr_Format(PyExc_ValueError, "%s must be a %s array of %s; got %s with shape %s", what,
-                 want_shape, wanted, d != 0 ? dtype_numpy_name(d) : got, shape);
+  if (rc < 0) {
     in_release(in);
     return -1;
   }
-  in->a = columns == 0 ? rdx_host_array(in->view.buf, (int64_t)in->view.shape[0], d)
-                       : rdx_host_matrix(in->view.buf, (int64_t)in->view.shape[0], columns, d);
+  int ndim_ok = columns == 0 ? src.ndim == 1 : src.ndim == 2 && src.columns == columns;
+  if (src.dtype == 0 || (dtype_mask(src.dtype) & mask) == 0 || !ndim_ok) {
+    PyErr_Format(PyExc_ValueError, "%s must be a %s array of %s; got %s with shape %s", what,
+                 want_shape, wanted, src.dtype != 0 ? dtype_numpy_name(src.dtype) : src.got,
+                 src.shape);
+    in_release(in);
+    return -1;
+  }
+  if ((uintptr_t)src.data % rdx_dtype_size(src.dtype) != 0) {
+    PyErr_Format(PyExc_ValueError, "%s: data at %p is not aligned to its %zu-byte elements", what, src.data,
+                 rdx_dtype_size(src.dtype));
+    in_release(in);
+    return -1;
+  }
+  in->a = columns == 0 ? rdx_host_array(src.data, src.rows, src.dtype)
+                       : rdx_host_matrix(src.data, src.rows, columns, src.dtype);
+  in->a.where = src.where;
+  return 0;
+}
+
+/* Device inputs need a GPU context on the tensor's device; the check gives the argument's name,
+ * where the library's own refusal could name only its parameter. */
+static int in_reach(const ContextObject *context, const InArray *in) {
+  if (in->a.where != RDX_DEVICE) return 0;
+  rdx_backend backend = rdx_context_backend(context->ctx);
+  if (backend == RDX_BACKEND_CPU) {
+    PyErr_Format(InvalidArgumentError,
+                 "%s is CUDA device memory (DLPack device (2, %d)) but the context's backend is cpu: "
+                 "use a GPU context (backend='cuda' or 'optix') or pass host memory",
+                 in->what, in->device);
+    return -1;
+  }
+  if (in->device != context->device) {
+    PyErr_Format(InvalidArgumentError, "%s is on CUDA device %d but the context runs on device %d", in->what,
+                 in->device, context->device);
+    return -1;
+  }
   return 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* Arrays out: CSR results owned by the library                                             */
+/* Arrays out: results owned by the library, viewed by numpy, DLPack or Arrow                */
 /* ---------------------------------------------------------------------------------------- */
 
 typedef struct {
   PyObject_HEAD
   ContextObject *context;  /* strong: the result belongs to its memory account */
-  rdx_result *result;      /* owned; freed when both numpy arrays over it are gone */
+  rdx_result *result;      /* owned; freed when every view of it is gone */
   rdx_join_pairs_result *pairs; /* or a polygon join's result (owned likewise) */
+  void *block;             /* or rdx_malloc'd device memory (a lookup's output on the GPU) */
 } ResultOwnerObject;
 
 static void owner_dealloc(ResultOwnerObject *self) {
-  if (self->result != NULL || self->pairs != NULL) {
-    /* With the GIL held: lock holders never wait for the GIL, so this cannot deadlock. */
+  if (self->result != NULL || self->pairs != NULL || self->block != NULL) {
+    /* With the GIL held: lock holders never wait for the GIL, so this cannot deadlock. Freeing
+     * device memory waits for the device, so a consumer's kernels still reading it finish first. */
     PyThread_acquire_lock(self->context->lock, WAIT_LOCK);
     if (self->result != NULL) rdx_result_free(self->context->ctx, self->result);
     if (self->pairs != NULL) rdx_join_pairs_free(self->context->ctx, self->pairs);
+    if (self->block != NULL) rdx_free(self->context->ctx, self->block, RDX_DEVICE);
     PyThread_release_lock(self->context->lock);
   }
   Py_XDECREF(self->context);
@@ -448,8 +839,20 @@ static PyTypeObject ResultOwnerType = {
     .tp_basicsize = sizeof(ResultOwnerObject),
     .tp_dealloc = (destructor)owner_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Keeps a raydex result alive while numpy arrays view it.",
+    .tp_doc = "Keeps a raydex result alive while numpy arrays, DLPack tensors or Arrow arrays view it.",
 };
+
+/* An owner holding nothing yet, or NULL with an exception set. */
+static ResultOwnerObject *owner_new(ContextObject *context) {
+  ResultOwnerObject *owner = PyObject_New(ResultOwnerObject, &ResultOwnerType);
+  if (owner == NULL) return NULL;
+  Py_INCREF(context);
+  owner->context = context;
+  owner->result = NULL;
+  owner->pairs = NULL;
+  owner->block = NULL;
+  return owner;
+}
 
 static PyObject *wrap_u64(uint64_t *data, npy_intp n, PyObject *owner) {
   if (n == 0 || data == NULL) return PyArray_ZEROS(1, &n, NPY_UINT64, 0);
@@ -463,32 +866,421 @@ static PyObject *wrap_u64(uint64_t *data, npy_intp n, PyObject *owner) {
   return a;
 }
 
-/* (offsets, rows) over result, which this takes over (freeing it on any failure). */
-static PyObject *csr_tuple(ContextObject *context, rdx_result *result) {
-  ResultOwnerObject *owner = PyObject_New(ResultOwnerObject, &ResultOwnerType);
+/* Exported structs (DLPack tensors, Arrow arrays) hold a reference to the object that keeps their
+ * memory alive; consumers may let go of them from any thread, so the reference is dropped with
+ * the GIL taken here. After interpreter shutdown there is nothing left to drop. */
+static void unkeep(void *keep) {
+  if (!Py_IsInitialized()) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  Py_DECREF((PyObject *)keep);
+  PyGILState_Release(gil);
+}
+
+static void take(void *keep) { Py_INCREF((PyObject *)keep); }
+
+/* ---- raydex.DeviceArray: a 1-D view of device memory that raydex owns, exported by DLPack ---- */
+
+typedef struct {
+  PyObject_HEAD
+  PyObject *owner;   /* a _ResultOwner: the memory goes back to the context when every view is gone */
+  void *data;        /* device memory of the owner's context; NULL only when n == 0 */
+  int64_t n;         /* elements */
+  int64_t stride;    /* in elements: 1, or 2 for one column of a join's (n, 2) pairs */
+  rdx_dtype dtype;
+  int device;        /* CUDA ordinal */
+} DeviceArrayObject;
+
+static PyTypeObject DeviceArrayType;
+
+static PyObject *device_array(ResultOwnerObject *owner, void *data, int64_t n, int64_t stride, rdx_dtype dtype) {
+  DeviceArrayObject *self = PyObject_New(DeviceArrayObject, &DeviceArrayType);
+  if (self == NULL) return NULL;
+  Py_INCREF(owner);
+  self->owner = (PyObject *)owner;
+  self->data = data;
+  self->n = n;
+  self->stride = stride;
+  self->dtype = dtype;
+  self->device = owner->context->device;
+  return (PyObject *)self;
+}
+
+static void darray_dealloc(DeviceArrayObject *self) {
+  Py_XDECREF(self->owner);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+typedef struct { DLManagedTensor m; int64_t shape[1], strides[1]; } DLExport;
+typedef struct { DLManagedTensorVersioned m; int64_t shape[1], strides[1]; } DLExportVersioned;
+
+static void dl_delete(DLManagedTensor *m) {
+  unkeep(m->manager_ctx);
+  free(m); /* the first member of its DLExport */
+}
+
+static void dl_delete_versioned(DLManagedTensorVersioned *m) {
+  unkeep(m->manager_ctx);
+  free(m);
+}
+
+/* A capsule nobody consumed still owns its tensor; a consumed one was renamed "used_...". */
+static void dl_capsule_free(PyObject *cap) {
+  if (PyCapsule_IsValid(cap, "dltensor")) {
+    DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+    m->deleter(m);
+  } else if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+    DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+    m->deleter(m);
+  }
+}
+
+/* __dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None). The data is complete
+ * before raydex returns it (calls are synchronous), so any stream may read it without waiting:
+ * `stream` is checked for type only. Never a copy: copy=True and other devices are refused. */
+static PyObject *darray_dlpack(DeviceArrayObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
+  PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOO:__dlpack__", kwlist, &stream, &max_version, &dl_device,
+                                   &copy))
+    return NULL;
+  if (stream != Py_None && !PyLong_Check(stream))
+    return PyErr_Format(PyExc_TypeError, "DeviceArray.__dlpack__: stream must be None or an int (got %s)",
+                        Py_TYPE(stream)->tp_name);
+  int major = 0, minor = 0;
+  if (max_version != Py_None &&
+      !PyArg_ParseTuple(max_version, "ii;DeviceArray.__dlpack__: max_version must be (major, minor)", &major, &minor))
+    return NULL;
+  if (dl_device != Py_None) {
+    int type = 0, id = 0;
+    if (!PyArg_ParseTuple(dl_device, "ii;DeviceArray.__dlpack__: dl_device must be (device_type, device_id)",
+                          &type, &id))
+      return NULL;
+    if (type != kDLCUDA || id != self->device)
+      return PyErr_Format(PyExc_BufferError,
+                          "DeviceArray.__dlpack__: the array is on CUDA device %d (DLPack (2, %d)); raydex does "
+                          "not copy it to (%d, %d)", self->device, self->device, type, id);
+  }
+  int want_copy = copy != Py_None ? PyObject_IsTrue(copy) : 0;
+  if (want_copy < 0) return NULL;
+  if (want_copy)
+    return PyErr_Format(PyExc_BufferError, "DeviceArray.__dlpack__: copy=True is not supported (raydex exports "
+                                           "its results without copies)");
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  t.data = self->data;
+  t.device.device_type = kDLCUDA;
+  t.device.device_id = self->device;
+  t.ndim = 1;
+  t.dtype = dl_of(self->dtype);
+  PyObject *cap;
+  if (max_version != Py_None && major >= 1) {
+    DLExportVersioned *e = calloc(1, sizeof *e);
+    if (e == NULL) return PyErr_NoMemory();
+    e->shape[0] = self->n, e->strides[0] = self->stride;
+    e->m.version.major = 1;
+    e->m.version.minor = 0;
+    e->m.manager_ctx = self;
+    e->m.deleter = dl_delete_versioned;
+    e->m.dl_tensor = t;
+    e->m.dl_tensor.shape = e->shape;
+    e->m.dl_tensor.strides = e->strides;
+    cap = PyCapsule_New(&e->m, "dltensor_versioned", dl_capsule_free);
+    if (cap == NULL) free(e);
+  } else {
+    DLExport *e = calloc(1, sizeof *e);
+    if (e == NULL) return PyErr_NoMemory();
+    e->shape[0] = self->n, e->strides[0] = self->stride;
+    e->m.manager_ctx = self;
+    e->m.deleter = dl_delete;
+    e->m.dl_tensor = t;
+    e->m.dl_tensor.shape = e->shape;
+    e->m.dl_tensor.strides = e->strides;
+    cap = PyCapsule_New(&e->m, "dltensor", dl_capsule_free);
+    if (cap == NULL) free(e);
+  }
+  if (cap != NULL) Py_INCREF(self); /* the tensor's manager_ctx, dropped by its deleter */
+  return cap;
+}
+
+static PyObject *darray_dlpack_device(DeviceArrayObject *self, PyObject *unused) {
+  (void)unused;
+  return Py_BuildValue("(ii)", kDLCUDA, self->device);
+}
+
+static Py_ssize_t darray_len(DeviceArrayObject *self) { return (Py_ssize_t)self->n; }
+
+static PyObject *darray_get_shape(DeviceArrayObject *self, void *c) {
+  (void)c;
+  return Py_BuildValue("(L)", (long long)self->n);
+}
+static PyObject *darray_get_dtype(DeviceArrayObject *self, void *c) {
+  (void)c;
+  return (PyObject *)PyArray_DescrFromType(dtype_npy(self->dtype));
+}
+static PyObject *darray_get_data_ptr(DeviceArrayObject *self, void *c) {
+  (void)c;
+  return PyLong_FromVoidPtr(self->data);
+}
+static PyObject *darray_get_device(DeviceArrayObject *self, void *c) {
+  (void)c;
+  return PyLong_FromLong(self->device);
+}
+
+static PyObject *darray_repr(DeviceArrayObject *self) {
+  return PyUnicode_FromFormat("<raydex.DeviceArray shape=(%lld,) dtype=%s device=cuda:%d>", (long long)self->n,
+                              dtype_numpy_name(self->dtype), self->device);
+}
+
+static PyMethodDef darray_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))darray_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> PyCapsule\n\n"
+     "The DLPack capsule of this device memory, versioned (1.0) when max_version allows it. The data\n"
+     "is complete, so any stream may read it at once."},
+    {"__dlpack_device__", (PyCFunction)darray_dlpack_device, METH_NOARGS,
+     "__dlpack_device__() -> (2, device): DLPack's kDLCUDA and the CUDA ordinal."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef darray_getset[] = {
+    {"shape", (getter)darray_get_shape, NULL, "(n,)", NULL},
+    {"dtype", (getter)darray_get_dtype, NULL, "the element dtype (numpy)", NULL},
+    {"device", (getter)darray_get_device, NULL, "the CUDA device ordinal", NULL},
+    {"data_ptr", (getter)darray_get_data_ptr, NULL,
+     "the device address of element 0 (as CuPy's .data.ptr and PyTorch's .data_ptr() give it)", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PySequenceMethods darray_sequence = {.sq_length = (lenfunc)darray_len};
+
+static PyTypeObject DeviceArrayType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "raydex.DeviceArray",
+    .tp_basicsize = sizeof(DeviceArrayObject),
+    .tp_dealloc = (destructor)darray_dealloc,
+    .tp_repr = (reprfunc)darray_repr,
+    .tp_as_sequence = &darray_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A raydex result in GPU memory (1-D), what calls given device arrays return. It is read\n"
+              "without a copy through DLPack: cupy.from_dlpack(a), torch.from_dlpack(a),\n"
+              "jax.dlpack.from_dlpack(a). The memory stays raydex's and is freed when the last\n"
+              "array or tensor over it is gone, even after its index and context objects are.",
+    .tp_methods = darray_methods,
+    .tp_getset = darray_getset,
+};
+
+/* ---- raydex.ListArray: a CSR result as an Arrow large list<uint64> array ---- */
+
+typedef struct {
+  PyObject_HEAD
+  PyObject *owner;            /* a _ResultOwner */
+  PyObject *offsets, *values; /* the views .offsets and .values give (numpy or DeviceArray) */
+  const uint64_t *offsets_data, *values_data;
+  int64_t n;                  /* lists (queries) */
+  uint64_t total;             /* values */
+  rdx_location where;
+  int device;
+} ListArrayObject;
+
+static PyTypeObject ListArrayType;
+
+static void list_dealloc(ListArrayObject *self) {
+  Py_XDECREF(self->offsets);
+  Py_XDECREF(self->values);
+  Py_XDECREF(self->owner);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static void arrow_schema_capsule_free(PyObject *cap) {
+  struct ArrowSchema *s = PyCapsule_GetPointer(cap, "arrow_schema");
+  if (s == NULL) {
+    PyErr_WriteUnraisable(cap);
+    return;
+  }
+  if (s->release != NULL) s->release(s);
+  free(s);
+}
+
+static void arrow_array_capsule_free(PyObject *cap) {
+  struct ArrowArray *a = PyCapsule_GetPointer(cap, "arrow_array");
+  if (a == NULL) {
+    PyErr_WriteUnraisable(cap);
+    return;
+  }
+  if (a->release != NULL) a->release(a);
+  free(a);
+}
+
+static void arrow_device_capsule_free(PyObject *cap) {
+  struct ArrowDeviceArray *a = PyCapsule_GetPointer(cap, "arrow_device_array");
+  if (a == NULL) {
+    PyErr_WriteUnraisable(cap);
+    return;
+  }
+  if (a->array.release != NULL) a->array.release(&a->array);
+  free(a);
+}
+
+/* The (schema, array) capsule pair; `device` chooses an ArrowDeviceArray for the array. */
+static PyObject *list_capsules(ListArrayObject *self, int device) {
+  struct ArrowSchema *schema = calloc(1, sizeof *schema);
+  if (schema == NULL || arrow_export_list_schema(schema) < 0) {
+    free(schema);
+    return PyErr_NoMemory();
+  }
+  PyObject *schema_cap = PyCapsule_New(schema, "arrow_schema", arrow_schema_capsule_free);
+  if (schema_cap == NULL) {
+    schema->release(schema);
+    free(schema);
+    return NULL;
+  }
+  struct ArrowDeviceArray *d = device ? calloc(1, sizeof *d) : NULL;
+  struct ArrowArray *array = device ? (d != NULL ? &d->array : NULL) : calloc(1, sizeof *array);
+  if (array == NULL || arrow_export_list(array, self->offsets_data, self->values_data, self->n, self->total,
+                                         self->owner, take, unkeep) < 0) {
+    free(device ? (void *)d : (void *)array);
+    Py_DECREF(schema_cap);
+    return PyErr_NoMemory();
+  }
+  if (device) {
+    d->device_type = self->where == RDX_DEVICE ? kDLCUDA : kDLCPU;
+    d->device_id = self->where == RDX_DEVICE ? self->device : -1;
+  }
+  PyObject *array_cap = device ? PyCapsule_New(d, "arrow_device_array", arrow_device_capsule_free)
+                               : PyCapsule_New(array, "arrow_array", arrow_array_capsule_free);
+  if (array_cap == NULL) {
+    array->release(array);
+    free(device ? (void *)d : (void *)array);
+    Py_DECREF(schema_cap);
+    return NULL;
+  }
+  return Py_BuildValue("(NN)", schema_cap, array_cap);
+}
+
+/* requested_schema is a request the producer may decline (the PyCapsule interface says so):
+ * the list type is what raydex has, without a copy, so it is declined. */
+static PyObject *list_arrow_c_array(ListArrayObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"requested_schema", NULL};
+  PyObject *requested = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:__arrow_c_array__", kwlist, &requested)) return NULL;
+  if (self->where == RDX_DEVICE)
+    return PyErr_Format(PyExc_ValueError,
+                        "ListArray.__arrow_c_array__: the result is in CUDA device memory, which the Arrow C data "
+                        "interface cannot carry; read it with __arrow_c_device_array__ or through DLPack "
+                        "(.offsets, .values)");
+  return list_capsules(self, 0);
+}
+
+static PyObject *list_arrow_c_device_array(ListArrayObject *self, PyObject *args, PyObject *kwds) {
+  PyObject *requested = Py_None;
+  if (!PyArg_ParseTuple(args, "|O:__arrow_c_device_array__", &requested)) return NULL;
+  if (kwds != NULL) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwds, &pos, &key, &value)) {
+      if (PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, "requested_schema") == 0) continue;
+      if (value != Py_None)
+        return PyErr_Format(PyExc_NotImplementedError, "ListArray.__arrow_c_device_array__: %R is not supported",
+                            key);
+    }
+  }
+  return list_capsules(self, 1);
+}
+
+static PyObject *list_get_offsets(ListArrayObject *self, void *c) {
+  (void)c;
+  return Py_NewRef(self->offsets);
+}
+static PyObject *list_get_values(ListArrayObject *self, void *c) {
+  (void)c;
+  return Py_NewRef(self->values);
+}
+static Py_ssize_t list_len(ListArrayObject *self) { return (Py_ssize_t)self->n; }
+
+static PyObject *list_repr(ListArrayObject *self) {
+  return PyUnicode_FromFormat("<raydex.ListArray large_list<uint64> lists=%lld values=%llu %s>", (long long)self->n,
+                              (unsigned long long)self->total, self->where == RDX_DEVICE ? "device" : "host");
+}
+
+static PyMethodDef list_methods[] = {
+    {"__arrow_c_array__", (PyCFunction)(void (*)(void))list_arrow_c_array, METH_VARARGS | METH_KEYWORDS,
+     "__arrow_c_array__(requested_schema=None) -> (schema, array) PyCapsules: the Arrow C data\n"
+     "interface's large_list<uint64> over raydex's buffers, without a copy (host results only)."},
+    {"__arrow_c_device_array__", (PyCFunction)(void (*)(void))list_arrow_c_device_array,
+     METH_VARARGS | METH_KEYWORDS,
+     "__arrow_c_device_array__(requested_schema=None, **kwargs) -> (schema, device array) PyCapsules:\n"
+     "the Arrow C device interface's view, on the CPU or the GPU where the result lives."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef list_getset[] = {
+    {"offsets", (getter)list_get_offsets, NULL, "uint64, n + 1 entries: list i is values[offsets[i]:offsets[i + 1]]", NULL},
+    {"values", (getter)list_get_values, NULL, "uint64: the row or point ids of every list, concatenated", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PySequenceMethods list_sequence = {.sq_length = (lenfunc)list_len};
+
+static PyTypeObject ListArrayType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "raydex.ListArray",
+    .tp_basicsize = sizeof(ListArrayObject),
+    .tp_dealloc = (destructor)list_dealloc,
+    .tp_repr = (reprfunc)list_repr,
+    .tp_as_sequence = &list_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A CSR result (what as_arrow=True returns) as an Arrow large_list<uint64> array, read\n"
+              "without a copy by anything that takes the Arrow PyCapsule interface:\n"
+              "pyarrow.array(a), polars.Series(a), duckdb. .offsets and .values are the (offsets, rows)\n"
+              "arrays the tuple form returns; len(a) is the number of queries.\n\n"
+              ">>> lists = idx.range(lo, hi, as_arrow=True)\n"
+              ">>> pyarrow.array(lists).to_pylist()\n"
+              "[[0, 1, 2], []]",
+    .tp_methods = list_methods,
+    .tp_getset = list_getset,
+};
+
+/* A CSR result as (offsets, rows), or as a ListArray, over result, which this takes over (freeing
+ * it on any failure). Host results are numpy arrays over raydex's memory; device results (device
+ * queries) DeviceArrays, never copied. */
+static PyObject *csr_out(ContextObject *context, rdx_result *result, int as_arrow) {
+  ResultOwnerObject *owner = owner_new(context);
   if (owner == NULL) {
     PyThread_acquire_lock(context->lock, WAIT_LOCK);
     rdx_result_free(context->ctx, result);
     PyThread_release_lock(context->lock);
     return NULL;
   }
-  Py_INCREF(context);
-  owner->context = context;
   owner->result = result;
-  owner->pairs = NULL;
-  if (result->where != RDX_HOST) {
-    Py_DECREF(owner);
-    PyErr_SetString(InternalError, "raydex returned a result outside host memory for host queries");
-    return NULL;
+  int device = result->where == RDX_DEVICE;
+  int64_t n = result->n_queries;
+  PyObject *offsets, *rows = NULL;
+  if (device) {
+    offsets = device_array(owner, result->offsets, n + 1, 1, RDX_U64);
+    if (offsets != NULL) rows = device_array(owner, result->row_ids, (int64_t)result->total, 1, RDX_U64);
+  } else {
+    offsets = wrap_u64(result->offsets, (npy_intp)n + 1, (PyObject *)owner);
+    if (offsets != NULL) rows = wrap_u64(result->row_ids, (npy_intp)result->total, (PyObject *)owner);
   }
-  PyObject *offsets = wrap_u64(result->offsets, (npy_intp)result->n_queries + 1, (PyObject *)owner);
-  PyObject *rows = offsets != NULL ? wrap_u64(result->row_ids, (npy_intp)result->total, (PyObject *)owner) : NULL;
-  Py_DECREF(owner);
   if (rows == NULL) {
     Py_XDECREF(offsets);
+    Py_DECREF(owner);
     return NULL;
   }
-  return Py_BuildValue("(NN)", offsets, rows);
+  if (!as_arrow) {
+    Py_DECREF(owner);
+    return Py_BuildValue("(NN)", offsets, rows);
+  }
+  ListArrayObject *list = PyObject_New(ListArrayObject, &ListArrayType);
+  if (list == NULL) {
+    Py_DECREF(offsets), Py_DECREF(rows), Py_DECREF(owner);
+    return NULL;
+  }
+  list->owner = (PyObject *)owner; /* takes this function's reference */
+  list->offsets = offsets;
+  list->values = rows;
+  list->offsets_data = result->offsets;
+  list->values_data = result->row_ids;
+  list->n = n;
+  list->total = result->total;
+  list->where = device ? RDX_DEVICE : RDX_HOST;
+  list->device = context->device;
+  return (PyObject *)list;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -559,7 +1351,8 @@ static PyObject *keyindex_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     return NULL;
   }
   ContextObject *context = resolve_context(context_obj, backend_name, "KeyIndex");
-  if (context == NULL) {
+  if (context == NULL || in_reach(context, &keys) < 0 || in_reach(context, &rows) < 0) {
+    Py_XDECREF(context);
     in_release(&keys);
     in_release(&rows);
     return NULL;
@@ -567,7 +1360,8 @@ static PyObject *keyindex_new(PyTypeObject *type, PyObject *args, PyObject *kwds
   rdx_index *idx = NULL;
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(context, st, msg, 1, rdx_index_build(context->ctx, keys.a, rows.a, &o, &idx));
+  RUN_ON(context, st, msg, 1, ON_DEVICE(keys) || ON_DEVICE(rows),
+         rdx_index_build(context->ctx, keys.a, rows.a, &o, &idx));
   in_release(&keys);
   in_release(&rows);
   if (st != RDX_OK) {
@@ -599,11 +1393,36 @@ static int keyindex_open(KeyIndexObject *self) {
   return 0;
 }
 
+/* A point lookup over device queries writes into device memory of the context, which owner keeps. */
+static rdx_status lookup_device(rdx_context *ctx, const rdx_index *idx, rdx_array q, ResultOwnerObject *owner) {
+  rdx_status st = rdx_malloc(ctx, &owner->block, (size_t)q.count * sizeof(uint64_t), RDX_DEVICE);
+  return st != RDX_OK ? st : rdx_index_lookup(ctx, idx, q, rdx_device_array(owner->block, q.count, RDX_U64));
+}
+
 static PyObject *keyindex_lookup(KeyIndexObject *self, PyObject *arg) {
   if (!keyindex_open(self)) return NULL;
   InArray q;
   if (in_array(arg, "KeyIndex.lookup: queries", dtype_mask(self->dtype), KEYS_WANTED(self), 0, &q) < 0)
     return NULL;
+  if (in_reach(self->context, &q) < 0) {
+    in_release(&q);
+    return NULL;
+  }
+  rdx_status st;
+  char msg[MESSAGE_BYTES];
+  if (ON_DEVICE(q)) {
+    ResultOwnerObject *owner = owner_new(self->context);
+    if (owner == NULL) {
+      in_release(&q);
+      return NULL;
+    }
+    RUN_ON(self->context, st, msg, self->idx != NULL, 1, lookup_device(self->context->ctx, self->idx, q.a, owner));
+    int64_t n = q.a.count;
+    in_release(&q);
+    PyObject *out = st == RDX_OK ? device_array(owner, owner->block, n, 1, RDX_U64) : raise_status(st, msg, "KeyIndex");
+    Py_DECREF(owner);
+    return out;
+  }
   npy_intp n = (npy_intp)q.a.count;
   PyObject *out = PyArray_EMPTY(1, &n, NPY_UINT64, 0);
   if (out == NULL) {
@@ -611,8 +1430,6 @@ static PyObject *keyindex_lookup(KeyIndexObject *self, PyObject *arg) {
     return NULL;
   }
   rdx_array rows = rdx_host_array(PyArray_DATA((PyArrayObject *)out), q.a.count, RDX_U64);
-  rdx_status st;
-  char msg[MESSAGE_BYTES];
   RUN(self->context, st, msg, self->idx != NULL, rdx_index_lookup(self->context->ctx, self->idx, q.a, rows));
   in_release(&q);
   if (st != RDX_OK) {
@@ -622,24 +1439,34 @@ static PyObject *keyindex_lookup(KeyIndexObject *self, PyObject *arg) {
   return out;
 }
 
-static PyObject *keyindex_lookup_all(KeyIndexObject *self, PyObject *arg) {
+static PyObject *keyindex_lookup_all(KeyIndexObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"queries", "as_arrow", NULL};
+  PyObject *q_obj;
+  int as_arrow = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$p:lookup_all", kwlist, &q_obj, &as_arrow)) return NULL;
   if (!keyindex_open(self)) return NULL;
   InArray q;
-  if (in_array(arg, "KeyIndex.lookup_all: queries", dtype_mask(self->dtype), KEYS_WANTED(self), 0, &q) < 0)
+  if (in_array(q_obj, "KeyIndex.lookup_all: queries", dtype_mask(self->dtype), KEYS_WANTED(self), 0, &q) < 0)
     return NULL;
+  if (in_reach(self->context, &q) < 0) {
+    in_release(&q);
+    return NULL;
+  }
   rdx_result *r = NULL;
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(self->context, st, msg, self->idx != NULL, rdx_index_lookup_alloc(self->context->ctx, self->idx, q.a, &r));
+  RUN_ON(self->context, st, msg, self->idx != NULL, ON_DEVICE(q),
+         rdx_index_lookup_alloc(self->context->ctx, self->idx, q.a, &r));
   in_release(&q);
   if (st != RDX_OK) return raise_status(st, msg, "KeyIndex");
-  return csr_tuple(self->context, r);
+  return csr_out(self->context, r, as_arrow);
 }
 
 static PyObject *keyindex_range(KeyIndexObject *self, PyObject *args, PyObject *kwds) {
-  static char *kwlist[] = {"lo", "hi", NULL};
+  static char *kwlist[] = {"lo", "hi", "as_arrow", NULL};
   PyObject *lo_obj, *hi_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:range", kwlist, &lo_obj, &hi_obj)) return NULL;
+  int as_arrow = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$p:range", kwlist, &lo_obj, &hi_obj, &as_arrow)) return NULL;
   if (!keyindex_open(self)) return NULL;
   unsigned mask = dtype_mask(self->dtype);
   InArray lo, hi;
@@ -647,11 +1474,24 @@ static PyObject *keyindex_range(KeyIndexObject *self, PyObject *args, PyObject *
   rdx_array bounds;
   if (hi_obj == Py_None) {
     if (in_array(lo_obj, "KeyIndex.range: bounds", mask, KEYS_WANTED(self), 2, &lo) < 0) return NULL;
+    if (in_reach(self->context, &lo) < 0) {
+      in_release(&lo);
+      return NULL;
+    }
     bounds = lo.a;
   } else {
     if (in_array(lo_obj, "KeyIndex.range: lo", mask, KEYS_WANTED(self), 0, &lo) < 0) return NULL;
     if (in_array(hi_obj, "KeyIndex.range: hi", mask, KEYS_WANTED(self), 0, &hi) < 0) {
       in_release(&lo);
+      return NULL;
+    }
+    if (ON_DEVICE(lo) || ON_DEVICE(hi)) {
+      /* The library reads one (m, 2) array; interleaving device arrays would need a kernel here. */
+      PyErr_SetString(PyExc_ValueError,
+                      "KeyIndex.range: lo and hi in device memory must come as one (m, 2) bounds array "
+                      "(cupy.stack([lo, hi], axis=1), torch.stack((lo, hi), dim=1)): range(bounds)");
+      in_release(&lo);
+      in_release(&hi);
       return NULL;
     }
     if (lo.a.count != hi.a.count) {
@@ -684,11 +1524,12 @@ static PyObject *keyindex_range(KeyIndexObject *self, PyObject *args, PyObject *
   rdx_result *r = NULL;
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(self->context, st, msg, self->idx != NULL, rdx_index_range_alloc(self->context->ctx, self->idx, bounds, &r));
+  RUN_ON(self->context, st, msg, self->idx != NULL, bounds.where == RDX_DEVICE,
+         rdx_index_range_alloc(self->context->ctx, self->idx, bounds, &r));
   in_release(&lo);
   PyMem_RawFree(interleaved);
   if (st != RDX_OK) return raise_status(st, msg, "KeyIndex");
-  return csr_tuple(self->context, r);
+  return csr_out(self->context, r, as_arrow);
 }
 
 static PyObject *keyindex_insert(KeyIndexObject *self, PyObject *args, PyObject *kwds) {
@@ -708,12 +1549,17 @@ static PyObject *keyindex_insert(KeyIndexObject *self, PyObject *args, PyObject 
     in_release(&keys);
     return NULL;
   }
+  if (in_reach(self->context, &keys) < 0 || in_reach(self->context, &rows) < 0) {
+    in_release(&keys);
+    in_release(&rows);
+    return NULL;
+  }
   rdx_update_options o = RDX_UPDATE_OPTIONS_INIT;
   if (rebuild) o.flags |= RDX_UPDATE_REBUILD;
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(self->context, st, msg, self->idx != NULL,
-      rdx_index_insert(self->context->ctx, self->idx, keys.a, rows.a, &o));
+  RUN_ON(self->context, st, msg, self->idx != NULL, ON_DEVICE(keys) || ON_DEVICE(rows),
+         rdx_index_insert(self->context->ctx, self->idx, keys.a, rows.a, &o));
   in_release(&keys);
   in_release(&rows);
   if (st != RDX_OK) return raise_status(st, msg, "KeyIndex");
@@ -729,13 +1575,17 @@ static PyObject *keyindex_erase(KeyIndexObject *self, PyObject *args, PyObject *
   InArray keys;
   if (in_array(keys_obj, "KeyIndex.erase: keys", dtype_mask(self->dtype), KEYS_WANTED(self), 0, &keys) < 0)
     return NULL;
+  if (in_reach(self->context, &keys) < 0) {
+    in_release(&keys);
+    return NULL;
+  }
   rdx_update_options o = RDX_UPDATE_OPTIONS_INIT;
   if (rebuild) o.flags |= RDX_UPDATE_REBUILD;
   int64_t n_erased = 0;
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(self->context, st, msg, self->idx != NULL,
-      rdx_index_erase(self->context->ctx, self->idx, keys.a, &o, &n_erased));
+  RUN_ON(self->context, st, msg, self->idx != NULL, ON_DEVICE(keys),
+         rdx_index_erase(self->context->ctx, self->idx, keys.a, &o, &n_erased));
   in_release(&keys);
   if (st != RDX_OK) return raise_status(st, msg, "KeyIndex");
   return PyLong_FromLongLong((long long)n_erased);
@@ -845,12 +1695,17 @@ static PyObject *keyindex_repr(KeyIndexObject *self) {
 
 static PyMethodDef keyindex_methods[] = {
     {"lookup", (PyCFunction)keyindex_lookup, METH_O,
-     "lookup(queries) -> uint64 array: the smallest row id of each query's key, or raydex.MISS."},
-    {"lookup_all", (PyCFunction)keyindex_lookup_all, METH_O,
-     "lookup_all(queries) -> (offsets, rows): every row of each query, CSR, rows ascending."},
+     "lookup(queries) -> uint64 array: the smallest row id of each query's key, or raydex.MISS.\n"
+     "Device queries (DLPack) give a raydex.DeviceArray in device memory."},
+    {"lookup_all", (PyCFunction)(void (*)(void))keyindex_lookup_all, METH_VARARGS | METH_KEYWORDS,
+     "lookup_all(queries, *, as_arrow=False) -> (offsets, rows): every row of each query, CSR, rows\n"
+     "ascending. as_arrow=True returns the same buffers as a raydex.ListArray (Arrow large_list)."},
     {"range", (PyCFunction)(void (*)(void))keyindex_range, METH_VARARGS | METH_KEYWORDS,
-     "range(lo, hi) -> (offsets, rows): the rows with lo[i] <= key <= hi[i], CSR.\n"
-     "range(bounds) takes an (m, 2) array of [lo, hi] instead."},
+     "range(lo, hi, *, as_arrow=False) -> (offsets, rows): the rows with lo[i] <= key <= hi[i], CSR.\n"
+     "range(bounds) takes an (m, 2) array of [lo, hi] instead (the only form for device arrays).\n"
+     "as_arrow=True returns the same buffers as a raydex.ListArray (Arrow large_list<uint64>):\n\n"
+     ">>> pyarrow.array(idx.range(lo, hi, as_arrow=True)).to_pylist()\n"
+     "[[0, 1, 2], []]"},
     {"insert", (PyCFunction)(void (*)(void))keyindex_insert, METH_VARARGS | METH_KEYWORDS,
      "insert(keys, rows=None, *, rebuild=False): add (key, row) pairs; rows default to next_row and up.\n"
      "rx and cgrx refuse updates unless rebuild=True."},
@@ -994,14 +1849,15 @@ static PyObject *points_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
   InArray xy;
   if (in_array(xy_obj, "PointIndex: xy", M_F32 | M_F64, "float32 or float64", 2, &xy) < 0) return NULL;
   ContextObject *context = resolve_context(context_obj, backend_name, "PointIndex");
-  if (context == NULL) {
+  if (context == NULL || in_reach(context, &xy) < 0) {
+    Py_XDECREF(context);
     in_release(&xy);
     return NULL;
   }
   rdx_points *pts = NULL;
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(context, st, msg, 1, rdx_points_build(context->ctx, xy.a, &o, &pts));
+  RUN_ON(context, st, msg, 1, ON_DEVICE(xy), rdx_points_build(context->ctx, xy.a, &o, &pts));
   in_release(&xy);
   if (st != RDX_OK) {
     Py_DECREF(context);
@@ -1031,38 +1887,54 @@ static int points_open(PointIndexObject *self) {
 }
 
 static PyObject *points_query(PointIndexObject *self, PyObject *q_obj, rdx_points_query_type type, int k,
-                              int columns, const char *what) {
+                              int columns, int as_arrow, const char *what) {
   if (!points_open(self)) return NULL;
   InArray q;
   if (in_array(q_obj, what, dtype_mask(self->dtype), POINTS_WANTED(self), columns, &q) < 0) return NULL;
+  if (in_reach(self->context, &q) < 0) {
+    in_release(&q);
+    return NULL;
+  }
   rdx_points_query query = RDX_POINTS_QUERY_INIT;
   query.type = type;
   query.k = k;
   rdx_result *r = NULL;
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(self->context, st, msg, self->pts != NULL,
-      rdx_points_query_alloc(self->context->ctx, self->pts, q.a, &query, &r));
+  RUN_ON(self->context, st, msg, self->pts != NULL, ON_DEVICE(q),
+         rdx_points_query_alloc(self->context->ctx, self->pts, q.a, &query, &r));
   in_release(&q);
   if (st != RDX_OK) return raise_status(st, msg, "PointIndex");
-  return csr_tuple(self->context, r);
+  return csr_out(self->context, r, as_arrow);
 }
 
-static PyObject *points_window(PointIndexObject *self, PyObject *arg) {
-  return points_query(self, arg, RDX_POINTS_WINDOW, 0, 4, "PointIndex.window: boxes");
+/* window, within and match: one query array and as_arrow. */
+static PyObject *points_query_args(PointIndexObject *self, PyObject *args, PyObject *kwds, const char *format,
+                                   rdx_points_query_type type, int columns, const char *what) {
+  static char *kwlist[] = {"", "as_arrow", NULL};
+  PyObject *q;
+  int as_arrow = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, format, kwlist, &q, &as_arrow)) return NULL;
+  return points_query(self, q, type, 0, columns, as_arrow, what);
 }
-static PyObject *points_within(PointIndexObject *self, PyObject *arg) {
-  return points_query(self, arg, RDX_POINTS_WITHIN, 0, 3, "PointIndex.within: circles");
+
+static PyObject *points_window(PointIndexObject *self, PyObject *args, PyObject *kwds) {
+  return points_query_args(self, args, kwds, "O|$p:window", RDX_POINTS_WINDOW, 4,
+                           "PointIndex.window: boxes");
 }
-static PyObject *points_match(PointIndexObject *self, PyObject *arg) {
-  return points_query(self, arg, RDX_POINTS_MATCH, 0, 2, "PointIndex.match: xy");
+static PyObject *points_within(PointIndexObject *self, PyObject *args, PyObject *kwds) {
+  return points_query_args(self, args, kwds, "O|$p:within", RDX_POINTS_WITHIN, 3,
+                           "PointIndex.within: circles");
+}
+static PyObject *points_match(PointIndexObject *self, PyObject *args, PyObject *kwds) {
+  return points_query_args(self, args, kwds, "O|$p:match", RDX_POINTS_MATCH, 2, "PointIndex.match: xy");
 }
 static PyObject *points_knn(PointIndexObject *self, PyObject *args, PyObject *kwds) {
-  static char *kwlist[] = {"xy", "k", NULL};
+  static char *kwlist[] = {"xy", "k", "as_arrow", NULL};
   PyObject *q;
-  int k;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oi:knn", kwlist, &q, &k)) return NULL;
-  return points_query(self, q, RDX_POINTS_KNN, k, 2, "PointIndex.knn: xy");
+  int k, as_arrow = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oi|$p:knn", kwlist, &q, &k, &as_arrow)) return NULL;
+  return points_query(self, q, RDX_POINTS_KNN, k, 2, as_arrow, "PointIndex.knn: xy");
 }
 
 static PyObject *points_insert(PointIndexObject *self, PyObject *arg) {
@@ -1070,10 +1942,15 @@ static PyObject *points_insert(PointIndexObject *self, PyObject *arg) {
   InArray xy;
   if (in_array(arg, "PointIndex.insert: xy", dtype_mask(self->dtype), POINTS_WANTED(self), 2, &xy) < 0)
     return NULL;
+  if (in_reach(self->context, &xy) < 0) {
+    in_release(&xy);
+    return NULL;
+  }
   uint64_t first = 0;
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(self->context, st, msg, self->pts != NULL, rdx_points_insert(self->context->ctx, self->pts, xy.a, &first));
+  RUN_ON(self->context, st, msg, self->pts != NULL, ON_DEVICE(xy),
+         rdx_points_insert(self->context->ctx, self->pts, xy.a, &first));
   in_release(&xy);
   if (st != RDX_OK) return raise_status(st, msg, "PointIndex");
   return PyLong_FromUnsignedLongLong((unsigned long long)first);
@@ -1083,9 +1960,14 @@ static PyObject *points_erase(PointIndexObject *self, PyObject *arg) {
   if (!points_open(self)) return NULL;
   InArray ids;
   if (in_array(arg, "PointIndex.erase: ids", M_U32 | M_U64, "uint32 or uint64", 0, &ids) < 0) return NULL;
+  if (in_reach(self->context, &ids) < 0) {
+    in_release(&ids);
+    return NULL;
+  }
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(self->context, st, msg, self->pts != NULL, rdx_points_erase(self->context->ctx, self->pts, ids.a));
+  RUN_ON(self->context, st, msg, self->pts != NULL, ON_DEVICE(ids),
+         rdx_points_erase(self->context->ctx, self->pts, ids.a));
   in_release(&ids);
   if (st != RDX_OK) return raise_status(st, msg, "PointIndex");
   Py_RETURN_NONE;
@@ -1101,9 +1983,15 @@ static PyObject *points_move(PointIndexObject *self, PyObject *args) {
     in_release(&ids);
     return NULL;
   }
+  if (in_reach(self->context, &ids) < 0 || in_reach(self->context, &xy) < 0) {
+    in_release(&ids);
+    in_release(&xy);
+    return NULL;
+  }
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(self->context, st, msg, self->pts != NULL, rdx_points_move(self->context->ctx, self->pts, ids.a, xy.a));
+  RUN_ON(self->context, st, msg, self->pts != NULL, ON_DEVICE(ids) || ON_DEVICE(xy),
+         rdx_points_move(self->context->ctx, self->pts, ids.a, xy.a));
   in_release(&ids);
   in_release(&xy);
   if (st != RDX_OK) return raise_status(st, msg, "PointIndex");
@@ -1205,14 +2093,17 @@ static PyObject *points_repr(PointIndexObject *self) {
 }
 
 static PyMethodDef points_methods[] = {
-    {"window", (PyCFunction)points_window, METH_O,
-     "window(boxes) -> (offsets, ids): points with xmin <= x <= xmax and ymin <= y <= ymax; boxes (m, 4)."},
-    {"within", (PyCFunction)points_within, METH_O,
-     "within(circles) -> (offsets, ids): points at distance <= r of (x, y); circles (m, 3)."},
-    {"match", (PyCFunction)points_match, METH_O,
-     "match(xy) -> (offsets, ids): points with exactly these coordinates; xy (m, 2)."},
+    {"window", (PyCFunction)(void (*)(void))points_window, METH_VARARGS | METH_KEYWORDS,
+     "window(boxes, *, as_arrow=False) -> (offsets, ids): points with xmin <= x <= xmax and\n"
+     "ymin <= y <= ymax; boxes (m, 4). as_arrow=True: a raydex.ListArray (Arrow large_list)."},
+    {"within", (PyCFunction)(void (*)(void))points_within, METH_VARARGS | METH_KEYWORDS,
+     "within(circles, *, as_arrow=False) -> (offsets, ids): points at distance <= r of (x, y);\n"
+     "circles (m, 3)."},
+    {"match", (PyCFunction)(void (*)(void))points_match, METH_VARARGS | METH_KEYWORDS,
+     "match(xy, *, as_arrow=False) -> (offsets, ids): points with exactly these coordinates; xy (m, 2)."},
     {"knn", (PyCFunction)(void (*)(void))points_knn, METH_VARARGS | METH_KEYWORDS,
-     "knn(xy, k) -> (offsets, ids): the min(k, n) nearest points by distance, ties by id."},
+     "knn(xy, k, *, as_arrow=False) -> (offsets, ids): the min(k, n) nearest points by distance,\n"
+     "ties by id."},
     {"insert", (PyCFunction)points_insert, METH_O, "insert(xy) -> int: add points; returns the first new id."},
     {"erase", (PyCFunction)points_erase, METH_O, "erase(ids): remove the points with these ids."},
     {"move", (PyCFunction)points_move, METH_VARARGS, "move(ids, xy): move points to new coordinates."},
@@ -1350,7 +2241,9 @@ static PyObject *layer_from_arrays(PyTypeObject *type, PyObject *args, PyObject 
     return NULL;
   }
   ContextObject *context = resolve_context(context_obj, backend_name, "PolygonLayer");
-  if (context == NULL) {
+  if (context == NULL || in_reach(context, &coords) < 0 || in_reach(context, &rings) < 0 ||
+      in_reach(context, &features) < 0) {
+    Py_XDECREF(context);
     in_release(&coords);
     in_release(&rings);
     in_release(&features);
@@ -1365,7 +2258,8 @@ static PyObject *layer_from_arrays(PyTypeObject *type, PyObject *args, PyObject 
   rdx_polygons *layer = NULL;
   rdx_status st;
   char msg[MESSAGE_BYTES];
-  RUN(context, st, msg, 1, rdx_polygons_create(context->ctx, &in, &layer));
+  RUN_ON(context, st, msg, 1, ON_DEVICE(coords) || ON_DEVICE(rings) || ON_DEVICE(features),
+         rdx_polygons_create(context->ctx, &in, &layer));
   in_release(&coords);
   in_release(&rings);
   in_release(&features);
@@ -1708,24 +2602,49 @@ static PyObject *module_join(PyObject *module, PyObject *args, PyObject *kwds) {
   return out;
 }
 
+/* pip(first=True) over device points writes into device memory of the context, which owner keeps. */
+static rdx_status pip_first_device(rdx_context *ctx, const rdx_polygons *layer, rdx_array xy,
+                                   const rdx_join_options *o, ResultOwnerObject *owner) {
+  rdx_status st = rdx_malloc(ctx, &owner->block, (size_t)xy.count * sizeof(int64_t), RDX_DEVICE);
+  return st != RDX_OK ? st : rdx_join_pip_first(ctx, layer, xy, o, rdx_device_array(owner->block, xy.count, RDX_I64));
+}
+
 static PyObject *module_pip(PyObject *module, PyObject *args, PyObject *kwds) {
   (void)module;
-  static char *kwlist[] = {"layer", "xy", "first", "planar", "pad_ulps", "group_threshold", NULL};
+  static char *kwlist[] = {"layer", "xy", "first", "planar", "pad_ulps", "group_threshold", "as_arrow", NULL};
   PyObject *layer_obj, *xy_obj;
-  int first = 0, planar = 0, pad_ulps = 0;
+  int first = 0, planar = 0, pad_ulps = 0, as_arrow = 0;
   double group_threshold = 0.0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$ppid:pip", kwlist, &layer_obj, &xy_obj, &first, &planar,
-                                   &pad_ulps, &group_threshold))
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$ppidp:pip", kwlist, &layer_obj, &xy_obj, &first, &planar,
+                                   &pad_ulps, &group_threshold, &as_arrow))
     return NULL;
+  if (first && as_arrow) return PyErr_Format(PyExc_ValueError, "pip: as_arrow=True needs first=False (a CSR result)");
   PolygonLayerObject *layer = as_layer(layer_obj, "pip: layer");
   if (layer == NULL || !layer_open(layer, "pip")) return NULL;
   InArray xy;
   if (in_array(xy_obj, "pip: xy", M_F32 | M_F64, "float32 or float64", 2, &xy) < 0) return NULL;
+  if (in_reach(layer->context, &xy) < 0) {
+    in_release(&xy);
+    return NULL;
+  }
   rdx_join_options o;
   join_options(&o, pad_ulps, group_threshold, planar);
   ContextObject *context = layer->context;
   rdx_status st;
   char msg[MESSAGE_BYTES];
+  if (first && ON_DEVICE(xy)) {
+    ResultOwnerObject *owner = owner_new(context);
+    if (owner == NULL) {
+      in_release(&xy);
+      return NULL;
+    }
+    RUN_ON(context, st, msg, layer->layer != NULL, 1, pip_first_device(context->ctx, layer->layer, xy.a, &o, owner));
+    int64_t n = xy.a.count;
+    in_release(&xy);
+    PyObject *out = st == RDX_OK ? device_array(owner, owner->block, n, 1, RDX_I64) : raise_layer_status(st, msg, "pip");
+    Py_DECREF(owner);
+    return out;
+  }
   if (first) {
     npy_intp n = (npy_intp)xy.a.count;
     PyObject *out = PyArray_EMPTY(1, &n, NPY_INT64, 0);
@@ -1743,10 +2662,11 @@ static PyObject *module_pip(PyObject *module, PyObject *args, PyObject *kwds) {
     return out;
   }
   rdx_result *res = NULL;
-  RUN(context, st, msg, layer->layer != NULL, rdx_join_pip_alloc(context->ctx, layer->layer, xy.a, &o, &res));
+  RUN_ON(context, st, msg, layer->layer != NULL, ON_DEVICE(xy),
+         rdx_join_pip_alloc(context->ctx, layer->layer, xy.a, &o, &res));
   in_release(&xy);
   if (st != RDX_OK) return raise_layer_status(st, msg, "pip");
-  return csr_tuple(context, res);
+  return csr_out(context, res, as_arrow);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1785,10 +2705,11 @@ static PyMethodDef module_methods[] = {
      "arrays, sorted by (r, s), unique; with op='overlay' and areas=True a third, float64: the area\n"
      "of each pair's intersection. Host results are strided views of raydex's (n, 2) array."},
     {"pip", (PyCFunction)(void (*)(void))module_pip, METH_VARARGS | METH_KEYWORDS,
-     "pip(layer, xy, *, first=False, planar=False, pad_ulps=0, group_threshold=0.0)\n\n"
+     "pip(layer, xy, *, first=False, planar=False, pad_ulps=0, group_threshold=0.0, as_arrow=False)\n\n"
      "Point in polygon for an (n, 2) float32/float64 array: (offsets, features), CSR (uint64):\n"
      "point i lies in features[offsets[i]:offsets[i + 1]] (ascending; boundaries included). With\n"
-     "first=True, an int64 array: the smallest containing feature per point, or -1."},
+     "first=True, an int64 array: the smallest containing feature per point, or -1. Device points\n"
+     "(DLPack) give raydex.DeviceArrays; as_arrow=True a raydex.ListArray (Arrow large_list)."},
     {"load_points", (PyCFunction)(void (*)(void))module_load_points, METH_VARARGS | METH_KEYWORDS,
      "load_points(path, backend='auto', *, context=None) -> PointIndex: read a PointIndex.save snapshot."},
     {NULL, NULL, 0, NULL}};
@@ -1846,6 +2767,7 @@ PyMODINIT_FUNC PyInit__raydex(void) {
     return NULL;
   }
   if (PyType_Ready(&ContextType) < 0 || PyType_Ready(&ResultOwnerType) < 0 ||
+      PyType_Ready(&DeviceArrayType) < 0 || PyType_Ready(&ListArrayType) < 0 ||
       PyType_Ready(&KeyIndexType) < 0 || PyType_Ready(&PointIndexType) < 0 ||
       PyType_Ready(&PolygonLayerType) < 0)
     return NULL;
@@ -1858,6 +2780,10 @@ PyMODINIT_FUNC PyInit__raydex(void) {
   if (PyModule_AddObject(m, "KeyIndex", (PyObject *)&KeyIndexType) < 0) goto fail;
   Py_INCREF(&PointIndexType);
   if (PyModule_AddObject(m, "PointIndex", (PyObject *)&PointIndexType) < 0) goto fail;
+  Py_INCREF(&DeviceArrayType);
+  if (PyModule_AddObject(m, "DeviceArray", (PyObject *)&DeviceArrayType) < 0) goto fail;
+  Py_INCREF(&ListArrayType);
+  if (PyModule_AddObject(m, "ListArray", (PyObject *)&ListArrayType) < 0) goto fail;
   Py_INCREF(&PolygonLayerType);
   if (PyModule_AddObject(m, "PolygonLayer", (PyObject *)&PolygonLayerType) < 0) goto fail;
   if (PyModule_AddObject(m, "MISS", PyLong_FromUnsignedLongLong((unsigned long long)RDX_MISS)) < 0) goto fail;

@@ -30,7 +30,7 @@ def test_stub_matches_the_module():
             stubbed.add(node.target.id)
     stubbed = {n for n in stubbed if not n.startswith("_") or n == "__version__"}
     assert stubbed == set(raydex.__all__)
-    for cls in ("Context", "KeyIndex", "PointIndex", "PolygonLayer"):
+    for cls in ("Context", "KeyIndex", "PointIndex", "PolygonLayer", "DeviceArray", "ListArray"):
         node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
         members = {n.name for n in node.body if isinstance(n, ast.FunctionDef)} - {"__init__"}
         for name in members:
