@@ -14,12 +14,16 @@
  *    through its owner object, so a context is destroyed only after everything made in it.
  *  - A closed index has a NULL handle; every method checks the handle under the context's lock
  *    and raises ValueError for a closed one, so use after close never reaches the library.
- *  - Inputs are borrowed through the buffer protocol (C-contiguous, typed): no copies, except
- *    range(lo, hi), which interleaves the two bound arrays into the (m, 2) array the library reads.
- *    Point lookups write into a fresh numpy array; CSR results are the library's own arrays
- *    (rdx_*_alloc), wrapped by numpy without a copy and freed when both arrays are gone; polygon
- *    join pairs likewise (strided views of the (n, 2) pair array), copied only when a GPU
- *    context returns them in device memory.
+ *  - Inputs are borrowed (C-contiguous, typed) through the buffer protocol, DLPack (host or CUDA
+ *    memory) or the Arrow PyCapsule interface (host, 1-D, no nulls; interop.h has the ABIs): no
+ *    copies, except range(lo, hi), which interleaves the two bound arrays into the (m, 2) array
+ *    the library reads, and an Arrow stream of several chunks, concatenated.
+ *  - Results live where the queries live. Host point lookups write into a fresh numpy array; CSR
+ *    results are the library's own arrays (rdx_*_alloc), wrapped by numpy without a copy and
+ *    freed when every view is gone; polygon join pairs likewise (strided views of the (n, 2) pair
+ *    array), copied only when a GPU context returns them in device memory. Device results
+ *    (device queries) are DeviceArrays over the library's memory, exported by DLPack and never
+ *    copied to the host; as_arrow=True gives a CSR result as a ListArray (Arrow large_list).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -2716,7 +2720,8 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, .m_name = "raydex._raydex",
-    .m_doc = "raydex's C extension: contexts, key indexes, point indexes and polygon joins over numpy arrays.",
+    .m_doc = "raydex's C extension: contexts, key indexes, point indexes and polygon joins over numpy, "
+             "DLPack and Arrow arrays.",
     .m_size = -1, .m_methods = module_methods};
 
 static int add_exception(PyObject *m, PyObject **slot, const char *name, PyObject *bases, const char *doc) {

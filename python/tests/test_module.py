@@ -14,9 +14,12 @@ def test_readme_examples_run():
     blocks = re.findall(r"```python\n(.*?)```", (HERE / "README.md").read_text(), re.S)
     assert len(blocks) >= 2
     for i, block in enumerate(blocks):
-        needs = [m for m in ("shapely", "geopandas") if re.search(rf"^import {m}|^from {m}", block, re.M)]
+        needs = [m for m in ("shapely", "geopandas", "cupy", "torch", "pyarrow")
+                 if re.search(rf"^import {m}|^from {m}", block, re.M)]
         if any(importlib.util.find_spec(m) is None for m in needs):
-            continue  # the polygon examples' shapely/GeoPandas part, where they are not installed
+            continue  # examples whose optional packages are not installed here
+        if re.search(r"^import cupy|^import torch", block, re.M) and not raydex.info()["n_gpus"]:
+            continue  # the GPU examples, on a machine without one
         exec(compile(block, f"python/README.md block {i}", "exec"), {})
 
 
