@@ -10,7 +10,9 @@
  * 2. The calls: key index builds (sorted, hash), point lookups on a sorted index, a bottom-up
  *    quadtree build and window queries with their CSR result (rdx_points_query_alloc). Each runs
  *    with inputs and outputs in device memory (where=device: the device-only time), then from
- *    host memory through the ring (path=ring) and through the driver (path=direct).
+ *    pageable host memory through the ring (path=ring) and through the driver (path=direct), and
+ *    from pinned host memory the caller holds (path=pinned: inputs copied there before the clock;
+ *    window queries then count and fill into pinned arrays instead of rdx_points_query_alloc).
  *
  * Protocol (METHOD.md): inputs generated from the seed on a CPU context and placed before any
  * clock starts; one warm-up run, then the median of --reps runs; the calls are synchronous, so a
@@ -116,16 +118,34 @@ static double median_ms(bench *b, run_fn f, void *state) {
 typedef struct host_path {
   const char *name;
   int mode;
+  int pinned; /* the call's host arrays are pinned memory the caller holds (rdx_malloc RDX_HOST_PINNED) */
 } host_path;
-static int host_paths(const bench *b, host_path p[2]) {
+static int host_paths(const bench *b, host_path p[3]) {
   if (!b->gpu) {
-    p[0].name = "-", p[0].mode = RDX_STAGING_AUTO;
+    p[0].name = "-", p[0].mode = RDX_STAGING_AUTO, p[0].pinned = 0;
     return 1;
   }
   /* AUTO is the ring unless the context could not have one (the pinned memory was refused) */
-  p[0].name = rdx_staging_bytes(b->ctx) ? "ring" : "none", p[0].mode = RDX_STAGING_AUTO;
-  p[1].name = "direct", p[1].mode = RDX_STAGING_DIRECT;
-  return 2;
+  p[0].name = rdx_staging_bytes(b->ctx) ? "ring" : "none", p[0].mode = RDX_STAGING_AUTO, p[0].pinned = 0;
+  p[1].name = "direct", p[1].mode = RDX_STAGING_DIRECT, p[1].pinned = 0;
+  p[2].name = "pinned", p[2].mode = RDX_STAGING_AUTO, p[2].pinned = 1;
+  return 3;
+}
+
+static size_t array_bytes(rdx_array a) { return (size_t)a.count * (size_t)a.columns * rdx_dtype_size(a.dtype); }
+
+/* A host array as the path hands it to the call: itself, or a copy in pinned memory (free with
+ * path_release). */
+static rdx_array path_array(bench *b, const host_path *p, rdx_array a) {
+  if (!p->pinned) return a;
+  void *pin = NULL;
+  cli_must(b->ctx, rdx_malloc(b->ctx, &pin, array_bytes(a) ? array_bytes(a) : 1, RDX_HOST_PINNED), "pinned copy");
+  memcpy(pin, a.data, array_bytes(a));
+  a.data = pin;
+  return a;
+}
+static void path_release(bench *b, const host_path *p, rdx_array a) {
+  if (p->pinned) rdx_free(b->ctx, a.data, RDX_HOST_PINNED);
 }
 
 static void *must_malloc(size_t bytes, const char *what) {
@@ -188,9 +208,10 @@ static void part_link(bench *b, const cfg *c) {
     emit(b, "link_d2h", "pinned", "direct", (int64_t)bytes, 0, (double)bytes, 1, out_ms, 0, check);
     unsigned char *dst = (unsigned char *)must_malloc(bytes, "the link's destination");
     memset(dst, 0, bytes); /* every page touched */
-    host_path p[2];
+    host_path p[3];
     const int n_paths = host_paths(b, p);
     for (int k = 0; k < n_paths; k++) {
+      if (p[k].pinned) continue; /* the pinned rows above */
       cli_progress("link: %zu bytes, pageable, %s", bytes, p[k].name);
       rdx_staging_force(ctx, p[k].mode);
       memset(pin, 0, bytes);
@@ -278,7 +299,7 @@ static void part_keys(bench *b, const cfg *c) {
   rdx_array kh;
   cli_must(b->gen, rdx_gen_keys(b->gen, n, RDX_U32, RDX_DIST_UNIFORM, 0.0, c->seed, &kh), "keys");
   rdx_array kd = cli_place(ctx, kh);
-  host_path p[2];
+  host_path p[3];
   const int n_paths = host_paths(b, p);
   rdx_index *sorted = NULL; /* the device build of the sorted index, which the lookups query */
   for (int op = OP_BUILD_SORTED; op <= OP_BUILD_HASH; op++) {
@@ -297,11 +318,12 @@ static void part_keys(bench *b, const cfg *c) {
       for (int k = 0; k < n_paths; k++) {
         cli_progress("%s: %lld keys, host, %s", op_names[op], (long long)n, p[k].name);
         key_build_run host = dev;
-        host.keys = kh;
+        host.keys = path_array(b, &p[k], kh);
         host.idx = NULL;
         rdx_staging_force(ctx, p[k].mode);
         const double ms = median_ms(b, run_key_build, &host);
         rdx_staging_force(ctx, RDX_STAGING_AUTO);
+        path_release(b, &p[k], host.keys);
         const char *check = same_index(b, dev.idx, host.idx, kd);
         rdx_index_destroy(host.idx);
         emit(b, op_names[op], "host", p[k].name, n, in, 0, 1, ms, dev_ms, check);
@@ -328,12 +350,15 @@ static void part_keys(bench *b, const cfg *c) {
     uint64_t *out_h = (uint64_t *)must_malloc((size_t)m * 8, "answers");
     for (int k = 0; k < n_paths; k++) {
       cli_progress("keys_lookup: %lld lookups, host, %s", (long long)m, p[k].name);
-      memset(out_h, 0, (size_t)m * 8); /* every page touched, no answer left from the last path */
-      lookup_run host = {sorted, qh, rdx_host_array(out_h, m, RDX_U64)};
+      rdx_array answers_h = path_array(b, &p[k], rdx_host_array(out_h, m, RDX_U64));
+      memset(answers_h.data, 0, (size_t)m * 8); /* every page touched, no answer left from the last path */
+      lookup_run host = {sorted, path_array(b, &p[k], qh), answers_h};
       rdx_staging_force(ctx, p[k].mode);
       const double ms = median_ms(b, run_lookup, &host);
       rdx_staging_force(ctx, RDX_STAGING_AUTO);
-      const char *check = memcmp(out_h, ref, (size_t)m * 8) == 0 ? "same" : "DIFFERS";
+      const char *check = memcmp(answers_h.data, ref, (size_t)m * 8) == 0 ? "same" : "DIFFERS";
+      path_release(b, &p[k], host.queries);
+      path_release(b, &p[k], answers_h);
       emit(b, "keys_lookup", "host", p[k].name, m, in, out, 1, ms, dev_ms, check);
     }
     free(out_h), free(ref);
@@ -378,6 +403,31 @@ static double run_window(bench *b, void *state) {
   return rdx_now_ms() - t0;
 }
 
+/* Window queries answered into the caller's arrays: count, offsets, fill (the pinned path). */
+typedef struct window_into {
+  window_run *w;
+  uint64_t *counts, *offsets, *rows; /* offsets (m + 1) and rows (total) contiguous, as fetch lays them */
+  uint64_t total;                    /* the device run's */
+} window_into;
+
+static double run_window_into(bench *b, void *state) {
+  window_into *r = (window_into *)state;
+  const int64_t m = r->w->queries.count;
+  uint64_t total = 0;
+  double t0 = rdx_now_ms();
+  cli_must(b->ctx, rdx_points_query_count(b->ctx, r->w->pts, r->w->queries, &r->w->query, rdx_host_array(r->counts, m, RDX_U64)),
+           "count");
+  cli_must(b->ctx, rdx_counts_to_offsets(b->ctx, rdx_host_array(r->counts, m, RDX_U64), rdx_host_array(r->offsets, m + 1, RDX_U64),
+                                         &total),
+           "offsets");
+  if (total != r->total) cli_die(CLI_EXIT_FAILURE, "window queries: %llu rows, the device run had %llu",
+                                 (unsigned long long)total, (unsigned long long)r->total);
+  cli_must(b->ctx, rdx_points_query_fill(b->ctx, r->w->pts, r->w->queries, &r->w->query,
+                                         rdx_host_array(r->offsets, m + 1, RDX_U64), rdx_host_array(r->rows, (int64_t)total, RDX_U64)),
+           "fill");
+  return rdx_now_ms() - t0;
+}
+
 /* Two builds over the same points agree: points, node and leaf counts, resident bytes, and every
  * node (Morton key, level, leaf flag, points below it and where its points start). */
 static const char *same_points(bench *b, const rdx_points *ref, const rdx_points *pts) {
@@ -417,7 +467,7 @@ static void part_points(bench *b, const cfg *c) {
   rdx_array ph;
   cli_must(b->gen, rdx_gen_points(b->gen, n, c->dist, c->pdtype, c->seed, &ph), "points");
   rdx_array pd = cli_place(ctx, ph);
-  host_path p[2];
+  host_path p[3];
   const int n_paths = host_paths(b, p);
   points_build_run dev;
   memset(&dev, 0, sizeof dev);
@@ -437,11 +487,12 @@ static void part_points(bench *b, const cfg *c) {
     for (int k = 0; k < n_paths; k++) {
       cli_progress("points_build: %lld points, host, %s", (long long)n, p[k].name);
       points_build_run host = dev;
-      host.points = ph;
+      host.points = path_array(b, &p[k], ph);
       host.pts = NULL;
       rdx_staging_force(ctx, p[k].mode);
       const double ms = median_ms(b, run_points_build, &host);
       rdx_staging_force(ctx, RDX_STAGING_AUTO);
+      path_release(b, &p[k], host.points);
       const char *check = same_points(b, dev.pts, host.pts);
       rdx_points_destroy(host.pts);
       emit(b, "points_build", "host", p[k].name, n, in, 0, 1, ms, dev_ms, check);
@@ -471,18 +522,38 @@ static void part_points(bench *b, const cfg *c) {
     for (int k = 0; k < n_paths; k++) {
       cli_progress("points_window: %lld windows, host, %s", (long long)m, p[k].name);
       window_run host = w;
-      host.queries = qh;
+      host.queries = path_array(b, &p[k], qh);
       host.res = NULL;
-      rdx_staging_force(ctx, p[k].mode);
-      const double ms = median_ms(b, run_window, &host);
-      rdx_staging_force(ctx, RDX_STAGING_AUTO);
       const char *check = "DIFFERS";
-      if (host.res->total == total) {
-        uint64_t *got = fetch(b, host.res);
-        if (memcmp(got, ref, ref_words * 8) == 0) check = "same";
-        free(got);
+      double ms;
+      if (p[k].pinned) {
+        /* count and fill into the caller's pinned arrays, sized by the device run */
+        window_into into;
+        memset(&into, 0, sizeof into);
+        into.w = &host;
+        into.total = total;
+        void *mem = NULL;
+        cli_must(ctx, rdx_malloc(ctx, &mem, ref_words * 8 + (size_t)m * 8, RDX_HOST_PINNED), "pinned result");
+        into.offsets = (uint64_t *)mem;
+        into.rows = into.offsets + m + 1;
+        into.counts = into.rows + total;
+        rdx_staging_force(ctx, p[k].mode);
+        ms = median_ms(b, run_window_into, &into);
+        rdx_staging_force(ctx, RDX_STAGING_AUTO);
+        if (memcmp(into.offsets, ref, ref_words * 8) == 0) check = "same";
+        rdx_free(ctx, mem, RDX_HOST_PINNED);
+      } else {
+        rdx_staging_force(ctx, p[k].mode);
+        ms = median_ms(b, run_window, &host);
+        rdx_staging_force(ctx, RDX_STAGING_AUTO);
+        if (host.res->total == total) {
+          uint64_t *got = fetch(b, host.res);
+          if (memcmp(got, ref, ref_words * 8) == 0) check = "same";
+          free(got);
+        }
+        rdx_result_free(ctx, host.res);
       }
-      rdx_result_free(ctx, host.res);
+      path_release(b, &p[k], host.queries);
       emit(b, "points_window", "host", p[k].name, m, in, out, 1, ms, wdev_ms, check);
     }
     free(ref);

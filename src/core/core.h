@@ -38,10 +38,11 @@ extern "C" {
 typedef struct rdx_pool rdx_pool;
 
 /* Freed host blocks of at least RDX_HOST_CACHE_MIN bytes are kept (up to this many, and
- * RDX_HOST_CACHE_LIMIT bytes in all) for the context's next allocations: see memory.c. */
+ * RDX_HOST_CACHE_LIMIT bytes in all, or a sixteenth of the machine's memory where that is less)
+ * for the context's next allocations: see memory.c. */
 #define RDX_HOST_CACHE_BLOCKS 16
 #define RDX_HOST_CACHE_MIN ((size_t)256 << 10)
-#define RDX_HOST_CACHE_LIMIT ((size_t)256 << 20)
+#define RDX_HOST_CACHE_LIMIT ((size_t)1 << 30)
 
 typedef struct rdx_allocation {
   void *ptr;            /* as returned to the caller */

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void rdx_mem_fail_after(rdx_context *ctx, int64_t n) { ctx->fail_countdown = n > 0 ? n : 0; }
 
@@ -50,10 +51,24 @@ static void *host_take(rdx_context *ctx, size_t real, size_t *cap) {
   return aligned_alloc(64, *cap);
 }
 
+/* The most the cache keeps: large enough for a batch's result rows (hundreds of megabytes, which a
+ * GPU fills faster than the kernel maps fresh pages: bench/README.md, "fresh host pages"), small
+ * beside the machine's memory. */
+static size_t host_cache_limit(void) {
+  static size_t limit;
+  if (limit == 0) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t sixteenth = pages > 0 && page > 0 ? (size_t)pages / 16 * (size_t)page : RDX_HOST_CACHE_LIMIT;
+    limit = sixteenth < RDX_HOST_CACHE_LIMIT ? sixteenth : RDX_HOST_CACHE_LIMIT;
+  }
+  return limit;
+}
+
 static void host_give(rdx_context *ctx, void *p, size_t cap) {
-  if (RDX_HOST_CACHE_ON && cap >= RDX_HOST_CACHE_MIN && cap <= RDX_HOST_CACHE_LIMIT) {
+  const size_t limit = host_cache_limit();
+  if (RDX_HOST_CACHE_ON && cap >= RDX_HOST_CACHE_MIN && cap <= limit) {
     while (ctx->n_host_cache > 0 &&
-           (ctx->n_host_cache == RDX_HOST_CACHE_BLOCKS || ctx->host_cache_bytes + cap > RDX_HOST_CACHE_LIMIT)) {
+           (ctx->n_host_cache == RDX_HOST_CACHE_BLOCKS || ctx->host_cache_bytes + cap > limit)) {
       ctx->host_cache_bytes -= ctx->host_cache[0].cap; /* the oldest goes */
       free(ctx->host_cache[0].ptr);
       ctx->host_cache[0] = ctx->host_cache[--ctx->n_host_cache];

@@ -5,67 +5,7 @@
  */
 #include "core.h"
 
-#include <pthread.h>
 #include <stdlib.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
-/* Rows a GPU writes to fresh host memory: the kernel maps and zeroes each page as it is first
- * written, which in the virtual machines GPUs are lent in is slower than the link (bench/README.md,
- * "fresh host pages"), so the copy out would wait on the CPU. Threads of their own fault the pages
- * in with MADV_POPULATE_WRITE while the device counts and fills: that leaves the bytes as they are,
- * so it may overlap the copy into the same pages. Where the kernel lacks it nothing happens and the
- * copy faults the pages in itself. */
-#define POPULATE_MIN_BYTES ((size_t)64 << 20)
-#define POPULATE_THREADS 8
-
-typedef struct populate_range {
-  char *p;
-  size_t bytes;
-} populate_range;
-
-typedef struct populate {
-  pthread_t th[POPULATE_THREADS];
-  populate_range part[POPULATE_THREADS];
-  int n;
-} populate;
-
-static void *populate_part(void *arg) {
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-  const populate_range *r = (const populate_range *)arg;
-  (void)madvise(r->p, r->bytes, MADV_POPULATE_WRITE);
-#else
-  (void)arg;
-#endif
-  return NULL;
-}
-
-static void populate_begin(rdx_context *ctx, void *p, size_t bytes, populate *h) {
-  h->n = 0;
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-  if (bytes < POPULATE_MIN_BYTES) return;
-  int want = ctx->n_threads / 2 < 1 ? 1 : ctx->n_threads / 2 > POPULATE_THREADS ? POPULATE_THREADS : ctx->n_threads / 2;
-  /* whole pages: madvise takes a page-aligned start */
-  const size_t page = 4096, lo = ((size_t)p + page - 1) & ~(page - 1), hi = ((size_t)p + bytes) & ~(page - 1);
-  if (hi <= lo) return;
-  const size_t per = ((hi - lo) / (size_t)want + page - 1) & ~(page - 1);
-  for (int i = 0; i < want && lo + (size_t)i * per < hi; i++) {
-    size_t at = lo + (size_t)i * per, len = hi - at < per ? hi - at : per;
-    h->part[h->n].p = (char *)at;
-    h->part[h->n].bytes = len;
-    if (pthread_create(&h->th[h->n], NULL, populate_part, &h->part[h->n]) != 0) break;
-    h->n++;
-  }
-#else
-  (void)ctx, (void)p, (void)bytes;
-#endif
-}
-
-static void populate_end(populate *h) {
-  for (int i = 0; i < h->n; i++) pthread_join(h->th[i], NULL);
-  h->n = 0;
-}
 
 rdx_status rdx_result_make(rdx_context *ctx, const char *fn, int64_t n_queries, rdx_location where,
                            rdx_status (*count)(void *arg, rdx_array counts),
@@ -100,11 +40,7 @@ rdx_status rdx_result_make(rdx_context *ctx, const char *fn, int64_t n_queries, 
   RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, (void **)&r->row_ids, row_bytes, where), st, fail);
   rdx_array ra = rdx_host_array(r->row_ids, (int64_t)r->total, RDX_U64);
   ra.where = where;
-  populate pop;
-  populate_begin(ctx, r->row_ids, where == RDX_HOST && rdx_is_gpu(ctx) ? row_bytes : 0, &pop);
-  st = fill(arg, oa, ra);
-  populate_end(&pop);
-  if (st != RDX_OK) goto fail;
+  RDX_CHECK_GOTO(fill(arg, oa, ra), st, fail);
   *out = r;
   return RDX_OK;
 fail:
