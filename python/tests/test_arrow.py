@@ -368,7 +368,7 @@ def test_pyarrow_arrays_in(rng):
     want = raydex.KeyIndex(keys, context=ctx).lookup(q)
     idx = raydex.KeyIndex(pa.array(keys), context=ctx)
     assert np.array_equal(idx.lookup(pa.array(q)), want)
-    assert np.array_equal(idx.lookup(pa.array(np.concatenate([[0], q]))[1:]), want)  # a slice: offset 1
+    assert np.array_equal(idx.lookup(pa.array(np.concatenate([np.zeros(1, q.dtype), q]))[1:]), want)  # a slice: offset 1
     chunked = pa.chunked_array([q[:20], q[20:]])
     if hasattr(chunked, "__arrow_c_stream__"):
         assert np.array_equal(idx.lookup(chunked), want)
