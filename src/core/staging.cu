@@ -202,7 +202,9 @@ extern "C" int64_t rdx_staged_map_chunk(const rdx_context *ctx, int64_t n, size_
   const int64_t per = (int64_t)(r->chunk / (item ? item : 1));
   if (per == 0) return 0;                              /* a slot holds less than one item */
   if (mode != RDX_STAGING_RING && n <= per) return 0;  /* one chunk: nothing to overlap */
-  return per;
+  /* whole groups of 64 items where a slot holds more: every chunk and buffer starts 256-byte
+   * aligned for the kernels' vector loads */
+  return per >= 64 ? per & ~(int64_t)63 : per;
 }
 
 /* Chunk i (of `per` items) goes up into device buffer i % 2 on the ring's up stream, is worked on
