@@ -266,6 +266,13 @@ RDX_API rdx_backend rdx_context_backend(const rdx_context *ctx);
 RDX_API RDX_NODISCARD rdx_status rdx_context_set_memory_limit(rdx_context *ctx, int64_t bytes);
 /* Bytes the context holds now and the most it has held since creation. Since 0.1. */
 RDX_API void rdx_context_memory(const rdx_context *ctx, int64_t *in_use, int64_t *peak);
+/* GPU contexts: the work the context does from now on (it runs on a CUDA stream of its own, which
+ * waits for no other) starts after everything enqueued so far on `stream`, a cudaStream_t of the
+ * caller's (cudaStreamLegacy, (void *)1, for the legacy default stream; (void *)2 for the calling
+ * thread's default stream), without blocking the host: for device arrays that another library's
+ * kernels were still writing. Returns RDX_OK (also on a CPU context, with nothing to wait for),
+ * RDX_ERR_CUDA (stream is not a stream of the context's device). Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_context_wait_stream(rdx_context *ctx, void *stream);
 
 /* What this build and machine offer: filled by rdx_info_get. */
 typedef struct rdx_info {

@@ -294,8 +294,29 @@ static void trace_and_priority(void) {
   unsetenv("RAYDEX_TRACE");
 }
 
+/* rdx_context_wait_stream: the legacy default stream (1) and the thread's (2) on a GPU, nothing to
+ * wait for on a CPU; a destroyed or NULL context refused. */
+static void wait_stream(rdx_context *ctx) {
+  CASE(wait_stream);
+  CHECK_OK(ctx, rdx_context_wait_stream(ctx, (void *)1));
+  CHECK_OK(ctx, rdx_context_wait_stream(ctx, (void *)2));
+  CHECK_OK(ctx, rdx_context_wait_stream(ctx, NULL));
+  CHECK(rdx_context_wait_stream(NULL, (void *)1) != RDX_OK);
+  /* the context still answers afterwards */
+  uint32_t keys[4] = {9, 2, 7, 2};
+  uint64_t got[2] = {0, 0};
+  uint32_t q[2] = {2, 5};
+  rdx_index *idx = NULL;
+  CHECK_OK(ctx, rdx_index_build(ctx, rdx_host_array(keys, 4, RDX_U32), rdx_no_array(), NULL, &idx));
+  CHECK_OK(ctx, rdx_index_lookup(ctx, idx, rdx_host_array(q, 2, RDX_U32), rdx_host_array(got, 2, RDX_U64)));
+  CHECK_EQ(got[0], 1);
+  CHECK_EQ(got[1], RDX_MISS);
+  rdx_index_destroy(idx);
+}
+
 int main(int argc, char **argv) {
   rdx_context *ctx = check_begin(argc, argv);
+  wait_stream(ctx);
   if (getenv("RAYDEX_TRACE") == NULL) trace_and_priority(); /* it sets the variable itself */
   statuses();
   context_options();

@@ -108,7 +108,7 @@ static PyTypeObject ContextType;
 /* Run `call` without the GIL and with the context's lock; on failure copy the context's message
  * into msg (a char[MESSAGE_BYTES]) before another thread can replace it. `guard` is checked under
  * the lock: when false the call is skipped and st is CLOSED_STATUS. RUN_ON first waits for the
- * device when `device_inputs` is true (wait_for_device says why). */
+ * device's producers when `device_inputs` is true (wait_for_device says why). */
 #define RUN_ON(cobj, st, msg, guard, device_inputs, call)                                \
   do {                                                                                   \
     Py_BEGIN_ALLOW_THREADS                                                               \
@@ -126,16 +126,11 @@ static PyTypeObject ContextType;
 #define RUN(cobj, st, msg, guard, call) RUN_ON(cobj, st, msg, guard, 0, call)
 
 /* Device arrays come from CuPy, PyTorch or JAX, whose kernels that wrote them may still be running
- * on their streams (the DLPack exchange orders them before the legacy default stream at most);
- * raydex's stream is a non-blocking one of its own, which waits for neither. raydex.h offers no
- * call that makes its stream wait for another, but documents that rdx_free waits for the whole
- * device, as cudaFree does: freeing an empty block of the context's is that wait. */
-static rdx_status wait_for_device(rdx_context *ctx) {
-  void *p = NULL;
-  rdx_status st = rdx_malloc(ctx, &p, 0, RDX_DEVICE);
-  if (st == RDX_OK) rdx_free(ctx, p, RDX_DEVICE);
-  return st;
-}
+ * on their streams. __dlpack__ is asked for stream=1 (from_dlpack), so the producer orders that
+ * work before the legacy default stream; raydex's own stream is a non-blocking one, which waits
+ * for no other until told: rdx_context_wait_stream makes it wait for the legacy stream, on the
+ * device, without blocking the host. */
+static rdx_status wait_for_device(rdx_context *ctx) { return rdx_context_wait_stream(ctx, (void *)1); }
 
 static int parse_backend(const char *name, rdx_backend *out) {
   static const struct { const char *name; rdx_backend backend; } table[] = {

@@ -168,6 +168,21 @@ extern "C" void rdx_cuda_free(rdx_context *ctx, void *ptr, int pinned) {
   (void)cudaGetLastError();
 }
 
+/* The caller's stream gets an event, the context's stream waits for it: no host wait, and no
+ * event kept (one made per call costs about a microsecond). */
+extern "C" rdx_status rdx_context_wait_stream(rdx_context *ctx, void *stream) {
+  static const char what[] = "rdx_context_wait_stream";
+  RDX_CHECK(rdx_check_context(ctx));
+  if (!rdx_is_gpu(ctx)) return RDX_OK;
+  cudaEvent_t ev;
+  RDX_CUDA(ctx, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), what);
+  cudaError_t e = cudaEventRecord(ev, (cudaStream_t)stream);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(rdx_stream(ctx), ev, 0);
+  cudaEventDestroy(ev); /* released once the wait is satisfied, as CUDA documents */
+  if (e != cudaSuccess) return rdx_cuda_fail(ctx, e, what);
+  return RDX_OK;
+}
+
 extern "C" void rdx_cuda_device_sync(void) {
   cudaDeviceSynchronize();
   (void)cudaGetLastError();

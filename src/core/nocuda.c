@@ -24,6 +24,10 @@ rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t 
   return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "rdx_copy: CUDA is not built");
 }
 void rdx_staging_init(rdx_context *ctx, size_t bytes) { (void)ctx, (void)bytes; }
+rdx_status rdx_context_wait_stream(rdx_context *ctx, void *stream) {
+  (void)stream;
+  return rdx_check_context(ctx); /* nothing runs on a stream */
+}
 void rdx_staging_fini(rdx_context *ctx) { (void)ctx; }
 void rdx_staging_force(rdx_context *ctx, int mode) { ctx->force.staging = mode; }
 size_t rdx_staging_bytes(const rdx_context *ctx) { (void)ctx; return 0; }
