@@ -55,13 +55,9 @@ static void *host_take(rdx_context *ctx, size_t real, size_t *cap) {
  * GPU fills faster than the kernel maps fresh pages: bench/README.md, "fresh host pages"), small
  * beside the machine's memory. */
 static size_t host_cache_limit(void) {
-  static size_t limit;
-  if (limit == 0) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    size_t sixteenth = pages > 0 && page > 0 ? (size_t)pages / 16 * (size_t)page : RDX_HOST_CACHE_LIMIT;
-    limit = sixteenth < RDX_HOST_CACHE_LIMIT ? sixteenth : RDX_HOST_CACHE_LIMIT;
-  }
-  return limit;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const size_t sixteenth = pages > 0 && page > 0 ? (size_t)pages / 16 * (size_t)page : RDX_HOST_CACHE_LIMIT;
+  return sixteenth < RDX_HOST_CACHE_LIMIT ? sixteenth : RDX_HOST_CACHE_LIMIT;
 }
 
 static void host_give(rdx_context *ctx, void *p, size_t cap) {
