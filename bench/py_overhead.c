@@ -25,8 +25,9 @@
  *                 own cost, the floor issue 32's "overhead over the C API" is measured from
  *   c_binding_us  the C calls the binding makes for one lookup (python/src/raydex_module.c,
  *                 keyindex_lookup): host: malloc the answers, lookup, free (numpy's empty array);
- *                 device: wait for the device (rdx_malloc 0 bytes + rdx_free, the binding's
- *                 wait_for_device), rdx_malloc the answers, lookup, rdx_free (the DeviceArray's
+ *                 device: order the context's stream after the legacy default stream
+ *                 (rdx_context_wait_stream(ctx, 1), the binding's wait_for_device for DLPack
+ *                 producers), rdx_malloc the answers, lookup, rdx_free (the DeviceArray's
  *                 release); py_us - c_binding_us is then what CPython and the binding's argument
  *                 handling add.
  *
@@ -109,8 +110,7 @@ static void one_call(const job *j) {
   }
   if (j->device) {
     void *p = NULL;
-    CHECK(ctx, rdx_malloc(ctx, &p, 0, RDX_DEVICE)); /* the binding's wait_for_device */
-    rdx_free(ctx, p, RDX_DEVICE);
+    CHECK(ctx, rdx_context_wait_stream(ctx, (void *)1)); /* the binding's wait_for_device */
     CHECK(ctx, rdx_malloc(ctx, &p, (size_t)m * sizeof(uint64_t), RDX_DEVICE));
     CHECK(ctx, rdx_index_lookup(ctx, j->idx, j->q, rdx_device_array(p, m, RDX_U64)));
     rdx_free(ctx, p, RDX_DEVICE);

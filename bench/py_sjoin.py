@@ -215,6 +215,10 @@ def main():
         if gpd is not None:
             srcs = [os.path.join(a.maps, spec[s][1]) for s in ("left", "right")]
             if all(os.path.exists(p) for p in srcs):
+                # GDAL's GeoJSON driver refuses a feature past OGR_GEOJSON_MAX_OBJ_SIZE (200 MB of
+                # parsed JSON), which the largest countries of countries-land-10m pass; raydex's
+                # reader (src/io/gdal.c) lifts it the same way
+                os.environ.setdefault("OGR_GEOJSON_MAX_OBJ_SIZE", "0")
                 t0 = time.perf_counter()
                 frames = [gpd.read_file(p, layer=spec[s][2]) if spec[s][2] else gpd.read_file(p)
                           for p, s in zip(srcs, ("left", "right"))]

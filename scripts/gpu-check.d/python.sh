@@ -26,3 +26,33 @@ if (cd python && RAYDEX_BUILD_DIR="$root/build-gpu" "$py" setup.py -q build_ext 
 else
   log "python build FAILED"; tail -20 "$OUT/logs/python-build.log"
 fi
+
+# Benchmarks of issue 32's "Measure" (bench/README.md, "Python binding"), after the tests, each
+# bounded to about two minutes here. py_overhead: raydex.KeyIndex.lookup against rdx_index_lookup
+# on the same 2^24-key sorted index, 1 to 2^27 lookups (the cpu backend up to 2^24), host arrays on
+# the cpu and cuda backends and CuPy arrays on cuda (the device rows assert that nothing is copied
+# to the host); py_sjoin: raydex.join (and, where geopandas is importable, raydex.sjoin against
+# geopandas.sjoin) on counties ⋈ states and countries-land-10m ⋈ countries-maritime-10m, cpu and
+# cuda, from the .rdxp files carried in .cache/maps (a pair whose files are missing is skipped).
+if ls python/raydex/_raydex*.so >/dev/null 2>&1; then
+  t0=$(date +%s)
+  PY_OVH_OUT=$OUT/logs/py_overhead
+  REPS=${PY_OVERHEAD_REPS:-5} SIZES=${PY_OVERHEAD_SIZES:-0,4,10,12,14,16,18,20,22,24,26,27} MAX_CPU_LOG2=24 \
+    timeout ${PY_BENCH_TIMEOUT:-300} bash bench/py_overhead.sh "$root/build-gpu" "$PY_OVH_OUT" "$py" \
+    > "$OUT/logs/py_overhead.txt" 2>&1
+  rc=$?
+  cp "$PY_OVH_OUT/py_overhead.csv" "$OUT/csv/py_overhead.csv" 2>/dev/null
+  echo "\$ bash bench/py_overhead.sh $root/build-gpu $PY_OVH_OUT $py  # rc=$rc" >> "$OUT/logs/commands.txt"
+  log "py_overhead rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -c ',ok,' "$OUT/csv/py_overhead.csv" 2>/dev/null || echo 0) ok rows; $(grep -E ',(cuda|cpu),[a-z]+,[0-9]+,1,' "$OUT/csv/py_overhead.csv" 2>/dev/null | cut -d, -f3,4,11,12 | tr '\n' ' ')"
+  grep -v -e ',ok,' -e '^date,' "$OUT/csv/py_overhead.csv" 2>/dev/null | head -5 | tee -a "$OUT/logs/summary.txt"
+
+  t0=$(date +%s)
+  for m in us-counties us-states countries-land-10m countries-maritime-10m; do
+    [ -f "$root/.cache/maps/$m.rdxp" ] || log "py_sjoin: $root/.cache/maps/$m.rdxp missing: its pair is skipped"
+  done
+  echo "\$ PYTHONPATH=python $py bench/py_sjoin.py --maps $root/.cache/maps --gpd-timeout 60 --header" >> "$OUT/logs/commands.txt"
+  PYTHONPATH=python timeout ${PY_BENCH_TIMEOUT:-300} "$py" bench/py_sjoin.py --maps "$root/.cache/maps" --gpd-timeout 60 --header \
+    > "$OUT/csv/py_sjoin.csv" 2> "$OUT/logs/py_sjoin.log"
+  rc=$?
+  log "py_sjoin rc=$rc in $(( $(date +%s) - t0 )) s: $(awk -F, 'NR > 1 { printf "%s/%s/%s/%s %ss %s; ", $3, $8, $9, $10, $13, $18 }' "$OUT/csv/py_sjoin.csv")"
+fi
