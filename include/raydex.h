@@ -984,6 +984,150 @@ RDX_API RDX_NODISCARD rdx_status rdx_join_polygons(rdx_context *ctx, const rdx_p
 /* Free a polygon join's result with the context that made it (NULL is accepted). Since 0.1. */
 RDX_API void rdx_join_pairs_free(rdx_context *ctx, rdx_join_pairs_result *result);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Distributed key indexes: a communicator and sharded indexes (since 0.2; issue 33)          */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * A communicator joins one raydex context per rank into a group that builds and queries one index
+ * together. Today a rank is an MPI process (rdx_comm_create_mpi: one rank per process, over the
+ * rank's own context of any backend). raydex.h includes no mpi.h: the caller hands over a pointer
+ * to its MPI_Comm, which is copied (MPI_Comm_dup), so raydex's messages never meet the caller's.
+ * MPI must be initialised by the caller (MPI_Init) and finalised after every communicator is
+ * destroyed. raydex moves data only through MPI's own collectives (no transport of its own).
+ *
+ * The same handle is meant for GPUs of one process: a later rdx_comm_create_local(ctxs, n, comms)
+ * will hand back n communicators, one per GPU context, each a rank of one group whose traffic goes
+ * through NCCL (NCCL's ncclCommInitAll), used from one thread per rank as MPI ranks are used
+ * (NCCL's model of one thread per device). Every rdx_dist_* call below then works unchanged:
+ * nothing in them names MPI. A build without MPI (rdx_dist_info.mpi_built false) has every call
+ * here: rdx_comm_create_mpi then returns RDX_ERR_NO_BACKEND with a sentence, so no communicator
+ * and no distributed index can exist.
+ *
+ * Collective calls. Every rdx_dist_* call that takes a communicator is collective: each rank of
+ * the group makes it, in the same order, with its own arguments (its own share of the keys, its own
+ * batch of queries). The calls agree before they act: a bad argument on one rank (a wrong dtype, a
+ * NULL output, a row id RDX_MISS), a failure on one rank mid-call (memory past its context's limit,
+ * a failure of its shard) and arguments that differ across ranks where they must be equal (the key
+ * dtype, the kind and build options, whether row ids are given, the call itself, the index) make
+ * the call fail on every rank with the same status, and every rank's context holds the same
+ * sentence after its call's name: the rank that failed and why ("rdx_dist_index_lookup: rank 1:
+ * rdx_index_lookup: ..."), or what the ranks disagree on ("...: the ranks disagree on the kind
+ * (rank 0 sorted, rank 2 btree)").
+ * Builds then hand back no index on any rank; queries never change the index. Two things cannot be
+ * agreed on: a communicator handle that is not one (that rank returns at once, the others wait for
+ * it, as MPI itself does), and a failure of MPI itself (RDX_ERR_INTERNAL with MPI's sentence; the
+ * communicator should then be destroyed).
+ *
+ * Messages: a call's sentence lands in the context of the communicator (rdx_context_message).
+ *
+ * Limits: one exchange moves at most 2^31 - 1 items between two ranks and 2^31 - 1 items into one
+ * rank (MPI's int counts), else RDX_ERR_UNSUPPORTED before anything moves.
+ */
+typedef struct rdx_comm rdx_comm;
+
+/* What this build offers for several processes and GPUs: filled by rdx_dist_info_get. */
+typedef struct rdx_dist_info {
+  size_t size;                  /* sizeof(rdx_dist_info), set by the caller */
+  bool mpi_built;               /* rdx_comm_create_mpi works (built with an MPI library) */
+  bool nccl_built;              /* GPU-to-GPU traffic through NCCL: false (not built yet) */
+  char mpi_library[256];        /* MPI_Get_library_version's first line, "" without MPI */
+  int mpi_rank;                 /* this process's rank in MPI_COMM_WORLD, and the world's size:
+                                   from MPI when it is initialised, else from the launcher's
+                                   environment (Open MPI's mpirun, PMI, PMIx, Slurm), else -1 */
+  int mpi_size;                 /* 0 when mpi_rank is -1 */
+} rdx_dist_info;
+
+/* Fill *info (info->size must be set). Never initialises MPI. Returns RDX_OK, or
+ * RDX_ERR_INVALID_ARGUMENT for a NULL info or an info->size below this header's
+ * sizeof(rdx_dist_info), and then *info is unchanged. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_dist_info_get(rdx_dist_info *info);
+
+/* Make a communicator over the MPI communicator *mpi_comm (a pointer to the caller's MPI_Comm, of
+ * any size >= 1) and this rank's context ctx, which the communicator uses for every call and keeps
+ * until rdx_comm_destroy. Collective over *mpi_comm (MPI_Comm_dup); the ranks' contexts may have
+ * different backends. Returns RDX_OK, RDX_ERR_NO_BACKEND (built without MPI), RDX_ERR_INVALID_ARGUMENT
+ * (mpi_comm or out NULL; MPI not initialised, or finalised; *mpi_comm is MPI_COMM_NULL),
+ * RDX_ERR_HOST_OUT_OF_MEMORY, RDX_ERR_INTERNAL (MPI failed). On failure *out is NULL. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_comm_create_mpi(rdx_context *ctx, const void *mpi_comm, rdx_comm **out);
+/* This rank's number in [0, size) and the group's size; -1 for a NULL or non-communicator
+ * pointer. Since 0.2. */
+RDX_API int rdx_comm_rank(const rdx_comm *comm);
+RDX_API int rdx_comm_size(const rdx_comm *comm);
+/* The context the communicator was made over; NULL for a NULL or non-communicator pointer.
+ * Since 0.2. */
+RDX_API rdx_context *rdx_comm_context(const rdx_comm *comm);
+/* Destroy a communicator (MPI_Comm_free: collective, as MPI asks; destroy its indexes first).
+ * NULL is accepted. Since 0.2. */
+RDX_API void rdx_comm_destroy(rdx_comm *comm);
+
+/*
+ * A sharded key index: one logical key index whose (key, row) pairs are spread over the ranks,
+ * each rank holding one shard, an ordinary rdx_index of the requested kind in its own context.
+ * Answers are those of one rdx_index_build over every rank's keys: the same rows, in the same
+ * order, with the same misses.
+ *
+ * Partitioning: hash indexes send a key to the rank that the low half of its 64-bit mix
+ * (Murmur3's finaliser) picks; every other kind is range-partitioned by splitters chosen from a
+ * sample of the keys (each rank samples in proportion to its keys, the samples are gathered, and
+ * size - 1 of them split the sorted sample evenly), so shard r holds the keys in (splitter[r-1], splitter[r]]. Both send every
+ * copy of a key to one shard, so duplicates never straddle a boundary; many copies of one key can
+ * leave shards uneven (never wrong). The splitters stay fixed after the build.
+ *
+ * Row ids: given (u32 or u64, never RDX_MISS) and used as they are, or implied by position in the
+ * concatenation of the ranks' keys in rank order: rank r's key i gets row offset_r + i, offset_r
+ * being the number of keys on ranks 0..r-1 (an exclusive scan). Every rank must give row ids or
+ * every rank must leave them implied.
+ */
+typedef struct rdx_dist_index rdx_dist_index;
+
+/* Build collectively from each rank's keys (u32 or u64, 1-D, any count, 0 included; host memory,
+ * or device memory on GPU contexts) and row ids (rdx_no_array() for implied, else u32 or u64 of the
+ * keys' count), with opts (may be NULL; equal on every rank, as the kind and the key dtype must
+ * be). The pairs are exchanged all-to-all and each rank builds its shard with rdx_index_build.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (on any rank: what rdx_index_build refuses; arguments
+ * that differ across ranks), RDX_ERR_UNSUPPORTED (the kind on a rank's backend; an exchange past
+ * the limits above), RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA, RDX_ERR_OPTIX, RDX_ERR_INTERNAL (MPI).
+ * On failure *out is NULL on every rank and each context holds no more than before. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_ids,
+                                                      const rdx_build_options *opts, rdx_dist_index **out);
+/* Destroy this rank's part of the index (local: no communication). NULL is accepted. Since 0.2. */
+RDX_API void rdx_dist_index_destroy(rdx_dist_index *idx);
+/* Keys in the whole index (every rank's shard); 0 for a NULL or non-index pointer. Since 0.2. */
+RDX_API int64_t rdx_dist_index_count(const rdx_dist_index *idx);
+/* This rank's shard, an ordinary index of its context that the distributed index owns (read it, do
+ * not destroy or update it); NULL for a NULL or non-index pointer. Since 0.2. */
+RDX_API const rdx_index *rdx_dist_index_shard(const rdx_dist_index *idx);
+
+/* Batch queries, each rank with its own batch (any count, 0 included; host memory, or device
+ * memory on GPU contexts), answered in that rank's order as rdx_index_* answers them:
+ *  - rdx_dist_index_lookup: row_ids (u64, the batch's count) = the smallest row of each key, or
+ *    RDX_MISS.
+ *  - rdx_dist_index_lookup_count / rdx_dist_index_range_count: counts (u64) of rows per query.
+ *  - rdx_dist_index_lookup_alloc / rdx_dist_index_range_alloc: every row per query, ascending, in
+ *    a CSR result owned by raydex where the queries live (free with rdx_result_free and the
+ *    communicator's context).
+ * Each query goes to the shard that holds its key; a range [lo, hi] (bounds: (m, 2) in the key
+ * dtype; lo > hi is empty) to every shard its interval meets, and the rows that come back are
+ * merged in ascending order. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (on any rank: what the
+ * rdx_index_* call refuses; another call or another index on another rank), RDX_ERR_MISUSE (not a
+ * distributed index, or one of another communicator), RDX_ERR_UNSUPPORTED (ranges of a hash
+ * index; an exchange past the limits), RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA, RDX_ERR_INTERNAL.
+ * The index is never changed. Outputs are written only once every rank has its answers: on
+ * failure *out is NULL on every rank and the other outputs are as they were (except for a copy
+ * to device memory that fails on its own rank, RDX_ERR_CUDA, which leaves them unspecified).
+ * Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_dist_index_lookup(rdx_comm *comm, const rdx_dist_index *idx,
+                                                       rdx_array queries, rdx_array row_ids);
+RDX_API RDX_NODISCARD rdx_status rdx_dist_index_lookup_count(rdx_comm *comm, const rdx_dist_index *idx,
+                                                             rdx_array queries, rdx_array counts);
+RDX_API RDX_NODISCARD rdx_status rdx_dist_index_lookup_alloc(rdx_comm *comm, const rdx_dist_index *idx,
+                                                             rdx_array queries, rdx_result **out);
+RDX_API RDX_NODISCARD rdx_status rdx_dist_index_range_count(rdx_comm *comm, const rdx_dist_index *idx,
+                                                            rdx_array bounds, rdx_array counts);
+RDX_API RDX_NODISCARD rdx_status rdx_dist_index_range_alloc(rdx_comm *comm, const rdx_dist_index *idx,
+                                                            rdx_array bounds, rdx_result **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,7 +13,8 @@ static const char usage[] =
     "\n"
     "Prints the version, the backends built, the CPU and GPU, whether OptiX is usable, the\n"
     "backend that --backend auto picks, RAYDEX_THREADS as set (or \"default\"), and the GDAL\n"
-    "version that reads polygon layers (\"not built\" without GDAL).\n";
+    "version that reads polygon layers (\"not built\" without GDAL), whether MPI and NCCL are built\n"
+    "for distributed indexes, and, under mpirun, a line \"mpi: rank R of N\" from each rank.\n";
 
 int cmd_info(int argc, char **argv) {
   cli_args a;
@@ -38,5 +39,12 @@ int cmd_info(int argc, char **argv) {
     printf("optix note: this GPU has no RT cores, so OptiX traverses its BVH in software on the SMs\n");
   printf("auto backend: %s\n", rdx_backend_name(info.auto_backend));
   printf("gdal: %s\n", info.have_gdal ? rdx_gdal_version() : "not built");
+  rdx_dist_info dist;
+  dist.size = sizeof dist;
+  if (rdx_dist_info_get(&dist) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_dist_info_get failed");
+  printf("mpi built: %s\n", dist.mpi_built ? (dist.mpi_library[0] ? dist.mpi_library : "yes") : "no");
+  printf("nccl built: %s\n", dist.nccl_built ? "yes" : "no");
+  /* under mpirun each rank prints its own line (rank and size as the launcher gave them) */
+  if (dist.mpi_rank >= 0) printf("mpi: rank %d of %d\n", dist.mpi_rank, dist.mpi_size);
   return 0;
 }

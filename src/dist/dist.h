@@ -1,0 +1,71 @@
+/*
+ * dist.h: raydex internals of the distributed layer: the communicator and its transport ops.
+ *
+ * A communicator is a rank of a group plus a transport: an ops table of the few collectives the
+ * sharded indexes need (all-to-all of variable sizes, all-gather, broadcast, a minimum), so the
+ * index code (keys.c) names no library. mpi.c is the MPI transport; a later NCCL transport (GPUs of
+ * one process, or NCCL under MPI) is one more table (STYLE rule 34's shape). Every collective
+ * moves host memory: the index code stages device data through its context first.
+ *
+ * Invariant: every rank of a group calls the same collectives in the same order; the index code
+ * makes every decision that chooses a path from values all ranks hold (agreed statuses, gathered
+ * descriptors), never from local values alone.
+ */
+#ifndef RDX_DIST_H
+#define RDX_DIST_H
+
+#include "core/core.h"
+
+#define RDX_COMM_MAGIC 0x5244434du       /* "RDCM" */
+#define RDX_DIST_INDEX_MAGIC 0x52444449u /* "RDDI" */
+
+typedef struct rdx_comm_ops {
+  const char *name; /* "mpi" */
+  /* Each rank sends send_counts[p] items of `item` bytes to rank p, packed in rank order in send,
+   * and receives recv_counts[p] items from rank p, packed in rank order in recv. The counts must
+   * fit an int each and in total (rdx_comm_check_counts). */
+  rdx_status (*alltoallv)(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
+                          const int64_t *recv_counts, size_t item);
+  /* send[p] to rank p; recv[p] from rank p. */
+  rdx_status (*alltoall_i64)(rdx_comm *comm, const int64_t *send, int64_t *recv);
+  /* Every rank's `bytes` bytes at mine, in rank order into all (size * bytes). */
+  rdx_status (*allgather)(rdx_comm *comm, const void *mine, void *all, size_t bytes);
+  /* Every rank's counts[r] items (known to all) in rank order into all. */
+  rdx_status (*allgatherv)(rdx_comm *comm, const void *mine, const int64_t *counts, void *all, size_t item);
+  rdx_status (*bcast)(rdx_comm *comm, void *buf, size_t bytes, int root);
+  /* *value = the minimum of every rank's *value. */
+  rdx_status (*allreduce_min_int)(rdx_comm *comm, int *value);
+  void (*destroy)(rdx_comm *comm);
+} rdx_comm_ops;
+
+struct rdx_comm {
+  uint32_t magic;            /* RDX_COMM_MAGIC while alive */
+  rdx_context *ctx;          /* this rank's context: messages, memory account, shards; borrowed */
+  int rank, size;            /* this rank in [0, size); size >= 1 */
+  const rdx_comm_ops *ops;   /* the transport */
+  void *impl;                /* the transport's state (mpi.c: the duplicated MPI_Comm) */
+  int64_t n_live_indexes;    /* distributed indexes made over it and not destroyed */
+  int64_t next_index_id;     /* serial of the next index built (equal on every rank, since builds
+                                are collective): calls compare it to catch different indexes */
+};
+
+/* A communicator handle on entry: NULL is RDX_ERR_INVALID_ARGUMENT, a pointer without the magic
+ * word RDX_ERR_MISUSE; neither has a context to write a sentence in, nor a group to tell. */
+rdx_status rdx_comm_check(rdx_comm *comm);
+
+/* RDX_ERR_UNSUPPORTED on this rank (not agreed) when one exchange would pass MPI's int counts:
+ * per peer, or in total on either side. */
+rdx_status rdx_comm_check_counts(rdx_comm *comm, const char *fn, const int64_t *send_counts,
+                                 const int64_t *recv_counts);
+
+/* Agree on a status: every rank passes its own; if any failed, every rank returns the status of
+ * the lowest failing rank and every rank's context holds the same sentence, "<fn>: rank R: <that
+ * rank's sentence>" (its own leading "<fn>: " dropped). A failed transport is returned as it is,
+ * on the ranks where it failed. */
+rdx_status rdx_comm_agree(rdx_comm *comm, const char *fn, rdx_status st);
+
+/* The transport's half of rdx_dist_info_get (mpi.c, or nompi.c without MPI): mpi_built, the
+ * library's name, and the world rank and size when MPI is initialised. */
+void rdx_dist_mpi_info(rdx_dist_info *info);
+
+#endif /* RDX_DIST_H */

@@ -1,0 +1,642 @@
+/*
+ * keys.c: sharded key indexes over a communicator (rdx_dist_index_*): one logical key index whose
+ * (key, row) pairs are spread over the ranks, each rank's shard an ordinary rdx_index of its own
+ * context, so every kind and backend serves as a shard unchanged.
+ *
+ * Partitioning (raydex.h): hash by a mix of the key, every other kind by splitters chosen from a
+ * sample (sample sort's regular sampling, stratified: each rank draws samples in proportion to its
+ * keys, one at a pseudo-random place in each equal slice of its input, so a sorted or a periodic
+ * input samples as well as a random one). Both put every copy of a key on one shard, so a shard's
+ * answer for a key is the whole answer: lookups and counts need no merging, and a range's pieces
+ * (one per shard its interval meets) hold disjoint rows, merged by sorting each query's rows.
+ *
+ * A call is a series of local phases, each ended by an agreement (rdx_comm_agree), and the
+ * collectives between them; outputs are written only after the last agreement, so a failure on
+ * any rank fails the call on every rank with one sentence and nothing built or written. All
+ * exchanged data is host memory: device inputs are read to the host first, answers copied back.
+ * Tuned for: batches of 10^5..10^9 keys a rank, where the exchanges and the shards' own work
+ * dominate and the O(ranks) bookkeeping does not.
+ */
+#include "dist/dist.h"
+#include "keys/hash_hd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rdx_dist_index {
+  uint32_t magic;        /* RDX_DIST_INDEX_MAGIC while alive */
+  rdx_comm *comm;        /* the group it was built over; borrowed */
+  rdx_index *shard;      /* this rank's pairs, in comm->ctx; owned */
+  rdx_kind kind;
+  rdx_dtype dtype;       /* RDX_U32 or RDX_U64 */
+  int hashed;            /* 1: shard by hash (RDX_KIND_HASH); 0: by splitters */
+  int64_t n_total;       /* keys over every shard */
+  int64_t id;            /* the communicator's serial of this build, equal on every rank */
+  uint64_t *splitters;   /* size - 1 ascending keys, host memory through the account: shard p
+                            holds the keys k with splitters[p-1] < k <= splitters[p] (the first
+                            and last open-ended); NULL when hashed */
+};
+
+/* The calls, as the descriptor names them: ranks in different calls are told apart. */
+typedef enum dist_op {
+  OP_BUILD = 1,
+  OP_LOOKUP,
+  OP_LOOKUP_COUNT,
+  OP_LOOKUP_ALLOC,
+  OP_RANGE_COUNT,
+  OP_RANGE_ALLOC
+} dist_op;
+
+static const char *op_name(dist_op op) {
+  switch (op) {
+    case OP_BUILD: return "rdx_dist_index_build";
+    case OP_LOOKUP: return "rdx_dist_index_lookup";
+    case OP_LOOKUP_COUNT: return "rdx_dist_index_lookup_count";
+    case OP_LOOKUP_ALLOC: return "rdx_dist_index_lookup_alloc";
+    case OP_RANGE_COUNT: return "rdx_dist_index_range_count";
+    case OP_RANGE_ALLOC: return "rdx_dist_index_range_alloc";
+  }
+  return "?";
+}
+
+/* What a rank brings to a call, gathered from every rank and compared with rank 0's, so that
+ * arguments that must agree are refused on every rank alike. Plain fixed-width fields, zeroed
+ * first: ranks of one job share their ABI. */
+typedef struct desc {
+  int32_t op;          /* dist_op */
+  int32_t dtype;       /* key or query dtype */
+  int32_t kind;        /* build: the kind (defaults applied); queries: the index's */
+  int32_t have_rows;   /* build: row ids given */
+  int32_t row_dtype;   /* build: their dtype, 0 when implied */
+  int32_t bucket_size, flags, node_bytes;
+  double load_factor;
+  int64_t index_id;    /* queries: the index's serial */
+  int64_t count;       /* this rank's keys or queries (not compared) */
+} desc;
+
+static const char *dtype_name(int32_t d) {
+  return d == RDX_U32 ? "u32" : d == RDX_U64 ? "u64" : d == RDX_I64 ? "i64" : d == RDX_F32 ? "f32" : d == RDX_F64 ? "f64" : "?";
+}
+
+/* The first field any rank holds otherwise than rank 0, as one sentence every rank writes alike. */
+static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
+  const desc *a = &all[0];
+  for (int r = 1; r < comm->size; r++) {
+    const desc *b = &all[r];
+    char what[160] = "";
+    if (b->op != a->op)
+      snprintf(what, sizeof what, "the call (rank 0 %s, rank %d %s)", op_name((dist_op)a->op), r, op_name((dist_op)b->op));
+    else if (b->index_id != a->index_id)
+      snprintf(what, sizeof what, "the index (rank 0 passed its index %lld, rank %d its index %lld)",
+               (long long)a->index_id, r, (long long)b->index_id);
+    else if (b->dtype != a->dtype)
+      snprintf(what, sizeof what, "the %s dtype (rank 0 %s, rank %d %s)", a->op == OP_BUILD ? "key" : "queries'",
+               dtype_name(a->dtype), r, dtype_name(b->dtype));
+    else if (b->kind != a->kind)
+      snprintf(what, sizeof what, "the kind (rank 0 %s, rank %d %s)", rdx_kind_name((rdx_kind)a->kind), r,
+               rdx_kind_name((rdx_kind)b->kind) ? rdx_kind_name((rdx_kind)b->kind) : "?");
+    else if (b->have_rows != a->have_rows)
+      snprintf(what, sizeof what, "whether row ids are given (rank 0 %s, rank %d %s)", a->have_rows ? "yes" : "no", r,
+               b->have_rows ? "yes" : "no");
+    else if (b->row_dtype != a->row_dtype)
+      snprintf(what, sizeof what, "the row ids' dtype (rank 0 %s, rank %d %s)", dtype_name(a->row_dtype), r,
+               dtype_name(b->row_dtype));
+    else if (b->bucket_size != a->bucket_size || b->flags != a->flags || b->node_bytes != a->node_bytes ||
+             b->load_factor != a->load_factor)
+      snprintf(what, sizeof what,
+               "the build options (rank 0 bucket_size %d, flags 0x%x, load_factor %g, node_bytes %d; rank %d %d, 0x%x, %g, %d)",
+               a->bucket_size, (unsigned)a->flags, a->load_factor, a->node_bytes, r, b->bucket_size, (unsigned)b->flags,
+               b->load_factor, b->node_bytes);
+    if (what[0]) return rdx_fail(comm->ctx, RDX_ERR_INVALID_ARGUMENT, "%s: the ranks disagree on %s", fn, what);
+  }
+  return RDX_OK;
+}
+
+/* Gather every rank's descriptor and compare them. */
+static rdx_status gather_and_compare(rdx_comm *comm, const char *fn, const desc *mine, desc *all) {
+  RDX_CHECK(comm->ops->allgather(comm, mine, all, sizeof *mine));
+  return compare(comm, fn, all);
+}
+
+/* ---- helpers ---- */
+
+static rdx_status take(rdx_context *ctx, const char *what, void *ptr, int64_t n, size_t item) {
+  size_t bytes = 0;
+  if (!rdx_size_rows(n, 1, item, &bytes))
+    return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: %lld items of %zu bytes overflow size_t", what, (long long)n,
+                    item);
+  return rdx_mem_alloc(ctx, what, (void **)ptr, bytes, RDX_HOST);
+}
+
+static uint64_t get_key(const void *p, rdx_dtype dtype, int64_t i) {
+  return dtype == RDX_U32 ? ((const uint32_t *)p)[i] : ((const uint64_t *)p)[i];
+}
+static void put_key(void *p, rdx_dtype dtype, int64_t i, uint64_t v) {
+  if (dtype == RDX_U32) ((uint32_t *)p)[i] = (uint32_t)v;
+  else ((uint64_t *)p)[i] = v;
+}
+
+/* a's count x columns values (u32 or u64) as host u64, read from the device where they live
+ * there; *out through the account. */
+static rdx_status to_host_u64(rdx_context *ctx, const char *fn, rdx_array a, uint64_t **out) {
+  const int64_t n = a.count * a.columns;
+  const size_t es = rdx_dtype_size(a.dtype);
+  *out = NULL;
+  RDX_CHECK(take(ctx, fn, out, n, 8));
+  if (n == 0) return RDX_OK;
+  const void *src = a.data;
+  void *raw = NULL;
+  rdx_status st = RDX_OK;
+  if (a.where == RDX_DEVICE) {
+    RDX_CHECK_GOTO(take(ctx, fn, &raw, n, es), st, fail);
+    RDX_CHECK_GOTO(rdx_copy(ctx, raw, RDX_HOST, a.data, RDX_DEVICE, (size_t)n * es), st, fail);
+    src = raw;
+  }
+  for (int64_t i = 0; i < n; i++) (*out)[i] = get_key(src, a.dtype, i);
+  rdx_mem_free(ctx, raw);
+  return RDX_OK;
+fail:
+  rdx_mem_free(ctx, raw);
+  rdx_mem_free(ctx, *out);
+  *out = NULL;
+  return st;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The shard that holds key k. Hash: the low half of Murmur3's mix scaled to the ranks, so it is
+ * independent of the high half that picks a key's window in the shard's own hash table. Ranges:
+ * the first p with k <= splitters[p], else the last; monotone in k, so a range [lo, hi] meets
+ * exactly the shards shard_of(lo) .. shard_of(hi). */
+static int shard_of(const rdx_dist_index *d, int size, uint64_t k) {
+  if (size == 1) return 0;
+  if (d->hashed) return (int)(((rdx_hash_mix64(k) & 0xFFFFFFFFull) * (uint64_t)size) >> 32);
+  int lo = 0, hi = size - 1; /* answer in [lo, hi] */
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (k <= d->splitters[mid]) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+static rdx_status check_dist_index(rdx_comm *comm, const char *fn, const rdx_dist_index *d) {
+  if (d == NULL) return rdx_fail(comm->ctx, RDX_ERR_INVALID_ARGUMENT, "%s: idx is NULL", fn);
+  if (d->magic != RDX_DIST_INDEX_MAGIC)
+    return rdx_fail(comm->ctx, RDX_ERR_MISUSE, "%s: idx %p is not a distributed index", fn, (const void *)d);
+  if (d->comm != comm)
+    return rdx_fail(comm->ctx, RDX_ERR_MISUSE, "%s: idx %p was built over another communicator", fn, (const void *)d);
+  return RDX_OK;
+}
+
+#define AGREE(st)                                   \
+  do {                                              \
+    (st) = rdx_comm_agree(comm, fn, (st));          \
+    if ((st) != RDX_OK) goto done;                  \
+  } while (0)
+
+/* ---- build ---- */
+
+/* The checks rdx_index_build makes before any work, made here so that a bad argument on one rank
+ * is found before anything moves, with the defaults applied so ranks compare like with like. */
+static rdx_status check_build(rdx_context *ctx, const char *fn, rdx_array keys, rdx_array rows,
+                              const rdx_build_options *opts, rdx_dist_index **out, rdx_build_options *o) {
+  rdx_build_options dflt = RDX_BUILD_OPTIONS_INIT;
+  *o = dflt;
+  if (out == NULL) return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  if (opts != NULL) {
+    if (opts->size < sizeof(size_t) + sizeof(rdx_kind) || opts->size > (1u << 16))
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->size %zu is not a valid size", fn, opts->size);
+    memcpy(o, opts, opts->size < sizeof *o ? opts->size : sizeof *o);
+    o->size = sizeof *o;
+  }
+  if (o->kind == 0) o->kind = RDX_KIND_SORTED;
+  if (rdx_kind_name(o->kind) == NULL)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->kind 0x%x is not an rdx_kind", fn, (unsigned)o->kind);
+  if (o->bucket_size == 0) o->bucket_size = 32;
+  if (o->node_bytes == 0) o->node_bytes = 128;
+  if (o->load_factor == 0.0) o->load_factor = 0.5;
+  RDX_CHECK(rdx_array_check(ctx, fn, "keys", keys));
+  if ((keys.dtype != RDX_U32 && keys.dtype != RDX_U64) || keys.columns != 1)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: keys must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
+                    dtype_name(keys.dtype), keys.columns);
+  if (rows.data != NULL) {
+    RDX_CHECK(rdx_array_check(ctx, fn, "row_ids", rows));
+    if ((rows.dtype != RDX_U32 && rows.dtype != RDX_U64) || rows.columns != 1)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
+                      dtype_name(rows.dtype), rows.columns);
+    if (rows.count != keys.count)
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids.count %lld != keys.count %lld", fn,
+                      (long long)rows.count, (long long)keys.count);
+  }
+  return RDX_OK;
+}
+
+/* Splitters from a stratified sample: rank r draws s_r ~ n_r / N of about 256 samples a rank, the
+ * samples are gathered and sorted, and every (T / size)-th of the T samples is a splitter. */
+static rdx_status choose_splitters(rdx_comm *comm, const char *fn, const desc *all, const uint64_t *keys, int64_t n,
+                                   int64_t *counts, uint64_t *splitters) {
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  int64_t n_total = 0, t = 0;
+  for (int r = 0; r < size; r++) n_total += all[r].count;
+  const double per_rank = 256.0 * size;
+  for (int r = 0; r < size; r++) {
+    int64_t n_r = all[r].count, s = 0;
+    if (n_r > 0) {
+      double want = (double)n_r / (double)n_total * per_rank;
+      s = 1 + (int64_t)want;
+      if (s > n_r) s = n_r;
+    }
+    counts[r] = s;
+    t += s;
+  }
+  const int64_t s = counts[comm->rank];
+  uint64_t *mine = NULL, *every = NULL;
+  rdx_status st = take(ctx, fn, &mine, s, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &every, t, 8);
+  if (st == RDX_OK && s > 0) {
+    const int64_t stride = n / s; /* >= 1, as s <= n */
+    uint64_t z = 0x243F6A8885A308D3ull ^ (uint64_t)comm->rank;
+    for (int64_t j = 0; j < s; j++) {
+      z = rdx_hash_mix64(z + 0x9E3779B97F4A7C15ull);
+      mine[j] = keys[j * stride + (int64_t)(z % (uint64_t)stride)];
+    }
+  }
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->allgatherv(comm, mine, counts, every, 8), st, done);
+  qsort(every, (size_t)t, 8, cmp_u64);
+  for (int p = 0; p + 1 < size; p++) {
+    int64_t at = t == 0 ? -1 : (int64_t)((double)(p + 1) * (double)t / size) - 1;
+    splitters[p] = at < 0 ? (t ? every[0] : 0) : every[at];
+  }
+done:
+  rdx_mem_free(ctx, mine);
+  rdx_mem_free(ctx, every);
+  return st;
+}
+
+rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_ids, const rdx_build_options *opts,
+                                rdx_dist_index **out) {
+  static const char fn[] = "rdx_dist_index_build";
+  RDX_CHECK(rdx_comm_check(comm));
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  if (out != NULL) *out = NULL;
+  rdx_build_options o;
+  desc me, *all = NULL;
+  memset(&me, 0, sizeof me);
+  int64_t *counts = NULL; /* send, receive, cursor: size each */
+  uint64_t *k64 = NULL, *r64 = NULL, *recv_rows = NULL, *send_rows = NULL;
+  void *send_keys = NULL, *recv_keys = NULL;
+  rdx_dist_index *d = NULL;
+  rdx_index *shard = NULL;
+  const int64_t n = keys.count;
+
+  /* 1. this rank's arguments, read to the host */
+  rdx_status st = check_build(ctx, fn, keys, row_ids, opts, out, &o);
+  const int have_rows = row_ids.data != NULL;
+  if (st == RDX_OK) st = to_host_u64(ctx, fn, keys, &k64);
+  if (st == RDX_OK && have_rows) st = to_host_u64(ctx, fn, row_ids, &r64);
+  else if (st == RDX_OK) st = take(ctx, fn, &r64, n, 8);
+  for (int64_t i = 0; st == RDX_OK && have_rows && i < n; i++)
+    if (r64[i] == RDX_MISS)
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids[%lld] is 2^64-1, the miss marker RDX_MISS, which no row may have",
+                    fn, (long long)i);
+  if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = take(ctx, fn, &counts, 3 * (int64_t)size, 8);
+  if (st == RDX_OK && (d = (rdx_dist_index *)calloc(1, sizeof *d)) == NULL)
+    st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the handle", fn);
+  if (st == RDX_OK && o.kind != RDX_KIND_HASH) st = take(ctx, fn, &d->splitters, size - 1, 8);
+  AGREE(st);
+
+  /* 2. every rank's call, dtype, kind and options, compared */
+  me.op = OP_BUILD;
+  me.dtype = keys.dtype;
+  me.kind = o.kind;
+  me.have_rows = have_rows;
+  me.row_dtype = have_rows ? row_ids.dtype : 0;
+  me.bucket_size = o.bucket_size;
+  me.flags = o.flags;
+  me.node_bytes = o.node_bytes;
+  me.load_factor = o.load_factor;
+  me.count = n;
+  RDX_CHECK_GOTO(gather_and_compare(comm, fn, &me, all), st, done);
+  d->comm = comm;
+  d->kind = o.kind;
+  d->dtype = keys.dtype;
+  d->hashed = o.kind == RDX_KIND_HASH;
+  int64_t offset = 0;
+  for (int r = 0; r < size; r++) {
+    if (r < comm->rank) offset += all[r].count;
+    d->n_total += all[r].count;
+  }
+  /* implied rows: positions in the ranks' inputs concatenated in rank order */
+  if (!have_rows)
+    for (int64_t i = 0; i < n; i++) r64[i] = (uint64_t)(offset + i);
+
+  /* 3. splitters (range kinds on several ranks) */
+  if (!d->hashed && size > 1) RDX_CHECK_GOTO(choose_splitters(comm, fn, all, k64, n, counts, d->splitters), st, done);
+
+  /* 4. the pairs to their shards */
+  int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size;
+  const size_t es = rdx_dtype_size(keys.dtype);
+  for (int p = 0; p < size; p++) send[p] = 0;
+  for (int64_t i = 0; i < n; i++) send[shard_of(d, size, k64[i])]++;
+  for (int64_t p = 0, at = 0; p < size; p++) {
+    cursor[p] = at;
+    at += send[p];
+  }
+  st = take(ctx, fn, &send_keys, n, es);
+  if (st == RDX_OK) st = take(ctx, fn, &send_rows, n, 8);
+  if (st == RDX_OK)
+    for (int64_t i = 0; i < n; i++) {
+      int64_t at = cursor[shard_of(d, size, k64[i])]++;
+      put_key(send_keys, keys.dtype, at, k64[i]);
+      send_rows[at] = r64[i];
+    }
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
+  int64_t m = 0;
+  for (int p = 0; p < size; p++) m += recv[p];
+  st = rdx_comm_check_counts(comm, fn, send, recv);
+  if (st == RDX_OK) st = take(ctx, fn, &recv_keys, m, es);
+  if (st == RDX_OK) st = take(ctx, fn, &recv_rows, m, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, recv_keys, recv, es), st, done);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_rows, send, recv_rows, recv, 8), st, done);
+  /* the inputs' copies go before the shard is built, so its peak is what it needs */
+  rdx_mem_free(ctx, send_keys), send_keys = NULL;
+  rdx_mem_free(ctx, send_rows), send_rows = NULL;
+  rdx_mem_free(ctx, k64), k64 = NULL;
+  rdx_mem_free(ctx, r64), r64 = NULL;
+
+  /* 5. each rank's shard, an ordinary index of its context */
+  st = rdx_index_build(ctx, rdx_host_array(recv_keys, m, keys.dtype), rdx_host_array(recv_rows, m, RDX_U64), &o, &shard);
+  AGREE(st);
+  d->shard = shard;
+  shard = NULL;
+  d->id = comm->next_index_id++; /* every rank gets here, or none: the serials stay equal */
+  d->magic = RDX_DIST_INDEX_MAGIC;
+  comm->n_live_indexes++;
+  *out = d;
+  d = NULL;
+done:
+  rdx_index_destroy(shard);
+  if (d != NULL) {
+    rdx_mem_free(ctx, d->splitters);
+    free(d);
+  }
+  rdx_mem_free(ctx, send_keys);
+  rdx_mem_free(ctx, send_rows);
+  rdx_mem_free(ctx, recv_keys);
+  rdx_mem_free(ctx, recv_rows);
+  rdx_mem_free(ctx, k64);
+  rdx_mem_free(ctx, r64);
+  rdx_mem_free(ctx, all);
+  rdx_mem_free(ctx, counts);
+  return st;
+}
+
+void rdx_dist_index_destroy(rdx_dist_index *idx) {
+  if (idx == NULL || idx->magic != RDX_DIST_INDEX_MAGIC) return;
+  rdx_context *ctx = idx->comm->ctx;
+  rdx_index_destroy(idx->shard);
+  rdx_mem_free(ctx, idx->splitters);
+  idx->comm->n_live_indexes--;
+  idx->magic = 0;
+  free(idx);
+}
+
+int64_t rdx_dist_index_count(const rdx_dist_index *idx) {
+  return idx != NULL && idx->magic == RDX_DIST_INDEX_MAGIC ? idx->n_total : 0;
+}
+const rdx_index *rdx_dist_index_shard(const rdx_dist_index *idx) {
+  return idx != NULL && idx->magic == RDX_DIST_INDEX_MAGIC ? idx->shard : NULL;
+}
+
+/* ---- queries ---- */
+
+/* rdx_result_make's count and fill over answers already on the host. */
+typedef struct made {
+  rdx_context *ctx;
+  const uint64_t *counts; /* n */
+  const uint64_t *rows;   /* sum of counts */
+  uint64_t total;
+} made;
+static rdx_status made_count(void *arg, rdx_array counts) {
+  const made *a = (const made *)arg;
+  return rdx_copy(a->ctx, counts.data, counts.where, a->counts, RDX_HOST, (size_t)counts.count * 8);
+}
+static rdx_status made_fill(void *arg, rdx_array offsets, rdx_array rows) {
+  const made *a = (const made *)arg;
+  (void)offsets; /* made from the same counts */
+  return rdx_copy(a->ctx, rows.data, rows.where, a->rows, RDX_HOST, (size_t)a->total * 8);
+}
+
+/* One body for the five query calls. Each query becomes one piece per shard it needs (lookups:
+ * one; a range: shard_of(lo) .. shard_of(hi); an empty range: none), sent in shard order; each
+ * shard answers its pieces with the rdx_index_* call of the same name; the answers come back in
+ * the order the pieces went, and are put in the caller's order (counts summed, rows merged). */
+static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op, rdx_array in, rdx_array out_a,
+                            rdx_result **out_r) {
+  const char *fn = op_name(op);
+  RDX_CHECK(rdx_comm_check(comm));
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  const int range = op == OP_RANGE_COUNT || op == OP_RANGE_ALLOC;
+  const int alloc = op == OP_LOOKUP_ALLOC || op == OP_RANGE_ALLOC;
+  const int cols = range ? 2 : 1;
+  const char *in_name = range ? "bounds" : "queries";
+  if (alloc && out_r != NULL) *out_r = NULL;
+  desc me, *all = NULL;
+  memset(&me, 0, sizeof me);
+  int64_t *counts = NULL; /* send, receive, cursor, rows sent, rows received: size each */
+  uint64_t *q64 = NULL, *answers = NULL, *back = NULL, *rows_back = NULL, *answer = NULL, *rows = NULL, *filled = NULL;
+  int64_t *piece_query = NULL;
+  void *send_q = NULL, *recv_q = NULL;
+  rdx_result *shard_res = NULL, *res = NULL;
+  const int64_t n = in.count;
+  rdx_dtype dtype = RDX_U64;
+
+  /* 1. this rank's arguments */
+  rdx_status st = check_dist_index(comm, fn, d);
+  if (st == RDX_OK && alloc && out_r == NULL) st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  if (st == RDX_OK) st = rdx_array_check(ctx, fn, in_name, in);
+  if (st == RDX_OK && in.dtype != d->dtype)
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.dtype %s != the index's key dtype %s", fn, in_name,
+                  dtype_name(in.dtype), dtype_name(d->dtype));
+  if (st == RDX_OK && in.columns != cols)
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.columns %d != %d", fn, in_name, in.columns, cols);
+  if (st == RDX_OK && !alloc)
+    st = rdx_array_check_u64(ctx, fn, op == OP_LOOKUP ? "row_ids" : "counts", out_a, n);
+  if (st == RDX_OK && range && d->hashed)
+    st = rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: kind hash answers point lookups only; build a sorted or btree index for ranges",
+                  fn);
+  if (st == RDX_OK) {
+    dtype = d->dtype;
+    st = to_host_u64(ctx, fn, in, &q64);
+  }
+  if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = take(ctx, fn, &counts, 5 * (int64_t)size, 8);
+  AGREE(st);
+
+  /* 2. the same call on the same index everywhere */
+  me.op = op;
+  me.dtype = in.dtype;
+  me.kind = d->kind;
+  me.index_id = d->id;
+  me.count = n;
+  RDX_CHECK_GOTO(gather_and_compare(comm, fn, &me, all), st, done);
+
+  /* 3. pieces, grouped by shard */
+  int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size, *rsend = counts + 3 * size,
+          *rrecv = counts + 4 * size;
+  const size_t es = rdx_dtype_size(dtype);
+  for (int p = 0; p < size; p++) send[p] = 0;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t lo = q64[i * cols], hi = q64[i * cols + cols - 1];
+    if (lo > hi) continue;
+    for (int p = shard_of(d, size, lo), last = shard_of(d, size, hi); p <= last; p++) send[p]++;
+  }
+  int64_t n_pieces = 0;
+  for (int p = 0; p < size; p++) {
+    cursor[p] = n_pieces;
+    n_pieces += send[p];
+  }
+  st = take(ctx, fn, &send_q, n_pieces * cols, es);
+  if (st == RDX_OK) st = take(ctx, fn, &piece_query, n_pieces, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &back, n_pieces, 8);
+  if (st == RDX_OK)
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t lo = q64[i * cols], hi = q64[i * cols + cols - 1];
+      if (lo > hi) continue;
+      for (int p = shard_of(d, size, lo), last = shard_of(d, size, hi); p <= last; p++) {
+        int64_t at = cursor[p]++;
+        for (int c = 0; c < cols; c++) put_key(send_q, dtype, at * cols + c, q64[i * cols + c]);
+        piece_query[at] = i;
+      }
+    }
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
+  int64_t m = 0;
+  for (int p = 0; p < size; p++) m += recv[p];
+  st = rdx_comm_check_counts(comm, fn, send, recv);
+  if (st == RDX_OK) st = take(ctx, fn, &recv_q, m * cols, es);
+  if (st == RDX_OK) st = take(ctx, fn, &answers, m, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_q, send, recv_q, recv, es * (size_t)cols), st, done);
+
+  /* 4. each shard answers the pieces it got */
+  rdx_array rq = range ? rdx_host_matrix(recv_q, m, 2, dtype) : rdx_host_array(recv_q, m, dtype);
+  rdx_array ra = rdx_host_array(answers, m, RDX_U64);
+  switch (op) {
+    case OP_LOOKUP: st = rdx_index_lookup(ctx, d->shard, rq, ra); break;
+    case OP_LOOKUP_COUNT: st = rdx_index_lookup_count(ctx, d->shard, rq, ra); break;
+    case OP_RANGE_COUNT: st = rdx_index_range_count(ctx, d->shard, rq, ra); break;
+    case OP_LOOKUP_ALLOC: st = rdx_index_lookup_alloc(ctx, d->shard, rq, &shard_res); break;
+    case OP_RANGE_ALLOC: st = rdx_index_range_alloc(ctx, d->shard, rq, &shard_res); break;
+    case OP_BUILD: st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a build is not a query", fn); break;
+  }
+  if (st == RDX_OK && alloc)
+    for (int64_t j = 0; j < m; j++) answers[j] = shard_res->offsets[j + 1] - shard_res->offsets[j];
+  if (st == RDX_OK) st = take(ctx, fn, &answer, n, 8);
+  AGREE(st);
+  /* one answer a piece, back the way it came */
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, answers, recv, back, send, 8), st, done);
+  uint64_t total = 0;
+  if (alloc) {
+    for (int p = 0, j = 0; p < size; p++) {
+      rsend[p] = 0;
+      for (int64_t k = 0; k < recv[p]; k++) rsend[p] += (int64_t)answers[j++];
+    }
+    for (int p = 0, j = 0; p < size; p++) {
+      rrecv[p] = 0;
+      for (int64_t k = 0; k < send[p]; k++) rrecv[p] += (int64_t)back[j++];
+      total += (uint64_t)rrecv[p];
+    }
+    st = rdx_comm_check_counts(comm, fn, rsend, rrecv);
+    if (st == RDX_OK) st = take(ctx, fn, &rows_back, (int64_t)total, 8);
+    if (st == RDX_OK) st = take(ctx, fn, &rows, (int64_t)total, 8);
+    if (st == RDX_OK) st = take(ctx, fn, &filled, n, 8);
+    AGREE(st);
+    /* the shard's rows are in piece order, so grouped by the rank that asked */
+    RDX_CHECK_GOTO(comm->ops->alltoallv(comm, shard_res->row_ids, rsend, rows_back, rrecv, 8), st, done);
+  }
+
+  /* 5. the caller's order */
+  if (op == OP_LOOKUP) {
+    for (int64_t j = 0; j < n_pieces; j++) answer[piece_query[j]] = back[j]; /* one piece a query */
+  } else {
+    for (int64_t i = 0; i < n; i++) answer[i] = 0;
+    for (int64_t j = 0; j < n_pieces; j++) answer[piece_query[j]] += back[j];
+  }
+  if (alloc) {
+    /* each query's rows at its offset: pieces in shard order, each ascending, so a query met by
+     * several shards is sorted once its pieces are in */
+    uint64_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+      filled[i] = at;
+      at += answer[i];
+    }
+    uint64_t from = 0;
+    for (int64_t j = 0; j < n_pieces; j++) {
+      int64_t i = piece_query[j];
+      if (back[j]) memcpy(rows + filled[i], rows_back + from, (size_t)back[j] * 8);
+      filled[i] += back[j];
+      from += back[j];
+    }
+    if (range)
+      for (int64_t i = 0, begin = 0; i < n; begin += (int64_t)answer[i], i++) {
+        int sorted = 1;
+        for (int64_t k = begin + 1; k < begin + (int64_t)answer[i] && sorted; k++) sorted = rows[k - 1] < rows[k];
+        if (!sorted) qsort(rows + begin, (size_t)answer[i], 8, cmp_u64);
+      }
+    made a = {ctx, answer, rows, total};
+    st = rdx_result_make(ctx, fn, n, in.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST, made_count, made_fill, &a, &res);
+  }
+  AGREE(st);
+  /* every rank has its answers: only now are the outputs written */
+  if (alloc) {
+    *out_r = res;
+    res = NULL;
+  } else if (n > 0) {
+    st = rdx_copy(ctx, out_a.data, out_a.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST, answer, RDX_HOST, (size_t)n * 8);
+  }
+done:
+  rdx_result_free(ctx, res);
+  rdx_result_free(ctx, shard_res);
+  rdx_mem_free(ctx, q64);
+  rdx_mem_free(ctx, all);
+  rdx_mem_free(ctx, counts);
+  rdx_mem_free(ctx, send_q);
+  rdx_mem_free(ctx, recv_q);
+  rdx_mem_free(ctx, piece_query);
+  rdx_mem_free(ctx, answers);
+  rdx_mem_free(ctx, back);
+  rdx_mem_free(ctx, rows_back);
+  rdx_mem_free(ctx, rows);
+  rdx_mem_free(ctx, filled);
+  rdx_mem_free(ctx, answer);
+  return st;
+}
+
+rdx_status rdx_dist_index_lookup(rdx_comm *comm, const rdx_dist_index *idx, rdx_array queries, rdx_array row_ids) {
+  return run_query(comm, idx, OP_LOOKUP, queries, row_ids, NULL);
+}
+rdx_status rdx_dist_index_lookup_count(rdx_comm *comm, const rdx_dist_index *idx, rdx_array queries, rdx_array counts) {
+  return run_query(comm, idx, OP_LOOKUP_COUNT, queries, counts, NULL);
+}
+rdx_status rdx_dist_index_lookup_alloc(rdx_comm *comm, const rdx_dist_index *idx, rdx_array queries, rdx_result **out) {
+  return run_query(comm, idx, OP_LOOKUP_ALLOC, queries, rdx_no_array(), out);
+}
+rdx_status rdx_dist_index_range_count(rdx_comm *comm, const rdx_dist_index *idx, rdx_array bounds, rdx_array counts) {
+  return run_query(comm, idx, OP_RANGE_COUNT, bounds, counts, NULL);
+}
+rdx_status rdx_dist_index_range_alloc(rdx_comm *comm, const rdx_dist_index *idx, rdx_array bounds, rdx_result **out) {
+  return run_query(comm, idx, OP_RANGE_ALLOC, bounds, rdx_no_array(), out);
+}

@@ -1,0 +1,460 @@
+/*
+ * test_dist_keys.c: sharded key indexes over MPI (rdx_comm_*, rdx_dist_index_*), run by CTest under
+ * `mpirun -np R --oversubscribe` for R = 1, 2, 3 (dist_keys.np1, .np2, .np3).
+ *
+ * Every rank draws the same global data from the shared seed (every rank's keys, rows and query
+ * batches), keeps its own share, and checks its answers against the brute-force oracle over all
+ * ranks' keys, as one rdx_index over them would answer: uneven shares, an empty share, every key
+ * on one rank, duplicates split across ranks (a tiny key domain), key 0 and the maximum key, ranges
+ * that span every shard and empty ranges, given and implied row ids, u32 and u64, every kind.
+ * Faults and mismatches: a memory fault walked through build and queries on one rank, a bad
+ * argument on one rank, arguments that differ across ranks; each must fail on every rank with the
+ * same status and sentence, leave no index and hold no memory.
+ */
+#include <mpi.h>
+
+#include "check.h"
+#include "keys_check.h"
+
+/* Internal (src/core/core.h): the n-th allocation of the context from now fails. */
+void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
+
+static int rank_, size_;
+static rdx_comm *comm_;
+
+/* Every rank got the same status, and, for a failure, the same sentence after the name of the
+ * rank's own call (ranks in different calls each name theirs). */
+static void check_same(rdx_context *ctx, rdx_status st, const char *what) {
+  struct {
+    int st;
+    char msg[240];
+  } mine, *all = (void *)malloc(sizeof mine * (size_t)size_);
+  memset(&mine, 0, sizeof mine);
+  mine.st = (int)st;
+  if (st != RDX_OK) {
+    const char *m = rdx_context_message(ctx), *colon = strstr(m, ": ");
+    snprintf(mine.msg, sizeof mine.msg, "%s", colon ? colon + 2 : m);
+  }
+  MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
+  for (int r = 0; r < size_; r++) {
+    if (all[r].st != mine.st)
+      CHECK_FAIL_("%s: rank %d returned %s, rank %d %s", what, rank_, rdx_status_name(st), r,
+                  rdx_status_name((rdx_status)all[r].st));
+    else if (strcmp(all[r].msg, mine.msg) != 0)
+      CHECK_FAIL_("%s: rank %d says '%s', rank %d '%s'", what, rank_, mine.msg, r, all[r].msg);
+  }
+  free(all);
+}
+
+/* A scenario: the global keys (and rows), cut into the ranks' shares at cut[r] .. cut[r + 1]. */
+typedef struct scenario {
+  const char *name;
+  rdx_dtype dtype;
+  int64_t n;
+  uint64_t *keys;   /* n, as u64 */
+  uint64_t *rows;   /* n, or NULL for implied */
+  int64_t cut[8];
+} scenario;
+
+static uint64_t key_max(rdx_dtype d) { return d == RDX_U32 ? UINT32_MAX : UINT64_MAX; }
+
+/* The share of rank r of a u64 array as an array of dtype (a fresh malloc). */
+static void *share(const uint64_t *all, int64_t from, int64_t count, int columns, rdx_dtype dtype) {
+  size_t es = rdx_dtype_size(dtype);
+  void *p = malloc((size_t)(count * columns + 1) * es);
+  for (int64_t i = 0; i < count * columns; i++) {
+    if (dtype == RDX_U32) ((uint32_t *)p)[i] = (uint32_t)all[from * columns + i];
+    else ((uint64_t *)p)[i] = all[from * columns + i];
+  }
+  return p;
+}
+
+static void make_scenario(scenario *s, const char *name, rdx_dtype dtype, int64_t n, int domain_bits, int split,
+                          int given_rows) {
+  s->name = name;
+  s->dtype = dtype;
+  s->n = n;
+  s->keys = (uint64_t *)malloc((size_t)(n + 1) * 8);
+  s->rows = given_rows ? (uint64_t *)malloc((size_t)(n + 1) * 8) : NULL;
+  const uint64_t mask = domain_bits >= 64 ? UINT64_MAX : (((uint64_t)1 << domain_bits) - 1);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t k = check_rand_() & mask & key_max(dtype);
+    if (check_below(50) == 0) k = 0;
+    if (check_below(50) == 0) k = key_max(dtype);
+    s->keys[i] = k;
+    /* given rows: distinct and out of order (a permutation of a stretch far from 0), some u32-sized */
+    if (s->rows) s->rows[i] = (uint64_t)(n - i) * 7919 + 1000000;
+  }
+  /* split 0: random cuts (uneven); 1: the last rank gets nothing; 2: all on rank 0; 3: equal */
+  s->cut[0] = 0;
+  s->cut[size_] = n;
+  for (int r = 1; r < size_; r++) {
+    if (split == 0) s->cut[r] = (int64_t)check_below((uint64_t)n + 1);
+    else if (split == 1) s->cut[r] = r == size_ - 1 ? n : n * r / (size_ - 1);
+    else if (split == 2) s->cut[r] = n;
+    else s->cut[r] = n * r / size_;
+  }
+  for (int r = 1; r < size_; r++) /* sorted cuts: the random ones in any order */
+    for (int q = r; q > 1 && s->cut[q - 1] > s->cut[q]; q--) {
+      int64_t t = s->cut[q];
+      s->cut[q] = s->cut[q - 1];
+      s->cut[q - 1] = t;
+    }
+  if (split == 1 && size_ == 1) s->cut[1] = n; /* one rank: its share is everything */
+}
+
+static void free_scenario(scenario *s) {
+  free(s->keys);
+  free(s->rows);
+}
+
+/* Every query call on idx against the oracle, each rank with its own batch of m queries and m
+ * bounds (drawn from the shared seed, so every rank draws every rank's batch and keeps its own). */
+static void check_queries(rdx_context *ctx, const rdx_dist_index *idx, const scenario *s, const keys_oracle *o,
+                          rdx_kind kind, int64_t m, int empty_on_rank0) {
+  uint64_t *q = (uint64_t *)malloc((size_t)(m * size_ + 1) * 8), *b = (uint64_t *)malloc((size_t)(2 * m * size_ + 1) * 8);
+  for (int64_t i = 0; i < m * size_; i++) {
+    q[i] = s->n && check_below(2) ? s->keys[check_below((uint64_t)s->n)] : check_rand_() & key_max(s->dtype);
+    uint64_t lo = s->n ? s->keys[check_below((uint64_t)s->n)] : check_rand_() & key_max(s->dtype);
+    uint64_t hi = check_below(4) == 0 ? check_rand_() & key_max(s->dtype) : lo + check_below(1000);
+    if (hi > key_max(s->dtype)) hi = key_max(s->dtype);
+    if (i % 17 == 0) lo = 0, hi = key_max(s->dtype); /* every shard */
+    b[2 * i] = lo;
+    b[2 * i + 1] = hi; /* lo > hi happens: an empty range */
+  }
+  uint64_t *mq = (uint64_t *)share(q, m * rank_, m, 1, s->dtype), *mb = (uint64_t *)share(b, m * rank_, m, 2, s->dtype);
+  if (empty_on_rank0 && rank_ == 0) m = 0; /* drawn all the same, so every rank's generator stays in step */
+  rdx_array qa = rdx_host_array(mq, m, s->dtype), ba = rdx_host_matrix(mb, m, 2, s->dtype);
+  uint64_t *out = (uint64_t *)malloc((size_t)(m + 1) * 8);
+
+  memset(out, 0xA5, (size_t)(m + 1) * 8);
+  rdx_status st = rdx_dist_index_lookup(comm_, idx, qa, rdx_host_array(out, m, RDX_U64));
+  CHECK_OK(ctx, st);
+  for (int64_t i = 0; i < m && st == RDX_OK; i++)
+    if (out[i] != keys_oracle_lookup(o, kc_at(qa, i))) {
+      CHECK_FAIL_("%s %s lookup %lld of key %llu: row %llu, oracle %llu", s->name, rdx_kind_name(kind), (long long)i,
+                  (unsigned long long)kc_at(qa, i), (unsigned long long)out[i],
+                  (unsigned long long)keys_oracle_lookup(o, kc_at(qa, i)));
+      break;
+    }
+  CHECK_EQ(out[m], 0xA5A5A5A5A5A5A5A5ull);
+
+  CHECK_OK(ctx, rdx_dist_index_lookup_count(comm_, idx, qa, rdx_host_array(out, m, RDX_U64)));
+  for (int64_t i = 0; i < m; i++)
+    if (out[i] != keys_oracle_count(o, kc_at(qa, i), kc_at(qa, i))) {
+      CHECK_FAIL_("%s %s lookup_count %lld differs from the oracle", s->name, rdx_kind_name(kind), (long long)i);
+      break;
+    }
+  rdx_result *r = NULL;
+  CHECK_OK(ctx, rdx_dist_index_lookup_alloc(comm_, idx, qa, &r));
+  if (r) {
+    CHECK_EQ(r->n_queries, m);
+    kc_check_csr(o, qa, 0, r->offsets, r->row_ids);
+    rdx_result_free(ctx, r);
+  }
+
+  if (kind == RDX_KIND_HASH) {
+    r = NULL;
+    rdx_status rs = rdx_dist_index_range_alloc(comm_, idx, ba, &r);
+    CHECK_EQ(rs, RDX_ERR_UNSUPPORTED);
+    CHECK(r == NULL);
+    check_same(ctx, rs, "hash range");
+  } else {
+    CHECK_OK(ctx, rdx_dist_index_range_count(comm_, idx, ba, rdx_host_array(out, m, RDX_U64)));
+    for (int64_t i = 0; i < m; i++)
+      if (out[i] != keys_oracle_count(o, kc_at(ba, 2 * i), kc_at(ba, 2 * i + 1))) {
+        CHECK_FAIL_("%s %s range_count %lld differs from the oracle", s->name, rdx_kind_name(kind), (long long)i);
+        break;
+      }
+    r = NULL;
+    CHECK_OK(ctx, rdx_dist_index_range_alloc(comm_, idx, ba, &r));
+    if (r) {
+      kc_check_csr(o, ba, 1, r->offsets, r->row_ids);
+      rdx_result_free(ctx, r);
+    }
+  }
+  free(out);
+  free(mq);
+  free(mb);
+  free(q);
+  free(b);
+}
+
+static const rdx_kind kinds[] = {RDX_KIND_SCAN, RDX_KIND_SORTED, RDX_KIND_BTREE, RDX_KIND_HASH,
+                                 RDX_KIND_RX,   RDX_KIND_CGRX,   RDX_KIND_CGRXU};
+
+/* Build every kind over the scenario's shares and check it. */
+static void check_scenario(rdx_context *ctx, const scenario *s) {
+  keys_oracle o;
+  rdx_array all_keys = rdx_host_array(share(s->keys, 0, s->n, 1, s->dtype), s->n, s->dtype);
+  rdx_array all_rows = s->rows ? rdx_host_array(s->rows, s->n, RDX_U64) : rdx_no_array();
+  CHECK(keys_oracle_build(&o, all_keys, all_rows));
+  const int64_t from = s->cut[rank_], count = s->cut[rank_ + 1] - s->cut[rank_];
+  void *mk = share(s->keys, from, count, 1, s->dtype);
+  rdx_array ka = rdx_host_array(mk, count, s->dtype);
+  rdx_array ra = s->rows ? rdx_host_array(s->rows + from, count, RDX_U64) : rdx_no_array();
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
+    bo.kind = kinds[k];
+    bo.bucket_size = 4;
+    rdx_dist_index *idx = NULL;
+    int64_t held = check_held(ctx);
+    rdx_status st = rdx_dist_index_build(comm_, ka, ra, &bo, &idx);
+    check_same(ctx, st, "build");
+    if (st == RDX_ERR_UNSUPPORTED) continue; /* the kind is not on this backend: every rank says so */
+    CHECK_OK(ctx, st);
+    if (idx == NULL) continue;
+    CHECK_EQ(rdx_dist_index_count(idx), s->n);
+    /* the shards together hold every key once */
+    int64_t mine = rdx_index_count(rdx_dist_index_shard(idx)), sum = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    CHECK_EQ(sum, s->n);
+    check_queries(ctx, idx, s, &o, kinds[k], 200, 0);
+    check_queries(ctx, idx, s, &o, kinds[k], 3, 1); /* an empty batch on rank 0 */
+    rdx_dist_index_destroy(idx);
+    CHECK_EQ(check_held(ctx), held);
+  }
+  free(mk);
+  free(all_keys.data);
+  keys_oracle_free(&o);
+}
+
+/* A memory fault on the last rank at its n-th allocation, n = 1, 2, ... until the call succeeds:
+ * every failure is the same on every rank, leaves no index and no memory held. */
+static void fault_walk(rdx_context *ctx, const scenario *s) {
+  const int64_t from = s->cut[rank_], count = s->cut[rank_ + 1] - s->cut[rank_];
+  void *mk = share(s->keys, from, count, 1, s->dtype);
+  rdx_array ka = rdx_host_array(mk, count, s->dtype);
+  rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
+  bo.kind = RDX_KIND_SORTED;
+  rdx_dist_index *idx = NULL;
+  int64_t held = check_held(ctx);
+  int failures = 0;
+  for (int64_t n = 1; n < 1000; n++) {
+    if (rank_ == size_ - 1) rdx_mem_fail_after(ctx, n);
+    rdx_status st = rdx_dist_index_build(comm_, ka, rdx_no_array(), &bo, &idx);
+    rdx_mem_fail_after(ctx, 0);
+    check_same(ctx, st, "build under a fault");
+    if (st == RDX_OK) break;
+    failures++;
+    CHECK_EQ(st, RDX_ERR_HOST_OUT_OF_MEMORY);
+    CHECK(idx == NULL);
+    CHECK_EQ(check_held(ctx), held);
+    if (n == 1) CHECK(strstr(rdx_context_message(ctx), "rank") != NULL);
+  }
+  CHECK(failures > 0);
+  CHECK(idx != NULL);
+  if (idx == NULL) {
+    free(mk);
+    return;
+  }
+  /* queries under faults: the index answers as before afterwards */
+  keys_oracle o;
+  rdx_array all_keys = rdx_host_array(share(s->keys, 0, s->n, 1, s->dtype), s->n, s->dtype);
+  CHECK(keys_oracle_build(&o, all_keys, rdx_no_array()));
+  uint64_t *b = (uint64_t *)malloc(2 * 64 * 8);
+  for (int i = 0; i < 64; i++) {
+    uint64_t lo = check_rand_() & key_max(s->dtype), hi = check_rand_() & key_max(s->dtype);
+    b[2 * i] = lo < hi ? lo : hi;
+    b[2 * i + 1] = lo < hi ? hi : lo;
+  }
+  void *mb = share(b, 0, 64, 2, s->dtype);
+  rdx_array ba = rdx_host_matrix(mb, 64, 2, s->dtype);
+  held = check_held(ctx);
+  failures = 0;
+  for (int64_t n = 1; n < 1000; n++) {
+    rdx_result *r = NULL;
+    if (rank_ == 0) rdx_mem_fail_after(ctx, n);
+    rdx_status st = rdx_dist_index_range_alloc(comm_, idx, ba, &r);
+    rdx_mem_fail_after(ctx, 0);
+    check_same(ctx, st, "range_alloc under a fault");
+    if (st == RDX_OK) {
+      kc_check_csr(&o, ba, 1, r->offsets, r->row_ids);
+      rdx_result_free(ctx, r);
+      break;
+    }
+    failures++;
+    CHECK(r == NULL);
+    CHECK_EQ(check_held(ctx), held);
+  }
+  CHECK(failures > 0);
+  check_queries(ctx, idx, s, &o, RDX_KIND_SORTED, 50, 0);
+  rdx_dist_index_destroy(idx);
+  keys_oracle_free(&o);
+  free(all_keys.data);
+  free(mb);
+  free(b);
+  free(mk);
+}
+
+/* A bad argument on one rank, and arguments that differ across ranks: refused on every rank alike. */
+static void check_refusals(rdx_context *ctx) {
+  const int last = size_ - 1;
+  uint64_t keys64[8] = {5, 1, 9, 5, 0, 7, 3, 5};
+  uint32_t keys32[8] = {5, 1, 9, 5, 0, 7, 3, 5};
+  uint64_t rows[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  rdx_array k64 = rdx_host_array(keys64, 8, RDX_U64), k32 = rdx_host_array(keys32, 8, RDX_U32);
+  rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
+  int64_t held = check_held(ctx);
+  rdx_dist_index *idx = (rdx_dist_index *)&held; /* must come back NULL */
+  rdx_status st;
+
+  if (CASE_RUN(dist_build_bad_argument_on_one_rank)) {
+    rdx_array bad = k64;
+    if (rank_ == last) bad.dtype = RDX_F64;
+    st = rdx_dist_index_build(comm_, bad, rdx_no_array(), &bo, &idx);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    CHECK(idx == NULL);
+    check_same(ctx, st, "bad dtype on one rank");
+    char want[32];
+    snprintf(want, sizeof want, "rank %d", last);
+    CHECK(strstr(rdx_context_message(ctx), want) != NULL);
+    /* a row id that is the miss marker, on one rank */
+    uint64_t miss_rows[8] = {1, 2, 3, 4, 5, 6, 7, RDX_MISS};
+    st = rdx_dist_index_build(comm_, k64, rdx_host_array(rank_ == last ? miss_rows : rows, 8, RDX_U64), &bo, &idx);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "RDX_MISS row on one rank");
+    /* out NULL on one rank */
+    idx = NULL;
+    st = rdx_dist_index_build(comm_, k64, rdx_no_array(), &bo, rank_ == last ? NULL : &idx);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    CHECK(idx == NULL);
+    check_same(ctx, st, "out NULL on one rank");
+    CHECK_EQ(check_held(ctx), held);
+  }
+  if (size_ > 1 && CASE_RUN(dist_build_mismatch)) {
+    st = rdx_dist_index_build(comm_, rank_ == 0 ? k32 : k64, rdx_no_array(), &bo, &idx);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "dtype mismatch");
+    CHECK(strstr(rdx_context_message(ctx), "disagree") != NULL);
+    rdx_build_options other = bo;
+    other.kind = rank_ == 0 ? RDX_KIND_SORTED : RDX_KIND_BTREE;
+    st = rdx_dist_index_build(comm_, k64, rdx_no_array(), &other, &idx);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "kind mismatch");
+    st = rdx_dist_index_build(comm_, k64, rank_ == 0 ? rdx_host_array(rows, 8, RDX_U64) : rdx_no_array(), &bo, &idx);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "rows given on one rank only");
+    CHECK(idx == NULL);
+    CHECK_EQ(check_held(ctx), held);
+  }
+  if (CASE_RUN(dist_query_refusals)) {
+    rdx_dist_index *a = NULL, *h = NULL;
+    CHECK_OK(ctx, rdx_dist_index_build(comm_, k64, rdx_no_array(), &bo, &a));
+    rdx_build_options ho = bo;
+    ho.kind = RDX_KIND_HASH;
+    CHECK_OK(ctx, rdx_dist_index_build(comm_, k64, rdx_no_array(), &ho, &h));
+    uint64_t out[8];
+    uint32_t q32[8] = {5, 1, 2, 3, 4, 5, 6, 7};
+    /* queries of the wrong dtype on one rank */
+    st = rdx_dist_index_lookup(comm_, a, rank_ == last ? rdx_host_array(q32, 8, RDX_U32) : k64, rdx_host_array(out, 8, RDX_U64));
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "query dtype on one rank");
+    /* an output too short on one rank */
+    st = rdx_dist_index_lookup_count(comm_, a, k64, rdx_host_array(out, rank_ == last ? 7 : 8, RDX_U64));
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "short output on one rank");
+    /* out NULL on one rank */
+    rdx_result *r = NULL;
+    st = rdx_dist_index_lookup_alloc(comm_, a, k64, rank_ == last ? NULL : &r);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    CHECK(r == NULL);
+    check_same(ctx, st, "out NULL on one rank");
+    /* something that is not an index on one rank */
+    st = rdx_dist_index_lookup(comm_, rank_ == last ? (const rdx_dist_index *)&held : a, k64, rdx_host_array(out, 8, RDX_U64));
+    CHECK_EQ(st, RDX_ERR_MISUSE);
+    check_same(ctx, st, "not an index on one rank");
+    if (size_ > 1) {
+      /* another index on rank 0 */
+      st = rdx_dist_index_lookup(comm_, rank_ == 0 ? h : a, k64, rdx_host_array(out, 8, RDX_U64));
+      CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+      check_same(ctx, st, "another index on rank 0");
+      /* another call on rank 0 */
+      uint64_t bounds[16];
+      for (int i = 0; i < 16; i++) bounds[i] = (uint64_t)i;
+      st = rank_ == 0 ? rdx_dist_index_lookup_count(comm_, a, k64, rdx_host_array(out, 8, RDX_U64))
+                      : rdx_dist_index_range_count(comm_, a, rdx_host_matrix(bounds, 8, 2, RDX_U64), rdx_host_array(out, 8, RDX_U64));
+      CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+      check_same(ctx, st, "another call on rank 0");
+      CHECK(strstr(rdx_context_message(ctx), "the call") != NULL);
+    }
+    /* the indexes answer as before */
+    CHECK_OK(ctx, rdx_dist_index_lookup(comm_, a, k64, rdx_host_array(out, 8, RDX_U64)));
+    CHECK_EQ(out[0], 0); /* key 5: rank 0's row 0 is the smallest */
+    CHECK_EQ(out[4], 4);                                  /* key 0: rank 0's row 4 */
+    rdx_dist_index_destroy(a);
+    rdx_dist_index_destroy(h);
+    CHECK_EQ(check_held(ctx), held);
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (size_ > 7) {
+    fprintf(stderr, "at most 7 ranks\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  rdx_context *ctx = check_begin(argc, argv);
+  printf("rank %d of %d\n", rank_, size_);
+
+  if (CASE_RUN(dist_comm_create)) {
+    rdx_dist_info info;
+    info.size = sizeof info;
+    CHECK_OK(ctx, rdx_dist_info_get(&info));
+    CHECK(info.mpi_built);
+    CHECK(!info.nccl_built);
+    CHECK_EQ(info.mpi_rank, rank_);
+    CHECK_EQ(info.mpi_size, size_);
+    rdx_comm *c = (rdx_comm *)&info;
+    CHECK_STATUS(ctx, rdx_comm_create_mpi(ctx, NULL, &c), RDX_ERR_INVALID_ARGUMENT);
+    CHECK(c == NULL);
+    MPI_Comm world = MPI_COMM_WORLD;
+    CHECK_OK(ctx, rdx_comm_create_mpi(ctx, &world, &comm_));
+    CHECK_EQ(rdx_comm_rank(comm_), rank_);
+    CHECK_EQ(rdx_comm_size(comm_), size_);
+    CHECK(rdx_comm_context(comm_) == ctx);
+    CHECK_EQ(rdx_comm_rank(NULL), (uint64_t)(int64_t)-1);
+  }
+  if (comm_ == NULL) {
+    fprintf(stderr, "no communicator\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+
+  static const struct {
+    const char *name;
+    int64_t n;
+    int domain_bits, split, rows;
+  } plans[] = {
+      {"uneven", 3000, 64, 0, 0},
+      {"uneven_given_rows", 2000, 64, 0, 1},
+      {"empty_shard", 1500, 64, 1, 0},
+      {"all_on_rank0", 1000, 64, 2, 1},
+      {"duplicates_across_ranks", 2500, 4, 3, 0},
+      {"duplicates_random_cuts", 1200, 7, 0, 1},
+      {"no_keys", 0, 64, 0, 0},
+      {"one_key", 1, 64, 0, 0},
+  };
+  for (size_t p = 0; p < sizeof plans / sizeof plans[0]; p++)
+    for (int dt = 0; dt < 2; dt++) {
+      const rdx_dtype dtype = dt ? RDX_U64 : RDX_U32;
+      if (!CASE_PART(dist_keys_oracle, plans[p].name)) continue;
+      scenario s;
+      make_scenario(&s, plans[p].name, dtype, plans[p].n, plans[p].domain_bits, plans[p].split, plans[p].rows);
+      check_scenario(ctx, &s);
+      free_scenario(&s);
+    }
+  if (CASE_RUN(dist_fault_walk)) {
+    scenario s;
+    make_scenario(&s, "fault", RDX_U64, 800, 64, 0, 0);
+    fault_walk(ctx, &s);
+    free_scenario(&s);
+  }
+  check_refusals(ctx);
+
+  rdx_comm_destroy(comm_);
+  int rc = check_end(ctx);
+  MPI_Finalize();
+  return rc;
+}
