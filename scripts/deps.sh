@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what building and testing raydex needs from Debian's packages, when it is missing
-# (clang and its libFuzzer runtime for the fuzz targets; python3-dev, numpy, setuptools, wheel and
+# (clang and its libFuzzer runtime for the fuzz targets; Open MPI for the distributed indexes; python3-dev, numpy, setuptools, wheel and
 # pip to build and install the Python package offline; pytest, shapely, geopandas and rtree for its
 # tests).
 # Run as root (CI and the README do). CUDA (nvcc) is used when present and never required.
@@ -24,6 +24,11 @@ for pc in gdal:libgdal-dev geos:libgeos-dev; do
   pkg-config --exists "${pc%%:*}" 2>/dev/null || libs+=("${pc#*:}")
 done
 if [ ${#libs[@]} -gt 0 ]; then apt_install "${libs[@]}"; fi
+# Open MPI (distributed indexes over MPI ranks, src/dist/; the library builds without it) and its
+# mpirun for the dist_keys tests
+if ! pkg-config --exists ompi-c 2>/dev/null || ! command -v mpirun >/dev/null 2>&1; then
+  apt_install libopenmpi-dev openmpi-bin
+fi
 # libFuzzer's runtime, for the fuzz targets (RAYDEX_FUZZ=ON in scripts/test.sh), matching clang's version
 if [ ! -f "$(clang -print-file-name="libclang_rt.fuzzer-$(uname -m).a")" ]; then
   apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
