@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install what building and testing raydex needs from Debian's packages, when it is missing
-# (clang and its libFuzzer runtime for the fuzz targets; Open MPI for the distributed indexes; python3-dev, numpy, setuptools, wheel and
-# pip to build and install the Python package offline; pytest, shapely, geopandas and rtree for its
-# tests).
+# (clang and its libFuzzer runtime for the fuzz targets; Open MPI for the distributed indexes;
+# python3-dev, numpy, setuptools, wheel and pip to build and install the Python package offline;
+# pytest, shapely, geopandas and rtree for its tests).
 # Run as root (CI and the README do). CUDA (nvcc) is used when present and never required.
 set -euo pipefail
 apt_install() {
