@@ -748,13 +748,10 @@ static int in_array(PyObject *obj, const char *what, unsigned mask, const char *
   Source src;
   memset(&src, 0, sizeof src);
   int rc;
-  /* numpy first (the common case, no attribute lookups); then DLPack before the buffer protocol,
-   * since CuPy arrays export a buffer that refuses to be read on the host */
+  /* numpy first (the common case, no attribute lookups); Arrow before DLPack (pyarrow offers both,
+   * and only Arrow tells nulls); DLPack before the buffer protocol, since CuPy arrays export a
+   * buffer that refuses to be read on the host */
   if (PyArray_Check(obj) || (PyObject_CheckBuffer(obj) && !has_attr(obj, "__dlpack__")))
-    rc = from_buffer(obj, want, in, &src);
-  else if (has_attr(obj, "__dlpack__") && has_attr(obj, "__dlpack_device__"))
-    rc = from_dlpack(obj, in, &src);
-  else if (PyObject_CheckBuffer(obj))
     rc = from_buffer(obj, want, in, &src);
   else if (has_attr(obj, "__arrow_c_array__"))
     rc = from_arrow_array(obj, in, &src);
@@ -762,6 +759,8 @@ static int in_array(PyObject *obj, const char *what, unsigned mask, const char *
     rc = from_arrow_stream(obj, in, &src);
   else if (has_attr(obj, "__dlpack__"))
     rc = from_dlpack(obj, in, &src);
+  else if (PyObject_CheckBuffer(obj))
+    rc = from_buffer(obj, want, in, &src);
   else {
     PyErr_Format(PyExc_TypeError,
                  "%s must be a numpy array, a DLPack tensor (__dlpack__: CuPy, PyTorch, JAX) or an Arrow "

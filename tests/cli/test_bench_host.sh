@@ -55,14 +55,14 @@ gpu=1
 [ "$backend" = cpu ] && gpu=0
 for op in keys_build_sorted keys_build_hash keys_lookup points_build points_window; do
   [ "$(awk -F, -v op=$op '$4 == op && $5 == "device" && $13 == "ref"' "$tmp/out" | wc -l)" -eq 1 ] || bad "$op: one device row"
-  want=$((gpu ? 2 : 1))
+  want=$((gpu ? 3 : 1)) # a GPU: ring, direct and pinned
   [ "$(awk -F, -v op=$op '$4 == op && $5 == "host" && $13 == "same" && $8 > 0 && $9 > 0' "$tmp/out" | wc -l)" -eq $want ] ||
     bad "$op: $want host rows checked same"
 done
 links=$(awk -F, 'NR > 1 && $4 ~ /^link_/' "$tmp/out" | wc -l)
 if [ $gpu -eq 1 ]; then
   [ "$links" -eq 6 ] || bad "want 6 link rows on $backend, got $links"
-  for path in ring direct; do
+  for path in ring direct pinned; do
     grep -q ",keys_lookup,host,$path," "$tmp/out" || bad "no keys_lookup host row through $path"
   done
   awk -F, '$5 == "pinned" && ($11 <= 0 || $13 != "same") { exit 1 }' "$tmp/out" || bad "pinned link rows: speed and check"
