@@ -3,9 +3,9 @@
 Written in Python over the extension's PolygonLayer.from_arrays, join and pip. shapely and
 geopandas are imported only when a function here needs them. Shapely 2's vectorized functions
 (get_parts, get_rings, get_coordinates) are used where present; with shapely 1.8 (Debian
-bookworm's) each geometry's WKB is parsed here with numpy, as from_wkb's input is (no shapely).
+bookworm's) each geometry's WKB is parsed by the extension (python/src/wkb.c), as from_wkb's
+input is (no shapely).
 """
-import struct
 import warnings
 
 import numpy as np
@@ -75,81 +75,15 @@ def _polygon_arrays(geoms):
         feature_offsets = np.zeros(n + 1, dtype=np.uint64)
         np.cumsum(rings_per_feature, out=feature_offsets[1:])
         return np.ascontiguousarray(coords, dtype=np.float64), ring_offsets, feature_offsets
-    # shapely 1.8: each geometry's WKB (one GEOS call) parsed here, rather than a shapely object
+    # shapely 1.8: each geometry's WKB (one GEOS call) parsed in C, rather than a shapely object
     # per ring and its coordinate sequence
     return _wkb_arrays([None if _is_missing(g) else g.wkb for g in geoms])
 
 
-_WKB_TYPES = {1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint", 5: "MultiLineString",
-              6: "MultiPolygon", 7: "GeometryCollection"}
-
-
-def _wkb_header(b, off):
-    """(byte order prefix, base type, dimensions, offset after the header) of the WKB geometry at
-    off: ISO (1003, 2003, 3003) and EWKB (Z, M and SRID flags) types included."""
-    order = "<" if b[off] == 1 else ">"
-    (t,) = struct.unpack_from(order + "I", b, off + 1)
-    off += 5
-    z, m = bool(t & 0x80000000), bool(t & 0x40000000)
-    if t & 0x20000000:  # EWKB SRID
-        off += 4
-    t &= 0x0FFFFFFF
-    if t >= 1000:
-        z, m = z or t // 1000 in (1, 3), m or t // 1000 in (2, 3)
-        t %= 1000
-    return order, t, 2 + z + m, off
-
-
-def _wkb_polygon(b, off, order, dims, chunks, ring_sizes):
-    """Append the rings of the WKB Polygon body at off; returns (rings, offset after it)."""
-    (n_rings,) = struct.unpack_from(order + "I", b, off)
-    off += 4
-    for _ in range(n_rings):
-        (n_points,) = struct.unpack_from(order + "I", b, off)
-        off += 4
-        xy = np.frombuffer(b, dtype=order + "f8", count=n_points * dims, offset=off).reshape(n_points, dims)
-        chunks.append(xy[:, :2])
-        ring_sizes.append(n_points)
-        off += 8 * n_points * dims
-    return n_rings, off
-
-
 def _wkb_arrays(blobs):
     """(coords, ring_offsets, feature_offsets) of WKB Polygons and MultiPolygons (None: a feature
-    without rings), parsed without shapely."""
-    chunks, ring_sizes = [], []
-    rings_per_feature = np.zeros(len(blobs), dtype=np.uint64)
-    for i, b in enumerate(blobs):
-        if b is None:
-            continue
-        b = bytes(b)
-        try:
-            order, t, dims, off = _wkb_header(b, 0)
-            if t == 3:
-                rings_per_feature[i], _ = _wkb_polygon(b, off, order, dims, chunks, ring_sizes)
-            elif t == 6:
-                (n_polys,) = struct.unpack_from(order + "I", b, off)
-                off += 4
-                for _ in range(n_polys):
-                    porder, pt, pdims, off = _wkb_header(b, off)
-                    if pt != 3:
-                        raise ValueError(f"a MultiPolygon part of type {pt}")
-                    k, off = _wkb_polygon(b, off, porder, pdims, chunks, ring_sizes)
-                    rings_per_feature[i] += k
-            elif t in (2, 4, 5, 7) and struct.unpack_from(order + "I", b, off)[0] == 0:
-                pass  # an empty geometry of another type (shapely 1.8 writes Polygon() so)
-            else:
-                raise TypeError(f"PolygonLayer: feature {i} is a {_WKB_TYPES.get(t, f'WKB type {t}')}, "
-                                "not a Polygon or MultiPolygon")
-        except (struct.error, ValueError, IndexError) as e:
-            raise ValueError(f"PolygonLayer: feature {i}: malformed WKB ({e})") from None
-    coords = np.concatenate(chunks) if chunks else np.zeros((0, 2))
-    coords = np.ascontiguousarray(coords, dtype=np.float64)
-    ring_offsets = np.zeros(len(ring_sizes) + 1, dtype=np.uint64)
-    np.cumsum(np.asarray(ring_sizes, dtype=np.uint64), out=ring_offsets[1:])
-    feature_offsets = np.zeros(len(blobs) + 1, dtype=np.uint64)
-    np.cumsum(rings_per_feature, out=feature_offsets[1:])
-    return coords, ring_offsets, feature_offsets
+    without rings), parsed in C (src/wkb.c) without shapely."""
+    return _raydex._wkb_polygon_arrays(blobs)
 
 
 class PolygonLayer(_raydex.PolygonLayer):
@@ -182,7 +116,7 @@ class PolygonLayer(_raydex.PolygonLayer):
     @classmethod
     def from_wkb(cls, wkbs, backend="auto", *, context=None):
         """A layer from a sequence of WKB bytes (None allowed) of Polygons/MultiPolygons (ISO or
-        EWKB; Z and M dropped), parsed here: shapely is not needed."""
+        EWKB; Z and M dropped), parsed in C: shapely is not needed."""
         coords, rings, features = _wkb_arrays(list(wkbs))
         return cls.from_arrays(coords, rings, features, backend, context=context)
 

@@ -29,6 +29,7 @@
 #include <Python.h>
 #include <pythread.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL raydex_ARRAY_API /* shared with wkb.c */
 #include <numpy/arrayobject.h>
 
 #include <stdio.h>
@@ -37,6 +38,7 @@
 
 #include "raydex.h"
 #include "interop.h"
+#include "wkb.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Exceptions                                                                               */
@@ -2714,6 +2716,9 @@ static PyMethodDef module_methods[] = {
      "point i lies in features[offsets[i]:offsets[i + 1]] (ascending; boundaries included). With\n"
      "first=True, an int64 array: the smallest containing feature per point, or -1. Device points\n"
      "(DLPack) give raydex.DeviceArrays; as_arrow=True a raydex.ListArray (Arrow large_list)."},
+    {"_wkb_polygon_arrays", rdx_py_wkb_polygon_arrays, METH_O,
+     "_wkb_polygon_arrays(wkbs) -> (coords, ring_offsets, feature_offsets): WKB Polygons and\n"
+     "MultiPolygons (a sequence of bytes or None) as PolygonLayer.from_arrays takes them."},
     {"load_points", (PyCFunction)(void (*)(void))module_load_points, METH_VARARGS | METH_KEYWORDS,
      "load_points(path, backend='auto', *, context=None) -> PointIndex: read a PointIndex.save snapshot."},
     {NULL, NULL, 0, NULL}};
