@@ -1405,10 +1405,39 @@ static rdx_status lookup_device(rdx_context *ctx, const rdx_index *idx, rdx_arra
   return st != RDX_OK ? st : rdx_index_lookup(ctx, idx, q, rdx_device_array(owner->block, q.count, RDX_U64));
 }
 
-static PyObject *keyindex_lookup(KeyIndexObject *self, PyObject *arg) {
+/* lookup's out=: a writable C-contiguous uint64 numpy array of n entries (host queries) or a DLPack
+ * uint64 vector of n entries in the context's device memory (device queries). */
+static int lookup_out(PyObject *obj, const InArray *q, InArray *out) {
+  if (ON_DEVICE(*q)) {
+    if (in_array(obj, "KeyIndex.lookup: out", M_U64, "uint64", 0, out) < 0) return -1;
+    if (!ON_DEVICE(*out) || out->a.count != q->a.count) {
+      PyErr_Format(PyExc_ValueError, "KeyIndex.lookup: out must be %lld uint64 in device memory, as the queries are",
+                   (long long)q->a.count);
+      in_release(out);
+      return -1;
+    }
+    return 0;
+  }
+  if (!PyArray_Check(obj) || PyArray_TYPE((PyArrayObject *)obj) != NPY_UINT64 || PyArray_NDIM((PyArrayObject *)obj) != 1 ||
+      !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)obj) || !PyArray_ISWRITEABLE((PyArrayObject *)obj) ||
+      PyArray_DIM((PyArrayObject *)obj, 0) != (npy_intp)q->a.count) {
+    PyErr_Format(PyExc_ValueError,
+                 "KeyIndex.lookup: out must be a writable C-contiguous 1-D numpy uint64 array of %lld entries",
+                 (long long)q->a.count);
+    return -1;
+  }
+  memset(out, 0, sizeof *out);
+  out->a = rdx_host_array(PyArray_DATA((PyArrayObject *)obj), q->a.count, RDX_U64);
+  return 0;
+}
+
+static PyObject *keyindex_lookup(KeyIndexObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"queries", "out", NULL};
+  PyObject *q_obj, *out_obj = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$O:lookup", kwlist, &q_obj, &out_obj)) return NULL;
   if (!keyindex_open(self)) return NULL;
   InArray q;
-  if (in_array(arg, "KeyIndex.lookup: queries", dtype_mask(self->dtype), KEYS_WANTED(self), 0, &q) < 0)
+  if (in_array(q_obj, "KeyIndex.lookup: queries", dtype_mask(self->dtype), KEYS_WANTED(self), 0, &q) < 0)
     return NULL;
   if (in_reach(self->context, &q) < 0) {
     in_release(&q);
@@ -1416,6 +1445,19 @@ static PyObject *keyindex_lookup(KeyIndexObject *self, PyObject *arg) {
   }
   rdx_status st;
   char msg[MESSAGE_BYTES];
+  if (out_obj != Py_None) { /* the caller's array, returned */
+    InArray out;
+    if (lookup_out(out_obj, &q, &out) < 0 || in_reach(self->context, &out) < 0) {
+      in_release(&q);
+      return NULL;
+    }
+    RUN_ON(self->context, st, msg, self->idx != NULL, ON_DEVICE(q),
+           rdx_index_lookup(self->context->ctx, self->idx, q.a, out.a));
+    in_release(&q);
+    in_release(&out);
+    if (st != RDX_OK) return raise_status(st, msg, "KeyIndex");
+    return Py_NewRef(out_obj);
+  }
   if (ON_DEVICE(q)) {
     ResultOwnerObject *owner = owner_new(self->context);
     if (owner == NULL) {
@@ -1700,9 +1742,12 @@ static PyObject *keyindex_repr(KeyIndexObject *self) {
 }
 
 static PyMethodDef keyindex_methods[] = {
-    {"lookup", (PyCFunction)keyindex_lookup, METH_O,
-     "lookup(queries) -> uint64 array: the smallest row id of each query's key, or raydex.MISS.\n"
-     "Device queries (DLPack) give a raydex.DeviceArray in device memory."},
+    {"lookup", (PyCFunction)(void (*)(void))keyindex_lookup, METH_VARARGS | METH_KEYWORDS,
+     "lookup(queries, *, out=None) -> uint64 array: the smallest row id of each query's key, or\n"
+     "raydex.MISS. Device queries (DLPack) give a raydex.DeviceArray in device memory. out: an array\n"
+     "to write into instead (numpy uint64, writable, C-contiguous, len(queries); for device queries a\n"
+     "DLPack uint64 vector in device memory), which is returned: reusing one spares a fresh array's\n"
+     "page faults on large batches."},
     {"lookup_all", (PyCFunction)(void (*)(void))keyindex_lookup_all, METH_VARARGS | METH_KEYWORDS,
      "lookup_all(queries, *, as_arrow=False) -> (offsets, rows): every row of each query, CSR, rows\n"
      "ascending. as_arrow=True returns the same buffers as a raydex.ListArray (Arrow large_list)."},

@@ -304,6 +304,11 @@ def test_cupy_keys_in_device_results_out(rng):
     c = cp.from_dlpack(rows)
     assert c.data.ptr == rows.data_ptr  # a view of raydex's memory, not a copy
     assert np.array_equal(cp.asnumpy(c), host.lookup(q))
+    into = cp.zeros(len(q), dtype=cp.uint64)  # out=: written on the device, returned as given
+    assert idx.lookup(cp.asarray(q), out=into) is into
+    assert np.array_equal(cp.asnumpy(into), host.lookup(q))
+    with pytest.raises(ValueError, match="in device memory, as the queries are"):
+        idx.lookup(cp.asarray(q), out=np.zeros(len(q), np.uint64))
     offsets, ids = idx.range(cp.asarray(bounds))
     on_device(offsets), on_device(ids)
     want = host.range(bounds)

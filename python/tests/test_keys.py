@@ -57,6 +57,9 @@ def test_queries_match_numpy(context, rng, kind, dtype, row_dtype):
     assert (idx.kind, idx.dtype, idx.backend, len(idx)) == (kind, np.dtype(dtype), context.backend, n)
     q = make_queries(rng, keys, dtype, 400)
     np.testing.assert_array_equal(idx.lookup(q), oracle.lookup(keys, rows, q))
+    out = np.full(len(q), 7, dtype=np.uint64)  # the caller's array, written and returned
+    assert idx.lookup(q, out=out) is out
+    np.testing.assert_array_equal(out, oracle.lookup(keys, rows, q))
     check_csr(idx.lookup_all(q), oracle.lookup_all(keys, rows, q))
     if kind == "hash":
         with pytest.raises(raydex.UnsupportedError, match="rdx_index_range"):
@@ -193,6 +196,19 @@ def test_bad_arrays_are_refused_with_what_is_wanted():
     ro = np.arange(10, dtype=np.uint64)
     ro.flags.writeable = False
     assert idx.lookup(ro)[3] == 3
+
+
+def test_lookup_out_is_refused_unless_it_fits():
+    idx = raydex.KeyIndex(np.array([5, 1, 5], dtype=np.uint64), context=raydex.Context(backend="cpu"))
+    q = np.array([5, 2], dtype=np.uint64)
+    bad = [np.zeros(3, np.uint64), np.zeros(2, np.int64), np.zeros((2, 1), np.uint64), np.zeros(4, np.uint64)[::2],
+           [0, 0]]
+    ro = np.zeros(2, np.uint64)
+    ro.flags.writeable = False
+    for out in bad + [ro]:
+        with pytest.raises(ValueError, match="out must be a writable C-contiguous 1-D numpy uint64 array of 2"):
+            idx.lookup(q, out=out)
+    assert idx.lookup(q, out=None).tolist() == [0, raydex.MISS]
 
 
 def test_library_messages_are_carried():
