@@ -61,6 +61,7 @@ extern "C" rdx_status rdx_cuda_context_init(rdx_context *ctx) {
 struct side_state {
   cudaStream_t aux;          /* rdx_cuda_fork's stream */
   cudaEvent_t forked, joined;
+  cudaEvent_t waited;        /* rdx_context_wait_stream's: recorded on the caller's stream */
   cudaStream_t own;          /* the context's stream while switched to aux (rdx_cuda_switch), else NULL */
 };
 
@@ -71,6 +72,7 @@ static void side_destroy(rdx_context *ctx) {
   if (p->aux) cudaStreamSynchronize(p->aux), cudaStreamDestroy(p->aux);
   if (p->forked) cudaEventDestroy(p->forked);
   if (p->joined) cudaEventDestroy(p->joined);
+  if (p->waited) cudaEventDestroy(p->waited);
   free(p);
   ctx->side = NULL;
   (void)cudaGetLastError();
@@ -85,8 +87,23 @@ static cudaError_t side_make(rdx_context *ctx) {
   cudaError_t e = cudaStreamCreateWithPriority(&p->aux, cudaStreamNonBlocking, ctx->stream_priority);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->forked, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->joined, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->waited, cudaEventDisableTiming);
   if (e != cudaSuccess) side_destroy(ctx);
   return e;
+}
+
+/* The caller's stream gets an event, the context's stream waits for it: no host wait. The event
+ * is the context's own (side_state), reused: a wait takes the event's state when it is enqueued,
+ * so recording it again later changes no earlier wait. */
+extern "C" rdx_status rdx_context_wait_stream(rdx_context *ctx, void *stream) {
+  static const char what[] = "rdx_context_wait_stream";
+  RDX_CHECK(rdx_check_context(ctx));
+  if (!rdx_is_gpu(ctx)) return RDX_OK;
+  RDX_CUDA(ctx, side_make(ctx), what);
+  side_state *p = (side_state *)ctx->side;
+  RDX_CUDA(ctx, cudaEventRecord(p->waited, (cudaStream_t)stream), what);
+  RDX_CUDA(ctx, cudaStreamWaitEvent(rdx_stream(ctx), p->waited, 0), what);
+  return RDX_OK;
 }
 extern "C" rdx_status rdx_cuda_fork(rdx_context *ctx, void **stream, const char *what) {
   *stream = ctx->stream;
@@ -168,20 +185,6 @@ extern "C" void rdx_cuda_free(rdx_context *ctx, void *ptr, int pinned) {
   (void)cudaGetLastError();
 }
 
-/* The caller's stream gets an event, the context's stream waits for it: no host wait, and no
- * event kept (one made per call costs about a microsecond). */
-extern "C" rdx_status rdx_context_wait_stream(rdx_context *ctx, void *stream) {
-  static const char what[] = "rdx_context_wait_stream";
-  RDX_CHECK(rdx_check_context(ctx));
-  if (!rdx_is_gpu(ctx)) return RDX_OK;
-  cudaEvent_t ev;
-  RDX_CUDA(ctx, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), what);
-  cudaError_t e = cudaEventRecord(ev, (cudaStream_t)stream);
-  if (e == cudaSuccess) e = cudaStreamWaitEvent(rdx_stream(ctx), ev, 0);
-  cudaEventDestroy(ev); /* released once the wait is satisfied, as CUDA documents */
-  if (e != cudaSuccess) return rdx_cuda_fail(ctx, e, what);
-  return RDX_OK;
-}
 
 extern "C" void rdx_cuda_device_sync(void) {
   cudaDeviceSynchronize();
