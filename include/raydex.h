@@ -1128,6 +1128,87 @@ RDX_API RDX_NODISCARD rdx_status rdx_dist_index_range_count(rdx_comm *comm, cons
 RDX_API RDX_NODISCARD rdx_status rdx_dist_index_range_alloc(rdx_comm *comm, const rdx_dist_index *idx,
                                                             rdx_array bounds, rdx_result **out);
 
+/*
+ * A distributed point index (G-PICS on several ranks; issue 33): one logical point index whose
+ * points are spread over the ranks, each rank holding one shard, an ordinary rdx_points of its own
+ * context over the index's whole box. Answers are those of one rdx_points_build over every rank's
+ * points: the same ids, in the same order (window, within and match: ascending ids; kNN: by
+ * ascending distance, ties by ascending id, min(k, count) of them).
+ *
+ * Partitioning: the box (given in the options, else the tight box of every rank's points) is cut
+ * into a 2^31 x 2^31 Morton grid; each rank owns a contiguous range of Morton codes, chosen from a
+ * stratified sample of the points so that ranks hold about equal numbers of points (many points
+ * in one cell all go to one rank: uneven, never wrong). The partition table (the "master tree":
+ * the code ranges and, per rank, its point count and a box holding its points) is replicated on
+ * every rank; after moves a rank's box may be looser than its points, never tighter.
+ *
+ * Ids: given (u32 or u64, unique over all ranks, never RDX_MISS) and kept as they are, or implied
+ * by position in the concatenation of the ranks' points in rank order (rank r's point i gets
+ * offset_r + i). Every rank gives ids or none does. The shard numbers its points its own way (its
+ * ids are rdx_points ids); rdx_dist_points_shard_ids maps them to the index's ids.
+ *
+ * Queries: each rank its own batch, answered in its order. A window, within or match query goes
+ * only to the ranks whose box it meets; a kNN query first to the rank owning its location's code
+ * (or, when that rank holds no points, the nearest non-empty box), then to every other rank whose
+ * box lies within the k-th distance found there; the candidates are merged where the query came
+ * from. Option and argument rules are rdx_points_*'s, plus the collective rules above.
+ */
+typedef struct rdx_dist_points rdx_dist_points;
+
+/* Build collectively from each rank's points ((n, 2) f32 or f64, any n, 0 included; host memory,
+ * or device memory on GPU contexts) and ids (rdx_no_array() for implied, else u32 or u64 of n),
+ * with opts (may be NULL; equal on every rank, as the dtype must be). The points go all-to-all to
+ * the rank owning their code, which builds its shard with rdx_points_build over the index's box.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (on any rank: what rdx_points_build refuses; an id
+ * given twice over all ranks, or RDX_MISS; arguments that differ across ranks),
+ * RDX_ERR_UNSUPPORTED, RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA, RDX_ERR_INTERNAL (MPI). On failure
+ * *out is NULL on every rank and each context holds no more than before. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids,
+                                                       const rdx_points_options *opts, rdx_dist_points **out);
+/* Destroy this rank's part (local: no communication). NULL is accepted. Since 0.2. */
+RDX_API void rdx_dist_points_destroy(rdx_dist_points *dp);
+/* Points in the whole index; 0 for a NULL or non-index pointer. Since 0.2. */
+RDX_API int64_t rdx_dist_points_count(const rdx_dist_points *dp);
+/* This rank's shard, an ordinary point index of its context owned by dp (read it, do not destroy
+ * or update it); NULL for a NULL or non-index pointer. Since 0.2. */
+RDX_API const rdx_points *rdx_dist_points_shard(const rdx_dist_points *dp);
+/* The index's id of each shard id: *n (may be NULL) receives the shard's id_end, and the returned
+ * array (owned by dp, valid until the next update or destroy) holds n entries, RDX_MISS for shard
+ * ids no longer in the shard (erased, or moved to another rank). NULL for a NULL or non-index
+ * pointer. Since 0.2. */
+RDX_API const uint64_t *rdx_dist_points_shard_ids(const rdx_dist_points *dp, int64_t *n);
+/* The replicated partition table's entry for a rank: its point count now and a box holding its
+ * points (xmin, ymin, xmax, ymax; meaningless when the count is 0); either pointer may be NULL.
+ * Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (dp NULL, rank outside the group), RDX_ERR_MISUSE (not
+ * a distributed point index). Local. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_dist_points_rank_info(const rdx_dist_points *dp, int rank,
+                                                           int64_t *count, double box[4]);
+
+/* Batch queries, each rank with its own batch (the rdx_points_query_alloc shapes, in the index's
+ * dtype; host memory, or device memory on GPU contexts), query equal on every rank. The result is
+ * a CSR result where the queries live, as rdx_points_query_alloc gives it for one index over all
+ * points (free with rdx_result_free and the communicator's context). Returns RDX_OK,
+ * RDX_ERR_INVALID_ARGUMENT (on any rank: what rdx_points_query_alloc refuses; another query type,
+ * k, call or index on another rank), RDX_ERR_MISUSE, RDX_ERR_UNSUPPORTED (an exchange past the
+ * limits), RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA, RDX_ERR_INTERNAL. The index never changes; on
+ * failure *out is NULL on every rank. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp,
+                                                             rdx_array queries, const rdx_points_query *query,
+                                                             rdx_result **out);
+
+/* Move points to new coordinates, collectively: each rank passes its own batch (ids u32 or u64 of
+ * the index, 1-D; points (m, 2) of the index's dtype), and the call moves the concatenation of the
+ * ranks' batches, wherever the points live. A point whose new place has a code another rank owns
+ * migrates there (erased from its shard, inserted into the other). Refused on every rank, as
+ * rdx_points_move refuses: an id unknown to every rank or erased, an id repeated anywhere in the
+ * batch, NaN/inf, a point outside the box. Every rank sees the whole batch (it is gathered), so a
+ * batch costs O(ranks x batch) traffic. All-or-nothing: on failure every rank's points and answers
+ * are as before, except when undoing a step that succeeded fails itself (memory): that rank's
+ * index is then marked damaged, and every later call on it fails on every rank; destroy it.
+ * Returns what rdx_points_move returns, and RDX_ERR_INTERNAL (MPI). Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array ids,
+                                                      rdx_array points);
+
 #ifdef __cplusplus
 }
 #endif

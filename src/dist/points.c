@@ -1,0 +1,1413 @@
+/*
+ * points.c: distributed point indexes over a communicator (rdx_dist_points_*): G-PICS's point
+ * index on several ranks (issue 33 item 3). Each rank's shard is an ordinary rdx_points of its own
+ * context over the index's whole box, so every kind, layout and backend serves as a shard
+ * unchanged; this file is plain C over the public calls and the transport table of dist.h.
+ *
+ * Partitioning: a 2^31 x 2^31 Morton grid of the box; each rank owns the codes in
+ * (splitters[r-1], splitters[r]], splitters chosen from a stratified sample as keys.c chooses
+ * them. The partition table (splitters, each rank's point count and a box holding its points) is
+ * replicated on every rank. Queries are routed by the boxes (tighter than the code ranges, and
+ * exact with the same rounded arithmetic as the shards, spatial/geom_hd.h); kNN starts at the
+ * rank owning the query's code and widens to the boxes within the k-th distance found there.
+ *
+ * Ids: the shard numbers its points itself (build order, then insert order, never reused), so
+ * each rank keeps the map both ways (l2g: shard id -> index id, and a hash map back) and a copy of
+ * its points' coordinates (for kNN distances and for undoing a migration). Results are mapped to
+ * index ids and sorted as one index would sort them.
+ *
+ * A call is a series of local phases, each ended by an agreement (rdx_comm_agree), and the
+ * collectives between them; outputs are written only after the last agreement. All exchanged
+ * data is host memory: device inputs are read to the host first.
+ */
+#include "dist/dist.h"
+#include "keys/hash_hd.h"
+#include "spatial/geom_hd.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RDX_DIST_POINTS_MAGIC 0x52444450u /* "RDDP" */
+#define GRID_BITS 31                      /* Morton cells per axis: 2^31 (62-bit codes) */
+
+/* gid -> shard id: open addressing, linear probing, backward-shift deletion; capacity a power of
+ * two kept at least twice the entries. RDX_MISS (never an index id) marks an empty slot. */
+typedef struct idmap {
+  uint64_t *keys;
+  int64_t *vals;
+  int64_t cap, n;
+} idmap;
+
+struct rdx_dist_points {
+  uint32_t magic;          /* RDX_DIST_POINTS_MAGIC while alive */
+  rdx_comm *comm;          /* borrowed */
+  rdx_points *shard;       /* owned, in comm->ctx */
+  rdx_dtype dtype;         /* RDX_F32 or RDX_F64 */
+  int32_t kind;            /* rdx_points_kind, defaults applied */
+  int64_t id;              /* the communicator's serial of this build */
+  int64_t n_total;         /* points over every rank */
+  double box[4];           /* the index space */
+  uint64_t *splitters;     /* size - 1 ascending codes (account) */
+  double *boxes;           /* size x 4: a box holding each rank's points (account) */
+  int64_t *counts;         /* size: each rank's points now (account) */
+  /* this rank's shard ids 0 .. n_slots - 1 */
+  int64_t n_slots, cap_slots;
+  uint64_t *l2g;           /* cap_slots: index id, RDX_MISS when gone (account) */
+  double *xy;              /* 2 x cap_slots: coordinates, exact doubles of the dtype (account) */
+  idmap map;               /* index id -> shard id, for the ids this rank holds */
+  int damaged;             /* an undo failed: refuse every later call */
+};
+
+typedef enum dp_op { OP_BUILD = 1, OP_QUERY, OP_MOVE } dp_op;
+static const char *op_name(dp_op op) {
+  return op == OP_BUILD ? "rdx_dist_points_build" : op == OP_QUERY ? "rdx_dist_points_query_alloc" : "rdx_dist_points_move";
+}
+
+/* What a rank brings to a call, gathered and compared with rank 0's. */
+typedef struct desc {
+  int32_t op, dtype, kind, method, leaf_capacity, max_depth, use_box, layout;
+  int32_t have_ids, id_dtype, qtype, k;
+  double box[4];           /* build: the given box (0 unless use_box) */
+  int64_t index_id;
+  /* not compared */
+  int64_t count;
+  double mybox[4];         /* build: the tight box of this rank's points */
+  uint64_t max_id;         /* build: the largest id given (0 when none) */
+} desc;
+
+static const char *dtype_name(int32_t d) {
+  return d == RDX_U32 ? "u32" : d == RDX_U64 ? "u64" : d == RDX_F32 ? "f32" : d == RDX_F64 ? "f64" : "?";
+}
+static const char *qtype_name(int32_t t) {
+  return t == RDX_POINTS_MATCH ? "match" : t == RDX_POINTS_WINDOW ? "window" : t == RDX_POINTS_WITHIN ? "within" : t == RDX_POINTS_KNN ? "knn" : "?";
+}
+
+static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
+  const desc *a = &all[0];
+  for (int r = 1; r < comm->size; r++) {
+    const desc *b = &all[r];
+    char what[200] = "";
+    if (b->op != a->op)
+      snprintf(what, sizeof what, "the call (rank 0 %s, rank %d %s)", op_name((dp_op)a->op), r, op_name((dp_op)b->op));
+    else if (b->index_id != a->index_id)
+      snprintf(what, sizeof what, "the index (rank 0 passed its index %lld, rank %d its index %lld)", (long long)a->index_id, r,
+               (long long)b->index_id);
+    else if (b->dtype != a->dtype)
+      snprintf(what, sizeof what, "the dtype (rank 0 %s, rank %d %s)", dtype_name(a->dtype), r, dtype_name(b->dtype));
+    else if (b->kind != a->kind || b->method != a->method || b->leaf_capacity != a->leaf_capacity ||
+             b->max_depth != a->max_depth || b->layout != a->layout)
+      snprintf(what, sizeof what,
+               "the options (rank 0 kind 0x%x, method 0x%x, leaf_capacity %d, max_depth %d, layout 0x%x; rank %d 0x%x, 0x%x, %d, %d, 0x%x)",
+               (unsigned)a->kind, (unsigned)a->method, a->leaf_capacity, a->max_depth, (unsigned)a->layout, r,
+               (unsigned)b->kind, (unsigned)b->method, b->leaf_capacity, b->max_depth, (unsigned)b->layout);
+    else if (b->use_box != a->use_box || memcmp(a->box, b->box, sizeof a->box) != 0)
+      snprintf(what, sizeof what, "the box (rank 0 %s [%g, %g, %g, %g], rank %d %s [%g, %g, %g, %g])",
+               a->use_box ? "given" : "computed", a->box[0], a->box[1], a->box[2], a->box[3], r,
+               b->use_box ? "given" : "computed", b->box[0], b->box[1], b->box[2], b->box[3]);
+    else if (b->have_ids != a->have_ids)
+      snprintf(what, sizeof what, "whether ids are given (rank 0 %s, rank %d %s)", a->have_ids ? "yes" : "no", r,
+               b->have_ids ? "yes" : "no");
+    else if (b->id_dtype != a->id_dtype)
+      snprintf(what, sizeof what, "the ids' dtype (rank 0 %s, rank %d %s)", dtype_name(a->id_dtype), r, dtype_name(b->id_dtype));
+    else if (b->qtype != a->qtype || b->k != a->k)
+      snprintf(what, sizeof what, "the query (rank 0 %s k %d, rank %d %s k %d)", qtype_name(a->qtype), a->k, r,
+               qtype_name(b->qtype), b->k);
+    if (what[0]) return rdx_fail(comm->ctx, RDX_ERR_INVALID_ARGUMENT, "%s: the ranks disagree on %s", fn, what);
+  }
+  return RDX_OK;
+}
+
+#define AGREE(st)                          \
+  do {                                     \
+    (st) = rdx_comm_agree(comm, fn, (st)); \
+    if ((st) != RDX_OK) goto done;         \
+  } while (0)
+
+/* ---- helpers ---- */
+
+static rdx_status take(rdx_context *ctx, const char *what, void *ptr, int64_t n, size_t item) {
+  size_t bytes = 0;
+  if (n < 0 || !rdx_size_rows(n, 1, item, &bytes))
+    return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: %lld items of %zu bytes overflow size_t", what, (long long)n, item);
+  return rdx_mem_alloc(ctx, what, (void **)ptr, bytes, RDX_HOST);
+}
+
+/* A host copy of a's bytes (count x columns elements), read from the device where it lives. */
+static rdx_status host_copy(rdx_context *ctx, const char *fn, rdx_array a, void **out) {
+  const size_t es = rdx_dtype_size(a.dtype);
+  const int64_t n = a.count * a.columns;
+  *out = NULL;
+  RDX_CHECK(take(ctx, fn, out, n, es));
+  if (n == 0) return RDX_OK;
+  rdx_status st = rdx_copy(ctx, *out, RDX_HOST, a.data, a.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST, (size_t)n * es);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, *out);
+    *out = NULL;
+  }
+  return st;
+}
+
+static double at_d(const void *p, rdx_dtype dt, int64_t i) { return rdx_sp_at(p, i, dt == RDX_F64); }
+static void put_d(void *p, rdx_dtype dt, int64_t i, double v) {
+  if (dt == RDX_F64) ((double *)p)[i] = v;
+  else ((float *)p)[i] = (float)v; /* exact: v is a float's value */
+}
+static uint64_t at_id(const void *p, rdx_dtype dt, int64_t i) {
+  return dt == RDX_U32 ? ((const uint32_t *)p)[i] : ((const uint64_t *)p)[i];
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* A kNN candidate: ordered by distance, then id, as rdx_points orders kNN answers. */
+typedef struct cand {
+  double d2;
+  uint64_t gid;
+} cand;
+static int cmp_cand(const void *a, const void *b) {
+  const cand *x = (const cand *)a, *y = (const cand *)b;
+  if (x->d2 != y->d2) return x->d2 < y->d2 ? -1 : 1;
+  return (x->gid > y->gid) - (x->gid < y->gid);
+}
+
+/* ---- the id map ---- */
+
+static int64_t map_slot(const idmap *m, uint64_t gid) {
+  return (int64_t)(rdx_hash_mix64(gid) & (uint64_t)(m->cap - 1));
+}
+static int64_t map_find(const idmap *m, uint64_t gid) {
+  if (m->cap == 0) return -1;
+  for (int64_t s = map_slot(m, gid);; s = (s + 1) & (m->cap - 1)) {
+    if (m->keys[s] == RDX_MISS) return -1;
+    if (m->keys[s] == gid) return m->vals[s];
+  }
+}
+/* Insert or overwrite; the capacity must already hold it (map_reserve). */
+static void map_put(idmap *m, uint64_t gid, int64_t lid) {
+  int64_t s = map_slot(m, gid);
+  while (m->keys[s] != RDX_MISS && m->keys[s] != gid) s = (s + 1) & (m->cap - 1);
+  if (m->keys[s] == RDX_MISS) m->n++;
+  m->keys[s] = gid;
+  m->vals[s] = lid;
+}
+static void map_del(idmap *m, uint64_t gid) {
+  if (m->cap == 0) return;
+  int64_t s = map_slot(m, gid);
+  while (m->keys[s] != gid) {
+    if (m->keys[s] == RDX_MISS) return;
+    s = (s + 1) & (m->cap - 1);
+  }
+  /* backward shift: pull later entries of the run into the hole when their home allows it */
+  for (int64_t j = (s + 1) & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
+    if (m->keys[j] == RDX_MISS) break;
+    int64_t home = map_slot(m, m->keys[j]);
+    /* j's entry may move to s when s lies cyclically in [home, j) */
+    int movable = s <= j ? (home <= s || home > j) : (home <= s && home > j);
+    if (movable) {
+      m->keys[s] = m->keys[j];
+      m->vals[s] = m->vals[j];
+      s = j;
+    }
+  }
+  m->keys[s] = RDX_MISS;
+  m->n--;
+}
+static void map_free(rdx_context *ctx, idmap *m) {
+  rdx_mem_free(ctx, m->keys);
+  rdx_mem_free(ctx, m->vals);
+  memset(m, 0, sizeof *m);
+}
+/* Room for n entries (rehashing into a larger table when needed); on failure m is unchanged. */
+static rdx_status map_reserve(rdx_context *ctx, const char *fn, idmap *m, int64_t n) {
+  int64_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  if (cap <= m->cap) return RDX_OK;
+  idmap t = {NULL, NULL, cap, 0};
+  rdx_status st = take(ctx, fn, &t.keys, cap, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &t.vals, cap, 8);
+  if (st != RDX_OK) {
+    map_free(ctx, &t);
+    return st;
+  }
+  for (int64_t s = 0; s < cap; s++) t.keys[s] = RDX_MISS;
+  for (int64_t s = 0; s < m->cap; s++)
+    if (m->keys[s] != RDX_MISS) map_put(&t, m->keys[s], m->vals[s]);
+  map_free(ctx, m);
+  *m = t;
+  return RDX_OK;
+}
+
+/* Room for cap shard ids in l2g and xy; on failure d is unchanged. */
+static rdx_status slots_reserve(rdx_context *ctx, const char *fn, rdx_dist_points *d, int64_t cap) {
+  if (cap <= d->cap_slots) return RDX_OK;
+  if (cap < 2 * d->cap_slots) cap = 2 * d->cap_slots;
+  uint64_t *l2g = NULL;
+  double *xy = NULL;
+  rdx_status st = take(ctx, fn, &l2g, cap, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &xy, 2 * cap, 8);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, l2g);
+    rdx_mem_free(ctx, xy);
+    return st;
+  }
+  if (d->n_slots) {
+    memcpy(l2g, d->l2g, (size_t)d->n_slots * 8);
+    memcpy(xy, d->xy, (size_t)d->n_slots * 16);
+  }
+  rdx_mem_free(ctx, d->l2g);
+  rdx_mem_free(ctx, d->xy);
+  d->l2g = l2g;
+  d->xy = xy;
+  d->cap_slots = cap;
+  return RDX_OK;
+}
+
+/* ---- the partition ---- */
+
+static uint32_t cell_of(double v, double lo, double hi) {
+  const double cells = (double)(1u << GRID_BITS);
+  double w = hi - lo;
+  double t = w > 0 ? (v - lo) / w * cells : 0.0;
+  if (!(t >= 0)) t = 0; /* also a point left of the box (a query) */
+  if (t >= cells) t = cells - 1;
+  return (uint32_t)t;
+}
+static uint64_t code_of(const double *box, double x, double y) {
+  return rdx_sp_spread(cell_of(x, box[0], box[2])) | (rdx_sp_spread(cell_of(y, box[1], box[3])) << 1);
+}
+/* The rank owning a code: the first p with code <= splitters[p], else the last. */
+static int owner_of_code(const uint64_t *splitters, int size, uint64_t c) {
+  int lo = 0, hi = size - 1;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (c <= splitters[mid]) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+static int owner_of(const rdx_dist_points *d, double x, double y) {
+  return d->comm->size == 1 ? 0 : owner_of_code(d->splitters, d->comm->size, code_of(d->box, x, y));
+}
+
+/* Splitters over codes from a stratified sample (keys.c's choose_splitters on codes). */
+static rdx_status choose_splitters(rdx_comm *comm, const char *fn, const desc *all, const uint64_t *codes, int64_t n,
+                                   uint64_t *splitters) {
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  int64_t n_total = 0, t = 0, *counts = NULL;
+  uint64_t *mine = NULL, *every = NULL;
+  for (int r = 0; r < size; r++) n_total += all[r].count;
+  rdx_status st = take(ctx, fn, &counts, size, 8);
+  if (st == RDX_OK) {
+    for (int r = 0; r < size; r++) {
+      int64_t n_r = all[r].count, s = 0;
+      if (n_r > 0) {
+        s = 1 + (int64_t)((double)n_r / (double)n_total * 256.0 * size);
+        if (s > n_r) s = n_r;
+      }
+      counts[r] = s;
+      t += s;
+    }
+    st = take(ctx, fn, &mine, counts[comm->rank], 8);
+  }
+  if (st == RDX_OK) st = take(ctx, fn, &every, t, 8);
+  if (st == RDX_OK && counts[comm->rank] > 0) {
+    const int64_t s = counts[comm->rank], stride = n / s;
+    uint64_t z = 0x243F6A8885A308D3ull ^ (uint64_t)comm->rank;
+    for (int64_t j = 0; j < s; j++) {
+      z = rdx_hash_mix64(z + 0x9E3779B97F4A7C15ull);
+      mine[j] = codes[j * stride + (int64_t)(z % (uint64_t)stride)];
+    }
+  }
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->allgatherv(comm, mine, counts, every, 8), st, done);
+  qsort(every, (size_t)t, 8, cmp_u64);
+  for (int p = 0; p + 1 < size; p++) {
+    int64_t at = t == 0 ? -1 : (int64_t)((double)(p + 1) * (double)t / size) - 1;
+    splitters[p] = at < 0 ? (t ? every[0] : 0) : every[at];
+  }
+done:
+  rdx_mem_free(ctx, counts);
+  rdx_mem_free(ctx, mine);
+  rdx_mem_free(ctx, every);
+  return st;
+}
+
+/* Given ids must be unique over all ranks: each id goes to the rank its hash picks, which sorts
+ * what it got and reports the smallest repeated id; agreed, so every rank refuses alike. */
+static rdx_status check_unique(rdx_comm *comm, const char *fn, const uint64_t *ids, int64_t n) {
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  int64_t *cnt = NULL;
+  uint64_t *send = NULL, *recv = NULL;
+  rdx_status st = take(ctx, fn, &cnt, 3 * (int64_t)size, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &send, n, 8);
+  int64_t *sc = cnt, *rc = cnt + size, *cur = cnt + 2 * size;
+  if (st == RDX_OK) {
+    for (int p = 0; p < size; p++) sc[p] = 0;
+    for (int64_t i = 0; i < n; i++) sc[(rdx_hash_mix64(ids[i]) & 0xFFFFFFFFull) * (uint64_t)size >> 32]++;
+    for (int64_t p = 0, at = 0; p < size; at += sc[p], p++) cur[p] = at;
+    for (int64_t i = 0; i < n; i++) send[cur[(rdx_hash_mix64(ids[i]) & 0xFFFFFFFFull) * (uint64_t)size >> 32]++] = ids[i];
+  }
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, sc, rc), st, done);
+  int64_t m = 0;
+  for (int p = 0; p < size; p++) m += rc[p];
+  st = rdx_comm_check_counts(comm, fn, sc, rc);
+  if (st == RDX_OK) st = take(ctx, fn, &recv, m, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send, sc, recv, rc, 8), st, done);
+  qsort(recv, (size_t)m, 8, cmp_u64);
+  for (int64_t i = 1; i < m && st == RDX_OK; i++)
+    if (recv[i] == recv[i - 1])
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: id %llu is given twice (ids must be unique over all ranks)", fn,
+                    (unsigned long long)recv[i]);
+  AGREE(st);
+done:
+  rdx_mem_free(ctx, cnt);
+  rdx_mem_free(ctx, send);
+  rdx_mem_free(ctx, recv);
+  return st;
+}
+
+static rdx_status check_dp(rdx_comm *comm, const char *fn, const rdx_dist_points *d) {
+  if (d == NULL) return rdx_fail(comm->ctx, RDX_ERR_INVALID_ARGUMENT, "%s: dp is NULL", fn);
+  if (d->magic != RDX_DIST_POINTS_MAGIC)
+    return rdx_fail(comm->ctx, RDX_ERR_MISUSE, "%s: dp %p is not a distributed point index", fn, (const void *)d);
+  if (d->comm != comm)
+    return rdx_fail(comm->ctx, RDX_ERR_MISUSE, "%s: dp %p was built over another communicator", fn, (const void *)d);
+  if (d->damaged)
+    return rdx_fail(comm->ctx, RDX_ERR_INTERNAL,
+                    "%s: this rank's part of the index is damaged (undoing a failed move failed); destroy the index", fn);
+  return RDX_OK;
+}
+
+/* The points (n, 2) of a dtype: finite, and inside box when box is not NULL; the first offending
+ * row named as rdx_points_* name it. */
+static rdx_status check_coords(rdx_context *ctx, const char *fn, const char *name, const void *p, rdx_dtype dt, int64_t n,
+                               const double *box) {
+  for (int64_t i = 0; i < n; i++) {
+    double x = at_d(p, dt, 2 * i), y = at_d(p, dt, 2 * i + 1);
+    if (!isfinite(x) || !isfinite(y))
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s row %lld (%g, %g) is not finite", fn, name, (long long)i, x, y);
+    if (box != NULL && !(box[0] <= x && x <= box[2] && box[1] <= y && y <= box[3]))
+      return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s row %lld (%g, %g) is outside the index's box [%g, %g, %g, %g]", fn,
+                      name, (long long)i, x, y, box[0], box[1], box[2], box[3]);
+  }
+  return RDX_OK;
+}
+
+static void free_dp(rdx_context *ctx, rdx_dist_points *d) {
+  if (d == NULL) return;
+  rdx_points_destroy(d->shard);
+  rdx_mem_free(ctx, d->splitters);
+  rdx_mem_free(ctx, d->boxes);
+  rdx_mem_free(ctx, d->counts);
+  rdx_mem_free(ctx, d->l2g);
+  rdx_mem_free(ctx, d->xy);
+  map_free(ctx, &d->map);
+  free(d);
+}
+
+/* ---- build ---- */
+
+rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids, const rdx_points_options *opts,
+                                 rdx_dist_points **out) {
+  static const char fn[] = "rdx_dist_points_build";
+  RDX_CHECK(rdx_comm_check(comm));
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  if (out != NULL) *out = NULL;
+  rdx_points_options o = RDX_POINTS_OPTIONS_INIT;
+  desc me, *all = NULL;
+  memset(&me, 0, sizeof me);
+  void *raw = NULL, *send_p = NULL, *recv_p = NULL, *idraw = NULL;
+  uint64_t *gid = NULL, *codes = NULL, *send_g = NULL, *recv_g = NULL;
+  int64_t *cnt = NULL;
+  double *every = NULL; /* step 6: every rank's box and count */
+  rdx_dist_points *d = NULL;
+  const int64_t n = points.count;
+  const int have_ids = ids.data != NULL;
+  size_t es = 8;
+
+  /* 1. this rank's arguments, read to the host and checked as rdx_points_build checks them */
+  rdx_status st = out == NULL ? rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn) : RDX_OK;
+  if (st == RDX_OK && opts != NULL) {
+    if (opts->size < sizeof(size_t) + sizeof(rdx_points_kind) || opts->size > (1u << 16))
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->size %zu is not a valid size", fn, opts->size);
+    else {
+      memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
+      o.size = sizeof o;
+    }
+  }
+  if (st == RDX_OK) {
+    /* the documented defaults, so that ranks passing 0 and ranks passing the default agree */
+    if (o.kind == 0) o.kind = RDX_POINTS_QUADTREE;
+    if (o.method == 0) o.method = RDX_POINTS_BOTTOM_UP;
+    if (o.leaf_capacity == 0) o.leaf_capacity = 256;
+    if (o.max_depth == 0) o.max_depth = o.kind == RDX_POINTS_KDTREE ? 48 : 16;
+    if (o.kind != RDX_POINTS_QUADTREE && o.kind != RDX_POINTS_KDTREE)
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->kind 0x%x is not an rdx_points_kind", fn, (unsigned)o.kind);
+    else if (o.use_box && !(isfinite(o.box[0]) && isfinite(o.box[1]) && isfinite(o.box[2]) && isfinite(o.box[3]) &&
+                            o.box[0] <= o.box[2] && o.box[1] <= o.box[3]))
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->box [%g, %g, %g, %g] is not finite with min <= max", fn, o.box[0],
+                    o.box[1], o.box[2], o.box[3]);
+  }
+  if (st == RDX_OK) st = rdx_array_check(ctx, fn, "points", points);
+  if (st == RDX_OK && ((points.dtype != RDX_F32 && points.dtype != RDX_F64) || points.columns != 2))
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: points must be (n, 2) f32 or f64 (dtype %s, columns %d)", fn,
+                  dtype_name(points.dtype), points.columns);
+  if (st == RDX_OK && have_ids) {
+    st = rdx_array_check(ctx, fn, "ids", ids);
+    if (st == RDX_OK && ((ids.dtype != RDX_U32 && ids.dtype != RDX_U64) || ids.columns != 1))
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
+                    dtype_name(ids.dtype), ids.columns);
+    else if (st == RDX_OK && ids.count != n)
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids.count %lld != points.count %lld", fn, (long long)ids.count,
+                    (long long)n);
+  }
+  if (st == RDX_OK) {
+    es = rdx_dtype_size(points.dtype);
+    st = host_copy(ctx, fn, points, &raw);
+  }
+  if (st == RDX_OK) st = check_coords(ctx, fn, "points", raw, points.dtype, n, o.use_box ? o.box : NULL);
+  if (st == RDX_OK) st = take(ctx, fn, &gid, n, 8);
+  if (st == RDX_OK && have_ids) st = host_copy(ctx, fn, ids, &idraw);
+  for (int64_t i = 0; st == RDX_OK && have_ids && i < n; i++) {
+    gid[i] = at_id(idraw, ids.dtype, i);
+    if (gid[i] == RDX_MISS)
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids[%lld] is 2^64-1, the miss marker RDX_MISS, which no point may have", fn,
+                    (long long)i);
+    else if (gid[i] > me.max_id)
+      me.max_id = gid[i];
+  }
+  if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = take(ctx, fn, &cnt, 3 * (int64_t)size, 8);
+  if (st == RDX_OK && (d = (rdx_dist_points *)calloc(1, sizeof *d)) == NULL)
+    st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the handle", fn);
+  if (st == RDX_OK) st = take(ctx, fn, &d->splitters, size, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &d->boxes, 4 * (int64_t)size, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &d->counts, size, 8);
+  AGREE(st);
+
+  /* 2. every rank's call, dtype and options, compared */
+  me.op = OP_BUILD;
+  me.dtype = points.dtype;
+  me.kind = o.kind;
+  me.method = o.method;
+  me.leaf_capacity = o.leaf_capacity;
+  me.max_depth = o.max_depth;
+  me.layout = o.layout;
+  me.use_box = o.use_box;
+  if (o.use_box) memcpy(me.box, o.box, sizeof me.box);
+  me.have_ids = have_ids;
+  me.id_dtype = have_ids ? ids.dtype : 0;
+  me.count = n;
+  me.mybox[0] = me.mybox[1] = INFINITY;
+  me.mybox[2] = me.mybox[3] = -INFINITY;
+  for (int64_t i = 0; i < n; i++) {
+    double x = at_d(raw, points.dtype, 2 * i), y = at_d(raw, points.dtype, 2 * i + 1);
+    if (x < me.mybox[0]) me.mybox[0] = x;
+    if (y < me.mybox[1]) me.mybox[1] = y;
+    if (x > me.mybox[2]) me.mybox[2] = x;
+    if (y > me.mybox[3]) me.mybox[3] = y;
+  }
+  RDX_CHECK_GOTO(comm->ops->allgather(comm, &me, all, sizeof me), st, done);
+  RDX_CHECK_GOTO(compare(comm, fn, all), st, done);
+  d->comm = comm;
+  d->dtype = points.dtype;
+  d->kind = o.kind;
+  int64_t offset = 0;
+  for (int r = 0; r < size; r++) {
+    if (r < comm->rank) offset += all[r].count;
+    d->n_total += all[r].count;
+  }
+  /* the index's box: given, or the union of the ranks' tight boxes (one index's computed box) */
+  if (o.use_box) {
+    memcpy(d->box, o.box, sizeof d->box);
+  } else {
+    d->box[0] = d->box[1] = INFINITY;
+    d->box[2] = d->box[3] = -INFINITY;
+    for (int r = 0; r < size; r++)
+      if (all[r].count > 0) {
+        d->box[0] = fmin(d->box[0], all[r].mybox[0]);
+        d->box[1] = fmin(d->box[1], all[r].mybox[1]);
+        d->box[2] = fmax(d->box[2], all[r].mybox[2]);
+        d->box[3] = fmax(d->box[3], all[r].mybox[3]);
+      }
+    if (d->n_total == 0) d->box[0] = d->box[1] = d->box[2] = d->box[3] = 0.0;
+  }
+  if (!have_ids)
+    for (int64_t i = 0; i < n; i++) gid[i] = (uint64_t)(offset + i);
+  else if (size > 1 || n > 1)
+    RDX_CHECK_GOTO(check_unique(comm, fn, gid, n), st, done);
+
+  /* 3. splitters over the points' codes */
+  st = take(ctx, fn, &codes, n, 8);
+  if (st == RDX_OK)
+    for (int64_t i = 0; i < n; i++) codes[i] = code_of(d->box, at_d(raw, points.dtype, 2 * i), at_d(raw, points.dtype, 2 * i + 1));
+  AGREE(st);
+  if (size > 1) RDX_CHECK_GOTO(choose_splitters(comm, fn, all, codes, n, d->splitters), st, done);
+
+  /* 4. the points to their owners */
+  int64_t *send = cnt, *recv = cnt + size, *cursor = cnt + 2 * size;
+  for (int p = 0; p < size; p++) send[p] = 0;
+  for (int64_t i = 0; i < n; i++) send[size == 1 ? 0 : owner_of_code(d->splitters, size, codes[i])]++;
+  for (int64_t p = 0, at = 0; p < size; at += send[p], p++) cursor[p] = at;
+  st = take(ctx, fn, &send_p, 2 * n, es);
+  if (st == RDX_OK) st = take(ctx, fn, &send_g, n, 8);
+  if (st == RDX_OK)
+    for (int64_t i = 0; i < n; i++) {
+      int64_t at = cursor[size == 1 ? 0 : owner_of_code(d->splitters, size, codes[i])]++;
+      memcpy((char *)send_p + (size_t)at * 2 * es, (const char *)raw + (size_t)i * 2 * es, 2 * es);
+      send_g[at] = gid[i];
+    }
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
+  int64_t m = 0;
+  for (int p = 0; p < size; p++) m += recv[p];
+  st = rdx_comm_check_counts(comm, fn, send, recv);
+  if (st == RDX_OK) st = take(ctx, fn, &recv_p, 2 * m, es);
+  if (st == RDX_OK) st = take(ctx, fn, &recv_g, m, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_p, send, recv_p, recv, 2 * es), st, done);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_g, send, recv_g, recv, 8), st, done);
+  rdx_mem_free(ctx, send_p), send_p = NULL;
+  rdx_mem_free(ctx, send_g), send_g = NULL;
+  rdx_mem_free(ctx, raw), raw = NULL;
+  rdx_mem_free(ctx, codes), codes = NULL;
+
+  /* 5. the shard over the index's whole box (so a point may later move anywhere in it), and this
+   * rank's maps: shard id j is received point j */
+  rdx_points_options so = o;
+  so.use_box = true;
+  memcpy(so.box, d->box, sizeof so.box);
+  st = rdx_points_build(ctx, rdx_host_matrix(recv_p, m, 2, points.dtype), &so, &d->shard);
+  if (st == RDX_OK) st = slots_reserve(ctx, fn, d, m > 0 ? m : 1);
+  if (st == RDX_OK) st = map_reserve(ctx, fn, &d->map, m);
+  if (st == RDX_OK) {
+    for (int64_t j = 0; j < m; j++) {
+      d->l2g[j] = recv_g[j];
+      d->xy[2 * j] = at_d(recv_p, points.dtype, 2 * j);
+      d->xy[2 * j + 1] = at_d(recv_p, points.dtype, 2 * j + 1);
+      map_put(&d->map, recv_g[j], j);
+    }
+    d->n_slots = m;
+  }
+  AGREE(st);
+
+  /* 6. the partition table: every rank's count and tight box */
+  {
+    double mine[5] = {INFINITY, INFINITY, -INFINITY, -INFINITY, (double)m};
+    for (int64_t j = 0; j < m; j++) {
+      mine[0] = fmin(mine[0], d->xy[2 * j]);
+      mine[1] = fmin(mine[1], d->xy[2 * j + 1]);
+      mine[2] = fmax(mine[2], d->xy[2 * j]);
+      mine[3] = fmax(mine[3], d->xy[2 * j + 1]);
+    }
+    st = take(ctx, fn, &every, 5 * (int64_t)size, 8);
+    AGREE(st);
+    st = comm->ops->allgather(comm, mine, every, sizeof mine);
+    if (st == RDX_OK)
+      for (int r = 0; r < size; r++) {
+        memcpy(d->boxes + 4 * r, every + 5 * r, 4 * sizeof(double));
+        d->counts[r] = (int64_t)every[5 * r + 4];
+      }
+    if (st != RDX_OK) goto done;
+  }
+  d->id = comm->next_index_id++;
+  d->magic = RDX_DIST_POINTS_MAGIC;
+  comm->n_live_indexes++;
+  *out = d;
+  d = NULL;
+done:
+  free_dp(ctx, d);
+  rdx_mem_free(ctx, raw);
+  rdx_mem_free(ctx, idraw);
+  rdx_mem_free(ctx, gid);
+  rdx_mem_free(ctx, codes);
+  rdx_mem_free(ctx, send_p);
+  rdx_mem_free(ctx, send_g);
+  rdx_mem_free(ctx, recv_p);
+  rdx_mem_free(ctx, recv_g);
+  rdx_mem_free(ctx, all);
+  rdx_mem_free(ctx, cnt);
+  rdx_mem_free(ctx, every);
+  return st;
+}
+
+void rdx_dist_points_destroy(rdx_dist_points *dp) {
+  if (dp == NULL || dp->magic != RDX_DIST_POINTS_MAGIC) return;
+  dp->comm->n_live_indexes--;
+  dp->magic = 0;
+  free_dp(dp->comm->ctx, dp);
+}
+int64_t rdx_dist_points_count(const rdx_dist_points *dp) {
+  return dp != NULL && dp->magic == RDX_DIST_POINTS_MAGIC ? dp->n_total : 0;
+}
+const rdx_points *rdx_dist_points_shard(const rdx_dist_points *dp) {
+  return dp != NULL && dp->magic == RDX_DIST_POINTS_MAGIC ? dp->shard : NULL;
+}
+const uint64_t *rdx_dist_points_shard_ids(const rdx_dist_points *dp, int64_t *n) {
+  if (dp == NULL || dp->magic != RDX_DIST_POINTS_MAGIC) return NULL;
+  if (n != NULL) *n = dp->n_slots;
+  return dp->l2g;
+}
+rdx_status rdx_dist_points_rank_info(const rdx_dist_points *dp, int rank, int64_t *count, double box[4]) {
+  if (dp == NULL) return RDX_ERR_INVALID_ARGUMENT;
+  if (dp->magic != RDX_DIST_POINTS_MAGIC) return RDX_ERR_MISUSE;
+  if (rank < 0 || rank >= dp->comm->size)
+    return rdx_fail(dp->comm->ctx, RDX_ERR_INVALID_ARGUMENT, "rdx_dist_points_rank_info: rank %d is outside [0, %d)", rank,
+                    dp->comm->size);
+  if (count != NULL) *count = dp->counts[rank];
+  if (box != NULL) memcpy(box, dp->boxes + 4 * rank, 4 * sizeof(double));
+  return RDX_OK;
+}
+
+/* ---- queries ---- */
+
+/* A shard's answer to m pieces (query rows in the index's dtype, one bound each): counts[j] items
+ * for piece j, packed in piece order into *items (through the account). */
+typedef rdx_status (*answer_fn)(const rdx_dist_points *d, const char *fn, const rdx_points_query *q, const void *rows,
+                                const double *bounds, int64_t m, uint64_t *counts, void **items);
+
+static int query_cols(int32_t type) { return type == RDX_POINTS_WINDOW ? 4 : type == RDX_POINTS_WITHIN ? 3 : 2; }
+
+/* Window, within, match: the shard's ids, mapped to the index's ids. */
+static rdx_status answer_plain(const rdx_dist_points *d, const char *fn, const rdx_points_query *q, const void *rows,
+                               const double *bounds, int64_t m, uint64_t *counts, void **items) {
+  rdx_context *ctx = d->comm->ctx;
+  rdx_result *res = NULL;
+  (void)bounds;
+  *items = NULL;
+  RDX_CHECK(rdx_points_query_alloc(ctx, d->shard, rdx_host_matrix(rows, m, query_cols(q->type), d->dtype), q, &res));
+  rdx_status st = take(ctx, fn, items, (int64_t)res->total, 8);
+  if (st == RDX_OK) {
+    uint64_t *g = (uint64_t *)*items;
+    for (int64_t j = 0; j < m; j++) counts[j] = res->offsets[j + 1] - res->offsets[j];
+    for (uint64_t t = 0; t < res->total; t++) g[t] = d->l2g[res->row_ids[t]];
+  }
+  rdx_result_free(ctx, res);
+  return st;
+}
+
+/* The smallest radius r of the dtype whose computed square fl(r * r) (the shards' own, geom_hd.h)
+ * is at least d2, so a within query of r finds every point at computed distance <= d2. */
+static double radius_for(double d2, rdx_dtype dt) {
+  if (dt == RDX_F64) {
+    double r = sqrt(d2);
+    while (r * r < d2 && r < DBL_MAX) r = nextafter(r, INFINITY);
+    return r;
+  }
+  /* an f32 index's squared distances can pass FLT_MAX^2; FLT_MAX is the widest radius there is */
+  float r = sqrtf((float)fmin(d2, (double)FLT_MAX));
+  if (!(r <= FLT_MAX)) r = FLT_MAX;
+  while ((double)r * (double)r < d2 && r < FLT_MAX) r = nextafterf(r, INFINITY);
+  return r;
+}
+
+/* kNN: this shard's candidates at computed distance <= bound, a superset of its share of the
+ * global answer. The shard's own kNN breaks ties at the k-th distance by its shard ids, which
+ * are not the index's ids, so when its k-th distance is within the bound and it holds more than k
+ * points, a within query at that distance brings every point tied there (filtered back to it). */
+static rdx_status answer_knn(const rdx_dist_points *d, const char *fn, const rdx_points_query *q, const void *rows,
+                             const double *bounds, int64_t m, uint64_t *counts, void **items) {
+  rdx_context *ctx = d->comm->ctx;
+  const int k = q->k;
+  const int64_t here = rdx_points_count(d->shard);
+  rdx_result *res = NULL, *ext = NULL;
+  void *wq = NULL;
+  int64_t *ext_of = NULL, n_ext = 0;
+  double *kth = NULL;
+  *items = NULL;
+  RDX_CHECK(rdx_points_query_alloc(ctx, d->shard, rdx_host_matrix(rows, m, 2, d->dtype), q, &res));
+  const size_t es = rdx_dtype_size(d->dtype);
+  rdx_status st = take(ctx, fn, &ext_of, m, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &kth, m, 8);
+  if (st == RDX_OK) {
+    for (int64_t j = 0; j < m; j++) {
+      ext_of[j] = -1;
+      uint64_t c = res->offsets[j + 1] - res->offsets[j];
+      if (c == (uint64_t)k && here > k) {
+        uint64_t lid = res->row_ids[res->offsets[j + 1] - 1];
+        kth[j] = rdx_sp_d2(d->xy[2 * lid], d->xy[2 * lid + 1], at_d(rows, d->dtype, 2 * j), at_d(rows, d->dtype, 2 * j + 1));
+        if (kth[j] <= bounds[j]) ext_of[j] = n_ext++;
+      }
+    }
+    st = take(ctx, fn, &wq, 3 * n_ext, es);
+  }
+  if (st == RDX_OK && n_ext > 0) {
+    for (int64_t j = 0; j < m; j++)
+      if (ext_of[j] >= 0) {
+        int64_t e = ext_of[j];
+        memcpy((char *)wq + (size_t)(3 * e) * es, (const char *)rows + (size_t)(2 * j) * es, 2 * es);
+        put_d(wq, d->dtype, 3 * e + 2, radius_for(kth[j], d->dtype));
+      }
+    rdx_points_query wi = RDX_POINTS_QUERY_INIT;
+    wi.type = RDX_POINTS_WITHIN;
+    st = rdx_points_query_alloc(ctx, d->shard, rdx_host_matrix(wq, n_ext, 3, d->dtype), &wi, &ext);
+  }
+  /* two passes over the same candidates: count, then write */
+  for (int pass = 0; st == RDX_OK && pass < 2; pass++) {
+    cand *out = pass ? (cand *)*items : NULL;
+    int64_t total = 0;
+    for (int64_t j = 0; j < m; j++) {
+      const rdx_result *r = ext_of[j] >= 0 ? ext : res;
+      const int64_t row = ext_of[j] >= 0 ? ext_of[j] : j;
+      const double lim = ext_of[j] >= 0 ? kth[j] : bounds[j];
+      const double qx = at_d(rows, d->dtype, 2 * j), qy = at_d(rows, d->dtype, 2 * j + 1);
+      uint64_t c = 0;
+      for (uint64_t t = r->offsets[row]; t < r->offsets[row + 1]; t++) {
+        uint64_t lid = r->row_ids[t];
+        double d2 = rdx_sp_d2(d->xy[2 * lid], d->xy[2 * lid + 1], qx, qy);
+        if (d2 <= lim) {
+          if (out) out[total + (int64_t)c] = (cand){d2, d->l2g[lid]};
+          c++;
+        }
+      }
+      counts[j] = c;
+      total += (int64_t)c;
+    }
+    if (!pass) st = take(ctx, fn, items, total, sizeof(cand));
+  }
+  rdx_result_free(ctx, res);
+  rdx_result_free(ctx, ext);
+  rdx_mem_free(ctx, wq);
+  rdx_mem_free(ctx, ext_of);
+  rdx_mem_free(ctx, kth);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, *items);
+    *items = NULL;
+  }
+  return st;
+}
+
+/* What came back from one round: the pieces in the order they went (grouped by rank), the query
+ * each asks for, how many items each brought back, and the items packed in that order. */
+typedef struct trip {
+  int64_t n_pieces;
+  int64_t *piece_query;
+  uint64_t *back;
+  void *items;
+} trip;
+static void trip_free(rdx_context *ctx, trip *t) {
+  rdx_mem_free(ctx, t->piece_query);
+  rdx_mem_free(ctx, t->back);
+  rdx_mem_free(ctx, t->items);
+  memset(t, 0, sizeof *t);
+}
+
+/* One round: piece j (query piece_q[j] with bound piece_bound[j]) goes to rank piece_rank[j],
+ * whose shard answers it with `answer`; the items come back to the rank that asked. */
+static rdx_status round_trip(rdx_comm *comm, const char *fn, const rdx_dist_points *d, const rdx_points_query *q,
+                             const void *qraw, int64_t n_pieces, const int *piece_rank, const int64_t *piece_q,
+                             const double *piece_bound, size_t item, answer_fn answer, trip *t) {
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  const size_t row = (size_t)query_cols(q->type) * rdx_dtype_size(d->dtype);
+  int64_t *cnt = NULL;
+  void *send_q = NULL, *recv_q = NULL, *aitems = NULL;
+  double *send_b = NULL, *recv_b = NULL;
+  uint64_t *acounts = NULL;
+  memset(t, 0, sizeof *t);
+  t->n_pieces = n_pieces;
+  rdx_status st = take(ctx, fn, &cnt, 5 * (int64_t)size, 8);
+  int64_t *send = cnt, *recv = cnt + size, *cursor = cnt + 2 * size, *rsend = cnt + 3 * size, *rrecv = cnt + 4 * size;
+  if (st == RDX_OK) st = take(ctx, fn, &send_q, n_pieces, row);
+  if (st == RDX_OK) st = take(ctx, fn, &send_b, n_pieces, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &t->piece_query, n_pieces, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &t->back, n_pieces, 8);
+  if (st == RDX_OK) {
+    for (int p = 0; p < size; p++) send[p] = 0;
+    for (int64_t j = 0; j < n_pieces; j++) send[piece_rank[j]]++;
+    for (int64_t p = 0, at = 0; p < size; at += send[p], p++) cursor[p] = at;
+    for (int64_t j = 0; j < n_pieces; j++) {
+      int64_t at = cursor[piece_rank[j]]++;
+      memcpy((char *)send_q + (size_t)at * row, (const char *)qraw + (size_t)piece_q[j] * row, row);
+      send_b[at] = piece_bound[j];
+      t->piece_query[at] = piece_q[j];
+    }
+  }
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
+  int64_t m = 0;
+  for (int p = 0; p < size; p++) m += recv[p];
+  st = rdx_comm_check_counts(comm, fn, send, recv);
+  if (st == RDX_OK) st = take(ctx, fn, &recv_q, m, row);
+  if (st == RDX_OK) st = take(ctx, fn, &recv_b, m, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &acounts, m, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_q, send, recv_q, recv, row), st, done);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_b, send, recv_b, recv, 8), st, done);
+  st = answer(d, fn, q, recv_q, recv_b, m, acounts, &aitems);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, acounts, recv, t->back, send, 8), st, done);
+  uint64_t total = 0;
+  for (int p = 0, j = 0; p < size; p++) {
+    rsend[p] = 0;
+    for (int64_t c = 0; c < recv[p]; c++) rsend[p] += (int64_t)acounts[j++];
+  }
+  for (int p = 0, j = 0; p < size; p++) {
+    rrecv[p] = 0;
+    for (int64_t c = 0; c < send[p]; c++) rrecv[p] += (int64_t)t->back[j++];
+    total += (uint64_t)rrecv[p];
+  }
+  st = rdx_comm_check_counts(comm, fn, rsend, rrecv);
+  if (st == RDX_OK) st = take(ctx, fn, &t->items, (int64_t)total, item);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, aitems, rsend, t->items, rrecv, item), st, done);
+done:
+  if (st != RDX_OK) trip_free(ctx, t);
+  rdx_mem_free(ctx, cnt);
+  rdx_mem_free(ctx, send_q);
+  rdx_mem_free(ctx, recv_q);
+  rdx_mem_free(ctx, send_b);
+  rdx_mem_free(ctx, recv_b);
+  rdx_mem_free(ctx, acounts);
+  rdx_mem_free(ctx, aitems);
+  return st;
+}
+
+/* The items of one or two rounds grouped by query: query i's at offs[i] .. offs[i + 1] of *out,
+ * each round's in piece order. */
+static rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip *a, const trip *b, size_t item,
+                        uint64_t **offs, void **out) {
+  const trip *ts[2] = {a, b};
+  uint64_t *o = NULL, *fill = NULL;
+  void *g = NULL;
+  rdx_status st = take(ctx, fn, &o, n + 1, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &fill, n, 8);
+  if (st == RDX_OK) {
+    for (int64_t i = 0; i <= n; i++) o[i] = 0;
+    for (int w = 0; w < 2; w++)
+      for (int64_t j = 0; ts[w] && j < ts[w]->n_pieces; j++) o[ts[w]->piece_query[j] + 1] += ts[w]->back[j];
+    for (int64_t i = 0; i < n; i++) o[i + 1] += o[i];
+    st = take(ctx, fn, &g, (int64_t)o[n], item);
+  }
+  if (st == RDX_OK) {
+    for (int64_t i = 0; i < n; i++) fill[i] = o[i];
+    for (int w = 0; w < 2; w++) {
+      uint64_t from = 0;
+      for (int64_t j = 0; ts[w] && j < ts[w]->n_pieces; j++) {
+        int64_t i = ts[w]->piece_query[j];
+        if (ts[w]->back[j])
+          memcpy((char *)g + fill[i] * item, (const char *)ts[w]->items + from * item, ts[w]->back[j] * item);
+        fill[i] += ts[w]->back[j];
+        from += ts[w]->back[j];
+      }
+    }
+  }
+  rdx_mem_free(ctx, fill);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, o);
+    rdx_mem_free(ctx, g);
+    return st;
+  }
+  *offs = o;
+  *out = g;
+  return RDX_OK;
+}
+
+/* Does query i (doubles qd, row i) meet rank p's box? The shards' own tests, on the box: a point
+ * inside the box is never nearer, as computed, than the box's computed nearest edge. */
+static int touches(const rdx_dist_points *d, int p, int32_t type, const double *q) {
+  const double *b = d->boxes + 4 * p;
+  if (d->counts[p] == 0) return 0;
+  if (type == RDX_POINTS_WINDOW) return q[0] <= b[2] && b[0] <= q[2] && q[1] <= b[3] && b[1] <= q[3];
+  if (type == RDX_POINTS_MATCH) return b[0] <= q[0] && q[0] <= b[2] && b[1] <= q[1] && q[1] <= b[3];
+  return rdx_sp_box_min_d2(b, q[0], q[1]) <= q[2] * q[2];
+}
+
+/* rdx_result_make's count and fill over answers already on the host. */
+typedef struct made {
+  rdx_context *ctx;
+  const uint64_t *counts; /* n */
+  const uint64_t *rows;   /* sum of counts */
+  uint64_t total;
+} made;
+static rdx_status made_count(void *arg, rdx_array counts) {
+  const made *a = (const made *)arg;
+  return rdx_copy(a->ctx, counts.data, counts.where, a->counts, RDX_HOST, (size_t)counts.count * 8);
+}
+static rdx_status made_fill(void *arg, rdx_array offsets, rdx_array rows) {
+  const made *a = (const made *)arg;
+  (void)offsets; /* made from the same counts */
+  return rdx_copy(a->ctx, rows.data, rows.where, a->rows, RDX_HOST, (size_t)a->total * 8);
+}
+static rdx_status make_result(rdx_context *ctx, const char *fn, int64_t n, rdx_location where, const uint64_t *counts,
+                              const uint64_t *rows, rdx_result **out) {
+  made a = {ctx, counts, rows, 0};
+  for (int64_t i = 0; i < n; i++) a.total += counts[i];
+  return rdx_result_make(ctx, fn, n, where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST, made_count, made_fill, &a, out);
+}
+
+rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp, rdx_array queries,
+                                       const rdx_points_query *query, rdx_result **out) {
+  static const char fn[] = "rdx_dist_points_query_alloc";
+  RDX_CHECK(rdx_comm_check(comm));
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  if (out != NULL) *out = NULL;
+  desc me, *all = NULL;
+  memset(&me, 0, sizeof me);
+  rdx_points_query q = RDX_POINTS_QUERY_INIT;
+  void *qraw = NULL, *grouped = NULL;
+  double *qd = NULL, *bound = NULL;
+  int *prank = NULL, *first = NULL;
+  int64_t *pq = NULL;
+  uint64_t *answer = NULL, *rows = NULL, *offs = NULL;
+  trip t1, t2;
+  memset(&t1, 0, sizeof t1);
+  memset(&t2, 0, sizeof t2);
+  rdx_result *res = NULL;
+  const int64_t n = queries.count;
+  int cols = 2;
+
+  /* 1. this rank's arguments */
+  rdx_status st = check_dp(comm, fn, dp);
+  if (st == RDX_OK && out == NULL) st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  if (st == RDX_OK && query == NULL) st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: query is NULL", fn);
+  if (st == RDX_OK) {
+    if (query->size < sizeof(size_t) + sizeof(rdx_points_query_type) || query->size > (1u << 16))
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: query->size %zu is not a valid size", fn, query->size);
+    else
+      memcpy(&q, query, query->size < sizeof q ? query->size : sizeof q);
+  }
+  if (st == RDX_OK && q.type != RDX_POINTS_MATCH && q.type != RDX_POINTS_WINDOW && q.type != RDX_POINTS_WITHIN &&
+      q.type != RDX_POINTS_KNN)
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: query->type 0x%x is not an rdx_points_query_type", fn, (unsigned)q.type);
+  if (st == RDX_OK && q.type == RDX_POINTS_KNN && (q.k < 1 || q.k > 1024))
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: query->k %d is outside 1..1024", fn, q.k);
+  if (st == RDX_OK) {
+    q.size = sizeof q;
+    if (q.type != RDX_POINTS_KNN) q.k = 0;
+    cols = query_cols(q.type);
+    st = rdx_array_check(ctx, fn, "queries", queries);
+  }
+  if (st == RDX_OK && (queries.dtype != dp->dtype || queries.columns != cols))
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries must be (m, %d) %s for a %s query (dtype %s, columns %d)", fn, cols,
+                  dtype_name(dp->dtype), qtype_name(q.type), dtype_name(queries.dtype), queries.columns);
+  if (st == RDX_OK) st = host_copy(ctx, fn, queries, &qraw);
+  if (st == RDX_OK) st = take(ctx, fn, &qd, n * 4, 8);
+  for (int64_t i = 0; st == RDX_OK && i < n; i++)
+    for (int c = 0; c < cols && st == RDX_OK; c++) {
+      qd[4 * i + c] = at_d(qraw, dp->dtype, i * cols + c);
+      if (!isfinite(qd[4 * i + c]))
+        st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries row %lld has a coordinate that is not finite", fn, (long long)i);
+      else if (q.type == RDX_POINTS_WITHIN && c == 2 && qd[4 * i + 2] < 0)
+        st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries row %lld has a negative radius %g", fn, (long long)i,
+                      qd[4 * i + 2]);
+    }
+  if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = take(ctx, fn, &answer, n, 8);
+  AGREE(st);
+
+  /* 2. the same call, index, dtype and query everywhere */
+  me.op = OP_QUERY;
+  me.dtype = queries.dtype;
+  me.kind = dp->kind;
+  me.qtype = q.type;
+  me.k = q.k;
+  me.index_id = dp->id;
+  me.count = n;
+  RDX_CHECK_GOTO(comm->ops->allgather(comm, &me, all, sizeof me), st, done);
+  RDX_CHECK_GOTO(compare(comm, fn, all), st, done);
+
+  /* 3. pieces: to every rank whose box the query meets; kNN: first to one rank, then the rest */
+  int64_t n_pieces = 0;
+  if (q.type != RDX_POINTS_KNN) {
+    for (int pass = 0; pass < 2; pass++) {
+      int64_t j = 0;
+      for (int64_t i = 0; i < n; i++)
+        for (int p = 0; p < size; p++)
+          if (touches(dp, p, q.type, qd + 4 * i)) {
+            if (pass) prank[j] = p, pq[j] = i;
+            j++;
+          }
+      if (!pass) {
+        n_pieces = j;
+        st = take(ctx, fn, &prank, n_pieces, sizeof(int));
+        if (st == RDX_OK) st = take(ctx, fn, &pq, n_pieces, 8);
+        if (st == RDX_OK) st = take(ctx, fn, &bound, n_pieces, 8);
+        AGREE(st);
+      }
+    }
+    for (int64_t j = 0; j < n_pieces; j++) bound[j] = INFINITY;
+    RDX_CHECK_GOTO(round_trip(comm, fn, dp, &q, qraw, n_pieces, prank, pq, bound, 8, answer_plain, &t1), st, done);
+    st = group(ctx, fn, n, &t1, NULL, 8, &offs, &grouped);
+    AGREE(st);
+    /* ranks' ids interleave: each query's ids sorted, as one index gives them */
+    rows = (uint64_t *)grouped;
+    for (int64_t i = 0; i < n; i++) {
+      answer[i] = offs[i + 1] - offs[i];
+      qsort(rows + offs[i], (size_t)answer[i], 8, cmp_u64);
+    }
+  } else {
+    /* round 1: the rank owning the query's code, or the nearest non-empty box when it holds none */
+    const int64_t n1 = dp->n_total > 0 ? n : 0;
+    st = take(ctx, fn, &prank, n * (int64_t)size, sizeof(int));
+    if (st == RDX_OK) st = take(ctx, fn, &pq, n * (int64_t)size, 8);
+    if (st == RDX_OK) st = take(ctx, fn, &bound, n * (int64_t)size, 8);
+    if (st == RDX_OK) st = take(ctx, fn, &first, n, sizeof(int));
+    AGREE(st);
+    for (int64_t i = 0; i < n1; i++) {
+      int p = owner_of(dp, qd[4 * i], qd[4 * i + 1]);
+      if (dp->counts[p] == 0) {
+        double best = INFINITY;
+        p = -1;
+        for (int r = 0; r < size; r++)
+          if (dp->counts[r] > 0) {
+            double b = rdx_sp_box_min_d2(dp->boxes + 4 * r, qd[4 * i], qd[4 * i + 1]);
+            if (p < 0 || b < best) best = b, p = r;
+          }
+      }
+      first[i] = p;
+      prank[i] = p;
+      pq[i] = i;
+      bound[i] = INFINITY;
+    }
+    RDX_CHECK_GOTO(round_trip(comm, fn, dp, &q, qraw, n1, prank, pq, bound, sizeof(cand), answer_knn, &t1), st, done);
+    st = group(ctx, fn, n, &t1, NULL, sizeof(cand), &offs, &grouped);
+    AGREE(st);
+    /* round 2: every other rank whose box lies within the k-th distance found so far */
+    int64_t n2 = 0;
+    for (int64_t i = 0; i < n1; i++) {
+      cand *c = (cand *)grouped + offs[i];
+      const uint64_t got = offs[i + 1] - offs[i];
+      qsort(c, (size_t)got, sizeof(cand), cmp_cand);
+      const double kth = got >= (uint64_t)q.k ? c[q.k - 1].d2 : INFINITY;
+      for (int p = 0; p < size; p++)
+        if (p != first[i] && dp->counts[p] > 0 && rdx_sp_box_min_d2(dp->boxes + 4 * p, qd[4 * i], qd[4 * i + 1]) <= kth) {
+          prank[n2] = p;
+          pq[n2] = i;
+          bound[n2] = kth;
+          n2++;
+        }
+    }
+    RDX_CHECK_GOTO(round_trip(comm, fn, dp, &q, qraw, n2, prank, pq, bound, sizeof(cand), answer_knn, &t2), st, done);
+    rdx_mem_free(ctx, offs), offs = NULL;
+    rdx_mem_free(ctx, grouped), grouped = NULL;
+    st = group(ctx, fn, n, &t1, &t2, sizeof(cand), &offs, &grouped);
+    int64_t kept = 0;
+    for (int64_t i = 0; st == RDX_OK && i < n; i++) {
+      const uint64_t got = offs[i + 1] - offs[i];
+      kept += (int64_t)(got < (uint64_t)q.k ? got : (uint64_t)q.k);
+    }
+    if (st == RDX_OK) st = take(ctx, fn, &rows, kept, 8);
+    AGREE(st);
+    /* merged: the k smallest by (distance, id); candidates are distinct points (each rank's
+     * points once, and each rank asked once per query) */
+    for (int64_t i = 0, at = 0; i < n; i++) {
+      cand *c = (cand *)grouped + offs[i];
+      const uint64_t got = offs[i + 1] - offs[i];
+      qsort(c, (size_t)got, sizeof(cand), cmp_cand);
+      answer[i] = got < (uint64_t)q.k ? got : (uint64_t)q.k;
+      for (uint64_t t = 0; t < answer[i]; t++) rows[at++] = c[t].gid;
+    }
+  }
+  st = make_result(ctx, fn, n, queries.where, answer, rows, &res);
+  AGREE(st);
+  *out = res;
+  res = NULL;
+done:
+  rdx_result_free(ctx, res);
+  trip_free(ctx, &t1);
+  trip_free(ctx, &t2);
+  rdx_mem_free(ctx, all);
+  rdx_mem_free(ctx, qraw);
+  rdx_mem_free(ctx, qd);
+  rdx_mem_free(ctx, bound);
+  rdx_mem_free(ctx, prank);
+  rdx_mem_free(ctx, first);
+  rdx_mem_free(ctx, pq);
+  rdx_mem_free(ctx, answer);
+  if (rows != (uint64_t *)grouped) rdx_mem_free(ctx, rows);
+  rdx_mem_free(ctx, grouped);
+  rdx_mem_free(ctx, offs);
+  return st;
+}
+
+/* ---- moves ---- */
+
+/* Move, with migration. The batch is gathered on every rank (the concatenation of the ranks'
+ * batches is the batch), so each rank knows every row's id, new place and new owner; each rank
+ * marks the rows whose ids it holds and the marks are gathered too, so every rank also knows each
+ * row's old owner, and every rank can update the partition table itself (counts; boxes grown by
+ * the new places) without another exchange.
+ *
+ * Validation first, on every rank, agreed: the local arguments; then, on the gathered batch
+ * (every rank the same verdict): an id repeated, an id no rank holds. Then the shard updates, each
+ * one all-or-nothing (rdx_points_move/insert/erase), each followed by an agreement:
+ *   1. move the rows that stay on this rank;
+ *   2. insert the rows migrating in (they get fresh shard ids);
+ *   3. erase the rows migrating out.
+ * When a step fails on any rank, every rank undoes the steps that succeeded on it, newest first:
+ * 3 by inserting the erased points again at their old places (fresh shard ids, mapped to the same
+ * index ids: shard ids are this file's business, the index's ids and answers are as before), 2 by
+ * erasing the inserted shard ids, 1 by moving the rows back to their old places (the coordinate
+ * copy holds them exactly). The maps grow before step 1, so the bookkeeping after the last
+ * agreement cannot fail. The remaining window: an undo is itself an update and can fail (memory);
+ * that rank's index is then marked damaged and refuses every later call (so every rank does). */
+rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array ids, rdx_array points) {
+  static const char fn[] = "rdx_dist_points_move";
+  RDX_CHECK(rdx_comm_check(comm));
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  desc me, *all = NULL;
+  memset(&me, 0, sizeof me);
+  void *idraw = NULL, *praw = NULL, *every_p = NULL;
+  uint64_t *gids = NULL, *every_g = NULL, *sorted = NULL, *in_g = NULL;
+  unsigned char *marks = NULL;
+  int64_t *cnt = NULL, *row_of = NULL;
+  void *stay_new = NULL, *stay_old = NULL, *in_p = NULL, *out_old = NULL;
+  uint64_t *stay_l = NULL, *out_l = NULL, *undo_l = NULL;
+  int64_t n_stay = 0, n_in = 0, n_out = 0;
+  uint64_t first_in = 0, first_back = 0;
+  int did_move = 0, did_insert = 0, did_erase = 0;
+  const int64_t n = ids.count;
+  size_t es = 8;
+
+  /* 1. this rank's arguments */
+  rdx_status st = check_dp(comm, fn, dp);
+  if (st == RDX_OK) st = rdx_array_check(ctx, fn, "ids", ids);
+  if (st == RDX_OK && ((ids.dtype != RDX_U32 && ids.dtype != RDX_U64) || ids.columns != 1))
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
+                  dtype_name(ids.dtype), ids.columns);
+  if (st == RDX_OK) st = rdx_array_check(ctx, fn, "points", points);
+  if (st == RDX_OK && (points.dtype != dp->dtype || points.columns != 2))
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: points must be (m, 2) %s, the index's dtype (dtype %s, columns %d)", fn,
+                  dtype_name(dp->dtype), dtype_name(points.dtype), points.columns);
+  if (st == RDX_OK && points.count != n)
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids.count %lld != points.count %lld", fn, (long long)n,
+                  (long long)points.count);
+  if (st == RDX_OK) {
+    es = rdx_dtype_size(dp->dtype);
+    st = host_copy(ctx, fn, points, &praw);
+  }
+  if (st == RDX_OK) st = check_coords(ctx, fn, "points", praw, dp->dtype, n, dp->box);
+  if (st == RDX_OK) st = host_copy(ctx, fn, ids, &idraw);
+  if (st == RDX_OK) st = take(ctx, fn, &gids, n, 8);
+  if (st == RDX_OK)
+    for (int64_t i = 0; i < n; i++) gids[i] = at_id(idraw, ids.dtype, i);
+  if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = take(ctx, fn, &cnt, 2 * (int64_t)size, 8);
+  AGREE(st);
+  me.op = OP_MOVE;
+  me.dtype = points.dtype;
+  me.kind = dp->kind;
+  me.index_id = dp->id;
+  me.count = n;
+  RDX_CHECK_GOTO(comm->ops->allgather(comm, &me, all, sizeof me), st, done);
+  RDX_CHECK_GOTO(compare(comm, fn, all), st, done);
+
+  /* 2. the whole batch on every rank, and who holds each row */
+  int64_t total = 0;
+  for (int r = 0; r < size; r++) total += (cnt[r] = all[r].count);
+  const size_t mark_bytes = (size_t)(total + 7) / 8;
+  st = take(ctx, fn, &every_g, total, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &every_p, 2 * total, es);
+  if (st == RDX_OK) st = take(ctx, fn, &marks, (int64_t)size * (int64_t)mark_bytes, 1);
+  if (st == RDX_OK) st = take(ctx, fn, &sorted, total, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &row_of, total, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->allgatherv(comm, gids, cnt, every_g, 8), st, done);
+  RDX_CHECK_GOTO(comm->ops->allgatherv(comm, praw, cnt, every_p, 2 * es), st, done);
+  /* this rank's marks, gathered: bit t of rank r's marks = rank r holds row t's id */
+  {
+    unsigned char *mine = NULL;
+    st = take(ctx, fn, &mine, (int64_t)mark_bytes + 1, 1);
+    if (st == RDX_OK) {
+      memset(mine, 0, mark_bytes + 1);
+      for (int64_t t = 0; t < total; t++) {
+        row_of[t] = map_find(&dp->map, every_g[t]);
+        if (row_of[t] >= 0) mine[t / 8] |= (unsigned char)(1u << (t % 8));
+      }
+    }
+    st = rdx_comm_agree(comm, fn, st);
+    if (st == RDX_OK && mark_bytes > 0) st = comm->ops->allgather(comm, mine, marks, mark_bytes);
+    rdx_mem_free(ctx, mine);
+    if (st != RDX_OK) goto done;
+  }
+  /* the same verdict on every rank: ids repeated anywhere in the batch, ids no rank holds */
+  memcpy(sorted, every_g, (size_t)total * 8);
+  qsort(sorted, (size_t)total, 8, cmp_u64);
+  for (int64_t t = 1; t < total && st == RDX_OK; t++)
+    if (sorted[t] == sorted[t - 1])
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: id %llu is repeated in the batch", fn, (unsigned long long)sorted[t]);
+  for (int64_t t = 0, r = 0, at = 0; t < total && st == RDX_OK; t++) {
+    while (t >= at + cnt[r]) at += cnt[r++];
+    int held = 0;
+    for (int p = 0; p < size && !held; p++) held = (marks[(size_t)p * mark_bytes + (size_t)(t / 8)] >> (t % 8)) & 1;
+    if (!held)
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: rank %lld's ids[%lld] = %llu is not in the index (unknown or erased)", fn,
+                    (long long)r, (long long)(t - at), (unsigned long long)every_g[t]);
+  }
+  if (st != RDX_OK) goto done;
+
+  /* 3. this rank's three batches, and room for the bookkeeping */
+  for (int64_t t = 0; t < total; t++) {
+    int dest = owner_of(dp, at_d(every_p, dp->dtype, 2 * t), at_d(every_p, dp->dtype, 2 * t + 1));
+    if (row_of[t] >= 0) {
+      if (dest == comm->rank) n_stay++;
+      else n_out++;
+    } else if (dest == comm->rank) {
+      n_in++;
+    }
+  }
+  st = take(ctx, fn, &stay_l, n_stay, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &stay_new, 2 * n_stay, es);
+  if (st == RDX_OK) st = take(ctx, fn, &stay_old, 2 * n_stay, es);
+  if (st == RDX_OK) st = take(ctx, fn, &in_p, 2 * n_in, es);
+  if (st == RDX_OK) st = take(ctx, fn, &out_l, n_out, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &out_old, 2 * n_out, es);
+  if (st == RDX_OK) st = take(ctx, fn, &undo_l, n_in > n_out ? n_in : n_out, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &in_g, n_in, 8); /* the index ids of the rows migrating in */
+  /* shard ids to come: the inserts, and (when undoing step 3) the erased points once more */
+  if (st == RDX_OK) st = slots_reserve(ctx, fn, dp, dp->n_slots + n_in + n_out);
+  if (st == RDX_OK) st = map_reserve(ctx, fn, &dp->map, dp->map.n + n_in);
+  if (st == RDX_OK) {
+    int64_t a = 0, b = 0, c = 0;
+    for (int64_t t = 0; t < total; t++) {
+      double x = at_d(every_p, dp->dtype, 2 * t), y = at_d(every_p, dp->dtype, 2 * t + 1);
+      int dest = owner_of(dp, x, y);
+      if (row_of[t] >= 0) {
+        int64_t l = row_of[t];
+        if (dest == comm->rank) {
+          stay_l[a] = (uint64_t)l;
+          put_d(stay_new, dp->dtype, 2 * a, x);
+          put_d(stay_new, dp->dtype, 2 * a + 1, y);
+          put_d(stay_old, dp->dtype, 2 * a, dp->xy[2 * l]);
+          put_d(stay_old, dp->dtype, 2 * a + 1, dp->xy[2 * l + 1]);
+          a++;
+        } else {
+          out_l[c] = (uint64_t)l;
+          put_d(out_old, dp->dtype, 2 * c, dp->xy[2 * l]);
+          put_d(out_old, dp->dtype, 2 * c + 1, dp->xy[2 * l + 1]);
+          c++;
+        }
+      } else if (dest == comm->rank) {
+        put_d(in_p, dp->dtype, 2 * b, x);
+        put_d(in_p, dp->dtype, 2 * b + 1, y);
+        in_g[b] = every_g[t];
+        b++;
+      }
+    }
+  }
+  AGREE(st);
+
+  /* 4. the shard updates, each agreed; a failure undoes what succeeded (see above) */
+  st = rdx_points_move(ctx, dp->shard, rdx_host_array(stay_l, n_stay, RDX_U64), rdx_host_matrix(stay_new, n_stay, 2, dp->dtype));
+  did_move = st == RDX_OK;
+  st = rdx_comm_agree(comm, fn, st);
+  if (st == RDX_OK) {
+    st = rdx_points_insert(ctx, dp->shard, rdx_host_matrix(in_p, n_in, 2, dp->dtype), &first_in);
+    did_insert = st == RDX_OK;
+    st = rdx_comm_agree(comm, fn, st);
+  }
+  if (st == RDX_OK) {
+    st = rdx_points_erase(ctx, dp->shard, rdx_host_array(out_l, n_out, RDX_U64));
+    did_erase = st == RDX_OK;
+    st = rdx_comm_agree(comm, fn, st);
+  }
+  if (st != RDX_OK) {
+    /* undo, newest first; the agreed sentence stays the context's unless an undo fails */
+    char keep[512];
+    snprintf(keep, sizeof keep, "%s", rdx_context_message(ctx));
+    rdx_status u = RDX_OK;
+    if (did_erase && n_out > 0) {
+      u = rdx_points_insert(ctx, dp->shard, rdx_host_matrix(out_old, n_out, 2, dp->dtype), &first_back);
+      if (u == RDX_OK) /* the same index ids at fresh shard ids */
+        for (int64_t c = 0; c < n_out; c++) {
+          uint64_t g = dp->l2g[out_l[c]], l = first_back + (uint64_t)c;
+          dp->l2g[l] = g;
+          dp->xy[2 * l] = dp->xy[2 * out_l[c]];
+          dp->xy[2 * l + 1] = dp->xy[2 * out_l[c] + 1];
+          dp->l2g[out_l[c]] = RDX_MISS;
+          map_put(&dp->map, g, (int64_t)l);
+        }
+      if (u == RDX_OK) dp->n_slots = (int64_t)first_back + n_out;
+    }
+    if (u == RDX_OK && did_insert && n_in > 0) {
+      for (int64_t b = 0; b < n_in; b++) undo_l[b] = first_in + (uint64_t)b;
+      u = rdx_points_erase(ctx, dp->shard, rdx_host_array(undo_l, n_in, RDX_U64));
+      /* the erased shard ids stay unused: the shard never reuses ids */
+      if (u == RDX_OK)
+        for (int64_t b = 0; b < n_in; b++) dp->l2g[first_in + (uint64_t)b] = RDX_MISS;
+      if (u == RDX_OK && (int64_t)(first_in + (uint64_t)n_in) > dp->n_slots) dp->n_slots = (int64_t)first_in + n_in;
+    }
+    if (u == RDX_OK && did_move && n_stay > 0)
+      u = rdx_points_move(ctx, dp->shard, rdx_host_array(stay_l, n_stay, RDX_U64), rdx_host_matrix(stay_old, n_stay, 2, dp->dtype));
+    if (u != RDX_OK) {
+      char why[512];
+      snprintf(why, sizeof why, "%s", rdx_context_message(ctx));
+      dp->damaged = 1;
+      st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: undoing a failed move failed on this rank (%s); the index is damaged: destroy it (%s)",
+                    fn, why, keep);
+    } else {
+      (void)rdx_fail(ctx, st, "%s", keep);
+    }
+    goto done;
+  }
+
+  /* 5. every rank updated: the bookkeeping (room reserved above), then the partition table */
+  for (int64_t a = 0; a < n_stay; a++) {
+    dp->xy[2 * stay_l[a]] = at_d(stay_new, dp->dtype, 2 * a);
+    dp->xy[2 * stay_l[a] + 1] = at_d(stay_new, dp->dtype, 2 * a + 1);
+  }
+  for (int64_t c = 0; c < n_out; c++) {
+    map_del(&dp->map, dp->l2g[out_l[c]]);
+    dp->l2g[out_l[c]] = RDX_MISS;
+  }
+  for (int64_t b = 0; b < n_in; b++) {
+    uint64_t l = first_in + (uint64_t)b;
+    dp->l2g[l] = in_g[b];
+    dp->xy[2 * l] = at_d(in_p, dp->dtype, 2 * b);
+    dp->xy[2 * l + 1] = at_d(in_p, dp->dtype, 2 * b + 1);
+    map_put(&dp->map, in_g[b], (int64_t)l);
+  }
+  if (n_in > 0) dp->n_slots = (int64_t)first_in + n_in;
+  for (int64_t t = 0; t < total; t++) {
+    int from = -1;
+    for (int p = 0; p < size && from < 0; p++)
+      if ((marks[(size_t)p * mark_bytes + (size_t)(t / 8)] >> (t % 8)) & 1) from = p;
+    double x = at_d(every_p, dp->dtype, 2 * t), y = at_d(every_p, dp->dtype, 2 * t + 1);
+    int dest = owner_of(dp, x, y);
+    double *b = dp->boxes + 4 * dest;
+    if (dp->counts[dest] == 0 && from != dest) {
+      b[0] = b[2] = x;
+      b[1] = b[3] = y;
+    } else {
+      b[0] = fmin(b[0], x);
+      b[1] = fmin(b[1], y);
+      b[2] = fmax(b[2], x);
+      b[3] = fmax(b[3], y);
+    }
+    dp->counts[from]--;
+    dp->counts[dest]++;
+  }
+done:
+  rdx_mem_free(ctx, all);
+  rdx_mem_free(ctx, cnt);
+  rdx_mem_free(ctx, idraw);
+  rdx_mem_free(ctx, praw);
+  rdx_mem_free(ctx, gids);
+  rdx_mem_free(ctx, every_g);
+  rdx_mem_free(ctx, every_p);
+  rdx_mem_free(ctx, marks);
+  rdx_mem_free(ctx, sorted);
+  rdx_mem_free(ctx, row_of);
+  rdx_mem_free(ctx, in_g);
+  rdx_mem_free(ctx, stay_l);
+  rdx_mem_free(ctx, stay_new);
+  rdx_mem_free(ctx, stay_old);
+  rdx_mem_free(ctx, in_p);
+  rdx_mem_free(ctx, out_l);
+  rdx_mem_free(ctx, out_old);
+  rdx_mem_free(ctx, undo_l);
+  return st;
+}
