@@ -196,6 +196,14 @@ rdx_status rdx_gen_ranges_bytes(rdx_context *ctx, rdx_dtype dtype, int64_t m, si
 rdx_status rdx_gen_points_bytes(rdx_context *ctx, int64_t n, rdx_dtype dtype, size_t *bytes);
 rdx_status rdx_gen_point_queries_bytes(rdx_context *ctx, rdx_dtype dtype, int type, int64_t m, size_t *bytes);
 
+/* ---- .npy shares (io) ---- */
+/* The part-th of n_parts near-equal shares of a .npy file's rows, in order (the first total %
+ * n_parts shares hold one row more), read without the other rows: what each rank of `mpirun
+ * raydex ...` reads. The header is checked as rdx_npy_read checks it, against the whole file.
+ * *first_row and *total_rows (either may be NULL) say which rows came. Free with rdx_npy_free. */
+rdx_status rdx_npy_read_share(rdx_context *ctx, const char *path, int part, int n_parts, rdx_array *out, int *ndim,
+                              int64_t *first_row, int64_t *total_rows);
+
 /* ---- polygon layers (io) ---- */
 /* GDAL's release ("3.6.2") in a build with GDAL (rdx_info.have_gdal), else NULL. */
 const char *rdx_gdal_version(void);

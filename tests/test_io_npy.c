@@ -9,6 +9,7 @@
  * tests/fuzz/fuzz_npy.c) that must never crash or leak.
  */
 #include "check.h"
+#include "bench_api.h"
 #include "io/io.h"
 
 #include <unistd.h>
@@ -52,6 +53,12 @@ static void expect_parse_error(rdx_context *ctx, const void *buf, size_t len, co
     CHECK_FAIL_("message '%s' lacks '%s'", rdx_context_message(ctx), needle);
   CHECK(a.data == NULL);
   rdx_npy_free(&a);
+  /* a share is refused with the same sentence: its header is checked against the whole file */
+  st = rdx_npy_read_share(ctx, path, 0, 2, &a, &nd, NULL, NULL);
+  if (st != RDX_ERR_PARSE && st != RDX_ERR_IO) CHECK_FAIL_("share: wanted RDX_ERR_PARSE (%s), got %s", needle, rdx_status_name(st));
+  else if (st == RDX_ERR_PARSE && strstr(rdx_context_message(ctx), needle) == NULL)
+    CHECK_FAIL_("share: message '%s' lacks '%s'", rdx_context_message(ctx), needle);
+  CHECK(a.data == NULL);
 }
 
 int main(int argc, char **argv) {
@@ -78,6 +85,23 @@ int main(int argc, char **argv) {
         CHECK_EQ(b.dtype, dts[d]);
         CHECK(bytes == 0 || memcmp(b.data, data, bytes) == 0);
         rdx_npy_free(&b);
+        /* shares: in order, near-equal, together the whole file */
+        for (int parts = 1; parts <= 4; parts++) {
+          int64_t next = 0;
+          for (int part = 0; part < parts; part++) {
+            int64_t first = -1, total = -1;
+            CHECK_OK(ctx, rdx_npy_read_share(ctx, path, part, parts, &b, &nd, &first, &total));
+            CHECK_EQ(nd, ndim);
+            CHECK_EQ(first, next);
+            CHECK_EQ(total, n);
+            CHECK_EQ(b.count, n / parts + (part < n % parts));
+            CHECK(b.count == 0 || memcmp(b.data, data + (size_t)first * cols * es, (size_t)b.count * cols * es) == 0);
+            next += b.count;
+            rdx_npy_free(&b);
+          }
+          CHECK_EQ(next, n);
+        }
+        CHECK(rdx_npy_read_share(ctx, path, 2, 2, &b, &nd, NULL, NULL) == RDX_ERR_INVALID_ARGUMENT);
         free(data);
       }
 

@@ -136,8 +136,11 @@ static const char *descr_of(rdx_dtype dt) {
 
 #define PARSE_FAIL(...) return rdx_fail(ctx, RDX_ERR_PARSE, __VA_ARGS__)
 
-rdx_status rdx_npy_parse(rdx_context *ctx, const char *name, const void *buf, size_t len,
-                         rdx_array *out, int *ndim_out) {
+/* The header of a .npy file of file_len bytes whose first len bytes are at buf: out's dtype,
+ * count and columns (no data), and where the data starts. The data's length, file_len less the
+ * header, must be exactly what the shape needs. */
+static rdx_status parse_header(rdx_context *ctx, const char *name, const void *buf, size_t len, size_t file_len,
+                               rdx_array *out, int *ndim_out, size_t *data_start) {
   const unsigned char *b = (const unsigned char *)buf;
   memset(out, 0, sizeof *out);
   out->dtype = RDX_U64;
@@ -219,19 +222,34 @@ rdx_status rdx_npy_parse(rdx_context *ctx, const char *name, const void *buf, si
     PARSE_FAIL("rdx_npy_read: %s is in Fortran order; write it with C order", file);
   if (ndim == 2 && (shape[1] < 1 || shape[1] > INT32_MAX))
     PARSE_FAIL("rdx_npy_read: %s has %lld columns", file, (long long)shape[1]);
-  size_t need, data_len = len - hstart - hlen;
+  size_t need, data_len = file_len - hstart - hlen;
   if (!rdx_size_rows(shape[0], shape[1], rdx_dtype_size(out->dtype), &need))
     PARSE_FAIL("rdx_npy_read: %s shape (%lld, %lld) overflows", file, (long long)shape[0], (long long)shape[1]);
   if (data_len != need)
     PARSE_FAIL("rdx_npy_read: %s holds %zu data bytes but its shape needs %zu (%s)", file, data_len,
                need, data_len < need ? "truncated" : "trailing bytes");
-  void *data = malloc(need ? need : 1);
-  if (data == NULL)
-    return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_npy_read: %zu bytes for %s", need, file);
-  memcpy(data, b + hstart + hlen, need);
-  out->data = data;
   out->count = shape[0];
   out->columns = (int32_t)shape[1];
+  if (ndim_out) *ndim_out = ndim;
+  *data_start = hstart + hlen;
+  return RDX_OK;
+}
+
+rdx_status rdx_npy_parse(rdx_context *ctx, const char *name, const void *buf, size_t len,
+                         rdx_array *out, int *ndim_out) {
+  size_t start = 0;
+  int ndim = 0;
+  RDX_CHECK(parse_header(ctx, name, buf, len, len, out, &ndim, &start));
+  const size_t need = len - start;
+  void *data = malloc(need ? need : 1);
+  if (data == NULL) {
+    char file[256];
+    rdx_escape(file, sizeof file, name, strlen(name));
+    memset(out, 0, sizeof *out);
+    return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_npy_read: %zu bytes for %s", need, file);
+  }
+  memcpy(data, (const char *)buf + start, need);
+  out->data = data;
   if (ndim_out) *ndim_out = ndim;
   return RDX_OK;
 }
@@ -262,6 +280,69 @@ rdx_status rdx_npy_read(rdx_context *ctx, const char *path, rdx_array *out, int 
     st = rdx_npy_parse(ctx, path, buf, (size_t)len, out, ndim);
   }
   free(buf);
+  fclose(f);
+  return st;
+}
+
+rdx_status rdx_npy_read_share(rdx_context *ctx, const char *path, int part, int n_parts, rdx_array *out, int *ndim,
+                              int64_t *first_row, int64_t *total_rows) {
+  RDX_CHECK(rdx_check_context(ctx));
+  if (out == NULL || path == NULL)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "rdx_npy_read: %s is NULL", out ? "path" : "out");
+  if (n_parts < 1 || part < 0 || part >= n_parts)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "rdx_npy_read: part %d of %d", part, n_parts);
+  memset(out, 0, sizeof *out);
+  char file[256];
+  rdx_escape(file, sizeof file, path, strlen(path));
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return rdx_fail(ctx, RDX_ERR_IO, "rdx_npy_read: cannot open %s (%s)", file, strerror(errno));
+  rdx_status st = RDX_OK;
+  unsigned char pre[12];
+  char *head = NULL;
+  struct stat info;
+  size_t got = 0, hlen = 0, start = 0;
+  rdx_array h;
+  memset(&h, 0, sizeof h);
+  /* the header alone is read first (its length is in the first 10 or 12 bytes), then the rows */
+  if (fstat(fileno(f), &info) != 0 || !S_ISREG(info.st_mode)) {
+    st = rdx_fail(ctx, RDX_ERR_IO, "rdx_npy_read: %s is not a regular file", file);
+    goto done;
+  }
+  got = fread(pre, 1, sizeof pre, f);
+  hlen = got < 10 ? got : pre[6] == 1 ? 10 + ((size_t)pre[8] | (size_t)pre[9] << 8)
+                        : got < 12 ? got : 12 + ((size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 |
+                                                 (size_t)pre[11] << 24);
+  if (hlen > (size_t)info.st_size) hlen = (size_t)info.st_size; /* parse_header says it is truncated */
+  if ((head = (char *)malloc(hlen + 1)) == NULL) {
+    st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_npy_read: %zu header bytes for %s", hlen, file);
+    goto done;
+  }
+  if (fseek(f, 0, SEEK_SET) != 0 || fread(head, 1, hlen, f) != hlen) {
+    st = rdx_fail(ctx, RDX_ERR_IO, "rdx_npy_read: cannot read %s", file);
+    goto done;
+  }
+  RDX_CHECK_GOTO(parse_header(ctx, path, head, hlen, (size_t)info.st_size, &h, ndim, &start), st, done);
+  const int64_t first = h.count / n_parts * part + (h.count % n_parts < part ? h.count % n_parts : part);
+  const int64_t count = h.count / n_parts + (part < h.count % n_parts);
+  const size_t row = (size_t)h.columns * rdx_dtype_size(h.dtype), bytes = (size_t)count * row;
+  void *data = malloc(bytes ? bytes : 1);
+  if (data == NULL) {
+    st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "rdx_npy_read: %zu bytes for %s", bytes, file);
+    goto done;
+  }
+  if (fseeko(f, (off_t)(start + (size_t)first * row), SEEK_SET) != 0 || fread(data, 1, bytes, f) != bytes) {
+    free(data);
+    st = rdx_fail(ctx, RDX_ERR_IO, "rdx_npy_read: cannot read rows %lld..%lld of %s", (long long)first,
+                  (long long)(first + count), file);
+    goto done;
+  }
+  *out = h;
+  out->data = data;
+  out->count = count;
+  if (first_row) *first_row = first;
+  if (total_rows) *total_rows = h.count;
+done:
+  free(head);
   fclose(f);
   return st;
 }
