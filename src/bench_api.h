@@ -196,6 +196,18 @@ rdx_status rdx_gen_ranges_bytes(rdx_context *ctx, rdx_dtype dtype, int64_t m, si
 rdx_status rdx_gen_points_bytes(rdx_context *ctx, int64_t n, rdx_dtype dtype, size_t *bytes);
 rdx_status rdx_gen_point_queries_bytes(rdx_context *ctx, rdx_dtype dtype, int type, int64_t m, size_t *bytes);
 
+/* ---- MPI for the command line (dist) ---- */
+/* The launcher's world (MPI_COMM_WORLD, MPI initialised here when the caller has not) as a
+ * communicator over ctx; RDX_ERR_NO_BACKEND without MPI. rdx_dist_world_end destroys it and
+ * finalises MPI if this began it. */
+rdx_status rdx_dist_world_begin(rdx_context *ctx, rdx_comm **out);
+void rdx_dist_world_end(rdx_comm *comm);
+/* Collective: every rank's count items of `item` bytes, in rank order, into *all on rank 0
+ * (malloc'd, *total items; free with free()); other ranks get NULL and 0. A failure on any rank
+ * fails the call on every rank (rdx_comm_agree). fn names the caller in messages. */
+rdx_status rdx_dist_gather_root(rdx_comm *comm, const char *fn, const void *mine, int64_t count, size_t item,
+                                void **all, int64_t *total);
+
 /* ---- .npy shares (io) ---- */
 /* The part-th of n_parts near-equal shares of a .npy file's rows, in order (the first total %
  * n_parts shares hold one row more), read without the other rows: what each rank of `mpirun

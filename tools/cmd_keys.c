@@ -31,6 +31,10 @@ static const char usage[] =
     "two in 32..4096, default 128): bytes of (key, row) pairs per node; its buckets start as half a\n"
     "node. A loaded index keeps its own.\n"
     "On success one line on stderr says what ran (--quiet: none); outputs appear only then.\n"
+    "Under mpirun (or another MPI launcher) each rank reads its near-equal share of K, R and the\n"
+    "batch, one sharded index is built over all ranks (rdx_dist_index_build: rows are positions in\n"
+    "K, or R's), and rank 0 writes the outputs, the same files as one process writes; --load, --save,\n"
+    "--insert and --erase are refused there.\n"
     "Exit 0 on success, 2 with one line on stderr for bad input (also: a snapshot that is truncated,\n"
     "corrupted, of another kind or format; --backend optix with a kind that does not use ray\n"
     "tracing, or when OptiX cannot run here; --range with hash).\n";
@@ -59,6 +63,96 @@ static rdx_array read_keys_of(rdx_context *ctx, const char *opt, const char *pat
   rdx_array a = cli_read_npy(ctx, opt, path, &nd);
   check_column(opt, path, nd, a, 1, dtype);
   return a;
+}
+
+/* One near-equal share of a .npy input for this rank, its total rows in *total. */
+static rdx_array read_share(rdx_context *ctx, rdx_comm *comm, const char *opt, const char *path, int columns,
+                            rdx_dtype want, int64_t *total) {
+  int nd;
+  rdx_array a;
+  char what[64];
+  snprintf(what, sizeof what, "--%s", opt);
+  cli_must(ctx, rdx_npy_read_share(ctx, path, rdx_comm_rank(comm), rdx_comm_size(comm), &a, &nd, NULL, total), what);
+  check_column(opt, path, nd, a, columns, want);
+  return a;
+}
+
+/* `mpirun raydex keys`: each rank its share of the inputs, one sharded index over all ranks, the
+ * answers gathered to rank 0, which writes them as one process would. */
+static int keys_mpi(rdx_context *ctx, rdx_backend backend, const char *kind_s, const rdx_build_options *bo,
+                    const char *keys_p, const char *rows_p, const char *lookup_p, const char *range_p,
+                    const char *counts_p) {
+  static const char fn[] = "raydex keys";
+  rdx_comm *comm = NULL;
+  cli_must(ctx, rdx_dist_world_begin(ctx, &comm), "mpi");
+  const int root = rdx_comm_rank(comm) == 0;
+  int64_t n_keys = 0, n_rows = 0, n_q = 0;
+  cli_progress("reading this rank's share of the inputs");
+  rdx_array keys = read_share(ctx, comm, "keys", keys_p, 1, 0, &n_keys), rows = rdx_no_array(), q = rdx_no_array();
+  if (rows_p) {
+    rows = read_share(ctx, comm, "rows", rows_p, 1, 0, &n_rows);
+    if (n_rows != n_keys)
+      cli_die(CLI_EXIT_BAD_INPUT, "--rows %s has %lld entries but --keys has %lld", rows_p, (long long)n_rows, (long long)n_keys);
+  }
+  const char *q_p = lookup_p ? lookup_p : range_p;
+  if (q_p) q = read_share(ctx, comm, lookup_p ? "lookup" : "range", q_p, lookup_p ? 1 : 2, keys.dtype, &n_q);
+  double t0 = rdx_now_ms();
+  rdx_dist_index *di = NULL;
+  cli_progress("building %s over %lld keys on %d ranks", kind_s, (long long)n_keys, rdx_comm_size(comm));
+  cli_must(ctx, rdx_dist_index_build(comm, keys, rows, bo, &di), "build");
+  const double build_ms = rdx_now_ms() - t0;
+  const int all = counts_p != NULL || range_p != NULL;
+  const int64_t m = q.count;
+  uint64_t *per_query = (uint64_t *)malloc((size_t)(m > 0 ? m : 1) * 8); /* row ids (lookups), else counts */
+  if (per_query == NULL) cli_die(CLI_EXIT_FAILURE, "out of memory for %lld answers", (long long)m);
+  rdx_result *res = NULL;
+  t0 = rdx_now_ms();
+  if (q_p && !all) {
+    cli_must(ctx, rdx_dist_index_lookup(comm, di, q, rdx_host_array(per_query, m, RDX_U64)), "lookup");
+  } else if (q_p) {
+    cli_must(ctx, range_p ? rdx_dist_index_range_alloc(comm, di, q, &res) : rdx_dist_index_lookup_alloc(comm, di, q, &res),
+             range_p ? "range" : "lookup");
+    for (int64_t i = 0; i < m; i++) per_query[i] = res->offsets[i + 1] - res->offsets[i];
+  }
+  const double query_ms = rdx_now_ms() - t0;
+  void *g_per = NULL, *g_found = NULL;
+  int64_t n_per = 0, n_found = 0;
+  if (q_p) {
+    cli_must(ctx, rdx_dist_gather_root(comm, fn, per_query, m, 8, &g_per, &n_per), "gather");
+    if (all)
+      cli_must(ctx, rdx_dist_gather_root(comm, fn, res->row_ids, (int64_t)res->total, 8, &g_found, &n_found), "gather");
+  }
+  const int64_t held = rdx_dist_index_count(di);
+  if (root) {
+    uint64_t hits = 0;
+    const uint64_t *pq = (const uint64_t *)g_per;
+    for (int64_t i = 0; i < n_per; i++) hits += all ? pq[i] > 0 : pq[i] != RDX_MISS;
+    if (q_p && all) {
+      cli_write_npy(ctx, "out", rdx_host_array(g_found, n_found, RDX_U64), 1);
+      if (counts_p) cli_write_npy(ctx, "counts-out", rdx_host_array(g_per, n_per, RDX_U64), 1);
+    } else if (q_p) {
+      cli_write_npy(ctx, "out", rdx_host_array(g_per, n_per, RDX_U64), 1);
+    }
+    cli_commit_outputs();
+    char label[32], rows_s[48] = "", query_s[128] = "";
+    if (all) snprintf(rows_s, sizeof rows_s, ", %lld rows", (long long)n_found);
+    if (q_p)
+      snprintf(query_s, sizeof query_s, ", %lld %s, %llu %s%s, query %.1f ms", (long long)n_per,
+               range_p ? "ranges" : "lookups", (unsigned long long)hits, range_p ? "non-empty" : "hits", rows_s, query_ms);
+    cli_report("%s on %s, %d rank%s, %lld keys, build %.1f ms%s", kind_s, cli_backend_label(label, ctx, backend),
+               rdx_comm_size(comm), rdx_comm_size(comm) == 1 ? "" : "s", (long long)held, build_ms, query_s);
+  }
+  free(g_per);
+  free(g_found);
+  free(per_query);
+  rdx_result_free(ctx, res);
+  rdx_dist_index_destroy(di);
+  rdx_npy_free(&keys);
+  rdx_npy_free(&rows);
+  rdx_npy_free(&q);
+  rdx_dist_world_end(comm);
+  cli_context_close(ctx);
+  return 0;
 }
 
 int cmd_keys(int argc, char **argv) {
@@ -114,6 +208,18 @@ int cmd_keys(int argc, char **argv) {
   cli_args_done(&a);
 
   rdx_context *ctx = cli_context(backend);
+  rdx_dist_info dist;
+  dist.size = sizeof dist;
+  if (rdx_dist_info_get(&dist) == RDX_OK && dist.mpi_rank >= 0) { /* launched by mpirun */
+    if (load_p || save_p || ins_p || erase_p)
+      cli_die(CLI_EXIT_BAD_INPUT, "under mpirun --load, --save, --insert and --erase are not supported (one process: "
+                                  "run raydex keys without mpirun)");
+    rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
+    bo.kind = kind;
+    bo.bucket_size = bucket;
+    bo.node_bytes = node_bytes;
+    return keys_mpi(ctx, backend, kind_s, &bo, keys_p, rows_p, lookup_p, range_p, counts_p);
+  }
   int nd;
   rdx_index *idx = NULL;
   rdx_array keys = rdx_no_array(), rows = rdx_no_array();

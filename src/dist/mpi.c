@@ -201,3 +201,28 @@ void rdx_dist_mpi_info(rdx_dist_info *info) {
     MPI_Comm_size(MPI_COMM_WORLD, &info->mpi_size);
   }
 }
+
+/* ---- the launcher's world, for the command line (bench_api.h) ---- */
+
+static int world_ours; /* MPI_Init was this file's, so MPI_Finalize is too */
+
+rdx_status rdx_dist_world_begin(rdx_context *ctx, rdx_comm **out) {
+  RDX_CHECK(rdx_check_context(ctx));
+  *out = NULL;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+      return rdx_fail(ctx, RDX_ERR_INTERNAL, "mpi: MPI_Init_thread failed");
+    world_ours = 1;
+  }
+  MPI_Comm world = MPI_COMM_WORLD;
+  return rdx_comm_create_mpi(ctx, &world, out);
+}
+
+void rdx_dist_world_end(rdx_comm *comm) {
+  rdx_comm_destroy(comm);
+  if (world_ours) MPI_Finalize();
+  world_ours = 0;
+}
