@@ -228,7 +228,9 @@ typedef struct rdx_context_options {
                              Where it cannot be had (memory_limit below it, no pinned memory left)
                              the context copies as the CUDA driver does, slower. Host memory that
                              is pinned already (rdx_malloc's RDX_HOST_PINNED, cudaHostRegister) is
-                             copied directly. Since 0.2 */
+                             copied directly. Lookups and counts of host batches go in chunks
+                             through it, the copies of one chunk beside the work on the next.
+                             Since 0.2 */
 } rdx_context_options;
 
 #define RDX_CONTEXT_OPTIONS_INIT {sizeof(rdx_context_options), RDX_BACKEND_AUTO, 0, 0, 0, NULL, NULL, 0, 0}
@@ -264,7 +266,9 @@ RDX_API rdx_backend rdx_context_backend(const rdx_context *ctx);
  * held stays. Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (bytes < 0). On failure the limit is
  * unchanged. Since 0.1. */
 RDX_API RDX_NODISCARD rdx_status rdx_context_set_memory_limit(rdx_context *ctx, int64_t bytes);
-/* Bytes the context holds now and the most it has held since creation. Since 0.1. */
+/* Bytes the context holds now and the most it has held since creation. Host blocks it freed (up
+ * to 1 GiB, at most a sixteenth of the machine's memory) are kept for its next allocations, not
+ * counted, and given back by rdx_context_destroy. Since 0.1. */
 RDX_API void rdx_context_memory(const rdx_context *ctx, int64_t *in_use, int64_t *peak);
 /* GPU contexts: the work the context does from now on (it runs on a CUDA stream of its own, which
  * waits for no other) starts after everything enqueued so far on `stream`, a cudaStream_t of the
