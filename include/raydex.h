@@ -1212,6 +1212,20 @@ RDX_API RDX_NODISCARD rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, con
  * Returns what rdx_points_move returns, and RDX_ERR_INTERNAL (MPI). Since 0.2. */
 RDX_API RDX_NODISCARD rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array ids,
                                                       rdx_array points);
+/* Insert points collectively: each rank its own batch ((m, 2) of the index's dtype); the
+ * concatenation of the ranks' batches gets ids id_end, id_end + 1, ... in order, where id_end is the
+ * index's count at build for implied ids, else 1 + the largest id given, and grows by each insert's
+ * total. *first_id (may be NULL) receives the id of this rank's first point (of the ids its batch
+ * would have had, for an empty batch) on success; it is not written on failure. Each point goes to
+ * the rank owning its code. Refused as rdx_points_insert refuses it (NaN/inf, outside the box, ids
+ * past 2^63). All-or-nothing as rdx_dist_points_move is. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_dist_points_insert(rdx_comm *comm, rdx_dist_points *dp, rdx_array points,
+                                                        uint64_t *first_id);
+/* Erase points collectively: each rank passes ids (u32 or u64, 1-D) of points on any rank; the
+ * batch is their concatenation. Refused as rdx_points_erase refuses it (an id unknown to every rank
+ * or already erased, an id repeated anywhere in the batch). All-or-nothing as rdx_dist_points_move
+ * is. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_dist_points_erase(rdx_comm *comm, rdx_dist_points *dp, rdx_array ids);
 
 #ifdef __cplusplus
 }

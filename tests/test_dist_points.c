@@ -55,6 +55,8 @@ typedef struct scenario {
   uint64_t *ids;    /* n: the index's ids (given or implied) */
   int given;        /* ids given to the build */
   int64_t cut[8];
+  int64_t cap;      /* rows xy and ids have room for (inserts) */
+  unsigned char *live; /* cap: the row's point is in the index (erases clear it) */
 } scenario;
 
 static double draw_coord(int shape, rdx_dtype dt) {
@@ -72,8 +74,11 @@ static void make_scenario(scenario *s, const char *name, rdx_dtype dt, int64_t n
   s->dtype = dt;
   s->n = n;
   s->given = given;
-  s->xy = (double *)malloc((size_t)(2 * n + 2) * 8);
-  s->ids = (uint64_t *)malloc((size_t)(n + 1) * 8);
+  s->cap = n + n / 4 + 16;
+  s->xy = (double *)malloc((size_t)(2 * s->cap) * 8);
+  s->ids = (uint64_t *)malloc((size_t)s->cap * 8);
+  s->live = (unsigned char *)malloc((size_t)s->cap);
+  memset(s->live, 1, (size_t)s->cap);
   for (int64_t i = 0; i < n; i++) {
     s->xy[2 * i] = draw_coord(shape, dt);
     s->xy[2 * i + 1] = draw_coord(shape, dt);
@@ -95,6 +100,7 @@ static void make_scenario(scenario *s, const char *name, rdx_dtype dt, int64_t n
     }
 }
 static void free_scenario(scenario *s) {
+  free(s->live);
   free(s->xy);
   free(s->ids);
 }
@@ -294,6 +300,83 @@ static uint64_t *held_ids(const rdx_dist_points *dp, int64_t *n) {
   return ids;
 }
 
+/* Inserts (each rank but rank 0 a share; ids from id_end on, in rank order) and erases (rows of
+ * any rank, including inserted ones, split unevenly), checked against the oracle after each. */
+static void check_insert_erase(rdx_context *ctx, rdx_dist_points *dp, scenario *s) {
+  int64_t add = s->cap - s->n - 1;
+  if (add > s->n / 5 + 3) add = s->n / 5 + 3;
+  if (s->n == 0) return; /* an empty build's box is a point: nothing but it fits */
+  uint64_t id_end = 0;
+  for (int64_t i = 0; i < s->n; i++)
+    if (s->ids[i] + 1 > id_end) id_end = s->ids[i] + 1;
+  if (!s->given) id_end = (uint64_t)s->n;
+  int64_t bcut[8];
+  bcut[0] = 0;
+  bcut[size_] = add;
+  for (int r = 1; r < size_; r++) bcut[r] = r == 1 ? 0 : add * r / size_;
+  double *np = (double *)malloc((size_t)(2 * add + 2) * 8);
+  for (int64_t i = 0; i < add; i++) {
+    int64_t a = (int64_t)check_below((uint64_t)s->n), b = (int64_t)check_below((uint64_t)s->n);
+    np[2 * i] = s->xy[2 * a];
+    np[2 * i + 1] = s->xy[2 * b + 1];
+  }
+  void *mine = as_dtype(np + 2 * bcut[rank_], 2 * (bcut[rank_ + 1] - bcut[rank_]), s->dtype);
+  uint64_t first = 12345;
+  rdx_status st = rdx_dist_points_insert(comm_, dp, rdx_host_matrix(mine, bcut[rank_ + 1] - bcut[rank_], 2, s->dtype), &first);
+  CHECK_OK(ctx, st);
+  check_same(ctx, st, "insert");
+  free(mine);
+  if (st == RDX_OK) {
+    CHECK_EQ(first, id_end + (uint64_t)bcut[rank_]);
+    for (int64_t i = 0; i < add; i++) {
+      s->xy[2 * (s->n + i)] = np[2 * i];
+      s->xy[2 * (s->n + i) + 1] = np[2 * i + 1];
+      s->ids[s->n + i] = id_end + (uint64_t)i;
+      s->live[s->n + i] = 1;
+    }
+    s->n += add;
+  }
+  free(np);
+  CHECK_EQ(rdx_dist_points_count(dp), s->n);
+  check_all_types(ctx, dp, s, s->live, 10);
+  /* erase a quarter of the rows, drawn distinct; rank r passes rows ecut[r] .. ecut[r+1] */
+  const int64_t del = s->n / 4 + 1;
+  int64_t *rows = (int64_t *)malloc((size_t)(s->n + 1) * 8), ecut[8];
+  for (int64_t i = 0; i < s->n; i++) rows[i] = i;
+  for (int64_t i = 0; i < del; i++) {
+    int64_t j = i + (int64_t)check_below((uint64_t)(s->n - i)), t = rows[i];
+    rows[i] = rows[j];
+    rows[j] = t;
+  }
+  ecut[0] = 0;
+  ecut[size_] = del;
+  for (int r = 1; r < size_; r++) ecut[r] = (int64_t)check_below((uint64_t)del + 1);
+  for (int r = 1; r < size_; r++)
+    for (int q = r; q > 1 && ecut[q - 1] > ecut[q]; q--) {
+      int64_t t = ecut[q];
+      ecut[q] = ecut[q - 1];
+      ecut[q - 1] = t;
+    }
+  const int64_t from = ecut[rank_], cnt = ecut[rank_ + 1] - from;
+  uint64_t *ids = (uint64_t *)malloc((size_t)(cnt + 1) * 8);
+  for (int64_t i = 0; i < cnt; i++) ids[i] = s->ids[rows[from + i]];
+  st = rdx_dist_points_erase(comm_, dp, rdx_host_array(ids, cnt, RDX_U64));
+  CHECK_OK(ctx, st);
+  check_same(ctx, st, "erase");
+  if (st == RDX_OK)
+    for (int64_t i = 0; i < del; i++) s->live[rows[i]] = 0;
+  /* erasing one of them again is refused on every rank */
+  st = rdx_dist_points_erase(comm_, dp, rdx_host_array(ids, rank_ == size_ - 1 && cnt > 0 ? 1 : 0, RDX_U64));
+  if (ecut[size_] - ecut[size_ - 1] > 0) {
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "erase twice");
+  }
+  free(ids);
+  free(rows);
+  CHECK_EQ(rdx_dist_points_count(dp), s->n - del);
+  check_all_types(ctx, dp, s, s->live, 10);
+}
+
 static void check_scenario(rdx_context *ctx, scenario *s, rdx_points_kind kind) {
   rdx_dist_points *dp = NULL;
   int64_t held = check_held(ctx);
@@ -311,7 +394,7 @@ static void check_scenario(rdx_context *ctx, scenario *s, rdx_points_kind kind) 
   CHECK_EQ(sum, s->n);
   CHECK_OK(ctx, rdx_dist_points_rank_info(dp, rank_, &c, NULL));
   CHECK_EQ(rdx_points_count(rdx_dist_points_shard(dp)), c);
-  check_all_types(ctx, dp, s, NULL, 24);
+  check_all_types(ctx, dp, s, s->live, 24);
   if (s->n > 0) {
     int64_t nb = 0;
     uint64_t *before = held_ids(dp, &nb);
@@ -333,7 +416,8 @@ static void check_scenario(rdx_context *ctx, scenario *s, rdx_points_kind kind) 
     migrated_ += all_arrived;
     free(before);
     free(after);
-    check_all_types(ctx, dp, s, NULL, 16);
+    check_all_types(ctx, dp, s, s->live, 16);
+    check_insert_erase(ctx, dp, s);
   }
   rdx_dist_points_destroy(dp);
   CHECK_EQ(check_held(ctx), held);
@@ -407,11 +491,68 @@ static void fault_walk(rdx_context *ctx, scenario *s) {
     }
     failures++;
     CHECK_EQ(st, RDX_ERR_HOST_OUT_OF_MEMORY);
-    if (failures % 7 == 1) check_all_types(ctx, dp, s, NULL, 6); /* unchanged (a sample of the failures) */
+    if (failures % 7 == 1) check_all_types(ctx, dp, s, s->live, 6); /* unchanged (a sample of the failures) */
   }
   CHECK(failures > 0);
   free_moves(&mv);
-  check_all_types(ctx, dp, s, NULL, 12);
+  check_all_types(ctx, dp, s, s->live, 12);
+  /* inserts: 3 points a rank at existing places; ids from 1 + the largest given */
+  uint64_t id_end = 0;
+  for (int64_t i = 0; i < s->n; i++)
+    if (s->ids[i] + 1 > id_end) id_end = s->ids[i] + 1;
+  double np[6];
+  for (int i = 0; i < 3; i++) np[2 * i] = s->xy[2 * (rank_ * 3 + i)], np[2 * i + 1] = s->xy[2 * (rank_ * 3 + i) + 1];
+  failures = 0;
+  for (int64_t n = 1; n < 4000; n++) {
+    uint64_t first = 7;
+    if (rank_ == last) rdx_mem_fail_after(ctx, n);
+    rdx_status st = rdx_dist_points_insert(comm_, dp, rdx_host_matrix(np, 3, 2, RDX_F64), &first);
+    rdx_mem_fail_after(ctx, 0);
+    check_same(ctx, st, "insert under a fault");
+    if (st == RDX_OK) {
+      CHECK_EQ(first, id_end + 3 * (uint64_t)rank_);
+      for (int64_t i = 0; i < 3 * size_; i++) {
+        s->xy[2 * (s->n + i)] = s->xy[2 * i];
+        s->xy[2 * (s->n + i) + 1] = s->xy[2 * i + 1];
+        s->ids[s->n + i] = id_end + (uint64_t)i;
+      }
+      s->n += 3 * size_;
+      break;
+    }
+    failures++;
+    CHECK_EQ(first, 7);
+    if (failures % 5 == 1) check_all_types(ctx, dp, s, s->live, 4);
+  }
+  CHECK(failures > 0);
+  check_all_types(ctx, dp, s, s->live, 8);
+  /* erases: rank r erases rows 10r .. 10r + 9 and its own inserted ones */
+  uint64_t del[13];
+  for (int i = 0; i < 10; i++) del[i] = s->ids[10 * rank_ + i];
+  for (int i = 0; i < 3; i++) del[10 + i] = id_end + 3 * (uint64_t)rank_ + (uint64_t)i;
+  failures = 0;
+  for (int64_t n = 1; n < 4000; n++) {
+    if (rank_ == last) rdx_mem_fail_after(ctx, n);
+    rdx_status st = rdx_dist_points_erase(comm_, dp, rdx_host_array(del, 13, RDX_U64));
+    rdx_mem_fail_after(ctx, 0);
+    check_same(ctx, st, "erase under a fault");
+    if (st == RDX_OK) {
+      for (int64_t i = 0; i < s->n; i++)
+        for (int j = 0; j < 13; j++)
+          if (s->ids[i] == del[j]) s->live[i] = 0;
+      break;
+    }
+    failures++;
+    if (failures % 5 == 1) check_all_types(ctx, dp, s, s->live, 4);
+  }
+  CHECK(failures > 0);
+  /* every rank's erased rows are gone (each rank erased its own; the oracle needs all of them) */
+  for (int r = 0; r < size_; r++) {
+    for (int i = 0; i < 10; i++) s->live[10 * r + i] = 0;
+    for (int64_t i = 0; i < s->n; i++)
+      if (s->ids[i] >= id_end + 3 * (uint64_t)r && s->ids[i] < id_end + 3 * (uint64_t)r + 3) s->live[i] = 0;
+  }
+  CHECK_EQ(rdx_dist_points_count(dp), s->n - 13 * size_);
+  check_all_types(ctx, dp, s, s->live, 12);
   rdx_dist_points_destroy(dp);
 }
 

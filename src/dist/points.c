@@ -49,6 +49,7 @@ struct rdx_dist_points {
   int32_t kind;            /* rdx_points_kind, defaults applied */
   int64_t id;              /* the communicator's serial of this build */
   int64_t n_total;         /* points over every rank */
+  uint64_t id_end;         /* the id the next inserted point gets (equal on every rank) */
   double box[4];           /* the index space */
   uint64_t *splitters;     /* size - 1 ascending codes (account) */
   double *boxes;           /* size x 4: a box holding each rank's points (account) */
@@ -61,9 +62,16 @@ struct rdx_dist_points {
   int damaged;             /* an undo failed: refuse every later call */
 };
 
-typedef enum dp_op { OP_BUILD = 1, OP_QUERY, OP_MOVE } dp_op;
+typedef enum dp_op { OP_BUILD = 1, OP_QUERY, OP_MOVE, OP_INSERT, OP_ERASE } dp_op;
 static const char *op_name(dp_op op) {
-  return op == OP_BUILD ? "rdx_dist_points_build" : op == OP_QUERY ? "rdx_dist_points_query_alloc" : "rdx_dist_points_move";
+  switch (op) {
+    case OP_BUILD: return "rdx_dist_points_build";
+    case OP_QUERY: return "rdx_dist_points_query_alloc";
+    case OP_MOVE: return "rdx_dist_points_move";
+    case OP_INSERT: return "rdx_dist_points_insert";
+    case OP_ERASE: return "rdx_dist_points_erase";
+  }
+  return "?";
 }
 
 /* What a rank brings to a call, gathered and compared with rank 0's. */
@@ -542,6 +550,9 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
       }
     if (d->n_total == 0) d->box[0] = d->box[1] = d->box[2] = d->box[3] = 0.0;
   }
+  d->id_end = have_ids ? 0 : (uint64_t)d->n_total;
+  for (int r = 0; have_ids && r < size; r++)
+    if (all[r].count > 0 && all[r].max_id + 1 > d->id_end) d->id_end = all[r].max_id + 1;
   if (!have_ids)
     for (int64_t i = 0; i < n; i++) gid[i] = (uint64_t)(offset + i);
   else if (size > 1 || n > 1)
@@ -1132,6 +1143,127 @@ done:
   return st;
 }
 
+/* ---- updates ---- */
+
+/* An update's batch gathered on every rank: every rank's rows in rank order (the concatenation is
+ * the batch), with their ids (moves, erases) and places (moves, inserts), and, for ids, which rank
+ * holds each row (each rank marks the rows whose ids it holds; the marks are gathered). */
+typedef struct batch {
+  int64_t total;
+  int64_t *cnt;          /* size: rows per rank */
+  uint64_t *g;           /* total ids, or NULL */
+  void *p;               /* total x 2 places in the index's dtype, or NULL */
+  unsigned char *marks;  /* size x mark_bytes: bit t of rank r's = rank r holds row t's id */
+  size_t mark_bytes;
+  int64_t *row_of;       /* total: the row's shard id on this rank, -1 when another rank's */
+} batch;
+static void batch_free(rdx_context *ctx, batch *b) {
+  rdx_mem_free(ctx, b->cnt);
+  rdx_mem_free(ctx, b->g);
+  rdx_mem_free(ctx, b->p);
+  rdx_mem_free(ctx, b->marks);
+  rdx_mem_free(ctx, b->row_of);
+  memset(b, 0, sizeof *b);
+}
+/* The rank holding row t's id (the lowest, though ids are held once), -1 for none. */
+static int holder(const batch *b, int size, int64_t t) {
+  for (int p = 0; p < size; p++)
+    if ((b->marks[(size_t)p * b->mark_bytes + (size_t)(t / 8)] >> (t % 8)) & 1) return p;
+  return -1;
+}
+/* Gather (all: every rank's descriptor, count = its rows). With ids, the verdict every rank
+ * reaches alike: an id repeated anywhere in the batch, an id no rank holds. */
+static rdx_status gather_batch(rdx_comm *comm, const char *fn, const rdx_dist_points *dp, const desc *all,
+                               const uint64_t *gids, const void *praw, batch *b) {
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  const size_t es = rdx_dtype_size(dp->dtype);
+  uint64_t *sorted = NULL;
+  unsigned char *mine = NULL;
+  memset(b, 0, sizeof *b);
+  rdx_status st = take(ctx, fn, &b->cnt, size, 8);
+  if (st == RDX_OK) {
+    for (int r = 0; r < size; r++) b->total += (b->cnt[r] = all[r].count);
+    b->mark_bytes = (size_t)(b->total + 7) / 8;
+  }
+  if (st == RDX_OK && gids) st = take(ctx, fn, &b->g, b->total, 8);
+  if (st == RDX_OK && praw) st = take(ctx, fn, &b->p, 2 * b->total, es);
+  if (st == RDX_OK && gids) st = take(ctx, fn, &b->marks, (int64_t)size * (int64_t)b->mark_bytes, 1);
+  if (st == RDX_OK && gids) st = take(ctx, fn, &mine, (int64_t)b->mark_bytes, 1);
+  if (st == RDX_OK && gids) st = take(ctx, fn, &sorted, b->total, 8);
+  if (st == RDX_OK && gids) st = take(ctx, fn, &b->row_of, b->total, 8);
+  AGREE(st);
+  if (gids) RDX_CHECK_GOTO(comm->ops->allgatherv(comm, gids, b->cnt, b->g, 8), st, done);
+  if (praw) RDX_CHECK_GOTO(comm->ops->allgatherv(comm, praw, b->cnt, b->p, 2 * es), st, done);
+  if (gids == NULL) goto done;
+  memset(mine, 0, b->mark_bytes);
+  for (int64_t t = 0; t < b->total; t++) {
+    b->row_of[t] = map_find(&dp->map, b->g[t]);
+    if (b->row_of[t] >= 0) mine[t / 8] |= (unsigned char)(1u << (t % 8));
+  }
+  if (b->mark_bytes > 0) RDX_CHECK_GOTO(comm->ops->allgather(comm, mine, b->marks, b->mark_bytes), st, done);
+  memcpy(sorted, b->g, (size_t)b->total * 8);
+  qsort(sorted, (size_t)b->total, 8, cmp_u64);
+  for (int64_t t = 1; t < b->total && st == RDX_OK; t++)
+    if (sorted[t] == sorted[t - 1])
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: id %llu is repeated in the batch", fn, (unsigned long long)sorted[t]);
+  for (int64_t t = 0, r = 0, at = 0; t < b->total && st == RDX_OK; t++) {
+    while (t >= at + b->cnt[r]) at += b->cnt[r++];
+    if (holder(b, size, t) < 0)
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: rank %lld's ids[%lld] = %llu is not in the index (unknown or erased)", fn,
+                    (long long)r, (long long)(t - at), (unsigned long long)b->g[t]);
+  }
+done:
+  rdx_mem_free(ctx, sorted);
+  rdx_mem_free(ctx, mine);
+  if (st != RDX_OK) batch_free(ctx, b);
+  return st;
+}
+
+/* Rank r gains a point at (x, y): its count, and its box grown to hold it (reset to the point when
+ * the rank held none: a box may be looser than its points after erases, never tighter). */
+static void grow_box(rdx_dist_points *dp, int r, double x, double y) {
+  double *bx = dp->boxes + 4 * r;
+  if (dp->counts[r] == 0) {
+    bx[0] = bx[2] = x;
+    bx[1] = bx[3] = y;
+  } else {
+    bx[0] = fmin(bx[0], x);
+    bx[1] = fmin(bx[1], y);
+    bx[2] = fmax(bx[2], x);
+    bx[3] = fmax(bx[3], y);
+  }
+  dp->counts[r]++;
+}
+
+/* Undo an erase of the shard ids out_l (their old places in out_old): insert the points again;
+ * they get fresh shard ids (the shard never reuses one), mapped to the same index ids, so the
+ * index's ids and answers are as before. Room in l2g, xy and the map must be reserved. */
+static rdx_status reinsert(rdx_context *ctx, rdx_dist_points *dp, const uint64_t *out_l, const void *out_old, int64_t n_out) {
+  uint64_t first = 0;
+  if (n_out == 0) return RDX_OK;
+  RDX_CHECK(rdx_points_insert(ctx, dp->shard, rdx_host_matrix(out_old, n_out, 2, dp->dtype), &first));
+  for (int64_t c = 0; c < n_out; c++) {
+    uint64_t g = dp->l2g[out_l[c]], l = first + (uint64_t)c;
+    dp->l2g[l] = g;
+    dp->xy[2 * l] = dp->xy[2 * out_l[c]];
+    dp->xy[2 * l + 1] = dp->xy[2 * out_l[c] + 1];
+    dp->l2g[out_l[c]] = RDX_MISS;
+    map_put(&dp->map, g, (int64_t)l);
+  }
+  dp->n_slots = (int64_t)first + n_out;
+  return RDX_OK;
+}
+
+/* An undo failed on this rank: mark its part damaged, and say so after the agreed sentence. */
+static rdx_status damaged(rdx_context *ctx, const char *fn, rdx_dist_points *dp, const char *agreed) {
+  char why[512];
+  snprintf(why, sizeof why, "%s", rdx_context_message(ctx));
+  dp->damaged = 1;
+  return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: undoing a failed update failed on this rank (%s); the index is damaged: destroy it (%s)",
+                  fn, why, agreed);
+}
+
 /* ---- moves ---- */
 
 /* Move, with migration. The batch is gathered on every rank (the concatenation of the ranks'
@@ -1160,14 +1292,14 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
   const int size = comm->size;
   desc me, *all = NULL;
   memset(&me, 0, sizeof me);
-  void *idraw = NULL, *praw = NULL, *every_p = NULL;
-  uint64_t *gids = NULL, *every_g = NULL, *sorted = NULL, *in_g = NULL;
-  unsigned char *marks = NULL;
-  int64_t *cnt = NULL, *row_of = NULL;
+  void *idraw = NULL, *praw = NULL;
+  uint64_t *gids = NULL, *in_g = NULL;
+  batch bt;
+  memset(&bt, 0, sizeof bt);
   void *stay_new = NULL, *stay_old = NULL, *in_p = NULL, *out_old = NULL;
   uint64_t *stay_l = NULL, *out_l = NULL, *undo_l = NULL;
   int64_t n_stay = 0, n_in = 0, n_out = 0;
-  uint64_t first_in = 0, first_back = 0;
+  uint64_t first_in = 0;
   int did_move = 0, did_insert = 0, did_erase = 0;
   const int64_t n = ids.count;
   size_t es = 8;
@@ -1195,7 +1327,6 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
   if (st == RDX_OK)
     for (int64_t i = 0; i < n; i++) gids[i] = at_id(idraw, ids.dtype, i);
   if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
-  if (st == RDX_OK) st = take(ctx, fn, &cnt, 2 * (int64_t)size, 8);
   AGREE(st);
   me.op = OP_MOVE;
   me.dtype = points.dtype;
@@ -1206,48 +1337,11 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
   RDX_CHECK_GOTO(compare(comm, fn, all), st, done);
 
   /* 2. the whole batch on every rank, and who holds each row */
-  int64_t total = 0;
-  for (int r = 0; r < size; r++) total += (cnt[r] = all[r].count);
-  const size_t mark_bytes = (size_t)(total + 7) / 8;
-  st = take(ctx, fn, &every_g, total, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &every_p, 2 * total, es);
-  if (st == RDX_OK) st = take(ctx, fn, &marks, (int64_t)size * (int64_t)mark_bytes, 1);
-  if (st == RDX_OK) st = take(ctx, fn, &sorted, total, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &row_of, total, 8);
-  AGREE(st);
-  RDX_CHECK_GOTO(comm->ops->allgatherv(comm, gids, cnt, every_g, 8), st, done);
-  RDX_CHECK_GOTO(comm->ops->allgatherv(comm, praw, cnt, every_p, 2 * es), st, done);
-  /* this rank's marks, gathered: bit t of rank r's marks = rank r holds row t's id */
-  {
-    unsigned char *mine = NULL;
-    st = take(ctx, fn, &mine, (int64_t)mark_bytes + 1, 1);
-    if (st == RDX_OK) {
-      memset(mine, 0, mark_bytes + 1);
-      for (int64_t t = 0; t < total; t++) {
-        row_of[t] = map_find(&dp->map, every_g[t]);
-        if (row_of[t] >= 0) mine[t / 8] |= (unsigned char)(1u << (t % 8));
-      }
-    }
-    st = rdx_comm_agree(comm, fn, st);
-    if (st == RDX_OK && mark_bytes > 0) st = comm->ops->allgather(comm, mine, marks, mark_bytes);
-    rdx_mem_free(ctx, mine);
-    if (st != RDX_OK) goto done;
-  }
-  /* the same verdict on every rank: ids repeated anywhere in the batch, ids no rank holds */
-  memcpy(sorted, every_g, (size_t)total * 8);
-  qsort(sorted, (size_t)total, 8, cmp_u64);
-  for (int64_t t = 1; t < total && st == RDX_OK; t++)
-    if (sorted[t] == sorted[t - 1])
-      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: id %llu is repeated in the batch", fn, (unsigned long long)sorted[t]);
-  for (int64_t t = 0, r = 0, at = 0; t < total && st == RDX_OK; t++) {
-    while (t >= at + cnt[r]) at += cnt[r++];
-    int held = 0;
-    for (int p = 0; p < size && !held; p++) held = (marks[(size_t)p * mark_bytes + (size_t)(t / 8)] >> (t % 8)) & 1;
-    if (!held)
-      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: rank %lld's ids[%lld] = %llu is not in the index (unknown or erased)", fn,
-                    (long long)r, (long long)(t - at), (unsigned long long)every_g[t]);
-  }
-  if (st != RDX_OK) goto done;
+  RDX_CHECK_GOTO(gather_batch(comm, fn, dp, all, gids, praw, &bt), st, done);
+  const int64_t total = bt.total;
+  const void *every_p = bt.p;
+  const uint64_t *every_g = bt.g;
+  const int64_t *row_of = bt.row_of;
 
   /* 3. this rank's three batches, and room for the bookkeeping */
   for (int64_t t = 0; t < total; t++) {
@@ -1319,19 +1413,7 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
     char keep[512];
     snprintf(keep, sizeof keep, "%s", rdx_context_message(ctx));
     rdx_status u = RDX_OK;
-    if (did_erase && n_out > 0) {
-      u = rdx_points_insert(ctx, dp->shard, rdx_host_matrix(out_old, n_out, 2, dp->dtype), &first_back);
-      if (u == RDX_OK) /* the same index ids at fresh shard ids */
-        for (int64_t c = 0; c < n_out; c++) {
-          uint64_t g = dp->l2g[out_l[c]], l = first_back + (uint64_t)c;
-          dp->l2g[l] = g;
-          dp->xy[2 * l] = dp->xy[2 * out_l[c]];
-          dp->xy[2 * l + 1] = dp->xy[2 * out_l[c] + 1];
-          dp->l2g[out_l[c]] = RDX_MISS;
-          map_put(&dp->map, g, (int64_t)l);
-        }
-      if (u == RDX_OK) dp->n_slots = (int64_t)first_back + n_out;
-    }
+    if (did_erase) u = reinsert(ctx, dp, out_l, out_old, n_out);
     if (u == RDX_OK && did_insert && n_in > 0) {
       for (int64_t b = 0; b < n_in; b++) undo_l[b] = first_in + (uint64_t)b;
       u = rdx_points_erase(ctx, dp->shard, rdx_host_array(undo_l, n_in, RDX_U64));
@@ -1343,11 +1425,7 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
     if (u == RDX_OK && did_move && n_stay > 0)
       u = rdx_points_move(ctx, dp->shard, rdx_host_array(stay_l, n_stay, RDX_U64), rdx_host_matrix(stay_old, n_stay, 2, dp->dtype));
     if (u != RDX_OK) {
-      char why[512];
-      snprintf(why, sizeof why, "%s", rdx_context_message(ctx));
-      dp->damaged = 1;
-      st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: undoing a failed move failed on this rank (%s); the index is damaged: destroy it (%s)",
-                    fn, why, keep);
+      st = damaged(ctx, fn, dp, keep);
     } else {
       (void)rdx_fail(ctx, st, "%s", keep);
     }
@@ -1372,35 +1450,18 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
   }
   if (n_in > 0) dp->n_slots = (int64_t)first_in + n_in;
   for (int64_t t = 0; t < total; t++) {
-    int from = -1;
-    for (int p = 0; p < size && from < 0; p++)
-      if ((marks[(size_t)p * mark_bytes + (size_t)(t / 8)] >> (t % 8)) & 1) from = p;
+    const int from = holder(&bt, size, t);
     double x = at_d(every_p, dp->dtype, 2 * t), y = at_d(every_p, dp->dtype, 2 * t + 1);
     int dest = owner_of(dp, x, y);
-    double *b = dp->boxes + 4 * dest;
-    if (dp->counts[dest] == 0 && from != dest) {
-      b[0] = b[2] = x;
-      b[1] = b[3] = y;
-    } else {
-      b[0] = fmin(b[0], x);
-      b[1] = fmin(b[1], y);
-      b[2] = fmax(b[2], x);
-      b[3] = fmax(b[3], y);
-    }
     dp->counts[from]--;
-    dp->counts[dest]++;
+    grow_box(dp, dest, x, y);
   }
 done:
+  batch_free(ctx, &bt);
   rdx_mem_free(ctx, all);
-  rdx_mem_free(ctx, cnt);
   rdx_mem_free(ctx, idraw);
   rdx_mem_free(ctx, praw);
   rdx_mem_free(ctx, gids);
-  rdx_mem_free(ctx, every_g);
-  rdx_mem_free(ctx, every_p);
-  rdx_mem_free(ctx, marks);
-  rdx_mem_free(ctx, sorted);
-  rdx_mem_free(ctx, row_of);
   rdx_mem_free(ctx, in_g);
   rdx_mem_free(ctx, stay_l);
   rdx_mem_free(ctx, stay_new);
@@ -1409,5 +1470,186 @@ done:
   rdx_mem_free(ctx, out_l);
   rdx_mem_free(ctx, out_old);
   rdx_mem_free(ctx, undo_l);
+  return st;
+}
+
+/* ---- inserts and erases ---- */
+
+/* The checks every update makes on its own rank, then the descriptors compared. */
+static rdx_status update_args(rdx_comm *comm, const char *fn, dp_op op, const rdx_dist_points *dp, rdx_array ids,
+                              rdx_array points, int64_t n, uint64_t **gids, void **praw, desc *all) {
+  rdx_context *ctx = comm->ctx;
+  void *idraw = NULL;
+  desc me;
+  memset(&me, 0, sizeof me);
+  rdx_status st = check_dp(comm, fn, dp);
+  if (st == RDX_OK && op != OP_INSERT) {
+    st = rdx_array_check(ctx, fn, "ids", ids);
+    if (st == RDX_OK && ((ids.dtype != RDX_U32 && ids.dtype != RDX_U64) || ids.columns != 1))
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
+                    dtype_name(ids.dtype), ids.columns);
+    if (st == RDX_OK) st = host_copy(ctx, fn, ids, &idraw);
+    if (st == RDX_OK) st = take(ctx, fn, gids, n, 8);
+    if (st == RDX_OK)
+      for (int64_t i = 0; i < n; i++) (*gids)[i] = at_id(idraw, ids.dtype, i);
+  }
+  if (st == RDX_OK && op != OP_ERASE) {
+    st = rdx_array_check(ctx, fn, "points", points);
+    if (st == RDX_OK && (points.dtype != dp->dtype || points.columns != 2))
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: points must be (m, 2) %s, the index's dtype (dtype %s, columns %d)", fn,
+                    dtype_name(dp->dtype), dtype_name(points.dtype), points.columns);
+    if (st == RDX_OK) st = host_copy(ctx, fn, points, praw);
+    if (st == RDX_OK) st = check_coords(ctx, fn, "points", *praw, dp->dtype, n, dp->box);
+  }
+  rdx_mem_free(ctx, idraw);
+  st = rdx_comm_agree(comm, fn, st);
+  if (st != RDX_OK) return st;
+  me.op = op;
+  me.dtype = op == OP_ERASE ? dp->dtype : points.dtype;
+  me.kind = dp->kind;
+  me.index_id = dp->id;
+  me.count = n;
+  RDX_CHECK(comm->ops->allgather(comm, &me, all, sizeof me));
+  return compare(comm, fn, all);
+}
+
+rdx_status rdx_dist_points_insert(rdx_comm *comm, rdx_dist_points *dp, rdx_array points, uint64_t *first_id) {
+  static const char fn[] = "rdx_dist_points_insert";
+  RDX_CHECK(rdx_comm_check(comm));
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  desc *all = NULL;
+  void *praw = NULL, *in_p = NULL;
+  uint64_t *in_g = NULL, *undo_l = NULL, first_in = 0;
+  int64_t n_in = 0, offset = 0;
+  batch bt;
+  memset(&bt, 0, sizeof bt);
+  const int64_t n = points.count;
+
+  rdx_status st = take(ctx, fn, &all, size, sizeof(desc));
+  AGREE(st);
+  RDX_CHECK_GOTO(update_args(comm, fn, OP_INSERT, dp, rdx_no_array(), points, n, NULL, &praw, all), st, done);
+  RDX_CHECK_GOTO(gather_batch(comm, fn, dp, all, NULL, praw, &bt), st, done);
+  for (int r = 0; r < comm->rank; r++) offset += bt.cnt[r];
+  /* the batch's ids: id_end, id_end + 1, ... over the concatenation (the same verdict everywhere) */
+  if (dp->id_end > ((uint64_t)1 << 63) - (uint64_t)bt.total) {
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: the ids would pass 2^63 (id_end %llu, %lld points)", fn,
+                  (unsigned long long)dp->id_end, (long long)bt.total);
+    goto done;
+  }
+  const int es2 = (int)(2 * rdx_dtype_size(dp->dtype));
+  for (int64_t t = 0; t < bt.total; t++)
+    if (owner_of(dp, at_d(bt.p, dp->dtype, 2 * t), at_d(bt.p, dp->dtype, 2 * t + 1)) == comm->rank) n_in++;
+  st = take(ctx, fn, &in_p, n_in, (size_t)es2);
+  if (st == RDX_OK) st = take(ctx, fn, &in_g, n_in, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &undo_l, n_in, 8);
+  if (st == RDX_OK) st = slots_reserve(ctx, fn, dp, dp->n_slots + n_in);
+  if (st == RDX_OK) st = map_reserve(ctx, fn, &dp->map, dp->map.n + n_in);
+  if (st == RDX_OK)
+    for (int64_t t = 0, b = 0; t < bt.total; t++)
+      if (owner_of(dp, at_d(bt.p, dp->dtype, 2 * t), at_d(bt.p, dp->dtype, 2 * t + 1)) == comm->rank) {
+        memcpy((char *)in_p + (size_t)b * (size_t)es2, (const char *)bt.p + (size_t)t * (size_t)es2, (size_t)es2);
+        in_g[b++] = dp->id_end + (uint64_t)t;
+      }
+  AGREE(st);
+  /* one shard update; undone by erasing what it inserted when another rank failed */
+  st = rdx_points_insert(ctx, dp->shard, rdx_host_matrix(in_p, n_in, 2, dp->dtype), &first_in);
+  const int did = st == RDX_OK;
+  st = rdx_comm_agree(comm, fn, st);
+  if (st != RDX_OK) {
+    char keep[512];
+    snprintf(keep, sizeof keep, "%s", rdx_context_message(ctx));
+    if (did && n_in > 0) {
+      for (int64_t b = 0; b < n_in; b++) undo_l[b] = first_in + (uint64_t)b;
+      rdx_status u = rdx_points_erase(ctx, dp->shard, rdx_host_array(undo_l, n_in, RDX_U64));
+      if (u != RDX_OK) {
+        st = damaged(ctx, fn, dp, keep);
+        goto done;
+      }
+      for (int64_t b = 0; b < n_in; b++) dp->l2g[first_in + (uint64_t)b] = RDX_MISS;
+      dp->n_slots = (int64_t)first_in + n_in;
+    }
+    (void)rdx_fail(ctx, st, "%s", keep);
+    goto done;
+  }
+  for (int64_t b = 0; b < n_in; b++) {
+    uint64_t l = first_in + (uint64_t)b;
+    dp->l2g[l] = in_g[b];
+    dp->xy[2 * l] = at_d(in_p, dp->dtype, 2 * b);
+    dp->xy[2 * l + 1] = at_d(in_p, dp->dtype, 2 * b + 1);
+    map_put(&dp->map, in_g[b], (int64_t)l);
+  }
+  if (n_in > 0) dp->n_slots = (int64_t)first_in + n_in;
+  for (int64_t t = 0; t < bt.total; t++) {
+    double x = at_d(bt.p, dp->dtype, 2 * t), y = at_d(bt.p, dp->dtype, 2 * t + 1);
+    grow_box(dp, owner_of(dp, x, y), x, y);
+  }
+  if (first_id != NULL) *first_id = dp->id_end + (uint64_t)offset;
+  dp->id_end += (uint64_t)bt.total;
+  dp->n_total += bt.total;
+done:
+  batch_free(ctx, &bt);
+  rdx_mem_free(ctx, all);
+  rdx_mem_free(ctx, praw);
+  rdx_mem_free(ctx, in_p);
+  rdx_mem_free(ctx, in_g);
+  rdx_mem_free(ctx, undo_l);
+  return st;
+}
+
+rdx_status rdx_dist_points_erase(rdx_comm *comm, rdx_dist_points *dp, rdx_array ids) {
+  static const char fn[] = "rdx_dist_points_erase";
+  RDX_CHECK(rdx_comm_check(comm));
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  desc *all = NULL;
+  uint64_t *gids = NULL, *out_l = NULL;
+  void *out_old = NULL;
+  int64_t n_out = 0;
+  batch bt;
+  memset(&bt, 0, sizeof bt);
+  const int64_t n = ids.count;
+
+  rdx_status st = take(ctx, fn, &all, size, sizeof(desc));
+  AGREE(st);
+  RDX_CHECK_GOTO(update_args(comm, fn, OP_ERASE, dp, ids, rdx_no_array(), n, &gids, NULL, all), st, done);
+  RDX_CHECK_GOTO(gather_batch(comm, fn, dp, all, gids, NULL, &bt), st, done);
+  for (int64_t t = 0; t < bt.total; t++) n_out += bt.row_of[t] >= 0;
+  st = take(ctx, fn, &out_l, n_out, 8);
+  if (st == RDX_OK) st = take(ctx, fn, &out_old, 2 * n_out, rdx_dtype_size(dp->dtype));
+  if (st == RDX_OK) st = slots_reserve(ctx, fn, dp, dp->n_slots + n_out); /* for an undo */
+  if (st == RDX_OK)
+    for (int64_t t = 0, c = 0; t < bt.total; t++)
+      if (bt.row_of[t] >= 0) {
+        const int64_t l = bt.row_of[t];
+        out_l[c] = (uint64_t)l;
+        put_d(out_old, dp->dtype, 2 * c, dp->xy[2 * l]);
+        put_d(out_old, dp->dtype, 2 * c + 1, dp->xy[2 * l + 1]);
+        c++;
+      }
+  AGREE(st);
+  /* one shard update; undone by inserting the points again when another rank failed */
+  st = rdx_points_erase(ctx, dp->shard, rdx_host_array(out_l, n_out, RDX_U64));
+  const int did = st == RDX_OK;
+  st = rdx_comm_agree(comm, fn, st);
+  if (st != RDX_OK) {
+    char keep[512];
+    snprintf(keep, sizeof keep, "%s", rdx_context_message(ctx));
+    if (did && reinsert(ctx, dp, out_l, out_old, n_out) != RDX_OK) st = damaged(ctx, fn, dp, keep);
+    else (void)rdx_fail(ctx, st, "%s", keep);
+    goto done;
+  }
+  for (int64_t c = 0; c < n_out; c++) {
+    map_del(&dp->map, dp->l2g[out_l[c]]);
+    dp->l2g[out_l[c]] = RDX_MISS;
+  }
+  for (int64_t t = 0; t < bt.total; t++) dp->counts[holder(&bt, size, t)]--;
+  dp->n_total -= bt.total;
+done:
+  batch_free(ctx, &bt);
+  rdx_mem_free(ctx, all);
+  rdx_mem_free(ctx, gids);
+  rdx_mem_free(ctx, out_l);
+  rdx_mem_free(ctx, out_old);
   return st;
 }
