@@ -994,19 +994,18 @@ RDX_API void rdx_join_pairs_free(rdx_context *ctx, rdx_join_pairs_result *result
 
 /*
  * A communicator joins one raydex context per rank into a group that builds and queries one index
- * together. Today a rank is an MPI process (rdx_comm_create_mpi: one rank per process, over the
- * rank's own context of any backend). raydex.h includes no mpi.h: the caller hands over a pointer
- * to its MPI_Comm, which is copied (MPI_Comm_dup), so raydex's messages never meet the caller's.
- * MPI must be initialised by the caller (MPI_Init) and finalised after every communicator is
- * destroyed. raydex moves data only through MPI's own collectives (no transport of its own).
- *
- * The same handle is meant for GPUs of one process: a later rdx_comm_create_local(ctxs, n, comms)
- * will hand back n communicators, one per GPU context, each a rank of one group whose traffic goes
- * through NCCL (NCCL's ncclCommInitAll), used from one thread per rank as MPI ranks are used
- * (NCCL's model of one thread per device). Every rdx_dist_* call below then works unchanged:
- * nothing in them names MPI. A build without MPI (rdx_dist_info.mpi_built false) has every call
- * here: rdx_comm_create_mpi then returns RDX_ERR_NO_BACKEND with a sentence, so no communicator
- * and no distributed index can exist.
+ * together. A rank is either
+ *  - an MPI process (rdx_comm_create_mpi: one rank per process, over the rank's own context of any
+ *    backend). raydex.h includes no mpi.h: the caller hands over a pointer to its MPI_Comm, which
+ *    is copied (MPI_Comm_dup), so raydex's messages never meet the caller's. MPI must be
+ *    initialised by the caller (MPI_Init) and finalised after every communicator is destroyed.
+ *    raydex moves data only through MPI's own collectives (no transport of its own); or
+ *  - a thread of this process (rdx_comm_create_local: n communicators over n contexts, typically
+ *    one per GPU, each used by its own thread as an MPI rank is used: NCCL's model of one thread
+ *    per device). The ranks exchange through host memory all of them see.
+ * Every rdx_dist_* call below works the same over either. A build without MPI
+ * (rdx_dist_info.mpi_built false) has every call here: rdx_comm_create_mpi then returns
+ * RDX_ERR_NO_BACKEND with a sentence; local groups work in every build.
  *
  * Collective calls. Every rdx_dist_* call that takes a communicator is collective: each rank of
  * the group makes it, in the same order, with its own arguments (its own share of the keys, its own
@@ -1054,6 +1053,15 @@ RDX_API RDX_NODISCARD rdx_status rdx_dist_info_get(rdx_dist_info *info);
  * (mpi_comm or out NULL; MPI not initialised, or finalised; *mpi_comm is MPI_COMM_NULL),
  * RDX_ERR_HOST_OUT_OF_MEMORY, RDX_ERR_INTERNAL (MPI failed). On failure *out is NULL. Since 0.2. */
 RDX_API RDX_NODISCARD rdx_status rdx_comm_create_mpi(rdx_context *ctx, const void *mpi_comm, rdx_comm **out);
+/* Make a group of n ranks in this process: comms[i] is rank i's communicator, over ctxs[i] (its
+ * context for every call, kept until rdx_comm_destroy; n distinct contexts, of any backends and
+ * devices). Not collective: one thread makes the group, then each rank's communicator is used by
+ * one thread, and every rdx_dist_* call is made by all n threads together (a rank whose thread
+ * never calls leaves the others waiting, as with MPI). Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT
+ * (ctxs NULL or n < 1: no sentence; comms NULL; a ctxs[i] NULL; a context twice), RDX_ERR_MISUSE
+ * (a ctxs[i] that is not a context), RDX_ERR_HOST_OUT_OF_MEMORY; on failure every comms[i] is
+ * NULL, and the sentence is in ctxs[0] (none when ctxs[0] itself is not a context). Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_comm_create_local(rdx_context *const *ctxs, int n, rdx_comm **comms);
 /* This rank's number in [0, size) and the group's size; -1 for a NULL or non-communicator
  * pointer. Since 0.2. */
 RDX_API int rdx_comm_rank(const rdx_comm *comm);
@@ -1061,8 +1069,9 @@ RDX_API int rdx_comm_size(const rdx_comm *comm);
 /* The context the communicator was made over; NULL for a NULL or non-communicator pointer.
  * Since 0.2. */
 RDX_API rdx_context *rdx_comm_context(const rdx_comm *comm);
-/* Destroy a communicator (MPI_Comm_free: collective, as MPI asks; destroy its indexes first).
- * NULL is accepted. Since 0.2. */
+/* Destroy a communicator (MPI: MPI_Comm_free, collective, as MPI asks; a local group's ranks are
+ * destroyed one by one, and the last frees the group). Destroy its indexes first. NULL is
+ * accepted. Since 0.2. */
 RDX_API void rdx_comm_destroy(rdx_comm *comm);
 
 /*
