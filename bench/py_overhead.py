@@ -11,7 +11,10 @@ A GPU case skips (a line on stderr) when raydex has no CUDA backend or GPU here,
 
 py_us: the median over reps of (block time / calls) for a block of `calls` calls of
 `idx.lookup(q)` (the answer dropped at once, as the C harness frees it), the garbage collector
-off while timing (as timeit does). check: every answer of one more call compared with the
+off while timing (as timeit does). py_out_us: the same with `idx.lookup(q, out=into)`, answers
+written into one array made before timing (numpy, or CuPy on the device), as c_us's are.
+py_export_us (device rows): `cupy.from_dlpack(idx.lookup(q))` dropped at once, the answers handed
+to CuPy as a user would, so each call also frees its answers (rdx_free waits for the device). check: every answer of one more call compared with the
 expected rows (ok / WRONG). inputs: the C harness's checksum of the keys and the batch, so the
 join can tell that both programs looked up the same things. nocopy (device rows): what proves the device path copies nothing to
 the host: the queries' __dlpack_device__ is (2, dev); the answer is a DeviceArray with
@@ -149,7 +152,7 @@ def main():
     key_sum = int(keys.astype(np.uint64).sum())
 
     if a.header:
-        print("date,machine,backend,where,n_keys,m,calls,reps,py_us,check,nocopy,inputs")
+        print("date,machine,backend,where,n_keys,m,calls,reps,py_us,check,nocopy,inputs,py_out_us,py_export_us")
     for case in a.cases.split(","):
         backend, where = case.split(":")
         cp = None
@@ -187,13 +190,19 @@ def main():
             if cp is not None:
                 nocopy = prove_no_copy(idx, ctx, q, m, cp)
             py_us = time_block(lambda: idx.lookup(q), calls, a.warmup, a.reps)
+            into = cp.empty(m, dtype=cp.uint64) if cp is not None else np.empty(m, dtype=np.uint64)
+            py_out_us = time_block(lambda: idx.lookup(q, out=into), calls, a.warmup, a.reps)
+            ok_out = np.array_equal(cp.asnumpy(into) if cp is not None else into, want[:m])
+            py_export_us = ""
+            if cp is not None:
+                py_export_us = f"{time_block(lambda: cp.from_dlpack(idx.lookup(q)), calls, a.warmup, a.reps):.3f}"
             out = idx.lookup(q)
             got = cp.asnumpy(cp.from_dlpack(out)) if cp is not None else out
-            ok = np.array_equal(got, want[:m])
+            ok = np.array_equal(got, want[:m]) and ok_out
             in_sum = (key_sum + (int(queries[:m].astype(np.uint64).sum()) << 32)) % (1 << 64)
             print(f"{a.date},{a.machine},{backend},{where},{n_keys},{m},{calls},{a.reps},{py_us:.3f},"
-                  f"{'ok' if ok else 'WRONG'},{nocopy},{in_sum}", flush=True)
-            del out, got
+                  f"{'ok' if ok else 'WRONG'},{nocopy},{in_sum},{py_out_us:.3f},{py_export_us}", flush=True)
+            del out, got, into
         idx.close()
         del ctx
     return 0

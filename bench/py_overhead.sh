@@ -25,7 +25,9 @@
 # py_us (raydex.KeyIndex.lookup), overhead_us = py_us - c_us (issue 32's target: <= 5),
 # binding_overhead_us = py_us - c_binding_us (CPython and argument handling alone), check (both
 # sides' answers right and their inputs' checksums equal: ok; else what differs), nocopy (device
-# rows: the assertions bench/py_overhead.py made). Logs (stderr of both) go to OUTDIR/py_overhead.log.
+# rows: the assertions bench/py_overhead.py made), py_out_us (lookup(q, out=) into one array made
+# before timing, as c_us's answers are), out_overhead_us = py_out_us - c_us, py_export_us (device
+# rows: cupy.from_dlpack(lookup(q)) dropped at once). Logs (stderr of both) go to OUTDIR/py_overhead.log.
 set -uo pipefail
 [ $# -ge 2 ] || { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,9 +81,9 @@ awk -F, -v OFS=, '
     split(c[k], a, ",")
     check = (a[11] == "ok" && $10 == "ok") ? "ok" : "c:" a[11] ";py:" $10
     if (a[12] != $12) check = check ";inputs-differ"
-    if (!hdr++) print "date,machine,backend,where,n_keys,m,calls,reps,c_us,c_binding_us,py_us,overhead_us,binding_overhead_us,check,nocopy"
-    printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.3f,%.3f,%s,%s\n", a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
-           a[9], a[10], $9, $9 - a[9], $9 - a[10], check, $11
+    if (!hdr++) print "date,machine,backend,where,n_keys,m,calls,reps,c_us,c_binding_us,py_us,overhead_us,binding_overhead_us,check,nocopy,py_out_us,out_overhead_us,py_export_us"
+    printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.3f,%.3f,%s,%s,%s,%.3f,%s\n", a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+           a[8], a[9], a[10], $9, $9 - a[9], $9 - a[10], check, $11, $13, $13 - a[9], $14
   }' "$c_csv" "$py_csv" > "$outdir/py_overhead.csv"
 grep -q ',ok,' "$outdir/py_overhead.csv" || rc=1
 grep -vq -e ',ok,' -e '^date,' "$outdir/py_overhead.csv" && { echo "py_overhead.sh: a row is not ok" >&2; rc=1; }

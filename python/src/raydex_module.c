@@ -50,6 +50,29 @@ static PyObject *Error, *InvalidArgumentError, *UnsupportedError, *NoBackendErro
 /* The status a closed index "returns": not a library status, it never reaches the library. */
 #define CLOSED_STATUS ((rdx_status)-1)
 #define MESSAGE_BYTES 4096
+/* Spare device blocks a context keeps for small results (ContextObject.spare). */
+#define SPARE_BLOCKS 4
+#define SPARE_MAX_BYTES ((size_t)1 << 20)
+
+/* What the array protocols look up and pass on every call, made once (PyInit__raydex). */
+static struct {
+  PyObject *dlpack, *dlpack_device, *arrow_array, *arrow_stream; /* the protocols' method names */
+  PyObject *one, *version_1_0;             /* __dlpack__'s stream=1 and max_version=(1, 0) */
+  PyObject *kw_stream_version, *kw_stream; /* ("stream", "max_version") and ("stream",) */
+} names;
+
+static int names_make(void) {
+  names.dlpack = PyUnicode_InternFromString("__dlpack__");
+  names.dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
+  names.arrow_array = PyUnicode_InternFromString("__arrow_c_array__");
+  names.arrow_stream = PyUnicode_InternFromString("__arrow_c_stream__");
+  names.one = PyLong_FromLong(1);
+  names.version_1_0 = Py_BuildValue("(ii)", 1, 0);
+  names.kw_stream_version = Py_BuildValue("(ss)", "stream", "max_version");
+  names.kw_stream = Py_BuildValue("(s)", "stream");
+  return names.dlpack && names.dlpack_device && names.arrow_array && names.arrow_stream && names.one &&
+                 names.version_1_0 && names.kw_stream_version && names.kw_stream ? 0 : -1;
+}
 
 static PyObject *status_class(rdx_status st) {
   switch (st) {
@@ -103,9 +126,53 @@ typedef struct {
   rdx_context *ctx;          /* owned; destroyed in dealloc, after every object made in it */
   PyThread_type_lock lock;   /* held around every library call on ctx or its objects */
   int device;                /* the CUDA ordinal it was made for (device arrays must be there) */
+  /* Device blocks of small results that never left raydex (no DLPack export, no data_ptr read):
+   * the next device lookup or pip writes into one instead of allocating, since rdx_malloc and
+   * rdx_free each wait for the device, which would double a small call's time. Nobody else ever
+   * saw these addresses, so no stream can still be reading them. Under the lock. */
+  void *spare[SPARE_BLOCKS];
+  size_t spare_bytes[SPARE_BLOCKS];
+  int n_spare;
 } ContextObject;
 
 static PyTypeObject ContextType;
+
+/* A device block of at least `bytes` for a result: a spare one when one fits, else rdx_malloc's.
+ * Called under the context's lock. */
+static rdx_status block_take(ContextObject *c, size_t bytes, void **block, size_t *block_bytes) {
+  for (int i = 0; bytes > 0 && i < c->n_spare; i++)
+    if (c->spare_bytes[i] >= bytes) {
+      *block = c->spare[i], *block_bytes = c->spare_bytes[i];
+      c->n_spare--;
+      c->spare[i] = c->spare[c->n_spare], c->spare_bytes[i] = c->spare_bytes[c->n_spare];
+      return RDX_OK;
+    }
+  *block_bytes = bytes;
+  return rdx_malloc(c->ctx, block, bytes, RDX_DEVICE);
+}
+
+/* Give a result's device block back: kept as a spare when it never left raydex and is small
+ * (SPARE_MAX_BYTES), else freed (rdx_free waits for every stream that may still read it). Called
+ * under the context's lock. */
+static void block_give(ContextObject *c, void *block, size_t bytes, int exported) {
+  if (!exported && bytes <= SPARE_MAX_BYTES) {
+    if (c->n_spare == SPARE_BLOCKS) { /* the smallest spare makes room */
+      int small = 0;
+      for (int i = 1; i < c->n_spare; i++)
+        if (c->spare_bytes[i] < c->spare_bytes[small]) small = i;
+      if (c->spare_bytes[small] >= bytes) {
+        rdx_free(c->ctx, block, RDX_DEVICE);
+        return;
+      }
+      rdx_free(c->ctx, c->spare[small], RDX_DEVICE);
+      c->spare[small] = c->spare[--c->n_spare], c->spare_bytes[small] = c->spare_bytes[c->n_spare];
+    }
+    c->spare[c->n_spare] = block, c->spare_bytes[c->n_spare] = bytes;
+    c->n_spare++;
+    return;
+  }
+  rdx_free(c->ctx, block, RDX_DEVICE);
+}
 
 /* Run `call` without the GIL and with the context's lock; on failure copy the context's message
  * into msg (a char[MESSAGE_BYTES]) before another thread can replace it. `guard` is checked under
@@ -199,7 +266,8 @@ static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 }
 
 static void context_dealloc(ContextObject *self) {
-  /* Every index and result holds a reference, so nothing made in ctx is left here. */
+  /* Every index and result holds a reference, so nothing made in ctx is left here but spares. */
+  for (int i = 0; i < self->n_spare; i++) rdx_free(self->ctx, self->spare[i], RDX_DEVICE);
   rdx_context_destroy(self->ctx);
   if (self->lock != NULL) PyThread_free_lock(self->lock);
   Py_TYPE(self)->tp_free((PyObject *)self);
@@ -238,7 +306,8 @@ static PyObject *context_repr(ContextObject *self) {
 
 static PyMethodDef context_methods[] = {
     {"memory", (PyCFunction)context_memory, METH_NOARGS,
-     "memory() -> (in_use, peak): bytes the context holds now and the most it has held."},
+     "memory() -> (in_use, peak): bytes the context holds now and the most it has held (spare\n"
+     "blocks of dropped device results included)."},
     {"set_memory_limit", (PyCFunction)context_set_memory_limit, METH_O,
      "set_memory_limit(bytes): limit the context's memory (0 = none)."},
     {NULL, NULL, 0, NULL}};
@@ -257,7 +326,9 @@ static PyTypeObject ContextType = {
     .tp_doc = "Context(backend='auto', threads=0, memory_limit=0, device=0)\n\n"
               "A raydex context: a backend ('auto', 'cpu', 'cuda', 'optix'), CPU threads (0 = the\n"
               "default), a memory limit in bytes (0 = none) and a CUDA device ordinal. Indexes keep\n"
-              "their context alive.",
+              "their context alive. A GPU context keeps the device memory of up to 4 small results\n"
+              "(1 MiB each) that were dropped without ever being exported, for the next lookup or pip\n"
+              "to write into; memory() counts them.",
     .tp_methods = context_methods,
     .tp_getset = context_getset,
     .tp_new = context_new,
@@ -481,7 +552,7 @@ static int from_buffer(PyObject *obj, const char *want, InArray *in, Source *src
  * it too, but not every producer reads it so); raydex's own stream does not wait for it, so calls
  * with device inputs first wait for the device (RUN_ON). */
 static int from_dlpack(PyObject *obj, InArray *in, Source *src) {
-  PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+  PyObject *dev = PyObject_CallMethodNoArgs(obj, names.dlpack_device);
   if (dev == NULL) return -1;
   int device_type = 0, device_id = 0;
   int ok = PyArg_ParseTuple(dev, "ii", &device_type, &device_id);
@@ -496,25 +567,15 @@ static int from_dlpack(PyObject *obj, InArray *in, Source *src) {
                  in->what, device_type);
     return -1;
   }
-  PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
-  if (method == NULL) return -1;
-  PyObject *args = PyTuple_New(0);
-  PyObject *kwargs = args != NULL ? PyDict_New() : NULL;
-  PyObject *stream = device_type == kDLCUDA ? PyLong_FromLong(1) : Py_NewRef(Py_None);
-  PyObject *version = Py_BuildValue("(ii)", 1, 0);
-  PyObject *cap = NULL;
-  if (kwargs != NULL && stream != NULL && version != NULL &&
-      PyDict_SetItemString(kwargs, "stream", stream) == 0 &&
-      PyDict_SetItemString(kwargs, "max_version", version) == 0) {
-    cap = PyObject_Call(method, args, kwargs);
-    if (cap == NULL && PyErr_ExceptionMatches(PyExc_TypeError) &&
-        PyDict_DelItemString(kwargs, "max_version") == 0) {
-      PyErr_Clear();
-      cap = PyObject_Call(method, args, kwargs);
-    }
+  /* obj.__dlpack__(stream=..., max_version=(1, 0)), or without max_version for producers older
+   * than DLPack 1.0, which refuse it with a TypeError */
+  PyObject *call[3] = {obj, device_type == kDLCUDA ? names.one : Py_None, names.version_1_0};
+  PyObject *cap = PyObject_VectorcallMethod(names.dlpack, call, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                            names.kw_stream_version);
+  if (cap == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    PyErr_Clear();
+    cap = PyObject_VectorcallMethod(names.dlpack, call, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, names.kw_stream);
   }
-  Py_DECREF(method);
-  Py_XDECREF(args), Py_XDECREF(kwargs), Py_XDECREF(stream), Py_XDECREF(version);
   if (cap == NULL) return -1;
   DLTensor *t = NULL;
   if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
@@ -723,14 +784,18 @@ done:;
   return rc;
 }
 
-static int has_attr(PyObject *obj, const char *name) {
-  PyObject *v = PyObject_GetAttrString(obj, name);
-  if (v == NULL) {
-    PyErr_Clear();
-    return 0;
-  }
-  Py_DECREF(v);
-  return 1;
+/* Whether obj has the attribute, without making and dropping an AttributeError when it has not
+ * (a device array misses two protocols on every call before DLPack's). */
+static int has_attr(PyObject *obj, PyObject *name) {
+  PyObject *v = NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+  int found = PyObject_GetOptionalAttr(obj, name, &v);
+#else
+  int found = _PyObject_LookupAttr(obj, name, &v);
+#endif
+  if (found < 0) PyErr_Clear();
+  Py_XDECREF(v);
+  return found > 0;
 }
 
 /* Borrow obj as an rdx_array: C-contiguous, a dtype in `mask`, 1-D when columns == 0, else 2-D
@@ -753,13 +818,13 @@ static int in_array(PyObject *obj, const char *what, unsigned mask, const char *
   /* numpy first (the common case, no attribute lookups); Arrow before DLPack (pyarrow offers both,
    * and only Arrow tells nulls); DLPack before the buffer protocol, since CuPy arrays export a
    * buffer that refuses to be read on the host */
-  if (PyArray_Check(obj) || (PyObject_CheckBuffer(obj) && !has_attr(obj, "__dlpack__")))
+  if (PyArray_Check(obj) || (PyObject_CheckBuffer(obj) && !has_attr(obj, names.dlpack)))
     rc = from_buffer(obj, want, in, &src);
-  else if (has_attr(obj, "__arrow_c_array__"))
+  else if (has_attr(obj, names.arrow_array))
     rc = from_arrow_array(obj, in, &src);
-  else if (has_attr(obj, "__arrow_c_stream__"))
+  else if (has_attr(obj, names.arrow_stream))
     rc = from_arrow_stream(obj, in, &src);
-  else if (has_attr(obj, "__dlpack__"))
+  else if (has_attr(obj, names.dlpack))
     rc = from_dlpack(obj, in, &src);
   else if (PyObject_CheckBuffer(obj))
     rc = from_buffer(obj, want, in, &src);
@@ -822,7 +887,9 @@ typedef struct {
   ContextObject *context;  /* strong: the result belongs to its memory account */
   rdx_result *result;      /* owned; freed when every view of it is gone */
   rdx_join_pairs_result *pairs; /* or a polygon join's result (owned likewise) */
-  void *block;             /* or rdx_malloc'd device memory (a lookup's output on the GPU) */
+  void *block;             /* or a device block (block_take: a lookup's or pip's output on the GPU) */
+  size_t block_bytes;      /* its size */
+  int exported;            /* the block's address left raydex (DLPack, data_ptr): block_give frees it */
 } ResultOwnerObject;
 
 static void owner_dealloc(ResultOwnerObject *self) {
@@ -832,7 +899,7 @@ static void owner_dealloc(ResultOwnerObject *self) {
     PyThread_acquire_lock(self->context->lock, WAIT_LOCK);
     if (self->result != NULL) rdx_result_free(self->context->ctx, self->result);
     if (self->pairs != NULL) rdx_join_pairs_free(self->context->ctx, self->pairs);
-    if (self->block != NULL) rdx_free(self->context->ctx, self->block, RDX_DEVICE);
+    if (self->block != NULL) block_give(self->context, self->block, self->block_bytes, self->exported);
     PyThread_release_lock(self->context->lock);
   }
   Py_XDECREF(self->context);
@@ -857,6 +924,8 @@ static ResultOwnerObject *owner_new(ContextObject *context) {
   owner->result = NULL;
   owner->pairs = NULL;
   owner->block = NULL;
+  owner->block_bytes = 0;
+  owner->exported = 0;
   return owner;
 }
 
@@ -1004,7 +1073,10 @@ static PyObject *darray_dlpack(DeviceArrayObject *self, PyObject *args, PyObject
     cap = PyCapsule_New(&e->m, "dltensor", dl_capsule_free);
     if (cap == NULL) free(e);
   }
-  if (cap != NULL) Py_INCREF(self); /* the tensor's manager_ctx, dropped by its deleter */
+  if (cap != NULL) {
+    Py_INCREF(self); /* the tensor's manager_ctx, dropped by its deleter */
+    ((ResultOwnerObject *)self->owner)->exported = 1;
+  }
   return cap;
 }
 
@@ -1025,6 +1097,7 @@ static PyObject *darray_get_dtype(DeviceArrayObject *self, void *c) {
 }
 static PyObject *darray_get_data_ptr(DeviceArrayObject *self, void *c) {
   (void)c;
+  ((ResultOwnerObject *)self->owner)->exported = 1; /* the caller may hand it to a kernel */
   return PyLong_FromVoidPtr(self->data);
 }
 static PyObject *darray_get_device(DeviceArrayObject *self, void *c) {
@@ -1400,9 +1473,9 @@ static int keyindex_open(KeyIndexObject *self) {
 }
 
 /* A point lookup over device queries writes into device memory of the context, which owner keeps. */
-static rdx_status lookup_device(rdx_context *ctx, const rdx_index *idx, rdx_array q, ResultOwnerObject *owner) {
-  rdx_status st = rdx_malloc(ctx, &owner->block, (size_t)q.count * sizeof(uint64_t), RDX_DEVICE);
-  return st != RDX_OK ? st : rdx_index_lookup(ctx, idx, q, rdx_device_array(owner->block, q.count, RDX_U64));
+static rdx_status lookup_device(ContextObject *c, const rdx_index *idx, rdx_array q, ResultOwnerObject *owner) {
+  rdx_status st = block_take(c, (size_t)q.count * sizeof(uint64_t), &owner->block, &owner->block_bytes);
+  return st != RDX_OK ? st : rdx_index_lookup(c->ctx, idx, q, rdx_device_array(owner->block, q.count, RDX_U64));
 }
 
 /* lookup's out=: a writable C-contiguous uint64 numpy array of n entries (host queries) or a DLPack
@@ -1464,7 +1537,7 @@ static PyObject *keyindex_lookup(KeyIndexObject *self, PyObject *args, PyObject 
       in_release(&q);
       return NULL;
     }
-    RUN_ON(self->context, st, msg, self->idx != NULL, 1, lookup_device(self->context->ctx, self->idx, q.a, owner));
+    RUN_ON(self->context, st, msg, self->idx != NULL, 1, lookup_device(self->context, self->idx, q.a, owner));
     int64_t n = q.a.count;
     in_release(&q);
     PyObject *out = st == RDX_OK ? device_array(owner, owner->block, n, 1, RDX_U64) : raise_status(st, msg, "KeyIndex");
@@ -2588,16 +2661,13 @@ static PyObject *pairs_tuple(ContextObject *context, rdx_join_pairs_result *res,
     }
     return want_areas ? Py_BuildValue("(NNN)", rs, ss, areas) : Py_BuildValue("(NN)", rs, ss);
   }
-  ResultOwnerObject *owner = PyObject_New(ResultOwnerObject, &ResultOwnerType);
+  ResultOwnerObject *owner = owner_new(context);
   if (owner == NULL) {
     PyThread_acquire_lock(context->lock, WAIT_LOCK);
     rdx_join_pairs_free(context->ctx, res);
     PyThread_release_lock(context->lock);
     return NULL;
   }
-  Py_INCREF(context);
-  owner->context = context;
-  owner->result = NULL;
   owner->pairs = res;
   PyObject *rs = wrap_strided(res->pairs, n, NPY_INT64, 16, (PyObject *)owner);
   PyObject *ss = rs != NULL ? wrap_strided(res->pairs != NULL ? res->pairs + 1 : NULL, n, NPY_INT64, 16,
@@ -2654,10 +2724,10 @@ static PyObject *module_join(PyObject *module, PyObject *args, PyObject *kwds) {
 }
 
 /* pip(first=True) over device points writes into device memory of the context, which owner keeps. */
-static rdx_status pip_first_device(rdx_context *ctx, const rdx_polygons *layer, rdx_array xy,
+static rdx_status pip_first_device(ContextObject *c, const rdx_polygons *layer, rdx_array xy,
                                    const rdx_join_options *o, ResultOwnerObject *owner) {
-  rdx_status st = rdx_malloc(ctx, &owner->block, (size_t)xy.count * sizeof(int64_t), RDX_DEVICE);
-  return st != RDX_OK ? st : rdx_join_pip_first(ctx, layer, xy, o, rdx_device_array(owner->block, xy.count, RDX_I64));
+  rdx_status st = block_take(c, (size_t)xy.count * sizeof(int64_t), &owner->block, &owner->block_bytes);
+  return st != RDX_OK ? st : rdx_join_pip_first(c->ctx, layer, xy, o, rdx_device_array(owner->block, xy.count, RDX_I64));
 }
 
 static PyObject *module_pip(PyObject *module, PyObject *args, PyObject *kwds) {
@@ -2689,7 +2759,7 @@ static PyObject *module_pip(PyObject *module, PyObject *args, PyObject *kwds) {
       in_release(&xy);
       return NULL;
     }
-    RUN_ON(context, st, msg, layer->layer != NULL, 1, pip_first_device(context->ctx, layer->layer, xy.a, &o, owner));
+    RUN_ON(context, st, msg, layer->layer != NULL, 1, pip_first_device(context, layer->layer, xy.a, &o, owner));
     int64_t n = xy.a.count;
     in_release(&xy);
     PyObject *out = st == RDX_OK ? device_array(owner, owner->block, n, 1, RDX_I64) : raise_layer_status(st, msg, "pip");
@@ -2821,7 +2891,7 @@ PyMODINIT_FUNC PyInit__raydex(void) {
                  rdx_version_number(), RDX_VERSION_NUMBER);
     return NULL;
   }
-  if (PyType_Ready(&ContextType) < 0 || PyType_Ready(&ResultOwnerType) < 0 ||
+  if (names_make() < 0 || PyType_Ready(&ContextType) < 0 || PyType_Ready(&ResultOwnerType) < 0 ||
       PyType_Ready(&DeviceArrayType) < 0 || PyType_Ready(&ListArrayType) < 0 ||
       PyType_Ready(&KeyIndexType) < 0 || PyType_Ready(&PointIndexType) < 0 ||
       PyType_Ready(&PolygonLayerType) < 0)

@@ -336,6 +336,38 @@ def test_cupy_result_outlives_index_and_context(rng):
     assert cp.asnumpy(c).tolist() == [1, 0, raydex.MISS]
 
 
+def test_cupy_spare_blocks_only_for_results_that_never_left(rng):
+    # a small device result nobody exported is kept for the next call; an exported one is freed
+    cp = pytest.importorskip("cupy", reason="CuPy is not installed")
+    ctx = gpu_context()
+    keys = rng.integers(0, 1000, 5000, dtype=np.uint64)
+    q = rng.integers(0, 1100, 2000, dtype=np.uint64)
+    want = raydex.KeyIndex(keys, context=cpu()).lookup(q)
+    idx = raydex.KeyIndex(cp.asarray(keys), context=ctx)
+    cq = cp.asarray(q)
+    base = ctx.memory()[0]
+    rows = idx.lookup(cq)
+    del rows  # never exported: a spare
+    spare = ctx.memory()[0]
+    assert spare >= base + 8 * len(q)
+    for _ in range(3):  # each call writes into the spare, exported or not
+        rows = idx.lookup(cq)
+        assert ctx.memory()[0] == spare
+        c = cp.from_dlpack(rows)
+        assert np.array_equal(cp.asnumpy(c), want)
+        del rows, c  # exported: freed, not kept
+        gc.collect()
+        assert ctx.memory()[0] == base
+    rows = idx.lookup(cq)
+    assert rows.data_ptr != 0  # reading the address counts as exporting it
+    del rows
+    assert ctx.memory()[0] == base
+    big = cp.asarray(rng.integers(0, 1100, 1 << 18, dtype=np.uint64))  # 2 MiB of answers: never kept
+    rows = idx.lookup(big)
+    del rows
+    assert ctx.memory()[0] == base
+
+
 def test_cupy_points_pip_and_arrow_device(rng):
     cp = pytest.importorskip("cupy", reason="CuPy is not installed")
     ctx = gpu_context()

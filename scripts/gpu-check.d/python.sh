@@ -46,6 +46,7 @@ if ls python/raydex/_raydex*.so >/dev/null 2>&1; then
   log "py_overhead rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -c ',ok,' "$OUT/csv/py_overhead.csv" 2>/dev/null || echo 0) ok rows; $(grep -E ',(cuda|cpu),[a-z]+,[0-9]+,1,' "$OUT/csv/py_overhead.csv" 2>/dev/null | cut -d, -f3,4,11,12 | tr '\n' ' ')"
   grep -v -e ',ok,' -e '^date,' "$OUT/csv/py_overhead.csv" 2>/dev/null | head -5 | tee -a "$OUT/logs/summary.txt"
 
+  [ "${PY_SJOIN:-1}" = 0 ] && return 0 # PY_SJOIN=0: the overhead benchmark alone
   t0=$(date +%s)
   for m in us-counties us-states countries-land-10m countries-maritime-10m; do
     # the four .rdxp files (155 MB) pass the carry limit; their .xz (36 MB, scripts/fetch-maps.sh
