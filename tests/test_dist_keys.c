@@ -1,6 +1,8 @@
 /*
- * test_dist_keys.c: sharded key indexes over MPI (rdx_comm_*, rdx_dist_index_*), run by CTest under
- * `mpirun -np R --oversubscribe` for R = 1, 2, 3 (dist_keys.np1, .np2, .np3).
+ * test_dist_keys.c: sharded key indexes (rdx_comm_*, rdx_dist_index_*), run by CTest as R = 1, 2, 3
+ * ranks, under `mpirun -np R --oversubscribe` (built with MPI: dist_keys.np1, .np2, .np3) and as R
+ * threads of one process over rdx_comm_create_local (`--local R`: dist_keys.local.n1, .n2, .n3);
+ * the launcher and the checks between ranks are tests/dist_check.h's.
  *
  * Every rank draws the same global data from the shared seed (every rank's keys, rows and query
  * batches), keeps its own share, and checks its answers against the brute-force oracle over all
@@ -11,40 +13,8 @@
  * argument on one rank, arguments that differ across ranks; each must fail on every rank with the
  * same status and sentence, leave no index and hold no memory.
  */
-#include <mpi.h>
-
-#include "check.h"
+#include "dist_check.h"
 #include "keys_check.h"
-
-/* Internal (src/core/core.h): the n-th allocation of the context from now fails. */
-void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
-
-static int rank_, size_;
-static rdx_comm *comm_;
-
-/* Every rank got the same status, and, for a failure, the same sentence after the name of the
- * rank's own call (ranks in different calls each name theirs). */
-static void check_same(rdx_context *ctx, rdx_status st, const char *what) {
-  struct {
-    int st;
-    char msg[240];
-  } mine, *all = (void *)malloc(sizeof mine * (size_t)size_);
-  memset(&mine, 0, sizeof mine);
-  mine.st = (int)st;
-  if (st != RDX_OK) {
-    const char *m = rdx_context_message(ctx), *colon = strstr(m, ": ");
-    snprintf(mine.msg, sizeof mine.msg, "%s", colon ? colon + 2 : m);
-  }
-  MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
-  for (int r = 0; r < size_; r++) {
-    if (all[r].st != mine.st)
-      CHECK_FAIL_("%s: rank %d returned %s, rank %d %s", what, rank_, rdx_status_name(st), r,
-                  rdx_status_name((rdx_status)all[r].st));
-    else if (strcmp(all[r].msg, mine.msg) != 0)
-      CHECK_FAIL_("%s: rank %d says '%s', rank %d '%s'", what, rank_, mine.msg, r, all[r].msg);
-  }
-  free(all);
-}
 
 /* A scenario: the global keys (and rows), cut into the ranks' shares at cut[r] .. cut[r + 1]. */
 typedef struct scenario {
@@ -206,9 +176,7 @@ static void check_scenario(rdx_context *ctx, const scenario *s) {
     if (idx == NULL) continue;
     CHECK_EQ(rdx_dist_index_count(idx), s->n);
     /* the shards together hold every key once */
-    int64_t mine = rdx_index_count(rdx_dist_index_shard(idx)), sum = 0;
-    MPI_Allreduce(&mine, &sum, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    CHECK_EQ(sum, s->n);
+    CHECK_EQ(dist_sum_i64(rdx_index_count(rdx_dist_index_shard(idx))), s->n);
     check_queries(ctx, idx, s, &o, kinds[k], 200, 0);
     check_queries(ctx, idx, s, &o, kinds[k], 3, 1); /* an empty batch on rank 0 */
     rdx_dist_index_destroy(idx);
@@ -388,39 +356,63 @@ static void check_refusals(rdx_context *ctx) {
   }
 }
 
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  if (size_ > 7) {
-    fprintf(stderr, "at most 7 ranks\n");
-    MPI_Abort(MPI_COMM_WORLD, 1);
+/* rdx_comm_create_local's refusals (not collective: rank 0 alone, over contexts of its own). */
+static void check_local_refusals(void) {
+  rdx_context_options co = RDX_CONTEXT_OPTIONS_INIT;
+  co.backend = RDX_BACKEND_CPU;
+  rdx_context *c[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < 3; i++) CHECK_EQ(rdx_context_create(&co, &c[i]), RDX_OK);
+  rdx_comm *comms[3] = {(rdx_comm *)&co, (rdx_comm *)&co, (rdx_comm *)&co};
+  CHECK_EQ(rdx_comm_create_local(NULL, 2, comms), RDX_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(rdx_comm_create_local(c, 0, comms), RDX_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(rdx_comm_create_local(c, -1, comms), RDX_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(c[0], rdx_comm_create_local(c, 2, NULL), RDX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(rdx_context_message(c[0]), "comms is NULL") != NULL);
+  rdx_context *twice[3] = {c[0], c[1], c[0]};
+  CHECK_STATUS(c[0], rdx_comm_create_local(twice, 3, comms), RDX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(rdx_context_message(c[0]), "ctxs[0] and ctxs[2] are the same context") != NULL);
+  CHECK(comms[0] == NULL && comms[1] == NULL && comms[2] == NULL);
+  rdx_context *with_null[2] = {c[0], NULL};
+  CHECK_STATUS(c[0], rdx_comm_create_local(with_null, 2, comms), RDX_ERR_INVALID_ARGUMENT);
+  rdx_context *not_one[2] = {c[0], (rdx_context *)&co};
+  CHECK_STATUS(c[0], rdx_comm_create_local(not_one, 2, comms), RDX_ERR_MISUSE);
+  CHECK(comms[0] == NULL && comms[1] == NULL);
+  /* a group made and destroyed without a call: each rank knows its place */
+  CHECK_OK(c[0], rdx_comm_create_local(c, 3, comms));
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ(rdx_comm_rank(comms[i]), i);
+    CHECK_EQ(rdx_comm_size(comms[i]), 3);
+    CHECK(rdx_comm_context(comms[i]) == c[i]);
   }
-  rdx_context *ctx = check_begin(argc, argv);
-  printf("rank %d of %d\n", rank_, size_);
+  for (int i = 0; i < 3; i++) rdx_comm_destroy(comms[i]);
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ(check_held(c[i]), 0);
+    rdx_context_destroy(c[i]);
+  }
+}
 
+static void body(rdx_context *ctx) {
   if (CASE_RUN(dist_comm_create)) {
     rdx_dist_info info;
     info.size = sizeof info;
     CHECK_OK(ctx, rdx_dist_info_get(&info));
-    CHECK(info.mpi_built);
     CHECK(!info.nccl_built);
-    CHECK_EQ(info.mpi_rank, rank_);
-    CHECK_EQ(info.mpi_size, size_);
+    if (dist_mpi()) {
+      CHECK(info.mpi_built);
+      CHECK_EQ(info.mpi_rank, rank_);
+      CHECK_EQ(info.mpi_size, size_);
+    }
     rdx_comm *c = (rdx_comm *)&info;
-    CHECK_STATUS(ctx, rdx_comm_create_mpi(ctx, NULL, &c), RDX_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, rdx_comm_create_mpi(ctx, NULL, &c), info.mpi_built ? RDX_ERR_INVALID_ARGUMENT : RDX_ERR_NO_BACKEND);
     CHECK(c == NULL);
-    MPI_Comm world = MPI_COMM_WORLD;
-    CHECK_OK(ctx, rdx_comm_create_mpi(ctx, &world, &comm_));
     CHECK_EQ(rdx_comm_rank(comm_), rank_);
     CHECK_EQ(rdx_comm_size(comm_), size_);
     CHECK(rdx_comm_context(comm_) == ctx);
     CHECK_EQ(rdx_comm_rank(NULL), (uint64_t)(int64_t)-1);
+    CHECK_EQ(rdx_comm_size(NULL), (uint64_t)(int64_t)-1);
+    CHECK(rdx_comm_context(NULL) == NULL);
   }
-  if (comm_ == NULL) {
-    fprintf(stderr, "no communicator\n");
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  if (rank_ == 0 && CASE_RUN(dist_comm_create_local_refusals)) check_local_refusals();
 
   static const struct {
     const char *name;
@@ -452,9 +444,6 @@ int main(int argc, char **argv) {
     free_scenario(&s);
   }
   check_refusals(ctx);
-
-  rdx_comm_destroy(comm_);
-  int rc = check_end(ctx);
-  MPI_Finalize();
-  return rc;
 }
+
+int main(int argc, char **argv) { return dist_main(argc, argv, body); }

@@ -1,6 +1,8 @@
 /*
- * test_dist_points.c: distributed point indexes over MPI (rdx_dist_points_*), run by CTest under
- * `mpirun -np R --oversubscribe` for R = 1, 2, 3 (dist_points.np1, .np2, .np3).
+ * test_dist_points.c: distributed point indexes (rdx_dist_points_*), run by CTest as R = 1, 2, 3
+ * ranks, under `mpirun -np R --oversubscribe` (built with MPI: dist_points.np1, .np2, .np3) and as R
+ * threads of one process over rdx_comm_create_local (`--local R`: dist_points.local.n1, .n2, .n3);
+ * the launcher and the checks between ranks are tests/dist_check.h's.
  *
  * Every rank draws the same global data from the shared seed (every rank's points, ids and query
  * batches), keeps its own share, and checks its answers against a brute-force oracle over all
@@ -13,38 +15,8 @@
  * status and sentence, leave the index as it was and hold no memory.
  */
 #include <math.h>
-#include <mpi.h>
 
-#include "check.h"
-
-/* Internal (src/core/core.h): the n-th allocation of the context from now fails. */
-void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
-
-static int rank_, size_;
-static rdx_comm *comm_;
-
-/* Every rank got the same status, and, for a failure, the same sentence after the call's name. */
-static void check_same(rdx_context *ctx, rdx_status st, const char *what) {
-  struct {
-    int st;
-    char msg[240];
-  } mine, *all = (void *)malloc(sizeof mine * (size_t)size_);
-  memset(&mine, 0, sizeof mine);
-  mine.st = (int)st;
-  if (st != RDX_OK) {
-    const char *m = rdx_context_message(ctx), *colon = strstr(m, ": ");
-    snprintf(mine.msg, sizeof mine.msg, "%s", colon ? colon + 2 : m);
-  }
-  MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
-  for (int r = 0; r < size_; r++) {
-    if (all[r].st != mine.st)
-      CHECK_FAIL_("%s: rank %d returned %s, rank %d %s", what, rank_, rdx_status_name(st), r,
-                  rdx_status_name((rdx_status)all[r].st));
-    else if (strcmp(all[r].msg, mine.msg) != 0)
-      CHECK_FAIL_("%s: rank %d says '%s', rank %d '%s'", what, rank_, mine.msg, r, all[r].msg);
-  }
-  free(all);
-}
+#include "dist_check.h"
 
 /* The global points (as doubles of the dtype), their ids, and the ranks' shares cut[r] .. cut[r+1]. */
 typedef struct scenario {
@@ -281,7 +253,7 @@ static void free_moves(moves *mv) {
   free(mv->to);
 }
 
-static int64_t migrated_; /* points that changed ranks in the oracle scenarios' moves */
+static _Thread_local int64_t migrated_; /* points that changed ranks in the oracle scenarios' moves */
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -407,11 +379,11 @@ static void check_scenario(rdx_context *ctx, scenario *s, rdx_points_kind kind) 
     free_moves(&mv);
     CHECK_EQ(rdx_dist_points_count(dp), s->n);
     /* points changed ranks (the draw moves a third of them to other points' places) */
-    int64_t na = 0, arrived = 0, all_arrived = 0;
+    int64_t na = 0, arrived = 0;
     uint64_t *after = held_ids(dp, &na);
     for (int64_t i = 0; i < na; i++)
       if (bsearch(&after[i], before, (size_t)nb, 8, cmp_u64) == NULL) arrived++;
-    MPI_Allreduce(&arrived, &all_arrived, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    const int64_t all_arrived = dist_sum_i64(arrived);
     if (size_ > 1 && s->n >= 100) CHECK(all_arrived > 0);
     migrated_ += all_arrived;
     free(before);
@@ -677,22 +649,7 @@ static void check_refusals(rdx_context *ctx) {
   }
 }
 
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  if (size_ > 7) {
-    fprintf(stderr, "at most 7 ranks\n");
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  rdx_context *ctx = check_begin(argc, argv);
-  printf("rank %d of %d\n", rank_, size_);
-  MPI_Comm world = MPI_COMM_WORLD;
-  if (rdx_comm_create_mpi(ctx, &world, &comm_) != RDX_OK) {
-    fprintf(stderr, "no communicator: %s\n", rdx_context_message(ctx));
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-
+static void body(rdx_context *ctx) {
   static const struct {
     const char *name;
     int64_t n;
@@ -727,9 +684,6 @@ int main(int argc, char **argv) {
     free_scenario(&s);
   }
   check_refusals(ctx);
-
-  rdx_comm_destroy(comm_);
-  int rc = check_end(ctx);
-  MPI_Finalize();
-  return rc;
 }
+
+int main(int argc, char **argv) { return dist_main(argc, argv, body); }

@@ -1,0 +1,274 @@
+/*
+ * dist_check.h: the harness of the distributed tests (tests/test_dist_*.c). One test body runs as
+ * every rank of a group, launched either
+ *  - as MPI processes under mpirun (built with MPI: the CTest entries <name>.np<R>), each rank over
+ *    its own context and a communicator over MPI_COMM_WORLD (rdx_comm_create_mpi); or
+ *  - as threads of one process, `--local N` (every build: the entries <name>.local.n<N>): N
+ *    contexts of the --backend, rdx_comm_create_local over them, and one thread per rank.
+ * A test file includes this header first (before keys_check.h and the like), writes its body as
+ * `static void body(rdx_context *ctx)` and its main as `return dist_main(argc, argv, body);`. In
+ * the body, rank_, size_ and comm_ are this rank's (per thread: _Thread_local), and check_same,
+ * dist_sum_i64 and dist_abort are the collective checks. Without --local, an MPI build runs as MPI
+ * (one process is an MPI singleton) and a build without MPI runs as `--local 1`.
+ *
+ * The checks between ranks never use the library's transport (that is what is under test): MPI's
+ * own MPI_Allgather under mpirun, and in local mode a barrier and a table of slots of the harness's
+ * own (dist_gather_).
+ *
+ * check.h keeps its state in plain statics (the generator, the case name, the failure count), which
+ * the ranks' threads would share; so this header, included after it, points its generator at a
+ * per-thread copy (check_rand_ and check_below name dist_rand_ and dist_below_ from here on: every
+ * rank draws the same sequence from the seed, as MPI ranks do), keeps the case name per thread, and
+ * counts failures under a mutex (CHECK_FAIL_, CASE_PART and CASE are redefined). A check.h whose
+ * statics were _Thread_local would make these redirections unneeded.
+ */
+#ifndef RDX_DIST_CHECK_H
+#define RDX_DIST_CHECK_H
+
+#include <pthread.h>
+
+#include "check.h"
+
+#ifdef RDX_TEST_MPI
+#include <mpi.h>
+#endif
+
+/* Internal (src/core/core.h): the n-th allocation of the context from now fails. */
+void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
+
+#define DIST_MAX_RANKS 7
+
+static _Thread_local int rank_, size_;     /* this rank, and the group's size */
+static _Thread_local rdx_comm *comm_;      /* this rank's communicator */
+static _Thread_local uint64_t dist_seed_;  /* this rank's generator state */
+static _Thread_local const char *dist_case_ = "";
+static int dist_local_;                    /* 0: MPI ranks; else the ranks of the local group */
+static pthread_mutex_t dist_print_mu_ = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- check.h's state, per rank ---- */
+
+static inline uint64_t dist_rand_(void) {
+  uint64_t z = (dist_seed_ += 0x9E3779B97F4A7C15ull); /* check_rand_'s splitmix64 */
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static inline uint64_t dist_below_(uint64_t n) { return n ? dist_rand_() % n : dist_rand_(); }
+#define check_rand_ dist_rand_
+#define check_below dist_below_
+
+#undef CHECK_FAIL_
+#define CHECK_FAIL_(fmt, ...)                                                                        \
+  do {                                                                                               \
+    pthread_mutex_lock(&dist_print_mu_);                                                             \
+    fprintf(stderr, "%s:%d: case %s, rank %d of %d%s, backend %s, seed %" PRIu64 ": " fmt "\n",      \
+            __FILE__, __LINE__, dist_case_, rank_, size_, dist_local_ ? " (local)" : "",             \
+            rdx_backend_name(check_backend_), check_seed0_, __VA_ARGS__);                            \
+    int over_ = ++check_failures_ > 20;                                                              \
+    pthread_mutex_unlock(&dist_print_mu_);                                                           \
+    if (over_) exit(1);                                                                              \
+  } while (0)
+
+/* check_case_enter_ keeps statics of its own: rank 0 alone prints the progress. */
+static inline const char *dist_case_enter_(const char *name, const char *part) {
+  if (rank_ != 0) return part ? part : name;
+  pthread_mutex_lock(&dist_print_mu_);
+  const char *c = check_case_enter_(name, part);
+  pthread_mutex_unlock(&dist_print_mu_);
+  return c;
+}
+#undef CASE
+#define CASE(name) (dist_case_ = dist_case_enter_(#name, NULL))
+#undef CASE_PART
+#define CASE_PART(name, part) \
+  (check_case_wanted_(#name, (part)) ? (dist_case_ = dist_case_enter_(#name, (part)), 1) : 0)
+
+/* ---- the local group's barrier and slots (the harness's own, not the library's) ---- */
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int arrived;
+  uint64_t round;
+  const void *slot[DIST_MAX_RANKS];
+} dist_group_ = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, {0}};
+
+static inline void dist_barrier_(void) {
+  pthread_mutex_lock(&dist_group_.mu);
+  if (++dist_group_.arrived == dist_local_) {
+    dist_group_.arrived = 0;
+    dist_group_.round++;
+    pthread_cond_broadcast(&dist_group_.cv);
+  } else {
+    uint64_t round = dist_group_.round;
+    while (round == dist_group_.round) pthread_cond_wait(&dist_group_.cv, &dist_group_.mu);
+  }
+  pthread_mutex_unlock(&dist_group_.mu);
+}
+
+/* Every rank's `bytes` bytes at mine, in rank order into all (size_ * bytes). */
+static inline void dist_gather_(const void *mine, void *all, size_t bytes) {
+  if (dist_local_) {
+    dist_group_.slot[rank_] = mine;
+    dist_barrier_();
+    for (int r = 0; r < size_; r++) memcpy((char *)all + (size_t)r * bytes, dist_group_.slot[r], bytes);
+    dist_barrier_();
+    return;
+  }
+#ifdef RDX_TEST_MPI
+  MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+#endif
+}
+
+/* ---- the collective checks ---- */
+
+/* Stop every rank: MPI_Abort under MPI, exit in local mode. */
+static inline void dist_abort(const char *why) {
+  fprintf(stderr, "rank %d: %s\n", rank_, why);
+#ifdef RDX_TEST_MPI
+  if (!dist_local_) MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
+  exit(1);
+}
+
+/* 1 when the ranks are MPI processes, 0 when they are threads of a local group. */
+static inline int dist_mpi(void) { return !dist_local_; }
+
+/* The sum of every rank's v. */
+static inline int64_t dist_sum_i64(int64_t v) {
+  int64_t all[DIST_MAX_RANKS], sum = 0;
+  dist_gather_(&v, all, sizeof v);
+  for (int r = 0; r < size_; r++) sum += all[r];
+  return sum;
+}
+
+/* Every rank got the same status, and, for a failure, the same sentence after the name of the
+ * rank's own call (ranks in different calls each name theirs). */
+static inline void check_same(rdx_context *ctx, rdx_status st, const char *what) {
+  struct {
+    int st;
+    char msg[240];
+  } mine, all[DIST_MAX_RANKS];
+  memset(&mine, 0, sizeof mine);
+  mine.st = (int)st;
+  if (st != RDX_OK) {
+    const char *m = rdx_context_message(ctx), *colon = strstr(m, ": ");
+    snprintf(mine.msg, sizeof mine.msg, "%s", colon ? colon + 2 : m);
+  }
+  dist_gather_(&mine, all, sizeof mine);
+  for (int r = 0; r < size_; r++) {
+    if (all[r].st != mine.st)
+      CHECK_FAIL_("%s: rank %d returned %s, rank %d %s", what, rank_, rdx_status_name(st), r,
+                  rdx_status_name((rdx_status)all[r].st));
+    else if (strcmp(all[r].msg, mine.msg) != 0)
+      CHECK_FAIL_("%s: rank %d says '%s', rank %d '%s'", what, rank_, mine.msg, r, all[r].msg);
+  }
+}
+
+/* ---- the launcher ---- */
+
+typedef void (*dist_body)(rdx_context *ctx);
+
+typedef struct dist_rank_ {
+  dist_body body;
+  rdx_context *ctx;
+  rdx_comm *comm;
+  int rank;
+} dist_rank_;
+
+static inline void dist_enter_(int rank, int size, rdx_comm *comm) {
+  rank_ = rank;
+  size_ = size;
+  comm_ = comm;
+  dist_seed_ = check_seed0_;
+  printf("rank %d of %d%s\n", rank, size, dist_local_ ? " (local)" : "");
+}
+
+static inline void *dist_thread_(void *arg) {
+  dist_rank_ *r = (dist_rank_ *)arg;
+  dist_enter_(r->rank, dist_local_, r->comm);
+  r->body(r->ctx);
+  return NULL;
+}
+
+/* A context like check_begin's, for ranks 1.. of a local group. */
+static inline rdx_context *dist_context_(void) {
+  rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
+  o.backend = check_backend_;
+  if (check_ring_) o.staging_bytes = CHECK_RING_BYTES;
+  rdx_context *ctx = NULL;
+  if (rdx_context_create(&o, &ctx) != RDX_OK) {
+    fprintf(stderr, "cannot create a context for a local rank: %s\n", rdx_context_message(ctx));
+    exit(1);
+  }
+  check_force(ctx);
+  return ctx;
+}
+
+/* Run body as every rank (see the top of this file); the program's exit code. */
+static inline int dist_main(int argc, char **argv, dist_body body) {
+  int local = 0;
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--local") == 0) local = atoi(argv[i + 1]);
+#ifndef RDX_TEST_MPI
+  if (local == 0) local = 1;
+#endif
+  if (local < 0 || local > DIST_MAX_RANKS) {
+    fprintf(stderr, "--local takes 1 .. %d ranks\n", DIST_MAX_RANKS);
+    return 1;
+  }
+  if (local == 0) {
+#ifdef RDX_TEST_MPI
+    int rank = 0, size = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    rank_ = rank;
+    if (size > DIST_MAX_RANKS) dist_abort("at most 7 ranks");
+    rdx_context *ctx = check_begin(argc, argv);
+    MPI_Comm world = MPI_COMM_WORLD;
+    rdx_comm *comm = NULL;
+    if (rdx_comm_create_mpi(ctx, &world, &comm) != RDX_OK) {
+      fprintf(stderr, "no communicator: %s\n", rdx_context_message(ctx));
+      dist_abort("no communicator");
+    }
+    dist_enter_(rank, size, comm);
+    body(ctx);
+    rdx_comm_destroy(comm);
+    int rc = check_end(ctx);
+    MPI_Finalize();
+    return rc;
+#endif
+  }
+  dist_local_ = local;
+  rdx_context *ctxs[DIST_MAX_RANKS];
+  rdx_comm *comms[DIST_MAX_RANKS];
+  dist_rank_ ranks[DIST_MAX_RANKS];
+  pthread_t threads[DIST_MAX_RANKS];
+  ctxs[0] = check_begin(argc, argv);
+  for (int r = 1; r < local; r++) ctxs[r] = dist_context_();
+  if (rdx_comm_create_local(ctxs, local, comms) != RDX_OK) {
+    fprintf(stderr, "no local group: %s\n", rdx_context_message(ctxs[0]));
+    return 1;
+  }
+  for (int r = 0; r < local; r++) {
+    ranks[r] = (dist_rank_){body, ctxs[r], comms[r], r};
+    if (pthread_create(&threads[r], NULL, dist_thread_, &ranks[r]) != 0) {
+      fprintf(stderr, "cannot start the thread of rank %d\n", r);
+      exit(1);
+    }
+  }
+  for (int r = 0; r < local; r++) pthread_join(threads[r], NULL);
+  for (int r = 0; r < local; r++) rdx_comm_destroy(comms[r]);
+  for (int r = 1; r < local; r++) {
+    int64_t held = check_held(ctxs[r]);
+    if (held != 0) {
+      fprintf(stderr, "rank %d's context still holds %" PRId64 " bytes at the end\n", r, held);
+      check_failures_++;
+    }
+    rdx_context_destroy(ctxs[r]);
+  }
+  return check_end(ctxs[0]);
+}
+
+#endif /* RDX_DIST_CHECK_H */
