@@ -64,6 +64,31 @@ rdx_status rdx_comm_check_counts(rdx_comm *comm, const char *fn, const int64_t *
  * on the ranks where it failed. */
 rdx_status rdx_comm_agree(rdx_comm *comm, const char *fn, rdx_status st);
 
+/* ---- split.c: what the sharded indexes (keys.c, points.c) share ---- */
+
+/* n items of `item` bytes of host scratch through ctx's account into *ptr (a pointer to a
+ * pointer); RDX_ERR_HOST_OUT_OF_MEMORY with "<what>: ..." when n is negative or overflows size_t,
+ * or past the account's limit. */
+rdx_status rdx_dist_take(rdx_context *ctx, const char *what, void *ptr, int64_t n, size_t item);
+/* qsort's comparison of two uint64_t. */
+int rdx_dist_cmp_u64(const void *a, const void *b);
+/* "u32", "u64", "i64", "f32", "f64", or "?" for an rdx_dtype. */
+const char *rdx_dist_dtype_name(int32_t dtype);
+/* The exclusive scan of counts[0 .. size): starts[p] = counts[0] + ... + counts[p-1]; returns the
+ * sum of all. A rank's offset in the concatenation of the ranks' items is starts[rank]; a
+ * destination's first slot in a send buffer grouped by destination is starts[p]. */
+int64_t rdx_dist_scan(const int64_t *counts, int size, int64_t *starts);
+/* Collective (size > 1): size - 1 ascending splitters of the values, from a stratified sample
+ * (split.c's comment). rank_counts[r] is rank r's number of values (known to every rank), values
+ * this rank's n of them, in any order. Agreed: a failure (memory) fails every rank alike; a failed
+ * transport is returned as it is. Every rank gets the same splitters. */
+rdx_status rdx_dist_splitters(rdx_comm *comm, const char *fn, const int64_t *rank_counts, const uint64_t *values,
+                              int64_t n, uint64_t *splitters);
+/* A CSR result of n queries (rdx_result_make) from answers on the host: counts[i] rows for query
+ * i, their rows concatenated in rows; in device memory when `where` is RDX_DEVICE, else host. */
+rdx_status rdx_dist_result(rdx_context *ctx, const char *fn, int64_t n, rdx_location where, const uint64_t *counts,
+                           const uint64_t *rows, rdx_result **out);
+
 /* The transport's half of rdx_dist_info_get (mpi.c, or nompi.c without MPI): mpi_built, the
  * library's name, and the world rank and size when MPI is initialised. */
 void rdx_dist_mpi_info(rdx_dist_info *info);

@@ -4,9 +4,7 @@
  * context, so every kind and backend serves as a shard unchanged.
  *
  * Partitioning (raydex.h): hash by a mix of the key, every other kind by splitters chosen from a
- * sample (sample sort's regular sampling, stratified: each rank draws samples in proportion to its
- * keys, one at a pseudo-random place in each equal slice of its input, so a sorted or a periodic
- * input samples as well as a random one). Both put every copy of a key on one shard, so a shard's
+ * stratified sample (split.c, shared with points.c). Both put every copy of a key on one shard, so a shard's
  * answer for a key is the whole answer: lookups and counts need no merging, and a range's pieces
  * (one per shard its interval meets) hold disjoint rows, merged by sorting each query's rows.
  *
@@ -75,10 +73,6 @@ typedef struct desc {
   int64_t count;       /* this rank's keys or queries (not compared) */
 } desc;
 
-static const char *dtype_name(int32_t d) {
-  return d == RDX_U32 ? "u32" : d == RDX_U64 ? "u64" : d == RDX_I64 ? "i64" : d == RDX_F32 ? "f32" : d == RDX_F64 ? "f64" : "?";
-}
-
 /* The first field any rank holds otherwise than rank 0, as one sentence every rank writes alike. */
 static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
   const desc *a = &all[0];
@@ -92,7 +86,7 @@ static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
                (long long)a->index_id, r, (long long)b->index_id);
     else if (b->dtype != a->dtype)
       snprintf(what, sizeof what, "the %s dtype (rank 0 %s, rank %d %s)", a->op == OP_BUILD ? "key" : "queries'",
-               dtype_name(a->dtype), r, dtype_name(b->dtype));
+               rdx_dist_dtype_name(a->dtype), r, rdx_dist_dtype_name(b->dtype));
     else if (b->kind != a->kind)
       snprintf(what, sizeof what, "the kind (rank 0 %s, rank %d %s)", rdx_kind_name((rdx_kind)a->kind), r,
                rdx_kind_name((rdx_kind)b->kind) ? rdx_kind_name((rdx_kind)b->kind) : "?");
@@ -100,8 +94,8 @@ static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
       snprintf(what, sizeof what, "whether row ids are given (rank 0 %s, rank %d %s)", a->have_rows ? "yes" : "no", r,
                b->have_rows ? "yes" : "no");
     else if (b->row_dtype != a->row_dtype)
-      snprintf(what, sizeof what, "the row ids' dtype (rank 0 %s, rank %d %s)", dtype_name(a->row_dtype), r,
-               dtype_name(b->row_dtype));
+      snprintf(what, sizeof what, "the row ids' dtype (rank 0 %s, rank %d %s)", rdx_dist_dtype_name(a->row_dtype), r,
+               rdx_dist_dtype_name(b->row_dtype));
     else if (b->bucket_size != a->bucket_size || b->flags != a->flags || b->node_bytes != a->node_bytes ||
              b->load_factor != a->load_factor)
       snprintf(what, sizeof what,
@@ -121,14 +115,6 @@ static rdx_status gather_and_compare(rdx_comm *comm, const char *fn, const desc 
 
 /* ---- helpers ---- */
 
-static rdx_status take(rdx_context *ctx, const char *what, void *ptr, int64_t n, size_t item) {
-  size_t bytes = 0;
-  if (!rdx_size_rows(n, 1, item, &bytes))
-    return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: %lld items of %zu bytes overflow size_t", what, (long long)n,
-                    item);
-  return rdx_mem_alloc(ctx, what, (void **)ptr, bytes, RDX_HOST);
-}
-
 static uint64_t get_key(const void *p, rdx_dtype dtype, int64_t i) {
   return dtype == RDX_U32 ? ((const uint32_t *)p)[i] : ((const uint64_t *)p)[i];
 }
@@ -143,13 +129,13 @@ static rdx_status to_host_u64(rdx_context *ctx, const char *fn, rdx_array a, uin
   const int64_t n = a.count * a.columns;
   const size_t es = rdx_dtype_size(a.dtype);
   *out = NULL;
-  RDX_CHECK(take(ctx, fn, out, n, 8));
+  RDX_CHECK(rdx_dist_take(ctx, fn, out, n, 8));
   if (n == 0) return RDX_OK;
   const void *src = a.data;
   void *raw = NULL;
   rdx_status st = RDX_OK;
   if (a.where == RDX_DEVICE) {
-    RDX_CHECK_GOTO(take(ctx, fn, &raw, n, es), st, fail);
+    RDX_CHECK_GOTO(rdx_dist_take(ctx, fn, &raw, n, es), st, fail);
     RDX_CHECK_GOTO(rdx_copy(ctx, raw, RDX_HOST, a.data, RDX_DEVICE, (size_t)n * es), st, fail);
     src = raw;
   }
@@ -161,11 +147,6 @@ fail:
   rdx_mem_free(ctx, *out);
   *out = NULL;
   return st;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
 }
 
 /* The shard that holds key k. Hash: the low half of Murmur3's mix scaled to the ranks, so it is
@@ -223,61 +204,17 @@ static rdx_status check_build(rdx_context *ctx, const char *fn, rdx_array keys, 
   RDX_CHECK(rdx_array_check(ctx, fn, "keys", keys));
   if ((keys.dtype != RDX_U32 && keys.dtype != RDX_U64) || keys.columns != 1)
     return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: keys must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
-                    dtype_name(keys.dtype), keys.columns);
+                    rdx_dist_dtype_name(keys.dtype), keys.columns);
   if (rows.data != NULL) {
     RDX_CHECK(rdx_array_check(ctx, fn, "row_ids", rows));
     if ((rows.dtype != RDX_U32 && rows.dtype != RDX_U64) || rows.columns != 1)
       return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
-                      dtype_name(rows.dtype), rows.columns);
+                      rdx_dist_dtype_name(rows.dtype), rows.columns);
     if (rows.count != keys.count)
       return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids.count %lld != keys.count %lld", fn,
                       (long long)rows.count, (long long)keys.count);
   }
   return RDX_OK;
-}
-
-/* Splitters from a stratified sample: rank r draws s_r ~ n_r / N of about 256 samples a rank, the
- * samples are gathered and sorted, and every (T / size)-th of the T samples is a splitter. */
-static rdx_status choose_splitters(rdx_comm *comm, const char *fn, const desc *all, const uint64_t *keys, int64_t n,
-                                   int64_t *counts, uint64_t *splitters) {
-  rdx_context *ctx = comm->ctx;
-  const int size = comm->size;
-  int64_t n_total = 0, t = 0;
-  for (int r = 0; r < size; r++) n_total += all[r].count;
-  const double per_rank = 256.0 * size;
-  for (int r = 0; r < size; r++) {
-    int64_t n_r = all[r].count, s = 0;
-    if (n_r > 0) {
-      double want = (double)n_r / (double)n_total * per_rank;
-      s = 1 + (int64_t)want;
-      if (s > n_r) s = n_r;
-    }
-    counts[r] = s;
-    t += s;
-  }
-  const int64_t s = counts[comm->rank];
-  uint64_t *mine = NULL, *every = NULL;
-  rdx_status st = take(ctx, fn, &mine, s, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &every, t, 8);
-  if (st == RDX_OK && s > 0) {
-    const int64_t stride = n / s; /* >= 1, as s <= n */
-    uint64_t z = 0x243F6A8885A308D3ull ^ (uint64_t)comm->rank;
-    for (int64_t j = 0; j < s; j++) {
-      z = rdx_hash_mix64(z + 0x9E3779B97F4A7C15ull);
-      mine[j] = keys[j * stride + (int64_t)(z % (uint64_t)stride)];
-    }
-  }
-  AGREE(st);
-  RDX_CHECK_GOTO(comm->ops->allgatherv(comm, mine, counts, every, 8), st, done);
-  qsort(every, (size_t)t, 8, cmp_u64);
-  for (int p = 0; p + 1 < size; p++) {
-    int64_t at = t == 0 ? -1 : (int64_t)((double)(p + 1) * (double)t / size) - 1;
-    splitters[p] = at < 0 ? (t ? every[0] : 0) : every[at];
-  }
-done:
-  rdx_mem_free(ctx, mine);
-  rdx_mem_free(ctx, every);
-  return st;
 }
 
 rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_ids, const rdx_build_options *opts,
@@ -302,16 +239,16 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   const int have_rows = row_ids.data != NULL;
   if (st == RDX_OK) st = to_host_u64(ctx, fn, keys, &k64);
   if (st == RDX_OK && have_rows) st = to_host_u64(ctx, fn, row_ids, &r64);
-  else if (st == RDX_OK) st = take(ctx, fn, &r64, n, 8);
+  else if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &r64, n, 8);
   for (int64_t i = 0; st == RDX_OK && have_rows && i < n; i++)
     if (r64[i] == RDX_MISS)
       st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids[%lld] is 2^64-1, the miss marker RDX_MISS, which no row may have",
                     fn, (long long)i);
-  if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
-  if (st == RDX_OK) st = take(ctx, fn, &counts, 3 * (int64_t)size, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 3 * (int64_t)size, 8);
   if (st == RDX_OK && (d = (rdx_dist_index *)calloc(1, sizeof *d)) == NULL)
     st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the handle", fn);
-  if (st == RDX_OK && o.kind != RDX_KIND_HASH) st = take(ctx, fn, &d->splitters, size - 1, 8);
+  if (st == RDX_OK && o.kind != RDX_KIND_HASH) st = rdx_dist_take(ctx, fn, &d->splitters, size - 1, 8);
   AGREE(st);
 
   /* 2. every rank's call, dtype, kind and options, compared */
@@ -330,29 +267,24 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   d->kind = o.kind;
   d->dtype = keys.dtype;
   d->hashed = o.kind == RDX_KIND_HASH;
-  int64_t offset = 0;
-  for (int r = 0; r < size; r++) {
-    if (r < comm->rank) offset += all[r].count;
-    d->n_total += all[r].count;
-  }
+  int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size;
+  for (int r = 0; r < size; r++) send[r] = all[r].count; /* the ranks' keys, until step 4 */
+  d->n_total = rdx_dist_scan(send, size, cursor);
+  const int64_t offset = cursor[comm->rank];
   /* implied rows: positions in the ranks' inputs concatenated in rank order */
   if (!have_rows)
     for (int64_t i = 0; i < n; i++) r64[i] = (uint64_t)(offset + i);
 
   /* 3. splitters (range kinds on several ranks) */
-  if (!d->hashed && size > 1) RDX_CHECK_GOTO(choose_splitters(comm, fn, all, k64, n, counts, d->splitters), st, done);
+  if (!d->hashed && size > 1) RDX_CHECK_GOTO(rdx_dist_splitters(comm, fn, send, k64, n, d->splitters), st, done);
 
   /* 4. the pairs to their shards */
-  int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size;
   const size_t es = rdx_dtype_size(keys.dtype);
   for (int p = 0; p < size; p++) send[p] = 0;
   for (int64_t i = 0; i < n; i++) send[shard_of(d, size, k64[i])]++;
-  for (int64_t p = 0, at = 0; p < size; p++) {
-    cursor[p] = at;
-    at += send[p];
-  }
-  st = take(ctx, fn, &send_keys, n, es);
-  if (st == RDX_OK) st = take(ctx, fn, &send_rows, n, 8);
+  rdx_dist_scan(send, size, cursor);
+  st = rdx_dist_take(ctx, fn, &send_keys, n, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send_rows, n, 8);
   if (st == RDX_OK)
     for (int64_t i = 0; i < n; i++) {
       int64_t at = cursor[shard_of(d, size, k64[i])]++;
@@ -364,8 +296,8 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
   st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = take(ctx, fn, &recv_keys, m, es);
-  if (st == RDX_OK) st = take(ctx, fn, &recv_rows, m, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_keys, m, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_rows, m, 8);
   AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, recv_keys, recv, es), st, done);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_rows, send, recv_rows, recv, 8), st, done);
@@ -421,23 +353,6 @@ const rdx_index *rdx_dist_index_shard(const rdx_dist_index *idx) {
 
 /* ---- queries ---- */
 
-/* rdx_result_make's count and fill over answers already on the host. */
-typedef struct made {
-  rdx_context *ctx;
-  const uint64_t *counts; /* n */
-  const uint64_t *rows;   /* sum of counts */
-  uint64_t total;
-} made;
-static rdx_status made_count(void *arg, rdx_array counts) {
-  const made *a = (const made *)arg;
-  return rdx_copy(a->ctx, counts.data, counts.where, a->counts, RDX_HOST, (size_t)counts.count * 8);
-}
-static rdx_status made_fill(void *arg, rdx_array offsets, rdx_array rows) {
-  const made *a = (const made *)arg;
-  (void)offsets; /* made from the same counts */
-  return rdx_copy(a->ctx, rows.data, rows.where, a->rows, RDX_HOST, (size_t)a->total * 8);
-}
-
 /* One body for the five query calls. Each query becomes one piece per shard it needs (lookups:
  * one; a range: shard_of(lo) .. shard_of(hi); an empty range: none), sent in shard order; each
  * shard answers its pieces with the rdx_index_* call of the same name; the answers come back in
@@ -469,7 +384,7 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   if (st == RDX_OK) st = rdx_array_check(ctx, fn, in_name, in);
   if (st == RDX_OK && in.dtype != d->dtype)
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.dtype %s != the index's key dtype %s", fn, in_name,
-                  dtype_name(in.dtype), dtype_name(d->dtype));
+                  rdx_dist_dtype_name(in.dtype), rdx_dist_dtype_name(d->dtype));
   if (st == RDX_OK && in.columns != cols)
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %s.columns %d != %d", fn, in_name, in.columns, cols);
   if (st == RDX_OK && !alloc)
@@ -481,8 +396,8 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
     dtype = d->dtype;
     st = to_host_u64(ctx, fn, in, &q64);
   }
-  if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
-  if (st == RDX_OK) st = take(ctx, fn, &counts, 5 * (int64_t)size, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 5 * (int64_t)size, 8);
   AGREE(st);
 
   /* 2. the same call on the same index everywhere */
@@ -503,14 +418,10 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
     if (lo > hi) continue;
     for (int p = shard_of(d, size, lo), last = shard_of(d, size, hi); p <= last; p++) send[p]++;
   }
-  int64_t n_pieces = 0;
-  for (int p = 0; p < size; p++) {
-    cursor[p] = n_pieces;
-    n_pieces += send[p];
-  }
-  st = take(ctx, fn, &send_q, n_pieces * cols, es);
-  if (st == RDX_OK) st = take(ctx, fn, &piece_query, n_pieces, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &back, n_pieces, 8);
+  const int64_t n_pieces = rdx_dist_scan(send, size, cursor);
+  st = rdx_dist_take(ctx, fn, &send_q, n_pieces * cols, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &piece_query, n_pieces, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &back, n_pieces, 8);
   if (st == RDX_OK)
     for (int64_t i = 0; i < n; i++) {
       uint64_t lo = q64[i * cols], hi = q64[i * cols + cols - 1];
@@ -526,8 +437,8 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
   st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = take(ctx, fn, &recv_q, m * cols, es);
-  if (st == RDX_OK) st = take(ctx, fn, &answers, m, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_q, m * cols, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &answers, m, 8);
   AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_q, send, recv_q, recv, es * (size_t)cols), st, done);
 
@@ -544,7 +455,7 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   }
   if (st == RDX_OK && alloc)
     for (int64_t j = 0; j < m; j++) answers[j] = shard_res->offsets[j + 1] - shard_res->offsets[j];
-  if (st == RDX_OK) st = take(ctx, fn, &answer, n, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &answer, n, 8);
   AGREE(st);
   /* one answer a piece, back the way it came */
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, answers, recv, back, send, 8), st, done);
@@ -560,9 +471,9 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
       total += (uint64_t)rrecv[p];
     }
     st = rdx_comm_check_counts(comm, fn, rsend, rrecv);
-    if (st == RDX_OK) st = take(ctx, fn, &rows_back, (int64_t)total, 8);
-    if (st == RDX_OK) st = take(ctx, fn, &rows, (int64_t)total, 8);
-    if (st == RDX_OK) st = take(ctx, fn, &filled, n, 8);
+    if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &rows_back, (int64_t)total, 8);
+    if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &rows, (int64_t)total, 8);
+    if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &filled, n, 8);
     AGREE(st);
     /* the shard's rows are in piece order, so grouped by the rank that asked */
     RDX_CHECK_GOTO(comm->ops->alltoallv(comm, shard_res->row_ids, rsend, rows_back, rrecv, 8), st, done);
@@ -594,10 +505,9 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
       for (int64_t i = 0, begin = 0; i < n; begin += (int64_t)answer[i], i++) {
         int sorted = 1;
         for (int64_t k = begin + 1; k < begin + (int64_t)answer[i] && sorted; k++) sorted = rows[k - 1] < rows[k];
-        if (!sorted) qsort(rows + begin, (size_t)answer[i], 8, cmp_u64);
+        if (!sorted) qsort(rows + begin, (size_t)answer[i], 8, rdx_dist_cmp_u64);
       }
-    made a = {ctx, answer, rows, total};
-    st = rdx_result_make(ctx, fn, n, in.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST, made_count, made_fill, &a, &res);
+    st = rdx_dist_result(ctx, fn, n, in.where, answer, rows, &res);
   }
   AGREE(st);
   /* every rank has its answers: only now are the outputs written */

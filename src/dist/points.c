@@ -5,8 +5,8 @@
  * unchanged; this file is plain C over the public calls and the transport table of dist.h.
  *
  * Partitioning: a 2^31 x 2^31 Morton grid of the box; each rank owns the codes in
- * (splitters[r-1], splitters[r]], splitters chosen from a stratified sample as keys.c chooses
- * them. The partition table (splitters, each rank's point count and a box holding its points) is
+ * (splitters[r-1], splitters[r]], splitters chosen from a stratified sample (split.c, as keys.c
+ * chooses them). The partition table (splitters, each rank's point count and a box holding its points) is
  * replicated on every rank. Queries are routed by the boxes (tighter than the code ranges, and
  * exact with the same rounded arithmetic as the shards, spatial/geom_hd.h); kNN starts at the
  * rank owning the query's code and widens to the boxes within the k-th distance found there.
@@ -86,9 +86,6 @@ typedef struct desc {
   uint64_t max_id;         /* build: the largest id given (0 when none) */
 } desc;
 
-static const char *dtype_name(int32_t d) {
-  return d == RDX_U32 ? "u32" : d == RDX_U64 ? "u64" : d == RDX_F32 ? "f32" : d == RDX_F64 ? "f64" : "?";
-}
 static const char *qtype_name(int32_t t) {
   return t == RDX_POINTS_MATCH ? "match" : t == RDX_POINTS_WINDOW ? "window" : t == RDX_POINTS_WITHIN ? "within" : t == RDX_POINTS_KNN ? "knn" : "?";
 }
@@ -104,7 +101,7 @@ static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
       snprintf(what, sizeof what, "the index (rank 0 passed its index %lld, rank %d its index %lld)", (long long)a->index_id, r,
                (long long)b->index_id);
     else if (b->dtype != a->dtype)
-      snprintf(what, sizeof what, "the dtype (rank 0 %s, rank %d %s)", dtype_name(a->dtype), r, dtype_name(b->dtype));
+      snprintf(what, sizeof what, "the dtype (rank 0 %s, rank %d %s)", rdx_dist_dtype_name(a->dtype), r, rdx_dist_dtype_name(b->dtype));
     else if (b->kind != a->kind || b->method != a->method || b->leaf_capacity != a->leaf_capacity ||
              b->max_depth != a->max_depth || b->layout != a->layout)
       snprintf(what, sizeof what,
@@ -119,7 +116,7 @@ static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
       snprintf(what, sizeof what, "whether ids are given (rank 0 %s, rank %d %s)", a->have_ids ? "yes" : "no", r,
                b->have_ids ? "yes" : "no");
     else if (b->id_dtype != a->id_dtype)
-      snprintf(what, sizeof what, "the ids' dtype (rank 0 %s, rank %d %s)", dtype_name(a->id_dtype), r, dtype_name(b->id_dtype));
+      snprintf(what, sizeof what, "the ids' dtype (rank 0 %s, rank %d %s)", rdx_dist_dtype_name(a->id_dtype), r, rdx_dist_dtype_name(b->id_dtype));
     else if (b->qtype != a->qtype || b->k != a->k)
       snprintf(what, sizeof what, "the query (rank 0 %s k %d, rank %d %s k %d)", qtype_name(a->qtype), a->k, r,
                qtype_name(b->qtype), b->k);
@@ -136,19 +133,12 @@ static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
 
 /* ---- helpers ---- */
 
-static rdx_status take(rdx_context *ctx, const char *what, void *ptr, int64_t n, size_t item) {
-  size_t bytes = 0;
-  if (n < 0 || !rdx_size_rows(n, 1, item, &bytes))
-    return rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: %lld items of %zu bytes overflow size_t", what, (long long)n, item);
-  return rdx_mem_alloc(ctx, what, (void **)ptr, bytes, RDX_HOST);
-}
-
 /* A host copy of a's bytes (count x columns elements), read from the device where it lives. */
 static rdx_status host_copy(rdx_context *ctx, const char *fn, rdx_array a, void **out) {
   const size_t es = rdx_dtype_size(a.dtype);
   const int64_t n = a.count * a.columns;
   *out = NULL;
-  RDX_CHECK(take(ctx, fn, out, n, es));
+  RDX_CHECK(rdx_dist_take(ctx, fn, out, n, es));
   if (n == 0) return RDX_OK;
   rdx_status st = rdx_copy(ctx, *out, RDX_HOST, a.data, a.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST, (size_t)n * es);
   if (st != RDX_OK) {
@@ -165,11 +155,6 @@ static void put_d(void *p, rdx_dtype dt, int64_t i, double v) {
 }
 static uint64_t at_id(const void *p, rdx_dtype dt, int64_t i) {
   return dt == RDX_U32 ? ((const uint32_t *)p)[i] : ((const uint64_t *)p)[i];
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
 }
 
 /* A kNN candidate: ordered by distance, then id, as rdx_points orders kNN answers. */
@@ -236,8 +221,8 @@ static rdx_status map_reserve(rdx_context *ctx, const char *fn, idmap *m, int64_
   while (cap < 2 * n) cap *= 2;
   if (cap <= m->cap) return RDX_OK;
   idmap t = {NULL, NULL, cap, 0};
-  rdx_status st = take(ctx, fn, &t.keys, cap, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &t.vals, cap, 8);
+  rdx_status st = rdx_dist_take(ctx, fn, &t.keys, cap, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &t.vals, cap, 8);
   if (st != RDX_OK) {
     map_free(ctx, &t);
     return st;
@@ -256,8 +241,8 @@ static rdx_status slots_reserve(rdx_context *ctx, const char *fn, rdx_dist_point
   if (cap < 2 * d->cap_slots) cap = 2 * d->cap_slots;
   uint64_t *l2g = NULL;
   double *xy = NULL;
-  rdx_status st = take(ctx, fn, &l2g, cap, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &xy, 2 * cap, 8);
+  rdx_status st = rdx_dist_take(ctx, fn, &l2g, cap, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &xy, 2 * cap, 8);
   if (st != RDX_OK) {
     rdx_mem_free(ctx, l2g);
     rdx_mem_free(ctx, xy);
@@ -302,50 +287,6 @@ static int owner_of(const rdx_dist_points *d, double x, double y) {
   return d->comm->size == 1 ? 0 : owner_of_code(d->splitters, d->comm->size, code_of(d->box, x, y));
 }
 
-/* Splitters over codes from a stratified sample (keys.c's choose_splitters on codes). */
-static rdx_status choose_splitters(rdx_comm *comm, const char *fn, const desc *all, const uint64_t *codes, int64_t n,
-                                   uint64_t *splitters) {
-  rdx_context *ctx = comm->ctx;
-  const int size = comm->size;
-  int64_t n_total = 0, t = 0, *counts = NULL;
-  uint64_t *mine = NULL, *every = NULL;
-  for (int r = 0; r < size; r++) n_total += all[r].count;
-  rdx_status st = take(ctx, fn, &counts, size, 8);
-  if (st == RDX_OK) {
-    for (int r = 0; r < size; r++) {
-      int64_t n_r = all[r].count, s = 0;
-      if (n_r > 0) {
-        s = 1 + (int64_t)((double)n_r / (double)n_total * 256.0 * size);
-        if (s > n_r) s = n_r;
-      }
-      counts[r] = s;
-      t += s;
-    }
-    st = take(ctx, fn, &mine, counts[comm->rank], 8);
-  }
-  if (st == RDX_OK) st = take(ctx, fn, &every, t, 8);
-  if (st == RDX_OK && counts[comm->rank] > 0) {
-    const int64_t s = counts[comm->rank], stride = n / s;
-    uint64_t z = 0x243F6A8885A308D3ull ^ (uint64_t)comm->rank;
-    for (int64_t j = 0; j < s; j++) {
-      z = rdx_hash_mix64(z + 0x9E3779B97F4A7C15ull);
-      mine[j] = codes[j * stride + (int64_t)(z % (uint64_t)stride)];
-    }
-  }
-  AGREE(st);
-  RDX_CHECK_GOTO(comm->ops->allgatherv(comm, mine, counts, every, 8), st, done);
-  qsort(every, (size_t)t, 8, cmp_u64);
-  for (int p = 0; p + 1 < size; p++) {
-    int64_t at = t == 0 ? -1 : (int64_t)((double)(p + 1) * (double)t / size) - 1;
-    splitters[p] = at < 0 ? (t ? every[0] : 0) : every[at];
-  }
-done:
-  rdx_mem_free(ctx, counts);
-  rdx_mem_free(ctx, mine);
-  rdx_mem_free(ctx, every);
-  return st;
-}
-
 /* Given ids must be unique over all ranks: each id goes to the rank its hash picks, which sorts
  * what it got and reports the smallest repeated id; agreed, so every rank refuses alike. */
 static rdx_status check_unique(rdx_comm *comm, const char *fn, const uint64_t *ids, int64_t n) {
@@ -353,8 +294,8 @@ static rdx_status check_unique(rdx_comm *comm, const char *fn, const uint64_t *i
   const int size = comm->size;
   int64_t *cnt = NULL;
   uint64_t *send = NULL, *recv = NULL;
-  rdx_status st = take(ctx, fn, &cnt, 3 * (int64_t)size, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &send, n, 8);
+  rdx_status st = rdx_dist_take(ctx, fn, &cnt, 3 * (int64_t)size, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send, n, 8);
   int64_t *sc = cnt, *rc = cnt + size, *cur = cnt + 2 * size;
   if (st == RDX_OK) {
     for (int p = 0; p < size; p++) sc[p] = 0;
@@ -367,10 +308,10 @@ static rdx_status check_unique(rdx_comm *comm, const char *fn, const uint64_t *i
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += rc[p];
   st = rdx_comm_check_counts(comm, fn, sc, rc);
-  if (st == RDX_OK) st = take(ctx, fn, &recv, m, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv, m, 8);
   AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send, sc, recv, rc, 8), st, done);
-  qsort(recv, (size_t)m, 8, cmp_u64);
+  qsort(recv, (size_t)m, 8, rdx_dist_cmp_u64);
   for (int64_t i = 1; i < m && st == RDX_OK; i++)
     if (recv[i] == recv[i - 1])
       st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: id %llu is given twice (ids must be unique over all ranks)", fn,
@@ -469,12 +410,12 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
   if (st == RDX_OK) st = rdx_array_check(ctx, fn, "points", points);
   if (st == RDX_OK && ((points.dtype != RDX_F32 && points.dtype != RDX_F64) || points.columns != 2))
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: points must be (n, 2) f32 or f64 (dtype %s, columns %d)", fn,
-                  dtype_name(points.dtype), points.columns);
+                  rdx_dist_dtype_name(points.dtype), points.columns);
   if (st == RDX_OK && have_ids) {
     st = rdx_array_check(ctx, fn, "ids", ids);
     if (st == RDX_OK && ((ids.dtype != RDX_U32 && ids.dtype != RDX_U64) || ids.columns != 1))
       st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
-                    dtype_name(ids.dtype), ids.columns);
+                    rdx_dist_dtype_name(ids.dtype), ids.columns);
     else if (st == RDX_OK && ids.count != n)
       st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids.count %lld != points.count %lld", fn, (long long)ids.count,
                     (long long)n);
@@ -484,7 +425,7 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
     st = host_copy(ctx, fn, points, &raw);
   }
   if (st == RDX_OK) st = check_coords(ctx, fn, "points", raw, points.dtype, n, o.use_box ? o.box : NULL);
-  if (st == RDX_OK) st = take(ctx, fn, &gid, n, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &gid, n, 8);
   if (st == RDX_OK && have_ids) st = host_copy(ctx, fn, ids, &idraw);
   for (int64_t i = 0; st == RDX_OK && have_ids && i < n; i++) {
     gid[i] = at_id(idraw, ids.dtype, i);
@@ -494,13 +435,13 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
     else if (gid[i] > me.max_id)
       me.max_id = gid[i];
   }
-  if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
-  if (st == RDX_OK) st = take(ctx, fn, &cnt, 3 * (int64_t)size, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &cnt, 3 * (int64_t)size, 8);
   if (st == RDX_OK && (d = (rdx_dist_points *)calloc(1, sizeof *d)) == NULL)
     st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the handle", fn);
-  if (st == RDX_OK) st = take(ctx, fn, &d->splitters, size, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &d->boxes, 4 * (int64_t)size, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &d->counts, size, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->splitters, size, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->boxes, 4 * (int64_t)size, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->counts, size, 8);
   AGREE(st);
 
   /* 2. every rank's call, dtype and options, compared */
@@ -530,11 +471,10 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
   d->comm = comm;
   d->dtype = points.dtype;
   d->kind = o.kind;
-  int64_t offset = 0;
-  for (int r = 0; r < size; r++) {
-    if (r < comm->rank) offset += all[r].count;
-    d->n_total += all[r].count;
-  }
+  int64_t *send = cnt, *recv = cnt + size, *cursor = cnt + 2 * size;
+  for (int r = 0; r < size; r++) send[r] = all[r].count; /* the ranks' points, until step 4 */
+  d->n_total = rdx_dist_scan(send, size, cursor);
+  const int64_t offset = cursor[comm->rank];
   /* the index's box: given, or the union of the ranks' tight boxes (one index's computed box) */
   if (o.use_box) {
     memcpy(d->box, o.box, sizeof d->box);
@@ -559,19 +499,18 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
     RDX_CHECK_GOTO(check_unique(comm, fn, gid, n), st, done);
 
   /* 3. splitters over the points' codes */
-  st = take(ctx, fn, &codes, n, 8);
+  st = rdx_dist_take(ctx, fn, &codes, n, 8);
   if (st == RDX_OK)
     for (int64_t i = 0; i < n; i++) codes[i] = code_of(d->box, at_d(raw, points.dtype, 2 * i), at_d(raw, points.dtype, 2 * i + 1));
   AGREE(st);
-  if (size > 1) RDX_CHECK_GOTO(choose_splitters(comm, fn, all, codes, n, d->splitters), st, done);
+  if (size > 1) RDX_CHECK_GOTO(rdx_dist_splitters(comm, fn, send, codes, n, d->splitters), st, done);
 
   /* 4. the points to their owners */
-  int64_t *send = cnt, *recv = cnt + size, *cursor = cnt + 2 * size;
   for (int p = 0; p < size; p++) send[p] = 0;
   for (int64_t i = 0; i < n; i++) send[size == 1 ? 0 : owner_of_code(d->splitters, size, codes[i])]++;
-  for (int64_t p = 0, at = 0; p < size; at += send[p], p++) cursor[p] = at;
-  st = take(ctx, fn, &send_p, 2 * n, es);
-  if (st == RDX_OK) st = take(ctx, fn, &send_g, n, 8);
+  rdx_dist_scan(send, size, cursor);
+  st = rdx_dist_take(ctx, fn, &send_p, 2 * n, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send_g, n, 8);
   if (st == RDX_OK)
     for (int64_t i = 0; i < n; i++) {
       int64_t at = cursor[size == 1 ? 0 : owner_of_code(d->splitters, size, codes[i])]++;
@@ -583,8 +522,8 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
   st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = take(ctx, fn, &recv_p, 2 * m, es);
-  if (st == RDX_OK) st = take(ctx, fn, &recv_g, m, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_p, 2 * m, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_g, m, 8);
   AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_p, send, recv_p, recv, 2 * es), st, done);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_g, send, recv_g, recv, 8), st, done);
@@ -621,7 +560,7 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
       mine[2] = fmax(mine[2], d->xy[2 * j]);
       mine[3] = fmax(mine[3], d->xy[2 * j + 1]);
     }
-    st = take(ctx, fn, &every, 5 * (int64_t)size, 8);
+    st = rdx_dist_take(ctx, fn, &every, 5 * (int64_t)size, 8);
     AGREE(st);
     st = comm->ops->allgather(comm, mine, every, sizeof mine);
     if (st == RDX_OK)
@@ -697,7 +636,7 @@ static rdx_status answer_plain(const rdx_dist_points *d, const char *fn, const r
   (void)bounds;
   *items = NULL;
   RDX_CHECK(rdx_points_query_alloc(ctx, d->shard, rdx_host_matrix(rows, m, query_cols(q->type), d->dtype), q, &res));
-  rdx_status st = take(ctx, fn, items, (int64_t)res->total, 8);
+  rdx_status st = rdx_dist_take(ctx, fn, items, (int64_t)res->total, 8);
   if (st == RDX_OK) {
     uint64_t *g = (uint64_t *)*items;
     for (int64_t j = 0; j < m; j++) counts[j] = res->offsets[j + 1] - res->offsets[j];
@@ -738,8 +677,8 @@ static rdx_status answer_knn(const rdx_dist_points *d, const char *fn, const rdx
   *items = NULL;
   RDX_CHECK(rdx_points_query_alloc(ctx, d->shard, rdx_host_matrix(rows, m, 2, d->dtype), q, &res));
   const size_t es = rdx_dtype_size(d->dtype);
-  rdx_status st = take(ctx, fn, &ext_of, m, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &kth, m, 8);
+  rdx_status st = rdx_dist_take(ctx, fn, &ext_of, m, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &kth, m, 8);
   if (st == RDX_OK) {
     for (int64_t j = 0; j < m; j++) {
       ext_of[j] = -1;
@@ -750,7 +689,7 @@ static rdx_status answer_knn(const rdx_dist_points *d, const char *fn, const rdx
         if (kth[j] <= bounds[j]) ext_of[j] = n_ext++;
       }
     }
-    st = take(ctx, fn, &wq, 3 * n_ext, es);
+    st = rdx_dist_take(ctx, fn, &wq, 3 * n_ext, es);
   }
   if (st == RDX_OK && n_ext > 0) {
     for (int64_t j = 0; j < m; j++)
@@ -784,7 +723,7 @@ static rdx_status answer_knn(const rdx_dist_points *d, const char *fn, const rdx
       counts[j] = c;
       total += (int64_t)c;
     }
-    if (!pass) st = take(ctx, fn, items, total, sizeof(cand));
+    if (!pass) st = rdx_dist_take(ctx, fn, items, total, sizeof(cand));
   }
   rdx_result_free(ctx, res);
   rdx_result_free(ctx, ext);
@@ -827,16 +766,16 @@ static rdx_status round_trip(rdx_comm *comm, const char *fn, const rdx_dist_poin
   uint64_t *acounts = NULL;
   memset(t, 0, sizeof *t);
   t->n_pieces = n_pieces;
-  rdx_status st = take(ctx, fn, &cnt, 5 * (int64_t)size, 8);
+  rdx_status st = rdx_dist_take(ctx, fn, &cnt, 5 * (int64_t)size, 8);
   int64_t *send = cnt, *recv = cnt + size, *cursor = cnt + 2 * size, *rsend = cnt + 3 * size, *rrecv = cnt + 4 * size;
-  if (st == RDX_OK) st = take(ctx, fn, &send_q, n_pieces, row);
-  if (st == RDX_OK) st = take(ctx, fn, &send_b, n_pieces, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &t->piece_query, n_pieces, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &t->back, n_pieces, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send_q, n_pieces, row);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send_b, n_pieces, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &t->piece_query, n_pieces, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &t->back, n_pieces, 8);
   if (st == RDX_OK) {
     for (int p = 0; p < size; p++) send[p] = 0;
     for (int64_t j = 0; j < n_pieces; j++) send[piece_rank[j]]++;
-    for (int64_t p = 0, at = 0; p < size; at += send[p], p++) cursor[p] = at;
+    rdx_dist_scan(send, size, cursor);
     for (int64_t j = 0; j < n_pieces; j++) {
       int64_t at = cursor[piece_rank[j]]++;
       memcpy((char *)send_q + (size_t)at * row, (const char *)qraw + (size_t)piece_q[j] * row, row);
@@ -849,9 +788,9 @@ static rdx_status round_trip(rdx_comm *comm, const char *fn, const rdx_dist_poin
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
   st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = take(ctx, fn, &recv_q, m, row);
-  if (st == RDX_OK) st = take(ctx, fn, &recv_b, m, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &acounts, m, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_q, m, row);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_b, m, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &acounts, m, 8);
   AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_q, send, recv_q, recv, row), st, done);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_b, send, recv_b, recv, 8), st, done);
@@ -869,7 +808,7 @@ static rdx_status round_trip(rdx_comm *comm, const char *fn, const rdx_dist_poin
     total += (uint64_t)rrecv[p];
   }
   st = rdx_comm_check_counts(comm, fn, rsend, rrecv);
-  if (st == RDX_OK) st = take(ctx, fn, &t->items, (int64_t)total, item);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &t->items, (int64_t)total, item);
   AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, aitems, rsend, t->items, rrecv, item), st, done);
 done:
@@ -891,14 +830,14 @@ static rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip 
   const trip *ts[2] = {a, b};
   uint64_t *o = NULL, *fill = NULL;
   void *g = NULL;
-  rdx_status st = take(ctx, fn, &o, n + 1, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &fill, n, 8);
+  rdx_status st = rdx_dist_take(ctx, fn, &o, n + 1, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &fill, n, 8);
   if (st == RDX_OK) {
     for (int64_t i = 0; i <= n; i++) o[i] = 0;
     for (int w = 0; w < 2; w++)
       for (int64_t j = 0; ts[w] && j < ts[w]->n_pieces; j++) o[ts[w]->piece_query[j] + 1] += ts[w]->back[j];
     for (int64_t i = 0; i < n; i++) o[i + 1] += o[i];
-    st = take(ctx, fn, &g, (int64_t)o[n], item);
+    st = rdx_dist_take(ctx, fn, &g, (int64_t)o[n], item);
   }
   if (st == RDX_OK) {
     for (int64_t i = 0; i < n; i++) fill[i] = o[i];
@@ -932,29 +871,6 @@ static int touches(const rdx_dist_points *d, int p, int32_t type, const double *
   if (type == RDX_POINTS_WINDOW) return q[0] <= b[2] && b[0] <= q[2] && q[1] <= b[3] && b[1] <= q[3];
   if (type == RDX_POINTS_MATCH) return b[0] <= q[0] && q[0] <= b[2] && b[1] <= q[1] && q[1] <= b[3];
   return rdx_sp_box_min_d2(b, q[0], q[1]) <= q[2] * q[2];
-}
-
-/* rdx_result_make's count and fill over answers already on the host. */
-typedef struct made {
-  rdx_context *ctx;
-  const uint64_t *counts; /* n */
-  const uint64_t *rows;   /* sum of counts */
-  uint64_t total;
-} made;
-static rdx_status made_count(void *arg, rdx_array counts) {
-  const made *a = (const made *)arg;
-  return rdx_copy(a->ctx, counts.data, counts.where, a->counts, RDX_HOST, (size_t)counts.count * 8);
-}
-static rdx_status made_fill(void *arg, rdx_array offsets, rdx_array rows) {
-  const made *a = (const made *)arg;
-  (void)offsets; /* made from the same counts */
-  return rdx_copy(a->ctx, rows.data, rows.where, a->rows, RDX_HOST, (size_t)a->total * 8);
-}
-static rdx_status make_result(rdx_context *ctx, const char *fn, int64_t n, rdx_location where, const uint64_t *counts,
-                              const uint64_t *rows, rdx_result **out) {
-  made a = {ctx, counts, rows, 0};
-  for (int64_t i = 0; i < n; i++) a.total += counts[i];
-  return rdx_result_make(ctx, fn, n, where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST, made_count, made_fill, &a, out);
 }
 
 rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp, rdx_array queries,
@@ -1002,9 +918,9 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
   }
   if (st == RDX_OK && (queries.dtype != dp->dtype || queries.columns != cols))
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries must be (m, %d) %s for a %s query (dtype %s, columns %d)", fn, cols,
-                  dtype_name(dp->dtype), qtype_name(q.type), dtype_name(queries.dtype), queries.columns);
+                  rdx_dist_dtype_name(dp->dtype), qtype_name(q.type), rdx_dist_dtype_name(queries.dtype), queries.columns);
   if (st == RDX_OK) st = host_copy(ctx, fn, queries, &qraw);
-  if (st == RDX_OK) st = take(ctx, fn, &qd, n * 4, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &qd, n * 4, 8);
   for (int64_t i = 0; st == RDX_OK && i < n; i++)
     for (int c = 0; c < cols && st == RDX_OK; c++) {
       qd[4 * i + c] = at_d(qraw, dp->dtype, i * cols + c);
@@ -1014,8 +930,8 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
         st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries row %lld has a negative radius %g", fn, (long long)i,
                       qd[4 * i + 2]);
     }
-  if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
-  if (st == RDX_OK) st = take(ctx, fn, &answer, n, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &answer, n, 8);
   AGREE(st);
 
   /* 2. the same call, index, dtype and query everywhere */
@@ -1042,9 +958,9 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
           }
       if (!pass) {
         n_pieces = j;
-        st = take(ctx, fn, &prank, n_pieces, sizeof(int));
-        if (st == RDX_OK) st = take(ctx, fn, &pq, n_pieces, 8);
-        if (st == RDX_OK) st = take(ctx, fn, &bound, n_pieces, 8);
+        st = rdx_dist_take(ctx, fn, &prank, n_pieces, sizeof(int));
+        if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &pq, n_pieces, 8);
+        if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &bound, n_pieces, 8);
         AGREE(st);
       }
     }
@@ -1056,15 +972,15 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
     rows = (uint64_t *)grouped;
     for (int64_t i = 0; i < n; i++) {
       answer[i] = offs[i + 1] - offs[i];
-      qsort(rows + offs[i], (size_t)answer[i], 8, cmp_u64);
+      qsort(rows + offs[i], (size_t)answer[i], 8, rdx_dist_cmp_u64);
     }
   } else {
     /* round 1: the rank owning the query's code, or the nearest non-empty box when it holds none */
     const int64_t n1 = dp->n_total > 0 ? n : 0;
-    st = take(ctx, fn, &prank, n * (int64_t)size, sizeof(int));
-    if (st == RDX_OK) st = take(ctx, fn, &pq, n * (int64_t)size, 8);
-    if (st == RDX_OK) st = take(ctx, fn, &bound, n * (int64_t)size, 8);
-    if (st == RDX_OK) st = take(ctx, fn, &first, n, sizeof(int));
+    st = rdx_dist_take(ctx, fn, &prank, n * (int64_t)size, sizeof(int));
+    if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &pq, n * (int64_t)size, 8);
+    if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &bound, n * (int64_t)size, 8);
+    if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &first, n, sizeof(int));
     AGREE(st);
     for (int64_t i = 0; i < n1; i++) {
       int p = owner_of(dp, qd[4 * i], qd[4 * i + 1]);
@@ -1109,7 +1025,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
       const uint64_t got = offs[i + 1] - offs[i];
       kept += (int64_t)(got < (uint64_t)q.k ? got : (uint64_t)q.k);
     }
-    if (st == RDX_OK) st = take(ctx, fn, &rows, kept, 8);
+    if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &rows, kept, 8);
     AGREE(st);
     /* merged: the k smallest by (distance, id); candidates are distinct points (each rank's
      * points once, and each rank asked once per query) */
@@ -1121,7 +1037,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
       for (uint64_t t = 0; t < answer[i]; t++) rows[at++] = c[t].gid;
     }
   }
-  st = make_result(ctx, fn, n, queries.where, answer, rows, &res);
+  st = rdx_dist_result(ctx, fn, n, queries.where, answer, rows, &res);
   AGREE(st);
   *out = res;
   res = NULL;
@@ -1181,17 +1097,17 @@ static rdx_status gather_batch(rdx_comm *comm, const char *fn, const rdx_dist_po
   uint64_t *sorted = NULL;
   unsigned char *mine = NULL;
   memset(b, 0, sizeof *b);
-  rdx_status st = take(ctx, fn, &b->cnt, size, 8);
+  rdx_status st = rdx_dist_take(ctx, fn, &b->cnt, size, 8);
   if (st == RDX_OK) {
     for (int r = 0; r < size; r++) b->total += (b->cnt[r] = all[r].count);
     b->mark_bytes = (size_t)(b->total + 7) / 8;
   }
-  if (st == RDX_OK && gids) st = take(ctx, fn, &b->g, b->total, 8);
-  if (st == RDX_OK && praw) st = take(ctx, fn, &b->p, 2 * b->total, es);
-  if (st == RDX_OK && gids) st = take(ctx, fn, &b->marks, (int64_t)size * (int64_t)b->mark_bytes, 1);
-  if (st == RDX_OK && gids) st = take(ctx, fn, &mine, (int64_t)b->mark_bytes, 1);
-  if (st == RDX_OK && gids) st = take(ctx, fn, &sorted, b->total, 8);
-  if (st == RDX_OK && gids) st = take(ctx, fn, &b->row_of, b->total, 8);
+  if (st == RDX_OK && gids) st = rdx_dist_take(ctx, fn, &b->g, b->total, 8);
+  if (st == RDX_OK && praw) st = rdx_dist_take(ctx, fn, &b->p, 2 * b->total, es);
+  if (st == RDX_OK && gids) st = rdx_dist_take(ctx, fn, &b->marks, (int64_t)size * (int64_t)b->mark_bytes, 1);
+  if (st == RDX_OK && gids) st = rdx_dist_take(ctx, fn, &mine, (int64_t)b->mark_bytes, 1);
+  if (st == RDX_OK && gids) st = rdx_dist_take(ctx, fn, &sorted, b->total, 8);
+  if (st == RDX_OK && gids) st = rdx_dist_take(ctx, fn, &b->row_of, b->total, 8);
   AGREE(st);
   if (gids) RDX_CHECK_GOTO(comm->ops->allgatherv(comm, gids, b->cnt, b->g, 8), st, done);
   if (praw) RDX_CHECK_GOTO(comm->ops->allgatherv(comm, praw, b->cnt, b->p, 2 * es), st, done);
@@ -1203,7 +1119,7 @@ static rdx_status gather_batch(rdx_comm *comm, const char *fn, const rdx_dist_po
   }
   if (b->mark_bytes > 0) RDX_CHECK_GOTO(comm->ops->allgather(comm, mine, b->marks, b->mark_bytes), st, done);
   memcpy(sorted, b->g, (size_t)b->total * 8);
-  qsort(sorted, (size_t)b->total, 8, cmp_u64);
+  qsort(sorted, (size_t)b->total, 8, rdx_dist_cmp_u64);
   for (int64_t t = 1; t < b->total && st == RDX_OK; t++)
     if (sorted[t] == sorted[t - 1])
       st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: id %llu is repeated in the batch", fn, (unsigned long long)sorted[t]);
@@ -1309,11 +1225,11 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
   if (st == RDX_OK) st = rdx_array_check(ctx, fn, "ids", ids);
   if (st == RDX_OK && ((ids.dtype != RDX_U32 && ids.dtype != RDX_U64) || ids.columns != 1))
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
-                  dtype_name(ids.dtype), ids.columns);
+                  rdx_dist_dtype_name(ids.dtype), ids.columns);
   if (st == RDX_OK) st = rdx_array_check(ctx, fn, "points", points);
   if (st == RDX_OK && (points.dtype != dp->dtype || points.columns != 2))
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: points must be (m, 2) %s, the index's dtype (dtype %s, columns %d)", fn,
-                  dtype_name(dp->dtype), dtype_name(points.dtype), points.columns);
+                  rdx_dist_dtype_name(dp->dtype), rdx_dist_dtype_name(points.dtype), points.columns);
   if (st == RDX_OK && points.count != n)
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids.count %lld != points.count %lld", fn, (long long)n,
                   (long long)points.count);
@@ -1323,10 +1239,10 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
   }
   if (st == RDX_OK) st = check_coords(ctx, fn, "points", praw, dp->dtype, n, dp->box);
   if (st == RDX_OK) st = host_copy(ctx, fn, ids, &idraw);
-  if (st == RDX_OK) st = take(ctx, fn, &gids, n, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &gids, n, 8);
   if (st == RDX_OK)
     for (int64_t i = 0; i < n; i++) gids[i] = at_id(idraw, ids.dtype, i);
-  if (st == RDX_OK) st = take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   AGREE(st);
   me.op = OP_MOVE;
   me.dtype = points.dtype;
@@ -1353,14 +1269,14 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
       n_in++;
     }
   }
-  st = take(ctx, fn, &stay_l, n_stay, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &stay_new, 2 * n_stay, es);
-  if (st == RDX_OK) st = take(ctx, fn, &stay_old, 2 * n_stay, es);
-  if (st == RDX_OK) st = take(ctx, fn, &in_p, 2 * n_in, es);
-  if (st == RDX_OK) st = take(ctx, fn, &out_l, n_out, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &out_old, 2 * n_out, es);
-  if (st == RDX_OK) st = take(ctx, fn, &undo_l, n_in > n_out ? n_in : n_out, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &in_g, n_in, 8); /* the index ids of the rows migrating in */
+  st = rdx_dist_take(ctx, fn, &stay_l, n_stay, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &stay_new, 2 * n_stay, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &stay_old, 2 * n_stay, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &in_p, 2 * n_in, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &out_l, n_out, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &out_old, 2 * n_out, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &undo_l, n_in > n_out ? n_in : n_out, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &in_g, n_in, 8); /* the index ids of the rows migrating in */
   /* shard ids to come: the inserts, and (when undoing step 3) the erased points once more */
   if (st == RDX_OK) st = slots_reserve(ctx, fn, dp, dp->n_slots + n_in + n_out);
   if (st == RDX_OK) st = map_reserve(ctx, fn, &dp->map, dp->map.n + n_in);
@@ -1487,9 +1403,9 @@ static rdx_status update_args(rdx_comm *comm, const char *fn, dp_op op, const rd
     st = rdx_array_check(ctx, fn, "ids", ids);
     if (st == RDX_OK && ((ids.dtype != RDX_U32 && ids.dtype != RDX_U64) || ids.columns != 1))
       st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
-                    dtype_name(ids.dtype), ids.columns);
+                    rdx_dist_dtype_name(ids.dtype), ids.columns);
     if (st == RDX_OK) st = host_copy(ctx, fn, ids, &idraw);
-    if (st == RDX_OK) st = take(ctx, fn, gids, n, 8);
+    if (st == RDX_OK) st = rdx_dist_take(ctx, fn, gids, n, 8);
     if (st == RDX_OK)
       for (int64_t i = 0; i < n; i++) (*gids)[i] = at_id(idraw, ids.dtype, i);
   }
@@ -1497,7 +1413,7 @@ static rdx_status update_args(rdx_comm *comm, const char *fn, dp_op op, const rd
     st = rdx_array_check(ctx, fn, "points", points);
     if (st == RDX_OK && (points.dtype != dp->dtype || points.columns != 2))
       st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: points must be (m, 2) %s, the index's dtype (dtype %s, columns %d)", fn,
-                    dtype_name(dp->dtype), dtype_name(points.dtype), points.columns);
+                    rdx_dist_dtype_name(dp->dtype), rdx_dist_dtype_name(points.dtype), points.columns);
     if (st == RDX_OK) st = host_copy(ctx, fn, points, praw);
     if (st == RDX_OK) st = check_coords(ctx, fn, "points", *praw, dp->dtype, n, dp->box);
   }
@@ -1526,7 +1442,7 @@ rdx_status rdx_dist_points_insert(rdx_comm *comm, rdx_dist_points *dp, rdx_array
   memset(&bt, 0, sizeof bt);
   const int64_t n = points.count;
 
-  rdx_status st = take(ctx, fn, &all, size, sizeof(desc));
+  rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   AGREE(st);
   RDX_CHECK_GOTO(update_args(comm, fn, OP_INSERT, dp, rdx_no_array(), points, n, NULL, &praw, all), st, done);
   RDX_CHECK_GOTO(gather_batch(comm, fn, dp, all, NULL, praw, &bt), st, done);
@@ -1540,9 +1456,9 @@ rdx_status rdx_dist_points_insert(rdx_comm *comm, rdx_dist_points *dp, rdx_array
   const int es2 = (int)(2 * rdx_dtype_size(dp->dtype));
   for (int64_t t = 0; t < bt.total; t++)
     if (owner_of(dp, at_d(bt.p, dp->dtype, 2 * t), at_d(bt.p, dp->dtype, 2 * t + 1)) == comm->rank) n_in++;
-  st = take(ctx, fn, &in_p, n_in, (size_t)es2);
-  if (st == RDX_OK) st = take(ctx, fn, &in_g, n_in, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &undo_l, n_in, 8);
+  st = rdx_dist_take(ctx, fn, &in_p, n_in, (size_t)es2);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &in_g, n_in, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &undo_l, n_in, 8);
   if (st == RDX_OK) st = slots_reserve(ctx, fn, dp, dp->n_slots + n_in);
   if (st == RDX_OK) st = map_reserve(ctx, fn, &dp->map, dp->map.n + n_in);
   if (st == RDX_OK)
@@ -1610,13 +1526,13 @@ rdx_status rdx_dist_points_erase(rdx_comm *comm, rdx_dist_points *dp, rdx_array 
   memset(&bt, 0, sizeof bt);
   const int64_t n = ids.count;
 
-  rdx_status st = take(ctx, fn, &all, size, sizeof(desc));
+  rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   AGREE(st);
   RDX_CHECK_GOTO(update_args(comm, fn, OP_ERASE, dp, ids, rdx_no_array(), n, &gids, NULL, all), st, done);
   RDX_CHECK_GOTO(gather_batch(comm, fn, dp, all, gids, NULL, &bt), st, done);
   for (int64_t t = 0; t < bt.total; t++) n_out += bt.row_of[t] >= 0;
-  st = take(ctx, fn, &out_l, n_out, 8);
-  if (st == RDX_OK) st = take(ctx, fn, &out_old, 2 * n_out, rdx_dtype_size(dp->dtype));
+  st = rdx_dist_take(ctx, fn, &out_l, n_out, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &out_old, 2 * n_out, rdx_dtype_size(dp->dtype));
   if (st == RDX_OK) st = slots_reserve(ctx, fn, dp, dp->n_slots + n_out); /* for an undo */
   if (st == RDX_OK)
     for (int64_t t = 0, c = 0; t < bt.total; t++)
