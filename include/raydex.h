@@ -10,7 +10,9 @@
  *    rdx_context_message(ctx) holds one sentence naming the function, the problem and the
  *    offending value.
  *  - A context and the objects made in it are used by one thread at a time; separate contexts are
- *    independent and may be used from separate threads.
+ *    independent and may be used from separate threads. A call on a GPU context runs on the
+ *    context's device: it makes that device the calling thread's current CUDA device
+ *    (cudaSetDevice) when it is not, and leaves it so.
  *  - Calls are synchronous: they return with results in caller memory.
  *  - The caller owns every buffer it passes; raydex keeps no pointer to it after the call returns.
  *    raydex owns its scratch memory, which the context's memory account counts and limits.

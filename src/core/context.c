@@ -116,6 +116,7 @@ rdx_status rdx_check_context(rdx_context *ctx) {
   if (ctx == NULL) return RDX_ERR_INVALID_ARGUMENT;
   if (ctx->magic != RDX_CONTEXT_MAGIC) return RDX_ERR_MISUSE;
   ctx->message[0] = '\0';
+  if (rdx_is_gpu(ctx)) rdx_cuda_make_current(ctx); /* every call's first step: its device */
   return RDX_OK;
 }
 

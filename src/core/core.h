@@ -227,7 +227,12 @@ rdx_status rdx_cuda_context_init(rdx_context *ctx);
 void rdx_cuda_context_fini(rdx_context *ctx);
 rdx_status rdx_cuda_malloc(rdx_context *ctx, void **ptr, size_t bytes, int pinned);
 void rdx_cuda_free(rdx_context *ctx, void *ptr, int pinned);
-void rdx_cuda_device_sync(void);
+/* Wait for every stream of the context's device (what cudaFree would wait for). */
+void rdx_cuda_device_sync(rdx_context *ctx);
+/* Make the context's device the calling thread's current one (cudaSetDevice) when it is not:
+ * kernels launch on the current device, and one thread may hold contexts of several devices, or
+ * a rank thread of rdx_comm_create_local use a context made on another thread. */
+void rdx_cuda_make_current(rdx_context *ctx);
 /* Copies with the device on one side or both (staging.cu): through the staging ring when the
  * other side is pageable host memory; returns when the bytes are at dst. */
 rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t bytes);

@@ -146,6 +146,7 @@ extern "C" rdx_status rdx_cuda_join(rdx_context *ctx, void *stream, const char *
 }
 
 extern "C" void rdx_cuda_context_fini(rdx_context *ctx) {
+  rdx_cuda_make_current(ctx);
   rdx_staging_fini(ctx);
   side_destroy(ctx);
   if (ctx->stream) {
@@ -186,7 +187,14 @@ extern "C" void rdx_cuda_free(rdx_context *ctx, void *ptr, int pinned) {
 }
 
 
-extern "C" void rdx_cuda_device_sync(void) {
+extern "C" void rdx_cuda_make_current(rdx_context *ctx) {
+  int now = -1;
+  if (cudaGetDevice(&now) != cudaSuccess || now != ctx->device) (void)cudaSetDevice(ctx->device);
+  (void)cudaGetLastError();
+}
+
+extern "C" void rdx_cuda_device_sync(rdx_context *ctx) {
+  rdx_cuda_make_current(ctx);
   cudaDeviceSynchronize();
   (void)cudaGetLastError();
 }

@@ -182,7 +182,7 @@ void rdx_free(rdx_context *ctx, void *ptr, rdx_location where) {
 /* The caller may have used this memory on streams of its own: cudaFree would have waited for
  * them (it synchronises the device), so the pool's stream-ordered free waits likewise. */
 void rdx_mem_release_to_caller(rdx_context *ctx, void *ptr) {
-  if (ctx->pooled) rdx_cuda_device_sync();
+  if (ctx->pooled) rdx_cuda_device_sync(ctx);
   rdx_mem_free(ctx, ptr);
 }
 

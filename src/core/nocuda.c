@@ -18,7 +18,8 @@ rdx_status rdx_cuda_malloc(rdx_context *ctx, void **ptr, size_t bytes, int pinne
   return RDX_ERR_NO_BACKEND;
 }
 void rdx_cuda_free(rdx_context *ctx, void *ptr, int pinned) { (void)ctx, (void)ptr, (void)pinned; }
-void rdx_cuda_device_sync(void) {}
+void rdx_cuda_device_sync(rdx_context *ctx) { (void)ctx; }
+void rdx_cuda_make_current(rdx_context *ctx) { (void)ctx; }
 rdx_status rdx_cuda_memcpy(rdx_context *ctx, void *dst, const void *src, size_t bytes) {
   (void)dst, (void)src, (void)bytes;
   return rdx_fail(ctx, RDX_ERR_NO_BACKEND, "rdx_copy: CUDA is not built");
