@@ -1092,7 +1092,8 @@ RDX_API void rdx_comm_destroy(rdx_comm *comm);
  * Row ids: given (u32 or u64, never RDX_MISS) and used as they are, or implied by position in the
  * concatenation of the ranks' keys in rank order: rank r's key i gets row offset_r + i, offset_r
  * being the number of keys on ranks 0..r-1 (an exclusive scan). Every rank must give row ids or
- * every rank must leave them implied.
+ * every rank must leave them implied. Inserted keys' implied rows go on from there
+ * (rdx_dist_index_insert).
  */
 typedef struct rdx_dist_index rdx_dist_index;
 
@@ -1142,6 +1143,36 @@ RDX_API RDX_NODISCARD rdx_status rdx_dist_index_range_count(rdx_comm *comm, cons
                                                             rdx_array bounds, rdx_array counts);
 RDX_API RDX_NODISCARD rdx_status rdx_dist_index_range_alloc(rdx_comm *comm, const rdx_dist_index *idx,
                                                             rdx_array bounds, rdx_result **out);
+
+/* Batch updates, collectively, each rank with its own batch (any count, 0 included; host memory,
+ * or device memory on GPU contexts); the batch is the ranks' batches concatenated in rank order,
+ * and the index changes as one rdx_index over every pair would under rdx_index_insert or
+ * rdx_index_erase of that batch. Each key goes to the shard that holds it, as a lookup does (the
+ * splitters stay those of the build).
+ *  - rdx_dist_index_insert: keys of the index's key dtype; row_ids (u32 or u64, the keys' count,
+ *    never RDX_MISS) or rdx_no_array() for implied rows: the batch's key j gets next_row + j, where
+ *    next_row (rdx_dist_index_next_row) is the build's key count, grown by every insert's total
+ *    whether its rows were given or not. Every rank gives row ids or every rank leaves them
+ *    implied. Duplicates, and pairs already in the index, are added again.
+ *  - rdx_dist_index_erase: every row of each key listed (duplicates and absent keys are fine) goes;
+ *    *n_erased (may be NULL; 0 on failure) receives the pairs removed from the whole index, the
+ *    same on every rank.
+ * opts (may be NULL; its flags equal on every rank) as rdx_index_insert takes them: rx and cgrx
+ * indexes take a non-empty batch only with RDX_UPDATE_REBUILD. Each shard the batch touches is
+ * rebuilt aside with the batch applied, and swapped in only once every rank's is built (a rebuild
+ * of each touched shard per batch, whatever its kind). Returns RDX_OK, RDX_ERR_INVALID_ARGUMENT (on
+ * any rank: what the rdx_index_* call refuses; another call, index, dtype, row ids given or not,
+ * or flags on another rank), RDX_ERR_MISUSE, RDX_ERR_UNSUPPORTED (rx, cgrx without
+ * RDX_UPDATE_REBUILD; an exchange past the limits), RDX_ERR_*_OUT_OF_MEMORY, RDX_ERR_CUDA,
+ * RDX_ERR_INTERNAL. All or nothing: on failure every rank's shard, count, next_row and answers are
+ * exactly as before, and each context holds no more than before. Since 0.2. */
+RDX_API RDX_NODISCARD rdx_status rdx_dist_index_insert(rdx_comm *comm, rdx_dist_index *idx, rdx_array keys,
+                                                       rdx_array row_ids, const rdx_update_options *opts);
+RDX_API RDX_NODISCARD rdx_status rdx_dist_index_erase(rdx_comm *comm, rdx_dist_index *idx, rdx_array keys,
+                                                      const rdx_update_options *opts, int64_t *n_erased);
+/* The first implied row id of the next rdx_dist_index_insert (equal on every rank); 0 for a NULL
+ * or non-index pointer. Since 0.2. */
+RDX_API uint64_t rdx_dist_index_next_row(const rdx_dist_index *idx);
 
 /*
  * A distributed point index (G-PICS on several ranks; issue 33): one logical point index whose

@@ -17,6 +17,7 @@
  */
 #include "dist/dist.h"
 #include "keys/hash_hd.h"
+#include "keys/keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,9 @@ struct rdx_dist_index {
   int hashed;            /* 1: shard by hash (RDX_KIND_HASH); 0: by splitters */
   int64_t n_total;       /* keys over every shard */
   int64_t id;            /* the communicator's serial of this build, equal on every rank */
+  uint64_t next_row;     /* the first implied row of the next insert, equal on every rank: the
+                            build's key count, grown by every insert's total (rdx_index_next_row) */
+  rdx_build_options opts;/* the build's options, defaults applied: each rebuilt shard's */
   uint64_t *splitters;   /* size - 1 ascending keys, host memory through the account: shard p
                             holds the keys k with splitters[p-1] < k <= splitters[p] (the first
                             and last open-ended); NULL when hashed */
@@ -43,7 +47,9 @@ typedef enum dist_op {
   OP_LOOKUP_COUNT,
   OP_LOOKUP_ALLOC,
   OP_RANGE_COUNT,
-  OP_RANGE_ALLOC
+  OP_RANGE_ALLOC,
+  OP_INSERT,
+  OP_ERASE
 } dist_op;
 
 static const char *op_name(dist_op op) {
@@ -54,6 +60,8 @@ static const char *op_name(dist_op op) {
     case OP_LOOKUP_ALLOC: return "rdx_dist_index_lookup_alloc";
     case OP_RANGE_COUNT: return "rdx_dist_index_range_count";
     case OP_RANGE_ALLOC: return "rdx_dist_index_range_alloc";
+    case OP_INSERT: return "rdx_dist_index_insert";
+    case OP_ERASE: return "rdx_dist_index_erase";
   }
   return "?";
 }
@@ -65,9 +73,9 @@ typedef struct desc {
   int32_t op;          /* dist_op */
   int32_t dtype;       /* key or query dtype */
   int32_t kind;        /* build: the kind (defaults applied); queries: the index's */
-  int32_t have_rows;   /* build: row ids given */
-  int32_t row_dtype;   /* build: their dtype, 0 when implied */
-  int32_t bucket_size, flags, node_bytes;
+  int32_t have_rows;   /* build, insert: row ids given */
+  int32_t row_dtype;   /* build, insert: their dtype, 0 when implied */
+  int32_t bucket_size, flags, node_bytes; /* build options; insert, erase: flags = the update's */
   double load_factor;
   int64_t index_id;    /* queries: the index's serial */
   int64_t count;       /* this rank's keys or queries (not compared) */
@@ -85,7 +93,8 @@ static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
       snprintf(what, sizeof what, "the index (rank 0 passed its index %lld, rank %d its index %lld)",
                (long long)a->index_id, r, (long long)b->index_id);
     else if (b->dtype != a->dtype)
-      snprintf(what, sizeof what, "the %s dtype (rank 0 %s, rank %d %s)", a->op == OP_BUILD ? "key" : "queries'",
+      snprintf(what, sizeof what, "the %s dtype (rank 0 %s, rank %d %s)",
+               a->op == OP_BUILD || a->op == OP_INSERT || a->op == OP_ERASE ? "key" : "queries'",
                rdx_dist_dtype_name(a->dtype), r, rdx_dist_dtype_name(b->dtype));
     else if (b->kind != a->kind)
       snprintf(what, sizeof what, "the kind (rank 0 %s, rank %d %s)", rdx_kind_name((rdx_kind)a->kind), r,
@@ -96,6 +105,9 @@ static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
     else if (b->row_dtype != a->row_dtype)
       snprintf(what, sizeof what, "the row ids' dtype (rank 0 %s, rank %d %s)", rdx_dist_dtype_name(a->row_dtype), r,
                rdx_dist_dtype_name(b->row_dtype));
+    else if (a->op != OP_BUILD && b->flags != a->flags)
+      snprintf(what, sizeof what, "the update options' flags (rank 0 0x%x, rank %d 0x%x)", (unsigned)a->flags, r,
+               (unsigned)b->flags);
     else if (b->bucket_size != a->bucket_size || b->flags != a->flags || b->node_bytes != a->node_bytes ||
              b->load_factor != a->load_factor)
       snprintf(what, sizeof what,
@@ -313,6 +325,8 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   d->shard = shard;
   shard = NULL;
   d->id = comm->next_index_id++; /* every rank gets here, or none: the serials stay equal */
+  d->next_row = (uint64_t)d->n_total;
+  d->opts = o;
   d->magic = RDX_DIST_INDEX_MAGIC;
   comm->n_live_indexes++;
   *out = d;
@@ -451,7 +465,9 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
     case OP_RANGE_COUNT: st = rdx_index_range_count(ctx, d->shard, rq, ra); break;
     case OP_LOOKUP_ALLOC: st = rdx_index_lookup_alloc(ctx, d->shard, rq, &shard_res); break;
     case OP_RANGE_ALLOC: st = rdx_index_range_alloc(ctx, d->shard, rq, &shard_res); break;
-    case OP_BUILD: st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a build is not a query", fn); break;
+    case OP_BUILD:
+    case OP_INSERT:
+    case OP_ERASE: st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: a build or an update is not a query", fn); break;
   }
   if (st == RDX_OK && alloc)
     for (int64_t j = 0; j < m; j++) answers[j] = shard_res->offsets[j + 1] - shard_res->offsets[j];
@@ -549,4 +565,349 @@ rdx_status rdx_dist_index_range_count(rdx_comm *comm, const rdx_dist_index *idx,
 }
 rdx_status rdx_dist_index_range_alloc(rdx_comm *comm, const rdx_dist_index *idx, rdx_array bounds, rdx_result **out) {
   return run_query(comm, idx, OP_RANGE_ALLOC, bounds, rdx_no_array(), out);
+}
+
+/* ---- updates ----
+ *
+ * An insert or erase batch is routed as lookups are (the same hash or splitters, which stay
+ * fixed), and each rank that receives part of it builds a fresh shard aside: its shard's pairs
+ * (listed through the kind's entries op, read to the host) plus the pairs it received, or minus
+ * the pairs of the keys it received, built with the index's options. Only after every rank has
+ * agreed that its fresh shard is built does any rank swap it in (which cannot fail), so a failure
+ * anywhere (memory past one rank's limit, say) leaves every shard exactly as it was. A rank that
+ * receives nothing, or whose shard holds none of the erased keys, keeps its shard untouched.
+ * The price is a rebuild of each touched shard per batch, and the host holding its pairs twice
+ * for the while: simple and all-or-nothing on every kind and backend, where updating in place
+ * and undoing on the ranks that succeeded could not be (rdx_index_erase removes every row of a
+ * key, so it cannot take back an insert of a key already present, and the undo could itself
+ * fail).
+ */
+
+static rdx_status get_update_options(rdx_context *ctx, const char *fn, const rdx_update_options *opts,
+                                     rdx_update_options *o) {
+  rdx_update_options dflt = RDX_UPDATE_OPTIONS_INIT;
+  *o = dflt;
+  if (opts == NULL) return RDX_OK;
+  if (opts->size < sizeof(size_t) || opts->size > (1u << 16))
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->size %zu is not a valid size", fn, opts->size);
+  memcpy(o, opts, opts->size < sizeof *o ? opts->size : sizeof *o);
+  o->size = sizeof *o;
+  if (o->flags & ~RDX_UPDATE_REBUILD)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->flags 0x%x has unknown bits (0x%x)", fn, (unsigned)o->flags,
+                    (unsigned)(o->flags & ~RDX_UPDATE_REBUILD));
+  return RDX_OK;
+}
+
+static rdx_status check_update_keys(rdx_context *ctx, const char *fn, const rdx_dist_index *d, rdx_array keys) {
+  RDX_CHECK(rdx_array_check(ctx, fn, "keys", keys));
+  if (keys.dtype != d->dtype || keys.columns != 1)
+    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: keys must be 1-D of the index's key dtype %s (dtype %s, columns %d)",
+                    fn, rdx_dist_dtype_name(d->dtype), rdx_dist_dtype_name(keys.dtype), keys.columns);
+  return RDX_OK;
+}
+
+/* The verdict of one rdx_index over every pair on a non-empty batch of `total` keys, reached alike
+ * on every rank from what they all hold: rx and cgrx are not updated in place, so, as
+ * rdx_index_insert and rdx_index_erase do, they take a batch only when asked to rebuild (an empty
+ * index takes an insert as its build). */
+static rdx_status check_rebuild(rdx_context *ctx, const char *fn, const rdx_dist_index *d, const rdx_update_options *uo) {
+  if ((d->kind == RDX_KIND_RX || d->kind == RDX_KIND_CGRX) && d->n_total > 0 && !(uo->flags & RDX_UPDATE_REBUILD))
+    return rdx_fail(ctx, RDX_ERR_UNSUPPORTED,
+                    "%s: kind %s is not updated in place (its BVH would have to be rebuilt): pass "
+                    "RDX_UPDATE_REBUILD to rebuild it with the batch, or build a cgrxu index",
+                    fn, rdx_kind_name(d->kind));
+  return RDX_OK;
+}
+
+/* This rank's shard's pairs on the host, with room for `extra` more after them: *keys in the
+ * index's key dtype, *rows u64, both through the account; *n their number. */
+static rdx_status shard_pairs(rdx_context *ctx, const char *fn, const rdx_dist_index *d, int64_t extra, void **keys,
+                              uint64_t **rows, int64_t *n) {
+  const rdx_index *sh = d->shard;
+  const int64_t n_old = sh->n;
+  rdx_entries e = {NULL, 0, 0};
+  void *host = NULL;
+  rdx_status st = RDX_OK;
+  *keys = NULL;
+  *rows = NULL;
+  *n = 0;
+  RDX_CHECK_GOTO(rdx_dist_take(ctx, fn, keys, n_old + extra, rdx_dtype_size(d->dtype)), st, fail);
+  RDX_CHECK_GOTO(rdx_dist_take(ctx, fn, rows, n_old + extra, 8), st, fail);
+  if (n_old > 0) {
+    if (sh->ops == NULL || sh->ops->entries == NULL) {
+      st = rdx_fail(ctx, RDX_ERR_UNSUPPORTED, "%s: kind %s on backend %s cannot list its (key, row) pairs", fn,
+                    rdx_kind_name(d->kind), rdx_backend_name(rdx_context_backend(ctx)));
+      goto fail;
+    }
+    RDX_CHECK_GOTO(sh->ops->entries(ctx, sh, &e), st, fail);
+    if (e.n != n_old || (e.width != 32 && e.width != 64)) {
+      st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the shard listed %lld pairs of width %d for %lld keys", fn, (long long)e.n,
+                    e.width, (long long)n_old);
+      goto fail;
+    }
+    const void *pairs = e.pairs;
+    if (rdx_is_gpu(ctx)) {
+      const size_t bytes = (size_t)e.n * (size_t)(e.width / 4);
+      RDX_CHECK_GOTO(rdx_mem_alloc(ctx, fn, &host, bytes, RDX_HOST), st, fail);
+      RDX_CHECK_GOTO(rdx_copy(ctx, host, RDX_HOST, e.pairs, RDX_DEVICE, bytes), st, fail);
+      pairs = host;
+    }
+    for (int64_t i = 0; i < n_old; i++) {
+      const uint64_t k = e.width == 32 ? ((const rdx_pair32 *)pairs)[i].key : ((const rdx_pair64 *)pairs)[i].key;
+      (*rows)[i] = e.width == 32 ? ((const rdx_pair32 *)pairs)[i].row : ((const rdx_pair64 *)pairs)[i].row;
+      put_key(*keys, d->dtype, i, k);
+    }
+  }
+  *n = n_old;
+  rdx_mem_free(ctx, host);
+  if (e.pairs) rdx_entries_free(ctx, &e);
+  return RDX_OK;
+fail:
+  rdx_mem_free(ctx, host);
+  if (e.pairs) rdx_entries_free(ctx, &e);
+  rdx_mem_free(ctx, *keys);
+  rdx_mem_free(ctx, *rows);
+  *keys = NULL;
+  *rows = NULL;
+  return st;
+}
+
+/* A shard of n pairs (host: keys of the index's dtype, rows u64) with the index's options. */
+static rdx_status build_shard(rdx_context *ctx, const rdx_dist_index *d, const void *keys, const uint64_t *rows, int64_t n,
+                              rdx_index **out) {
+  return rdx_index_build(ctx, rdx_host_array(keys, n, d->dtype), rdx_host_array(rows, n, RDX_U64), &d->opts, out);
+}
+
+/* Steps 1 and 2 of both updates: this rank's arguments (keys, and rows for an insert) read to the
+ * host and checked, then every rank's descriptor gathered into all (size) and compared. */
+static rdx_status update_args(rdx_comm *comm, const char *fn, dist_op op, rdx_dist_index *d, rdx_array keys,
+                              rdx_array row_ids, const rdx_update_options *opts, rdx_update_options *uo, uint64_t **k64,
+                              uint64_t **r64, desc *all) {
+  rdx_context *ctx = comm->ctx;
+  const int64_t n = keys.count;
+  const int have_rows = row_ids.data != NULL;
+  desc me;
+  memset(&me, 0, sizeof me);
+  rdx_status st = check_dist_index(comm, fn, d);
+  if (st == RDX_OK) st = get_update_options(ctx, fn, opts, uo);
+  if (st == RDX_OK) st = check_update_keys(ctx, fn, d, keys);
+  if (st == RDX_OK && have_rows) {
+    st = rdx_array_check(ctx, fn, "row_ids", row_ids);
+    if (st == RDX_OK && ((row_ids.dtype != RDX_U32 && row_ids.dtype != RDX_U64) || row_ids.columns != 1))
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
+                    rdx_dist_dtype_name(row_ids.dtype), row_ids.columns);
+    else if (st == RDX_OK && row_ids.count != n)
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids.count %lld != keys.count %lld", fn, (long long)row_ids.count,
+                    (long long)n);
+  }
+  if (st == RDX_OK) st = to_host_u64(ctx, fn, keys, k64);
+  if (st == RDX_OK && op == OP_INSERT)
+    st = have_rows ? to_host_u64(ctx, fn, row_ids, r64) : rdx_dist_take(ctx, fn, r64, n, 8);
+  for (int64_t i = 0; st == RDX_OK && have_rows && i < n; i++)
+    if ((*r64)[i] == RDX_MISS)
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids[%lld] is 2^64-1, the miss marker RDX_MISS, which no row may have",
+                    fn, (long long)i);
+  st = rdx_comm_agree(comm, fn, st);
+  if (st != RDX_OK) return st;
+  me.op = op;
+  me.dtype = keys.dtype;
+  me.kind = d->kind;
+  me.index_id = d->id;
+  me.have_rows = have_rows;
+  me.row_dtype = have_rows ? row_ids.dtype : 0;
+  me.flags = uo->flags;
+  me.count = n;
+  return gather_and_compare(comm, fn, &me, all);
+}
+
+rdx_status rdx_dist_index_insert(rdx_comm *comm, rdx_dist_index *idx, rdx_array keys, rdx_array row_ids,
+                                 const rdx_update_options *opts) {
+  static const char fn[] = "rdx_dist_index_insert";
+  RDX_CHECK(rdx_comm_check(comm));
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  rdx_dist_index *d = idx;
+  rdx_update_options uo;
+  desc *all = NULL;
+  int64_t *counts = NULL; /* send, receive, cursor: size each */
+  uint64_t *k64 = NULL, *r64 = NULL, *send_rows = NULL, *recv_rows = NULL, *pair_rows = NULL;
+  void *send_keys = NULL, *recv_keys = NULL, *pair_keys = NULL;
+  rdx_index *fresh = NULL;
+  const int64_t n = keys.count;
+
+  /* 1, 2. the arguments, and every rank's call, index and batch compared */
+  rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 3 * (int64_t)size, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(update_args(comm, fn, OP_INSERT, d, keys, row_ids, opts, &uo, &k64, &r64, all), st, done);
+  int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size;
+  for (int r = 0; r < size; r++) send[r] = all[r].count;
+  const int64_t total = rdx_dist_scan(send, size, cursor), offset = cursor[comm->rank];
+  /* what one rdx_index_insert of the ranks' batches concatenated would refuse: every rank alike */
+  if (total == 0) goto done; /* an empty batch changes nothing */
+  if (!all[0].have_rows && (uint64_t)total > RDX_MISS - d->next_row)
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: implied row ids from %llu for %lld keys would reach 2^64-1, the miss marker",
+                  fn, (unsigned long long)d->next_row, (long long)total);
+  else if (d->n_total > INT64_MAX / 2 - total)
+    st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: %lld keys more would pass 2^62", fn, (long long)total);
+  else
+    st = check_rebuild(ctx, fn, d, &uo);
+  if (st != RDX_OK) goto done;
+  /* implied rows: the index's counter on, over the ranks' batches concatenated in rank order */
+  if (!all[0].have_rows)
+    for (int64_t i = 0; i < n; i++) r64[i] = d->next_row + (uint64_t)(offset + i);
+
+  /* 3. the pairs to their shards, routed as lookups are */
+  const size_t es = rdx_dtype_size(d->dtype);
+  for (int p = 0; p < size; p++) send[p] = 0;
+  for (int64_t i = 0; i < n; i++) send[shard_of(d, size, k64[i])]++;
+  rdx_dist_scan(send, size, cursor);
+  st = rdx_dist_take(ctx, fn, &send_keys, n, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send_rows, n, 8);
+  if (st == RDX_OK)
+    for (int64_t i = 0; i < n; i++) {
+      int64_t at = cursor[shard_of(d, size, k64[i])]++;
+      put_key(send_keys, d->dtype, at, k64[i]);
+      send_rows[at] = r64[i];
+    }
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
+  int64_t m = 0;
+  for (int p = 0; p < size; p++) m += recv[p];
+  st = rdx_comm_check_counts(comm, fn, send, recv);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_keys, m, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_rows, m, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, recv_keys, recv, es), st, done);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_rows, send, recv_rows, recv, 8), st, done);
+  rdx_mem_free(ctx, send_keys), send_keys = NULL;
+  rdx_mem_free(ctx, send_rows), send_rows = NULL;
+  rdx_mem_free(ctx, k64), k64 = NULL;
+  rdx_mem_free(ctx, r64), r64 = NULL;
+
+  /* 4. a fresh shard aside where pairs arrived: the shard's pairs, then the received ones */
+  if (m > 0) {
+    int64_t n_old = 0;
+    st = shard_pairs(ctx, fn, d, m, &pair_keys, &pair_rows, &n_old);
+    if (st == RDX_OK) {
+      memcpy((char *)pair_keys + (size_t)n_old * es, recv_keys, (size_t)m * es);
+      memcpy(pair_rows + n_old, recv_rows, (size_t)m * 8);
+      rdx_mem_free(ctx, recv_keys), recv_keys = NULL;
+      rdx_mem_free(ctx, recv_rows), recv_rows = NULL;
+      st = build_shard(ctx, d, pair_keys, pair_rows, n_old + m, &fresh);
+    }
+  }
+  AGREE(st);
+
+  /* 5. every rank has its fresh shard: swap them in (nothing here can fail) */
+  if (fresh != NULL) {
+    rdx_index_destroy(d->shard);
+    d->shard = fresh;
+    fresh = NULL;
+  }
+  d->n_total += total;
+  d->next_row += (uint64_t)total;
+done:
+  rdx_index_destroy(fresh);
+  rdx_mem_free(ctx, send_keys);
+  rdx_mem_free(ctx, send_rows);
+  rdx_mem_free(ctx, recv_keys);
+  rdx_mem_free(ctx, recv_rows);
+  rdx_mem_free(ctx, pair_keys);
+  rdx_mem_free(ctx, pair_rows);
+  rdx_mem_free(ctx, k64);
+  rdx_mem_free(ctx, r64);
+  rdx_mem_free(ctx, all);
+  rdx_mem_free(ctx, counts);
+  return st;
+}
+
+rdx_status rdx_dist_index_erase(rdx_comm *comm, rdx_dist_index *idx, rdx_array keys, const rdx_update_options *opts,
+                                int64_t *n_erased) {
+  static const char fn[] = "rdx_dist_index_erase";
+  RDX_CHECK(rdx_comm_check(comm));
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  rdx_dist_index *d = idx;
+  if (n_erased != NULL) *n_erased = 0;
+  rdx_update_options uo;
+  desc *all = NULL;
+  int64_t *counts = NULL; /* send, receive, cursor: size each */
+  uint64_t *k64 = NULL, *send_keys = NULL, *recv_keys = NULL, *pair_rows = NULL;
+  void *pair_keys = NULL;
+  rdx_index *fresh = NULL;
+  const int64_t n = keys.count;
+
+  /* 1, 2. the arguments, and every rank's call, index and batch compared */
+  rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 3 * (int64_t)size, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(update_args(comm, fn, OP_ERASE, d, keys, rdx_no_array(), opts, &uo, &k64, NULL, all), st, done);
+  int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size;
+  int64_t total = 0;
+  for (int r = 0; r < size; r++) total += all[r].count;
+  if (total == 0 || d->n_total == 0) goto done; /* nothing to erase, or nothing to erase from */
+  RDX_CHECK_GOTO(check_rebuild(ctx, fn, d, &uo), st, done);
+
+  /* 3. the keys to their shards (as u64), routed as lookups are */
+  for (int p = 0; p < size; p++) send[p] = 0;
+  for (int64_t i = 0; i < n; i++) send[shard_of(d, size, k64[i])]++;
+  rdx_dist_scan(send, size, cursor);
+  st = rdx_dist_take(ctx, fn, &send_keys, n, 8);
+  if (st == RDX_OK)
+    for (int64_t i = 0; i < n; i++) send_keys[cursor[shard_of(d, size, k64[i])]++] = k64[i];
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
+  int64_t m = 0;
+  for (int p = 0; p < size; p++) m += recv[p];
+  st = rdx_comm_check_counts(comm, fn, send, recv);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_keys, m, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, recv_keys, recv, 8), st, done);
+  rdx_mem_free(ctx, send_keys), send_keys = NULL;
+  rdx_mem_free(ctx, k64), k64 = NULL;
+
+  /* 4. a fresh shard aside where pairs go: the shard's pairs but those of the received keys */
+  int64_t removed = 0;
+  if (m > 0 && d->shard->n > 0) {
+    int64_t n_old = 0, kept = 0;
+    qsort(recv_keys, (size_t)m, 8, rdx_dist_cmp_u64);
+    st = shard_pairs(ctx, fn, d, 0, &pair_keys, &pair_rows, &n_old);
+    for (int64_t i = 0; st == RDX_OK && i < n_old; i++) {
+      const uint64_t k = get_key(pair_keys, d->dtype, i);
+      if (bsearch(&k, recv_keys, (size_t)m, 8, rdx_dist_cmp_u64) != NULL) continue;
+      put_key(pair_keys, d->dtype, kept, k);
+      pair_rows[kept++] = pair_rows[i];
+    }
+    removed = n_old - kept;
+    if (st == RDX_OK && removed > 0) st = build_shard(ctx, d, pair_keys, pair_rows, kept, &fresh);
+  }
+  AGREE(st);
+  /* every rank's count, for the total (in the cursor's place, no longer needed) */
+  RDX_CHECK_GOTO(comm->ops->allgather(comm, &removed, cursor, 8), st, done);
+
+  /* 5. every rank has its fresh shard: swap them in (nothing here can fail) */
+  if (fresh != NULL) {
+    rdx_index_destroy(d->shard);
+    d->shard = fresh;
+    fresh = NULL;
+  }
+  int64_t gone = 0;
+  for (int r = 0; r < size; r++) gone += cursor[r];
+  d->n_total -= gone;
+  if (n_erased != NULL) *n_erased = gone;
+done:
+  rdx_index_destroy(fresh);
+  rdx_mem_free(ctx, send_keys);
+  rdx_mem_free(ctx, recv_keys);
+  rdx_mem_free(ctx, pair_keys);
+  rdx_mem_free(ctx, pair_rows);
+  rdx_mem_free(ctx, k64);
+  rdx_mem_free(ctx, all);
+  rdx_mem_free(ctx, counts);
+  return st;
+}
+
+uint64_t rdx_dist_index_next_row(const rdx_dist_index *idx) {
+  return idx != NULL && idx->magic == RDX_DIST_INDEX_MAGIC ? idx->next_row : 0;
 }
