@@ -356,6 +356,390 @@ static void check_refusals(rdx_context *ctx) {
   }
 }
 
+/* ---- updates (rdx_dist_index_insert, rdx_dist_index_erase) ----
+ *
+ * Every rank keeps the same model of the whole index's pairs (drawn from the shared seed), and a
+ * reference rdx_index of its own over the same pairs that takes each batch whole, concatenated in
+ * rank order: after each update the distributed index answers as the oracle of the model, and its
+ * count, next_row and n_erased are the reference's. */
+typedef struct model {
+  rdx_dtype dtype;
+  int64_t n, cap;
+  uint64_t *keys, *rows;
+} model;
+
+static void model_init(model *md, const scenario *s) {
+  md->dtype = s->dtype;
+  md->n = s->n;
+  md->cap = s->n + 64;
+  md->keys = (uint64_t *)malloc((size_t)md->cap * 8);
+  md->rows = (uint64_t *)malloc((size_t)md->cap * 8);
+  for (int64_t i = 0; i < s->n; i++) {
+    md->keys[i] = s->keys[i];
+    md->rows[i] = s->rows ? s->rows[i] : (uint64_t)i;
+  }
+}
+static void model_free(model *md) {
+  free(md->keys);
+  free(md->rows);
+}
+static void model_insert(model *md, const uint64_t *keys, const uint64_t *rows, uint64_t first_row, int64_t b) {
+  if (md->n + b > md->cap) {
+    md->cap = 2 * (md->n + b);
+    md->keys = (uint64_t *)realloc(md->keys, (size_t)md->cap * 8);
+    md->rows = (uint64_t *)realloc(md->rows, (size_t)md->cap * 8);
+  }
+  for (int64_t j = 0; j < b; j++) {
+    md->keys[md->n + j] = keys[j];
+    md->rows[md->n + j] = rows ? rows[j] : first_row + (uint64_t)j;
+  }
+  md->n += b;
+}
+static int64_t model_erase(model *md, const uint64_t *keys, int64_t b) {
+  int64_t kept = 0;
+  for (int64_t i = 0; i < md->n; i++) {
+    int hit = 0;
+    for (int64_t j = 0; j < b && !hit; j++) hit = md->keys[i] == keys[j];
+    if (hit) continue;
+    md->keys[kept] = md->keys[i];
+    md->rows[kept++] = md->rows[i];
+  }
+  int64_t gone = md->n - kept;
+  md->n = kept;
+  return gone;
+}
+
+/* The distributed index against the model: counts, and every query call against its oracle. */
+static void check_model(rdx_context *ctx, const rdx_dist_index *idx, const model *md, rdx_kind kind, int64_t m) {
+  CHECK_EQ(rdx_dist_index_count(idx), md->n);
+  CHECK_EQ(dist_sum_i64(rdx_index_count(rdx_dist_index_shard(idx))), md->n);
+  scenario view;
+  memset(&view, 0, sizeof view);
+  view.name = "updated";
+  view.dtype = md->dtype;
+  view.n = md->n;
+  view.keys = md->keys;
+  keys_oracle o;
+  void *k = share(md->keys, 0, md->n, 1, md->dtype);
+  CHECK(keys_oracle_build(&o, rdx_host_array(k, md->n, md->dtype), rdx_host_array(md->rows, md->n, RDX_U64)));
+  check_queries(ctx, idx, &view, &o, kind, m, 0);
+  keys_oracle_free(&o);
+  free(k);
+}
+
+/* A batch of b keys over all ranks (the concatenation), cut at cut[0..size_]: mode 0 a mix of the
+ * index's keys (duplicates, splitters among them), fresh keys, 0 and the maximum; mode 1 one key
+ * b times (one shard gets it all); mode 2 keys of a tiny domain (many copies of each). Rank 0's
+ * share is empty in every other batch, and the last rank's in mode 1. */
+static uint64_t *draw_batch(const model *md, int64_t b, int mode, int64_t *cut) {
+  uint64_t *k = (uint64_t *)malloc((size_t)(b + 1) * 8);
+  const uint64_t one = md->n ? md->keys[check_below((uint64_t)md->n)] : check_rand_() & key_max(md->dtype);
+  for (int64_t j = 0; j < b; j++) {
+    uint64_t v = check_rand_() & key_max(md->dtype);
+    if (mode == 0 && md->n && check_below(2)) v = md->keys[check_below((uint64_t)md->n)];
+    if (mode == 0 && check_below(30) == 0) v = check_below(2) ? 0 : key_max(md->dtype);
+    if (mode == 1) v = one;
+    if (mode == 2) v = check_below(16);
+    k[j] = v;
+  }
+  const int rank0_empty = check_below(2);
+  cut[0] = 0;
+  cut[size_] = b;
+  for (int r = 1; r < size_; r++) cut[r] = (int64_t)check_below((uint64_t)b + 1);
+  for (int r = 1; r < size_; r++)
+    for (int q = r; q > 1 && cut[q - 1] > cut[q]; q--) {
+      int64_t t = cut[q];
+      cut[q] = cut[q - 1];
+      cut[q - 1] = t;
+    }
+  if (rank0_empty && size_ > 1) cut[1] = 0;
+  if (mode == 1 && size_ > 1) cut[size_ - 1] = b;
+  return k;
+}
+
+/* The fault walks' injected fault: this rank's n-th allocation in the next distributed update
+ * fails (0: none); the reference's own update afterwards runs without it. */
+static _Thread_local int64_t fault_at_;
+
+/* One insert (rows given, or implied when rows is NULL) on the index and the reference, the model
+ * following; returns the status, the same on every rank. */
+static rdx_status do_insert(rdx_context *ctx, rdx_dist_index *idx, rdx_index *ref, model *md, const uint64_t *keys,
+                            const uint64_t *rows, const int64_t *cut, const rdx_update_options *uo) {
+  const int64_t from = cut[rank_], count = cut[rank_ + 1] - cut[rank_], b = cut[size_];
+  void *mk = share(keys, from, count, 1, md->dtype);
+  const uint64_t next = rdx_dist_index_next_row(idx);
+  CHECK_EQ(next, rdx_index_next_row(ref));
+  if (fault_at_) rdx_mem_fail_after(ctx, fault_at_);
+  rdx_status st = rdx_dist_index_insert(comm_, idx, rdx_host_array(mk, count, md->dtype),
+                                        rows ? rdx_host_array(rows + from, count, RDX_U64) : rdx_no_array(), uo);
+  rdx_mem_fail_after(ctx, 0);
+  check_same(ctx, st, "insert");
+  if (st == RDX_OK) {
+    void *all = share(keys, 0, b, 1, md->dtype);
+    CHECK_OK(ctx, rdx_index_insert(ctx, ref, rdx_host_array(all, b, md->dtype),
+                                   rows ? rdx_host_array(rows, b, RDX_U64) : rdx_no_array(), uo));
+    free(all);
+    model_insert(md, keys, rows, next, b);
+    CHECK_EQ(rdx_dist_index_next_row(idx), rdx_index_next_row(ref));
+  } else {
+    CHECK_EQ(rdx_dist_index_next_row(idx), next);
+  }
+  free(mk);
+  return st;
+}
+
+static rdx_status do_erase(rdx_context *ctx, rdx_dist_index *idx, rdx_index *ref, model *md, const uint64_t *keys,
+                           const int64_t *cut, const rdx_update_options *uo) {
+  const int64_t from = cut[rank_], count = cut[rank_ + 1] - cut[rank_], b = cut[size_];
+  void *mk = share(keys, from, count, 1, md->dtype);
+  const uint64_t next = rdx_dist_index_next_row(idx);
+  int64_t gone = -7;
+  if (fault_at_) rdx_mem_fail_after(ctx, fault_at_);
+  rdx_status st = rdx_dist_index_erase(comm_, idx, rdx_host_array(mk, count, md->dtype), uo, &gone);
+  rdx_mem_fail_after(ctx, 0);
+  check_same(ctx, st, "erase");
+  if (st == RDX_OK) {
+    void *all = share(keys, 0, b, 1, md->dtype);
+    int64_t ref_gone = -1;
+    CHECK_OK(ctx, rdx_index_erase(ctx, ref, rdx_host_array(all, b, md->dtype), uo, &ref_gone));
+    free(all);
+    CHECK_EQ(gone, ref_gone);
+    CHECK_EQ(model_erase(md, keys, b), gone);
+  } else {
+    CHECK_EQ(gone, 0);
+  }
+  CHECK_EQ(rdx_dist_index_next_row(idx), next); /* erases never move the counter */
+  free(mk);
+  return st;
+}
+
+/* Inserts and erases of every shape on an index of each kind built over the scenario, checked
+ * against the model after each. */
+static void check_updates(rdx_context *ctx, const scenario *s) {
+  for (size_t kk = 0; kk < sizeof kinds / sizeof kinds[0]; kk++) {
+    const rdx_kind kind = kinds[kk];
+    rdx_update_options uo = RDX_UPDATE_OPTIONS_INIT;
+    if (kind == RDX_KIND_RX || kind == RDX_KIND_CGRX) uo.flags = RDX_UPDATE_REBUILD;
+    model md;
+    model_init(&md, s);
+    rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
+    bo.kind = kind;
+    bo.bucket_size = 4;
+    const int64_t from = s->cut[rank_], count = s->cut[rank_ + 1] - s->cut[rank_];
+    void *mk = share(s->keys, from, count, 1, s->dtype), *all = share(s->keys, 0, s->n, 1, s->dtype);
+    int64_t held = check_held(ctx);
+    rdx_dist_index *idx = NULL;
+    rdx_index *ref = NULL;
+    rdx_status st = rdx_dist_index_build(comm_, rdx_host_array(mk, count, s->dtype),
+                                         s->rows ? rdx_host_array(s->rows + from, count, RDX_U64) : rdx_no_array(), &bo, &idx);
+    check_same(ctx, st, "build for updates");
+    rdx_build_options ro = RDX_BUILD_OPTIONS_INIT; /* the reference: any kind answers alike */
+    if (st == RDX_OK)
+      CHECK_OK(ctx, rdx_index_build(ctx, rdx_host_array(all, s->n, s->dtype),
+                                    s->rows ? rdx_host_array(s->rows, s->n, RDX_U64) : rdx_no_array(), &ro, &ref));
+    free(mk);
+    free(all);
+    if (st != RDX_OK || idx == NULL || ref == NULL) {
+      CHECK(st == RDX_ERR_UNSUPPORTED); /* the kind is not on this backend */
+      rdx_dist_index_destroy(idx);
+      rdx_index_destroy(ref);
+      model_free(&md);
+      continue;
+    }
+    CHECK_EQ(rdx_dist_index_next_row(idx), s->n);
+    int64_t cut[8];
+    uint64_t *k, rows[512];
+    for (int j = 0; j < 512; j++) rows[j] = 9000000 + (uint64_t)j * 13 + (uint64_t)kk;
+    /* implied rows, a mix */
+    k = draw_batch(&md, 150, 0, cut);
+    CHECK_OK(ctx, do_insert(ctx, idx, ref, &md, k, NULL, cut, &uo));
+    free(k);
+    check_model(ctx, idx, &md, kind, 40);
+    /* given rows, one key on one shard */
+    k = draw_batch(&md, 60, 1, cut);
+    CHECK_OK(ctx, do_insert(ctx, idx, ref, &md, k, rows, cut, &uo));
+    free(k);
+    /* given rows, a tiny domain: copies on every shard */
+    k = draw_batch(&md, 200, 2, cut);
+    CHECK_OK(ctx, do_insert(ctx, idx, ref, &md, k, rows + 60, cut, &uo));
+    free(k);
+    check_model(ctx, idx, &md, kind, 40);
+    /* erases: a mix (present, absent, repeated keys), one key, a tiny domain */
+    k = draw_batch(&md, 80, 0, cut);
+    CHECK_OK(ctx, do_erase(ctx, idx, ref, &md, k, cut, &uo));
+    free(k);
+    k = draw_batch(&md, 5, 1, cut);
+    CHECK_OK(ctx, do_erase(ctx, idx, ref, &md, k, cut, &uo));
+    free(k);
+    check_model(ctx, idx, &md, kind, 40);
+    k = draw_batch(&md, 12, 2, cut);
+    CHECK_OK(ctx, do_erase(ctx, idx, ref, &md, k, cut, &uo));
+    free(k);
+    /* empty batches everywhere change nothing, even without the rebuild flag */
+    for (int r = 0; r <= size_; r++) cut[r] = 0;
+    CHECK_OK(ctx, do_insert(ctx, idx, ref, &md, rows, NULL, cut, NULL));
+    CHECK_OK(ctx, do_erase(ctx, idx, ref, &md, rows, cut, NULL));
+    check_model(ctx, idx, &md, kind, 40);
+    /* everything erased, then implied rows again into the empty index */
+    uint64_t *every = (uint64_t *)malloc((size_t)(md.n + 1) * 8);
+    memcpy(every, md.keys, (size_t)md.n * 8);
+    const int64_t n_all = md.n;
+    for (int r = 0; r <= size_; r++) cut[r] = n_all * r / size_;
+    CHECK_OK(ctx, do_erase(ctx, idx, ref, &md, every, cut, &uo));
+    free(every);
+    CHECK_EQ(md.n, 0);
+    check_model(ctx, idx, &md, kind, 10);
+    k = draw_batch(&md, 40, 0, cut);
+    CHECK_OK(ctx, do_insert(ctx, idx, ref, &md, k, NULL, cut, &uo));
+    free(k);
+    check_model(ctx, idx, &md, kind, 40);
+    rdx_dist_index_destroy(idx);
+    rdx_index_destroy(ref);
+    model_free(&md);
+    CHECK_EQ(check_held(ctx), held);
+  }
+}
+
+/* A memory fault on one rank (the last, or rank 0) at its n-th allocation, n = 1, 2, ..., through
+ * an insert and an erase: every failure is the same on every rank, and leaves every rank's count,
+ * next_row, memory held and answers as they were. */
+static void update_fault_walk(rdx_context *ctx, const scenario *s, rdx_kind kind, int faulty) {
+  const int64_t from = s->cut[rank_], count = s->cut[rank_ + 1] - s->cut[rank_];
+  void *mk = share(s->keys, from, count, 1, s->dtype), *all = share(s->keys, 0, s->n, 1, s->dtype);
+  rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
+  bo.kind = kind;
+  rdx_dist_index *idx = NULL;
+  rdx_index *ref = NULL;
+  model md;
+  model_init(&md, s);
+  CHECK_OK(ctx, rdx_dist_index_build(comm_, rdx_host_array(mk, count, s->dtype), rdx_no_array(), &bo, &idx));
+  CHECK_OK(ctx, rdx_index_build(ctx, rdx_host_array(all, s->n, s->dtype), rdx_no_array(), NULL, &ref));
+  free(mk);
+  free(all);
+  if (idx == NULL || ref == NULL) {
+    rdx_dist_index_destroy(idx);
+    rdx_index_destroy(ref);
+    model_free(&md);
+    return;
+  }
+  for (int erase = 0; erase < 2; erase++) {
+    int64_t cut[8];
+    uint64_t *k = draw_batch(&md, 120, 0, cut);
+    const int64_t held = check_held(ctx), total = rdx_dist_index_count(idx);
+    const uint64_t next = rdx_dist_index_next_row(idx);
+    int failures = 0;
+    for (int64_t n = 1; n < 1000; n++) {
+      fault_at_ = rank_ == faulty ? n : 0;
+      rdx_status st = erase ? do_erase(ctx, idx, ref, &md, k, cut, NULL) : do_insert(ctx, idx, ref, &md, k, NULL, cut, NULL);
+      fault_at_ = 0;
+      if (st == RDX_OK) break;
+      failures++;
+      CHECK_EQ(st, RDX_ERR_HOST_OUT_OF_MEMORY);
+      CHECK_EQ(check_held(ctx), held);
+      CHECK_EQ(rdx_dist_index_count(idx), total);
+      CHECK_EQ(rdx_dist_index_next_row(idx), next);
+      if (failures % 4 == 1) check_model(ctx, idx, &md, kind, 12); /* answers as before (a sample) */
+    }
+    CHECK(failures > 0);
+    free(k);
+    check_model(ctx, idx, &md, kind, 40);
+  }
+  rdx_dist_index_destroy(idx);
+  rdx_index_destroy(ref);
+  model_free(&md);
+}
+
+/* Bad and mismatched update arguments: refused on every rank alike, the index unchanged. */
+static void check_update_refusals(rdx_context *ctx) {
+  const int last = size_ - 1;
+  uint64_t keys64[8] = {5, 1, 9, 5, 0, 7, 3, 5}, rows[8] = {11, 12, 13, 14, 15, 16, 17, 18}, out[8];
+  uint32_t keys32[8] = {5, 1, 9, 5, 0, 7, 3, 5};
+  rdx_array k64 = rdx_host_array(keys64, 8, RDX_U64), k32 = rdx_host_array(keys32, 8, RDX_U32);
+  rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
+  rdx_dist_index *a = NULL, *b = NULL, *x = NULL;
+  CHECK_OK(ctx, rdx_dist_index_build(comm_, k64, rdx_no_array(), &bo, &a));
+  CHECK_OK(ctx, rdx_dist_index_build(comm_, k64, rdx_no_array(), &bo, &b));
+  rdx_build_options xo = bo;
+  xo.kind = RDX_KIND_RX;
+  CHECK_OK(ctx, rdx_dist_index_build(comm_, k64, rdx_no_array(), &xo, &x));
+  if (a == NULL || b == NULL || x == NULL) {
+    rdx_dist_index_destroy(a);
+    rdx_dist_index_destroy(b);
+    rdx_dist_index_destroy(x);
+    return;
+  }
+  const int64_t held = check_held(ctx);
+  rdx_update_options uo = RDX_UPDATE_OPTIONS_INIT, rebuild = RDX_UPDATE_OPTIONS_INIT, bad = RDX_UPDATE_OPTIONS_INIT;
+  rebuild.flags = RDX_UPDATE_REBUILD;
+  bad.flags = 0x40;
+  uint64_t miss_rows[8] = {1, 2, 3, 4, 5, 6, 7, RDX_MISS};
+  rdx_status st;
+  int64_t gone = 3;
+  /* on one rank: the wrong dtype, RDX_MISS, a short row_ids, unknown flags, not an index */
+  st = rdx_dist_index_insert(comm_, a, rank_ == last ? k32 : k64, rdx_no_array(), &uo);
+  CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+  check_same(ctx, st, "insert: dtype on one rank");
+  st = rdx_dist_index_insert(comm_, a, k64, rdx_host_array(rank_ == last ? miss_rows : rows, 8, RDX_U64), &uo);
+  CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+  check_same(ctx, st, "insert: RDX_MISS on one rank");
+  st = rdx_dist_index_insert(comm_, a, k64, rdx_host_array(rows, rank_ == last ? 7 : 8, RDX_U64), &uo);
+  CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+  check_same(ctx, st, "insert: short row_ids on one rank");
+  st = rdx_dist_index_erase(comm_, a, k64, rank_ == last ? &bad : &uo, &gone);
+  CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(gone, 0);
+  check_same(ctx, st, "erase: unknown flags on one rank");
+  st = rdx_dist_index_erase(comm_, rank_ == last ? (rdx_dist_index *)&gone : a, k64, &uo, NULL);
+  CHECK_EQ(st, RDX_ERR_MISUSE);
+  check_same(ctx, st, "erase: not an index on one rank");
+  /* rx without RDX_UPDATE_REBUILD, on every rank */
+  st = rdx_dist_index_insert(comm_, x, k64, rdx_no_array(), &uo);
+  CHECK_EQ(st, RDX_ERR_UNSUPPORTED);
+  check_same(ctx, st, "insert into rx without the rebuild flag");
+  st = rdx_dist_index_erase(comm_, x, k64, NULL, NULL);
+  CHECK_EQ(st, RDX_ERR_UNSUPPORTED);
+  check_same(ctx, st, "erase from rx without the rebuild flag");
+  if (size_ > 1) {
+    /* ranks that disagree: row ids given on rank 0 only, the flags, the index, the call */
+    st = rdx_dist_index_insert(comm_, a, k64, rank_ == 0 ? rdx_host_array(rows, 8, RDX_U64) : rdx_no_array(), &uo);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "insert: rows on rank 0 only");
+    CHECK(strstr(rdx_context_message(ctx), "disagree") != NULL);
+    st = rdx_dist_index_insert(comm_, a, k64, rdx_no_array(), rank_ == 0 ? &rebuild : &uo);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "insert: flags on rank 0 only");
+    CHECK(strstr(rdx_context_message(ctx), "flags") != NULL);
+    st = rdx_dist_index_erase(comm_, rank_ == 0 ? b : a, k64, &uo, NULL);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "erase: another index on rank 0");
+    st = rank_ == 0 ? rdx_dist_index_insert(comm_, a, k64, rdx_no_array(), &uo) : rdx_dist_index_erase(comm_, a, k64, &uo, NULL);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "insert on rank 0, erase elsewhere");
+    CHECK(strstr(rdx_context_message(ctx), "the call") != NULL);
+    st = rank_ == 0 ? rdx_dist_index_lookup(comm_, a, k64, rdx_host_array(out, 8, RDX_U64))
+                    : rdx_dist_index_insert(comm_, a, k64, rdx_no_array(), &uo);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    check_same(ctx, st, "lookup on rank 0, insert elsewhere");
+  }
+  /* unchanged: every rank's 8 keys, rows 0 .. 8 size_ - 1; key 5's smallest row is rank 0's row 0 */
+  CHECK_EQ(rdx_dist_index_count(a), 8 * size_);
+  CHECK_EQ(rdx_dist_index_next_row(a), 8 * size_);
+  CHECK_OK(ctx, rdx_dist_index_lookup(comm_, a, k64, rdx_host_array(out, 8, RDX_U64)));
+  CHECK_EQ(out[0], 0);
+  CHECK_EQ(out[2], 2);
+  CHECK_OK(ctx, rdx_dist_index_lookup_count(comm_, a, k64, rdx_host_array(out, 8, RDX_U64)));
+  CHECK_EQ(out[0], 3 * size_);
+  CHECK_EQ(check_held(ctx), held);
+  /* and an update after them all works: key 5 erased everywhere, on rank 0's word alone */
+  st = rdx_dist_index_erase(comm_, a, rdx_host_array(keys64, rank_ == 0 ? 1 : 0, RDX_U64), NULL, &gone);
+  CHECK_OK(ctx, st);
+  CHECK_EQ(gone, 3 * size_);
+  CHECK_EQ(rdx_dist_index_count(a), 5 * size_);
+  rdx_dist_index_destroy(a);
+  rdx_dist_index_destroy(b);
+  rdx_dist_index_destroy(x);
+}
+
 /* rdx_comm_create_local's refusals (not collective: rank 0 alone, over contexts of its own). */
 static void check_local_refusals(void) {
   rdx_context_options co = RDX_CONTEXT_OPTIONS_INIT;
@@ -443,6 +827,33 @@ static void body(rdx_context *ctx) {
     fault_walk(ctx, &s);
     free_scenario(&s);
   }
+  static const struct {
+    const char *name;
+    int64_t n;
+    int domain_bits, split, rows;
+  } updates[] = {
+      {"uneven", 600, 64, 0, 0},
+      {"duplicates_given_rows", 500, 4, 3, 1},
+      {"empty_shard", 300, 64, 1, 1},
+      {"no_keys", 0, 64, 0, 0},
+  };
+  for (size_t p = 0; p < sizeof updates / sizeof updates[0]; p++)
+    for (int dt = 0; dt < 2; dt++) {
+      if (!CASE_PART(dist_keys_updates, updates[p].name)) continue;
+      scenario s;
+      make_scenario(&s, updates[p].name, dt ? RDX_U64 : RDX_U32, updates[p].n, updates[p].domain_bits, updates[p].split,
+                    updates[p].rows);
+      check_updates(ctx, &s);
+      free_scenario(&s);
+    }
+  if (CASE_RUN(dist_update_fault_walk)) {
+    scenario s;
+    make_scenario(&s, "update_fault", RDX_U64, 500, 64, 0, 0);
+    update_fault_walk(ctx, &s, RDX_KIND_SORTED, size_ - 1);
+    update_fault_walk(ctx, &s, RDX_KIND_HASH, 0);
+    free_scenario(&s);
+  }
+  if (CASE_RUN(dist_update_refusals)) check_update_refusals(ctx);
   check_refusals(ctx);
 }
 

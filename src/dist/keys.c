@@ -679,16 +679,18 @@ static rdx_status build_shard(rdx_context *ctx, const rdx_dist_index *d, const v
 }
 
 /* Steps 1 and 2 of both updates: this rank's arguments (keys, and rows for an insert) read to the
- * host and checked, then every rank's descriptor gathered into all (size) and compared. */
-static rdx_status update_args(rdx_comm *comm, const char *fn, dist_op op, rdx_dist_index *d, rdx_array keys,
-                              rdx_array row_ids, const rdx_update_options *opts, rdx_update_options *uo, uint64_t **k64,
-                              uint64_t **r64, desc *all) {
+ * host and checked, after st (the status of the caller's own allocations), in one agreement (as
+ * every call makes one before its descriptor is gathered, so ranks in different calls stay in
+ * step), then every rank's descriptor gathered into all (size) and compared. */
+static rdx_status update_args(rdx_comm *comm, const char *fn, rdx_status st, dist_op op, rdx_dist_index *d,
+                              rdx_array keys, rdx_array row_ids, const rdx_update_options *opts, rdx_update_options *uo,
+                              uint64_t **k64, uint64_t **r64, desc *all) {
   rdx_context *ctx = comm->ctx;
   const int64_t n = keys.count;
   const int have_rows = row_ids.data != NULL;
   desc me;
   memset(&me, 0, sizeof me);
-  rdx_status st = check_dist_index(comm, fn, d);
+  if (st == RDX_OK) st = check_dist_index(comm, fn, d);
   if (st == RDX_OK) st = get_update_options(ctx, fn, opts, uo);
   if (st == RDX_OK) st = check_update_keys(ctx, fn, d, keys);
   if (st == RDX_OK && have_rows) {
@@ -738,8 +740,7 @@ rdx_status rdx_dist_index_insert(rdx_comm *comm, rdx_dist_index *idx, rdx_array 
   /* 1, 2. the arguments, and every rank's call, index and batch compared */
   rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 3 * (int64_t)size, 8);
-  AGREE(st);
-  RDX_CHECK_GOTO(update_args(comm, fn, OP_INSERT, d, keys, row_ids, opts, &uo, &k64, &r64, all), st, done);
+  RDX_CHECK_GOTO(update_args(comm, fn, st, OP_INSERT, d, keys, row_ids, opts, &uo, &k64, &r64, all), st, done);
   int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size;
   for (int r = 0; r < size; r++) send[r] = all[r].count;
   const int64_t total = rdx_dist_scan(send, size, cursor), offset = cursor[comm->rank];
@@ -841,8 +842,7 @@ rdx_status rdx_dist_index_erase(rdx_comm *comm, rdx_dist_index *idx, rdx_array k
   /* 1, 2. the arguments, and every rank's call, index and batch compared */
   rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 3 * (int64_t)size, 8);
-  AGREE(st);
-  RDX_CHECK_GOTO(update_args(comm, fn, OP_ERASE, d, keys, rdx_no_array(), opts, &uo, &k64, NULL, all), st, done);
+  RDX_CHECK_GOTO(update_args(comm, fn, st, OP_ERASE, d, keys, rdx_no_array(), opts, &uo, &k64, NULL, all), st, done);
   int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size;
   int64_t total = 0;
   for (int r = 0; r < size; r++) total += all[r].count;
