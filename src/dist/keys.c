@@ -229,6 +229,52 @@ static rdx_status check_build(rdx_context *ctx, const char *fn, rdx_array keys, 
   return RDX_OK;
 }
 
+/* Collective: this rank's n pairs (host: k64 keys, r64 rows) to the shards that hold their keys,
+ * as lookups route keys; *recv_keys (the index's key dtype) and *recv_rows (u64) receive this
+ * rank's *m pairs, in rank order, through the account. counts: 3 x size scratch. Agreed, but for
+ * a failed transport (returned as it is); on failure *recv_keys and *recv_rows are freed. */
+static rdx_status route_pairs(rdx_comm *comm, const char *fn, const rdx_dist_index *d, const uint64_t *k64,
+                              const uint64_t *r64, int64_t n, int64_t *counts, void **recv_keys, uint64_t **recv_rows,
+                              int64_t *m) {
+  rdx_context *ctx = comm->ctx;
+  const int size = comm->size;
+  const size_t es = rdx_dtype_size(d->dtype);
+  int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size;
+  uint64_t *send_rows = NULL;
+  void *send_keys = NULL;
+  *recv_keys = NULL;
+  *recv_rows = NULL;
+  *m = 0;
+  for (int p = 0; p < size; p++) send[p] = 0;
+  for (int64_t i = 0; i < n; i++) send[shard_of(d, size, k64[i])]++;
+  rdx_dist_scan(send, size, cursor);
+  rdx_status st = rdx_dist_take(ctx, fn, &send_keys, n, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send_rows, n, 8);
+  if (st == RDX_OK)
+    for (int64_t i = 0; i < n; i++) {
+      int64_t at = cursor[shard_of(d, size, k64[i])]++;
+      put_key(send_keys, d->dtype, at, k64[i]);
+      send_rows[at] = r64[i];
+    }
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
+  for (int p = 0; p < size; p++) *m += recv[p];
+  st = rdx_comm_check_counts(comm, fn, send, recv);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, recv_keys, *m, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, recv_rows, *m, 8);
+  AGREE(st);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, *recv_keys, recv, es), st, done);
+  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_rows, send, *recv_rows, recv, 8), st, done);
+done:
+  rdx_mem_free(ctx, send_keys);
+  rdx_mem_free(ctx, send_rows);
+  if (st != RDX_OK) {
+    rdx_mem_free(ctx, *recv_keys), *recv_keys = NULL;
+    rdx_mem_free(ctx, *recv_rows), *recv_rows = NULL;
+  }
+  return st;
+}
+
 rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_ids, const rdx_build_options *opts,
                                 rdx_dist_index **out) {
   static const char fn[] = "rdx_dist_index_build";
@@ -240,8 +286,8 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   desc me, *all = NULL;
   memset(&me, 0, sizeof me);
   int64_t *counts = NULL; /* send, receive, cursor: size each */
-  uint64_t *k64 = NULL, *r64 = NULL, *recv_rows = NULL, *send_rows = NULL;
-  void *send_keys = NULL, *recv_keys = NULL;
+  uint64_t *k64 = NULL, *r64 = NULL, *recv_rows = NULL;
+  void *recv_keys = NULL;
   rdx_dist_index *d = NULL;
   rdx_index *shard = NULL;
   const int64_t n = keys.count;
@@ -279,7 +325,7 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   d->kind = o.kind;
   d->dtype = keys.dtype;
   d->hashed = o.kind == RDX_KIND_HASH;
-  int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size;
+  int64_t *send = counts, *cursor = counts + 2 * size; /* route_pairs reuses all three */
   for (int r = 0; r < size; r++) send[r] = all[r].count; /* the ranks' keys, until step 4 */
   d->n_total = rdx_dist_scan(send, size, cursor);
   const int64_t offset = cursor[comm->rank];
@@ -291,31 +337,9 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   if (!d->hashed && size > 1) RDX_CHECK_GOTO(rdx_dist_splitters(comm, fn, send, k64, n, d->splitters), st, done);
 
   /* 4. the pairs to their shards */
-  const size_t es = rdx_dtype_size(keys.dtype);
-  for (int p = 0; p < size; p++) send[p] = 0;
-  for (int64_t i = 0; i < n; i++) send[shard_of(d, size, k64[i])]++;
-  rdx_dist_scan(send, size, cursor);
-  st = rdx_dist_take(ctx, fn, &send_keys, n, es);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send_rows, n, 8);
-  if (st == RDX_OK)
-    for (int64_t i = 0; i < n; i++) {
-      int64_t at = cursor[shard_of(d, size, k64[i])]++;
-      put_key(send_keys, keys.dtype, at, k64[i]);
-      send_rows[at] = r64[i];
-    }
-  AGREE(st);
-  RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   int64_t m = 0;
-  for (int p = 0; p < size; p++) m += recv[p];
-  st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_keys, m, es);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_rows, m, 8);
-  AGREE(st);
-  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, recv_keys, recv, es), st, done);
-  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_rows, send, recv_rows, recv, 8), st, done);
+  RDX_CHECK_GOTO(route_pairs(comm, fn, d, k64, r64, n, counts, &recv_keys, &recv_rows, &m), st, done);
   /* the inputs' copies go before the shard is built, so its peak is what it needs */
-  rdx_mem_free(ctx, send_keys), send_keys = NULL;
-  rdx_mem_free(ctx, send_rows), send_rows = NULL;
   rdx_mem_free(ctx, k64), k64 = NULL;
   rdx_mem_free(ctx, r64), r64 = NULL;
 
@@ -337,8 +361,6 @@ done:
     rdx_mem_free(ctx, d->splitters);
     free(d);
   }
-  rdx_mem_free(ctx, send_keys);
-  rdx_mem_free(ctx, send_rows);
   rdx_mem_free(ctx, recv_keys);
   rdx_mem_free(ctx, recv_rows);
   rdx_mem_free(ctx, k64);
@@ -732,8 +754,8 @@ rdx_status rdx_dist_index_insert(rdx_comm *comm, rdx_dist_index *idx, rdx_array 
   rdx_update_options uo;
   desc *all = NULL;
   int64_t *counts = NULL; /* send, receive, cursor: size each */
-  uint64_t *k64 = NULL, *r64 = NULL, *send_rows = NULL, *recv_rows = NULL, *pair_rows = NULL;
-  void *send_keys = NULL, *recv_keys = NULL, *pair_keys = NULL;
+  uint64_t *k64 = NULL, *r64 = NULL, *recv_rows = NULL, *pair_rows = NULL;
+  void *recv_keys = NULL, *pair_keys = NULL;
   rdx_index *fresh = NULL;
   const int64_t n = keys.count;
 
@@ -741,7 +763,7 @@ rdx_status rdx_dist_index_insert(rdx_comm *comm, rdx_dist_index *idx, rdx_array 
   rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 3 * (int64_t)size, 8);
   RDX_CHECK_GOTO(update_args(comm, fn, st, OP_INSERT, d, keys, row_ids, opts, &uo, &k64, &r64, all), st, done);
-  int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size;
+  int64_t *send = counts, *cursor = counts + 2 * size; /* route_pairs reuses all three */
   for (int r = 0; r < size; r++) send[r] = all[r].count;
   const int64_t total = rdx_dist_scan(send, size, cursor), offset = cursor[comm->rank];
   /* what one rdx_index_insert of the ranks' batches concatenated would refuse: every rank alike */
@@ -760,29 +782,8 @@ rdx_status rdx_dist_index_insert(rdx_comm *comm, rdx_dist_index *idx, rdx_array 
 
   /* 3. the pairs to their shards, routed as lookups are */
   const size_t es = rdx_dtype_size(d->dtype);
-  for (int p = 0; p < size; p++) send[p] = 0;
-  for (int64_t i = 0; i < n; i++) send[shard_of(d, size, k64[i])]++;
-  rdx_dist_scan(send, size, cursor);
-  st = rdx_dist_take(ctx, fn, &send_keys, n, es);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send_rows, n, 8);
-  if (st == RDX_OK)
-    for (int64_t i = 0; i < n; i++) {
-      int64_t at = cursor[shard_of(d, size, k64[i])]++;
-      put_key(send_keys, d->dtype, at, k64[i]);
-      send_rows[at] = r64[i];
-    }
-  AGREE(st);
-  RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   int64_t m = 0;
-  for (int p = 0; p < size; p++) m += recv[p];
-  st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_keys, m, es);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_rows, m, 8);
-  AGREE(st);
-  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, recv_keys, recv, es), st, done);
-  RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_rows, send, recv_rows, recv, 8), st, done);
-  rdx_mem_free(ctx, send_keys), send_keys = NULL;
-  rdx_mem_free(ctx, send_rows), send_rows = NULL;
+  RDX_CHECK_GOTO(route_pairs(comm, fn, d, k64, r64, n, counts, &recv_keys, &recv_rows, &m), st, done);
   rdx_mem_free(ctx, k64), k64 = NULL;
   rdx_mem_free(ctx, r64), r64 = NULL;
 
@@ -810,8 +811,6 @@ rdx_status rdx_dist_index_insert(rdx_comm *comm, rdx_dist_index *idx, rdx_array 
   d->next_row += (uint64_t)total;
 done:
   rdx_index_destroy(fresh);
-  rdx_mem_free(ctx, send_keys);
-  rdx_mem_free(ctx, send_rows);
   rdx_mem_free(ctx, recv_keys);
   rdx_mem_free(ctx, recv_rows);
   rdx_mem_free(ctx, pair_keys);
