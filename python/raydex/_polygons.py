@@ -80,8 +80,21 @@ def _polygon_arrays(geoms):
     # extension or GEOS (< 3.10) lacks that, each geometry's WKB parsed in C
     api = _geos_api()
     if api is not None:
-        return _raydex._geos_polygon_arrays(
-            [None if g is None or (isinstance(g, float) and np.isnan(g)) else g for g in geoms], api)
+        from shapely import wkb as shapely_wkb
+
+        try:
+            from shapely.geometry.proxy import CachingGeometryProxy
+        except ImportError:  # pragma: no cover - another shapely layout
+            CachingGeometryProxy = ()
+        present = []
+        for g in geoms:
+            if g is None or (isinstance(g, float) and np.isnan(g)):
+                g = None
+            elif isinstance(g, CachingGeometryProxy):
+                # an adapter (asPolygon, asShape) remakes its GEOS geometry on each access: a copy
+                g = None if g.is_empty else shapely_wkb.loads(g.wkb)
+            present.append(g)
+        return _raydex._geos_polygon_arrays(present, api)
     return _wkb_arrays([None if _is_missing(g) else g.wkb for g in geoms])
 
 

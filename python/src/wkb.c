@@ -409,13 +409,9 @@ PyObject *rdx_py_geos_polygon_arrays(PyObject *self, PyObject *args) {
                    Py_TYPE(o)->tp_name);
       goto done;
     }
-    geoms[i] = PyLong_AsVoidPtr(ptr);
+    geoms[i] = ptr == Py_None ? NULL : PyLong_AsVoidPtr(ptr); /* None or 0: no GEOS geometry, no rings */
     Py_DECREF(ptr);
     if (PyErr_Occurred()) goto done;
-    if (geoms[i] == NULL) {
-      PyErr_Format(PyExc_ValueError, "PolygonLayer: feature %zd is a shapely geometry without a GEOS geometry", i);
-      goto done;
-    }
   }
   uint64_t *fo = (uint64_t *)PyArray_DATA((PyArrayObject *)features);
   fo[0] = 0;

@@ -564,6 +564,20 @@ def test_geos_arrays_match_wkb_arrays(rng, monkeypatch):
             via_wkb([square(0, 0, 1), bad])
     with pytest.raises(TypeError, match="feature 0 is a str"):
         _polygons._polygon_arrays(np.array(["POLYGON"], dtype=object))
+    # shapely 1.8's deprecated adapters remake their GEOS geometry on each access: read as copies,
+    # the same adapter twice included
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from shapely.geometry import asPolygon
+
+        shell, hole = [(0, 0), (4, 0), (4, 4), (0, 4)], [(1, 1), (2, 1), (2, 2), (1, 1)]
+        adapter = asPolygon(shell, [hole])
+        geoms = [adapter, square(5, 5, 1), adapter]
+        want = via_wkb([sg.Polygon(shell, [hole]), square(5, 5, 1), sg.Polygon(shell, [hole])])
+        for a, b in zip(_polygons._polygon_arrays(geoms), want):
+            assert np.array_equal(a, b)
     geoms = adversarial()
     want = [a.copy() for a in _polygons._polygon_arrays(geoms)]
     monkeypatch.setattr(_polygons, "_geos_api", lambda: None)
