@@ -15,7 +15,9 @@ Predicates: intersects on both pairs; within and contains too on counties-states
 Engines, one CSV row per (pair, predicate, engine, backend):
   geopandas     geopandas.sjoin(left, right, predicate=...) (GEOS through shapely, one core)
   raydex.sjoin  raydex.sjoin(left, right, predicate=..., backend=...): the same call on the same
-                GeoDataFrames, end to end (shapely geometries to arrays, the join, the frame)
+                GeoDataFrames, end to end (shapely geometries to arrays, the join, the frame);
+                its note says how the geometries were read (shapely 2's vectorized functions,
+                shapely 1.8 through GEOS's C API, or shapely 1.8's WKB)
   raydex.join   raydex's own part: raydex.join(l, r, op=predicate) on layers read by
                 raydex.PolygonLayer.from_file from the .rdxp files (read once, outside the
                 clock: read_s); each join builds both layers' indexes, as each sjoin does
@@ -30,6 +32,10 @@ with their dtypes (pandas.testing.assert_frame_equal), the geometries equal as W
 or "DIFF:<what>" (with the first differing pairs). raydex.join rows: its (left, right) pairs
 against geopandas's (index, index_right), the frames' index being 0..n-1 ("same"), or, where
 geopandas did not run, against the cpu backend's raydex.join ("same-as-cpu"; the cpu row reads "cpu-ref").
+--split: also log (stderr, not the CSV) where one raydex.sjoin's time goes, per backend: the
+geometries to arrays (python/raydex/_polygons.py _polygon_arrays), the layers made
+(PolygonLayer.from_arrays: raydex's validation and ring orientation), the join, the frame
+(_frame_join), each the median of --reps runs after --warmup.
 Without geopandas (the GPU machine's Python has numpy and CuPy, no shapely), or with
 --no-geopandas, only the raydex.join rows are made, and the geopandas columns read
 "not measured".
@@ -134,6 +140,45 @@ def compare_frames(got, want, key="index_right"):
     return "same"
 
 
+def sjoin_split(left, right, pred, backend, warmup, reps):
+    """{phase: median seconds} of raydex.sjoin's steps on two polygon frames, done as sjoin does them."""
+    import pandas as pd
+    from raydex import _polygons
+
+    def steps():
+        out = {}
+        t0 = time.perf_counter()
+        arrays = [_polygons._polygon_arrays(_polygons._geometry_array(df.geometry)) for df in (left, right)]
+        t1 = time.perf_counter()
+        ctx = raydex.Context(backend=backend)
+        layers = [raydex.PolygonLayer.from_arrays(*a, context=ctx) for a in arrays]
+        t2 = time.perf_counter()
+        li, ri = raydex.join(layers[0], layers[1], op=pred)
+        t3 = time.perf_counter()
+        keys = pd.DataFrame({"_key_left": np.asarray(li, dtype=np.intp), "_key_right": np.asarray(ri, dtype=np.intp)})
+        _polygons._frame_join(keys, left, right, "inner", "left", "right")
+        t4 = time.perf_counter()
+        for layer in layers:
+            layer.close()
+        out.update(arrays=t1 - t0, layers=t2 - t1, join=t3 - t2, frame=t4 - t3)
+        return out
+
+    for _ in range(warmup):
+        steps()
+    runs = [steps() for _ in range(reps)]
+    return {k: float(np.median([r[k] for r in runs])) for k in runs[0]}
+
+
+def conversion():
+    """How raydex.sjoin reads this shapely's geometries (python/raydex/_polygons.py _polygon_arrays)."""
+    import shapely
+    from raydex import _polygons
+
+    if _polygons._shapely2(shapely):
+        return "shapely 2's vectorized functions"
+    return "shapely 1.8 through GEOS's C API" if _polygons._geos_api() is not None else "shapely 1.8's WKB"
+
+
 def machine_name():
     gpu = ""
     try:
@@ -175,6 +220,7 @@ def main():
     ap.add_argument("--no-geopandas", action="store_true")
     ap.add_argument("--machine", default=None)
     ap.add_argument("--header", action="store_true")
+    ap.add_argument("--split", action="store_true", help="log where raydex.sjoin's time goes (stderr)")
     a = ap.parse_args()
     machine = (a.machine or machine_name()).replace(",", ";")
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
@@ -281,7 +327,12 @@ def main():
                     check = compare_frames(got, want) if want is not None else f"no reference (geopandas {gpd_s})"
                     bad += check.startswith("DIFF")
                     row(pred, "raydex.sjoin", be, a.warmup, a.reps, sec, read_gdf, len(got), gpd_s, check,
-                        "GeoDataFrames in and out; shapely geometries converted each call")
+                        f"GeoDataFrames in and out; shapely geometries converted each call ({conversion()})")
+                    if a.split:
+                        split = sjoin_split(frames[0], frames[1], pred, be, a.warmup, a.reps)
+                        log(f"{pair} {pred}: raydex.sjoin {be} split (median of {a.reps}): " +
+                            ", ".join(f"{k} {v:.3f} s" for k, v in split.items()) +
+                            f"; sum {sum(split.values()):.3f} s")
             cpu_pairs = None
             for be, (lay, read_s) in layers.items():
                 log(f"{pair} {pred}: raydex.join {be}")

@@ -2,9 +2,9 @@
 
 Written in Python over the extension's PolygonLayer.from_arrays, join and pip. shapely and
 geopandas are imported only when a function here needs them. Shapely 2's vectorized functions
-(get_parts, get_rings, get_coordinates) are used where present; with shapely 1.8 (Debian
-bookworm's) each geometry's WKB is parsed by the extension (python/src/wkb.c), as from_wkb's
-input is (no shapely).
+(get_parts, get_rings, get_coordinates) are used where present; shapely 1.8's (Debian
+bookworm's) geometries are read by the extension through the GEOS C API of shapely's own libgeos_c
+(python/src/wkb.c), or where it cannot, their WKB parsed there as from_wkb's input is (no shapely).
 """
 import warnings
 
@@ -75,9 +75,56 @@ def _polygon_arrays(geoms):
         feature_offsets = np.zeros(n + 1, dtype=np.uint64)
         np.cumsum(rings_per_feature, out=feature_offsets[1:])
         return np.ascontiguousarray(coords, dtype=np.float64), ring_offsets, feature_offsets
-    # shapely 1.8: each geometry's WKB (one GEOS call) parsed in C, rather than a shapely object
-    # per ring and its coordinate sequence
+    # shapely 1.8: the geometries walked in C through GEOS's C API (python/src/wkb.c), one GEOS
+    # call per ring, rather than a shapely object per ring and its coordinate sequence; where the
+    # extension or GEOS (< 3.10) lacks that, each geometry's WKB parsed in C
+    api = _geos_api()
+    if api is not None:
+        from shapely import wkb as shapely_wkb
+
+        try:
+            from shapely.geometry.proxy import CachingGeometryProxy
+        except ImportError:  # pragma: no cover - another shapely layout
+            CachingGeometryProxy = ()
+        present = []
+        for g in geoms:
+            if g is None or (isinstance(g, float) and np.isnan(g)):
+                g = None
+            elif isinstance(g, CachingGeometryProxy):
+                # an adapter (asPolygon, asShape) remakes its GEOS geometry on each access: a copy
+                g = None if g.is_empty else shapely_wkb.loads(g.wkb)
+            present.append(g)
+        return _raydex._geos_polygon_arrays(present, api)
     return _wkb_arrays([None if _is_missing(g) else g.wkb for g in geoms])
+
+
+_GEOS_FUNCTIONS = ("GEOSGeomTypeId_r", "GEOSisEmpty_r", "GEOSGetNumGeometries_r", "GEOSGetGeometryN_r",
+                   "GEOSGetExteriorRing_r", "GEOSGetNumInteriorRings_r", "GEOSGetInteriorRingN_r",
+                   "GEOSGeom_getCoordSeq_r", "GEOSCoordSeq_getSize_r", "GEOSCoordSeq_copyToBuffer_r")
+_geos_api_found = []
+
+
+def _geos_api():
+    """The api tuple of _raydex._geos_polygon_arrays (python/src/wkb.h): shapely 1.8's GEOS
+    context handle and the addresses of the functions its ctypes library resolved, so the GEOS
+    that made the geometries reads them; None where the extension lacks the function or that
+    GEOS lacks one (GEOSCoordSeq_copyToBuffer_r came in GEOS 3.10). Looked up once."""
+    if not _geos_api_found:
+        api = None
+        if hasattr(_raydex, "_geos_polygon_arrays"):
+            try:
+                import ctypes
+
+                from shapely.geos import lgeos
+
+                api = (int(lgeos.geos_handle),) + tuple(
+                    ctypes.cast(getattr(lgeos._lgeos, name), ctypes.c_void_p).value for name in _GEOS_FUNCTIONS)
+                if not all(api):
+                    api = None
+            except (ImportError, AttributeError, TypeError):  # another shapely layout, an older GEOS
+                api = None
+        _geos_api_found.append(api)
+    return _geos_api_found[0]
 
 
 def _wkb_arrays(blobs):

@@ -13,6 +13,7 @@ import raydex
 shapely = pytest.importorskip("shapely")
 from shapely import geometry as sg  # noqa: E402
 from shapely import wkb as swkb  # noqa: E402
+from shapely import wkt as swkt  # noqa: E402
 
 OPS = ["intersects", "overlay", "contains", "within", "boxes"]
 
@@ -516,3 +517,69 @@ def test_wkb_arrays_match_shapely_and_refuse_every_truncation(rng):
             for cut in range(len(b)):
                 with pytest.raises((ValueError, TypeError), match="feature 0"):
                     _wkb_arrays([b[:cut]])
+
+
+def test_geos_arrays_match_wkb_arrays(rng, monkeypatch):
+    """shapely 1.8's geometries read through GEOS's C API (python/src/wkb.c) give the arrays their
+    WKB gives: random polygons and multipolygons with holes, Z, empty parts, None, NaN and empty
+    geometries; other types are refused with the WKB reader's words; without the GEOS path the WKB
+    one is taken."""
+    from raydex import _polygons
+
+    if int(shapely.__version__.split(".")[0]) >= 2:
+        pytest.skip("shapely 2 converts with its vectorized functions, not through the extension")
+    if _polygons._geos_api() is None:
+        pytest.skip("the extension lacks _geos_polygon_arrays (registered in python/src/raydex_module.c) "
+                    "or GEOS < 3.10: from_shapely reads WKB")
+
+    def poly(z=False):
+        n = int(rng.integers(3, 9))
+        shell = [tuple(p) for p in rng.random((n, 3 if z else 2))]
+        hole = [tuple(0.4 + 0.1 * p) for p in rng.random((3, 3 if z else 2))]
+        return sg.Polygon(shell, [hole] if rng.random() < 0.3 else [])
+
+    def via_wkb(geoms):
+        return _polygons._wkb_arrays([None if _polygons._is_missing(g) else g.wkb for g in geoms])
+
+    for trial in range(100):
+        geoms = []
+        for _ in range(int(rng.integers(0, 6))):
+            k, z = rng.random(), bool(rng.random() < 0.2)
+            geoms.append(None if k < 0.1 else float("nan") if k < 0.15 else sg.Polygon() if k < 0.2 else
+                         poly(z) if k < 0.6 else
+                         sg.MultiPolygon([poly(z) for _ in range(int(rng.integers(1, 4)))]))
+        got, want = _polygons._polygon_arrays(geoms), via_wkb(geoms)
+        for a, b in zip(got, want):
+            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), trial
+    # a MultiPolygon with an empty part: WKB writes the part without rings
+    multi = swkt.loads("MULTIPOLYGON (((0 0, 1 0, 1 1, 0 0)), EMPTY, ((5 5, 6 5, 6 6, 5 5)))")
+    for a, b in zip(_polygons._polygon_arrays([multi, adversarial()[3]]), via_wkb([multi, adversarial()[3]])):
+        assert np.array_equal(a, b)
+    for bad, name in ((sg.LineString([(0, 0), (1, 1)]), "LineString"),
+                      (sg.LinearRing([(0, 0), (1, 0), (1, 1)]), "LineString"), (sg.Point(0, 0), "Point"),
+                      (sg.GeometryCollection([square(0, 0, 1)]), "GeometryCollection")):
+        with pytest.raises(TypeError, match=f"feature 1 is a {name}, not a Polygon or MultiPolygon"):
+            _polygons._polygon_arrays([square(0, 0, 1), bad])
+        with pytest.raises(TypeError, match=f"feature 1 is a {name}, not a Polygon or MultiPolygon"):
+            via_wkb([square(0, 0, 1), bad])
+    with pytest.raises(TypeError, match="feature 0 is a str"):
+        _polygons._polygon_arrays(np.array(["POLYGON"], dtype=object))
+    # shapely 1.8's deprecated adapters remake their GEOS geometry on each access: read as copies,
+    # the same adapter twice included
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from shapely.geometry import asPolygon
+
+        shell, hole = [(0, 0), (4, 0), (4, 4), (0, 4)], [(1, 1), (2, 1), (2, 2), (1, 1)]
+        adapter = asPolygon(shell, [hole])
+        geoms = [adapter, square(5, 5, 1), adapter]
+        want = via_wkb([sg.Polygon(shell, [hole]), square(5, 5, 1), sg.Polygon(shell, [hole])])
+        for a, b in zip(_polygons._polygon_arrays(geoms), want):
+            assert np.array_equal(a, b)
+    geoms = adversarial()
+    want = [a.copy() for a in _polygons._polygon_arrays(geoms)]
+    monkeypatch.setattr(_polygons, "_geos_api", lambda: None)
+    for a, b in zip(_polygons._polygon_arrays(geoms), want):
+        assert np.array_equal(a, b)
