@@ -2834,6 +2834,9 @@ static PyMethodDef module_methods[] = {
     {"_wkb_polygon_arrays", rdx_py_wkb_polygon_arrays, METH_O,
      "_wkb_polygon_arrays(wkbs) -> (coords, ring_offsets, feature_offsets): WKB Polygons and\n"
      "MultiPolygons (a sequence of bytes or None) as PolygonLayer.from_arrays takes them."},
+    {"_geos_polygon_arrays", rdx_py_geos_polygon_arrays, METH_VARARGS,
+     "_geos_polygon_arrays(geoms, api) -> (coords, ring_offsets, feature_offsets): shapely 1.8\n"
+     "Polygons and MultiPolygons (or None) read through GEOS's C API (api: python/src/wkb.h)."},
     {"load_points", (PyCFunction)(void (*)(void))module_load_points, METH_VARARGS | METH_KEYWORDS,
      "load_points(path, backend='auto', *, context=None) -> PointIndex: read a PointIndex.save snapshot."},
     {NULL, NULL, 0, NULL}};
