@@ -1004,7 +1004,10 @@ RDX_API void rdx_join_pairs_free(rdx_context *ctx, rdx_join_pairs_result *result
  *    raydex moves data only through MPI's own collectives (no transport of its own); or
  *  - a thread of this process (rdx_comm_create_local: n communicators over n contexts, typically
  *    one per GPU, each used by its own thread as an MPI rank is used: NCCL's model of one thread
- *    per device). The ranks exchange through host memory all of them see.
+ *    per device). The ranks exchange host data through host memory all of them see; when every
+ *    context is a GPU's, point lookups and counts stay on the GPUs, their keys and answers copied
+ *    from GPU to GPU (CUDA peer copies, over NVLink where present; the group enables peer access
+ *    between its devices).
  * Every rdx_dist_* call below works the same over either. A build without MPI
  * (rdx_dist_info.mpi_built false) has every call here: rdx_comm_create_mpi then returns
  * RDX_ERR_NO_BACKEND with a sentence; local groups work in every build.

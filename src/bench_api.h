@@ -105,6 +105,18 @@ enum { RDX_STAGING_AUTO = 0, RDX_STAGING_RING = 1, RDX_STAGING_DIRECT = 2 };
 void rdx_staging_force(rdx_context *ctx, int mode);
 /* Bytes of the context's staging ring (0: none, as on cpu). */
 size_t rdx_staging_bytes(const rdx_context *ctx);
+/* On (1), a sharded key index's point lookups and counts on this rank stage through the host as
+ * on CPU ranks (dist/keys.c), instead of staying on the GPUs; every rank must agree, or the path
+ * is the host's. For `raydex bench keys --gpus N --host-path` and the tests of both paths. */
+void rdx_dist_force_host(rdx_context *ctx, int on);
+/* This rank's time in the device all-to-alls of its last sharded lookup or count on the GPUs (the
+ * keys out, the answers back), in ms; 0 after one that staged through the host. */
+double rdx_dist_exchange_ms(const rdx_context *ctx);
+/* The exchange alone, as nccl-tests' alltoall measures it: collectively, every rank sends `bytes`
+ * bytes of its device memory in equal parts to every rank through comm's device all-to-all;
+ * *ms is this rank's time. RDX_ERR_UNSUPPORTED when the transport has no device exchange or a
+ * context is not a GPU's. */
+rdx_status rdx_dist_probe_exchange(rdx_comm *comm, int64_t bytes, double *ms);
 
 /* ---- data generators (io: gen.c, gen_points.c) ---- */
 /* Key sets. */

@@ -176,6 +176,10 @@ int cmd_bench_update(int argc, char **argv); /* key index updates (cmd_bench_upd
 extern const char cli_bench_update_usage[];
 int cmd_bench_host(int argc, char **argv); /* calls from host memory against device memory (cmd_bench_host.c) */
 extern const char cli_bench_host_usage[];
+/* `bench keys --gpus`: a sharded key index over the GPUs of this process (cmd_bench_gpus.c; argv
+ * after the word keys) */
+int cmd_bench_keys_gpus(int argc, char **argv);
+extern const char cli_bench_gpus_usage[];
 /* Their usage, which `raydex gen --help` and `raydex bench --help` print after their own. */
 extern const char cli_gen_points_usage[], cli_bench_points_usage[];
 

@@ -259,9 +259,9 @@ static const char *const check_names[] = {"none", "sample", "full"};
 
 int cmd_bench(int argc, char **argv) {
   if (argc >= 1 && cli_is_help(argv[0])) {
-    static char both[sizeof usage + 12288];
-    snprintf(both, sizeof both, "%s\n%s\n%s\n%s\n%s", usage, cli_bench_points_usage, cli_bench_join_usage,
-             cli_bench_update_usage, cli_bench_host_usage);
+    static char both[sizeof usage + 16384];
+    snprintf(both, sizeof both, "%s\n%s\n%s\n%s\n%s\n%s", usage, cli_bench_gpus_usage, cli_bench_points_usage,
+             cli_bench_join_usage, cli_bench_update_usage, cli_bench_host_usage);
     cli_usage(both, 0);
   }
   if (argc >= 1 && strcmp(argv[0], "points") == 0) {
@@ -283,6 +283,8 @@ int cmd_bench(int argc, char **argv) {
   if (argc < 1 || strcmp(argv[0], "keys") != 0)
     cli_die(CLI_EXIT_BAD_INPUT, "bench keys, bench points, bench join, bench update or bench host (bench --help)");
   cli_set_command("raydex bench keys");
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--gpus") == 0) return cmd_bench_keys_gpus(argc - 1, argv + 1);
   cli_args a;
   cli_args_init(&a, argc - 1, argv + 1, usage);
   bench_cfg c;

@@ -82,6 +82,7 @@ struct rdx_context {
   void (*log_fn)(int, const char *, void *);
   void *log_user;
   int stream_priority;          /* rdx_context_options.stream_priority (GPU contexts) */
+  double dist_exchange_ms;      /* the last sharded device query's all-to-alls (dist/gpu.cu) */
   struct {                      /* paths forced by tests and benchmarks, never by the environment;
                                    0 = the library's choice. Internal: set through
                                    rdx_rt_force_bvh_width (rt.h), rdx_csr_force_sort and
@@ -92,6 +93,7 @@ struct rdx_context {
     int join_input_order;       /* 1: GPU PIP takes the points in input order (join/pip.cu) */
     int join_one_stream;        /* 1: polygon joins locate both directions on one stream (join/overlay.cu) */
     int staging;                /* RDX_STAGING_*: host copies through the ring or not (staging.cu) */
+    int dist_host;              /* 1: sharded key queries stage through the host (dist/keys.c) */
   } force;
   char message[1024];           /* last failure sentence */
 };

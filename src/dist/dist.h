@@ -16,6 +16,10 @@
 
 #include "core/core.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RDX_COMM_MAGIC 0x5244434du       /* "RDCM" */
 #define RDX_DIST_INDEX_MAGIC 0x52444449u /* "RDDI" */
 
@@ -35,6 +39,11 @@ typedef struct rdx_comm_ops {
   rdx_status (*bcast)(rdx_comm *comm, void *buf, size_t bytes, int root);
   /* *value = the minimum of every rank's *value. */
   rdx_status (*allreduce_min_int)(rdx_comm *comm, int *value);
+  /* alltoallv's twin for device memory: send and recv in the device memory of each rank's GPU
+   * context; returns when recv holds every item. NULL where the transport moves host memory only
+   * (then device data is staged through the host). */
+  rdx_status (*alltoallv_device)(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
+                                 const int64_t *recv_counts, size_t item);
   void (*destroy)(rdx_comm *comm);
 } rdx_comm_ops;
 
@@ -89,8 +98,32 @@ rdx_status rdx_dist_splitters(rdx_comm *comm, const char *fn, const int64_t *ran
 rdx_status rdx_dist_result(rdx_context *ctx, const char *fn, int64_t n, rdx_location where, const uint64_t *counts,
                            const uint64_t *rows, rdx_result **out);
 
+/* ---- gpu.cu (nocuda.c without CUDA): the device half ---- */
+
+/* The most ranks the device path routes to (a shard number is a byte on the device). */
+#define RDX_DIST_GPU_MAX_RANKS 256
+
+/* Point lookups (count_only 0: the smallest row, or RDX_MISS) or counts (1) of a sharded key
+ * index, answered on the GPUs: collective; every rank's context is a GPU's, comm's transport has
+ * alltoallv_device, comm->size <= RDX_DIST_GPU_MAX_RANKS and in.count < 2^32 (the caller agrees
+ * on that first). in: this rank's queries (host or device); out: u64 answers, written only when
+ * every rank has its own. shard: this rank's shard; hashed and splitters route as route_hd.h. */
+rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const rdx_index *shard, int hashed,
+                              const uint64_t *splitters, int count_only, rdx_array in, rdx_array out);
+/* Let every GPU of the group's contexts reach the others' memory (peer access, and access to
+ * their memory pools) where the hardware allows it; best effort, since copies work without it. */
+void rdx_dist_peers_enable(rdx_context *const *ctxs, int n);
+/* Copy bytes from src on CUDA device src_device into dst on ctx's device, on ctx's stream. */
+rdx_status rdx_dist_peer_copy(rdx_context *ctx, void *dst, const void *src, int src_device, size_t bytes);
+/* Wait for ctx's stream (the copies above). */
+rdx_status rdx_dist_peer_wait(rdx_context *ctx);
+
 /* The transport's half of rdx_dist_info_get (mpi.c, or nompi.c without MPI): mpi_built, the
  * library's name, and the world rank and size when MPI is initialised. */
 void rdx_dist_mpi_info(rdx_dist_info *info);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* RDX_DIST_H */

@@ -16,7 +16,7 @@
  * dominate and the O(ranks) bookkeeping does not.
  */
 #include "dist/dist.h"
-#include "keys/hash_hd.h"
+#include "dist/route_hd.h"
 #include "keys/keys.h"
 
 #include <stdio.h>
@@ -161,20 +161,9 @@ fail:
   return st;
 }
 
-/* The shard that holds key k. Hash: the low half of Murmur3's mix scaled to the ranks, so it is
- * independent of the high half that picks a key's window in the shard's own hash table. Ranges:
- * the first p with k <= splitters[p], else the last; monotone in k, so a range [lo, hi] meets
- * exactly the shards shard_of(lo) .. shard_of(hi). */
+/* The shard that holds key k (route_hd.h, which the device path shares). */
 static int shard_of(const rdx_dist_index *d, int size, uint64_t k) {
-  if (size == 1) return 0;
-  if (d->hashed) return (int)(((rdx_hash_mix64(k) & 0xFFFFFFFFull) * (uint64_t)size) >> 32);
-  int lo = 0, hi = size - 1; /* answer in [lo, hi] */
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (k <= d->splitters[mid]) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
+  return rdx_dist_shard_of(d->hashed, size, d->splitters, k);
 }
 
 static rdx_status check_dist_index(rdx_comm *comm, const char *fn, const rdx_dist_index *d) {
@@ -399,6 +388,11 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   RDX_CHECK(rdx_comm_check(comm));
   rdx_context *ctx = comm->ctx;
   const int size = comm->size;
+  /* 0. the path, agreed: point lookups and counts stay on the GPUs (gpu.cu) when every rank's
+   * context is a GPU's and the transport moves device memory */
+  int gpu = (op == OP_LOOKUP || op == OP_LOOKUP_COUNT) && comm->ops->alltoallv_device != NULL && rdx_is_gpu(ctx) &&
+            !ctx->force.dist_host && size <= RDX_DIST_GPU_MAX_RANKS && in.count >= 0 && in.count < ((int64_t)1 << 32);
+  RDX_CHECK(comm->ops->allreduce_min_int(comm, &gpu));
   const int range = op == OP_RANGE_COUNT || op == OP_RANGE_ALLOC;
   const int alloc = op == OP_LOOKUP_ALLOC || op == OP_RANGE_ALLOC;
   const int cols = range ? 2 : 1;
@@ -430,7 +424,7 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
                   fn);
   if (st == RDX_OK) {
     dtype = d->dtype;
-    st = to_host_u64(ctx, fn, in, &q64);
+    if (!gpu) st = to_host_u64(ctx, fn, in, &q64);
   }
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 5 * (int64_t)size, 8);
@@ -443,6 +437,10 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   me.index_id = d->id;
   me.count = n;
   RDX_CHECK_GOTO(gather_and_compare(comm, fn, &me, all), st, done);
+  if (gpu) {
+    st = rdx_dist_gpu_query(comm, fn, d->shard, d->hashed, d->splitters, op == OP_LOOKUP_COUNT, in, out_a);
+    goto done;
+  }
 
   /* 3. pieces, grouped by shard */
   int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size, *rsend = counts + 3 * size,

@@ -1,7 +1,8 @@
 /*
  * local.c: the in-process transport (rdx_comm_create_local): n ranks of one process, one thread
- * per rank, each over its own context (a GPU's, or a CPU context), exchanging through host memory
- * they all see.
+ * per rank, each over its own context (a GPU's, or a CPU context), exchanging host data through
+ * host memory they all see and, when every context is a GPU's, device data from GPU to GPU
+ * (gpu.cu's peer copies, over NVLink where the GPUs have it; peer access is enabled at creation).
  *
  * Every collective has the same shape: each rank publishes its buffer (and counts) in its slot of
  * the group's table; a barrier; each rank copies what is addressed to it straight out of the
@@ -23,6 +24,7 @@ typedef struct local_slot {
   const void *buf;        /* what this rank publishes for the collective under way */
   const int64_t *counts;  /* its send counts (alltoallv) or the ranks' counts (allgatherv) */
   int value;              /* allreduce_min_int's operand */
+  int device;             /* the CUDA device of the rank's context (GPU contexts) */
 } local_slot;
 
 typedef struct local_group {
@@ -73,6 +75,37 @@ static rdx_status local_alltoallv(rdx_comm *comm, const void *send, const int64_
     return rdx_fail(comm->ctx, RDX_ERR_INTERNAL, "local all-to-all: rank %d expected other counts from rank %d",
                     me, mismatch);
   return RDX_OK;
+}
+
+/* The same exchange of device memory: each rank pulls its items from the others' GPUs into its
+ * own (rdx_dist_peer_copy, over NVLink where the GPUs have it), starting with the next rank so
+ * that the copies spread over the links, and waits for its copies before the second barrier. */
+static rdx_status local_alltoallv_device(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
+                                         const int64_t *recv_counts, size_t item) {
+  local_group *g = group(comm);
+  int me = comm->rank, mismatch = -1;
+  g->slot[me].buf = send;
+  g->slot[me].counts = send_counts;
+  barrier(g);
+  rdx_status st = RDX_OK;
+  for (int k = 0; k < g->n; k++) {
+    int p = (me + k) % g->n;
+    const int64_t *c = g->slot[p].counts;
+    int64_t from = 0, at = 0; /* rank p's items for ranks before me; mine from ranks before p */
+    for (int r = 0; r < me; r++) from += c[r];
+    for (int r = 0; r < p; r++) at += recv_counts[r];
+    if (c[me] != recv_counts[p]) mismatch = p;
+    else if (st == RDX_OK && c[me] > 0)
+      st = rdx_dist_peer_copy(comm->ctx, (char *)recv + (size_t)at * item,
+                              (const char *)g->slot[p].buf + (size_t)from * item, g->slot[p].device,
+                              (size_t)c[me] * item);
+  }
+  if (st == RDX_OK) st = rdx_dist_peer_wait(comm->ctx);
+  barrier(g);
+  if (st == RDX_OK && mismatch >= 0)
+    return rdx_fail(comm->ctx, RDX_ERR_INTERNAL, "local all-to-all: rank %d expected other counts from rank %d",
+                    me, mismatch);
+  return st;
 }
 
 static rdx_status local_alltoall_i64(rdx_comm *comm, const int64_t *send, int64_t *recv) {
@@ -141,9 +174,18 @@ static void local_destroy(rdx_comm *comm) {
   free(g);
 }
 
+void rdx_dist_force_host(rdx_context *ctx, int on) { ctx->force.dist_host = on != 0; }
+
 static const rdx_comm_ops local_ops = {
-    "local",     local_alltoallv, local_alltoall_i64, local_allgather, local_allgatherv, local_bcast,
-    local_allreduce_min_int, local_destroy,
+    .name = "local",
+    .alltoallv = local_alltoallv,
+    .alltoall_i64 = local_alltoall_i64,
+    .allgather = local_allgather,
+    .allgatherv = local_allgatherv,
+    .bcast = local_bcast,
+    .allreduce_min_int = local_allreduce_min_int,
+    .alltoallv_device = local_alltoallv_device,
+    .destroy = local_destroy,
 };
 
 rdx_status rdx_comm_create_local(rdx_context *const *ctxs, int n, rdx_comm **comms) {
@@ -183,6 +225,10 @@ rdx_status rdx_comm_create_local(rdx_context *const *ctxs, int n, rdx_comm **com
     c->ops = &local_ops;
     c->impl = g;
     c->magic = RDX_COMM_MAGIC;
+    g->slot[i].device = ctxs[i]->device;
   }
+  int gpus = 1;
+  for (int i = 0; i < n; i++) gpus &= rdx_is_gpu(ctxs[i]);
+  if (gpus) rdx_dist_peers_enable(ctxs, n);
   return RDX_OK;
 }

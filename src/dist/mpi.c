@@ -126,7 +126,15 @@ static void mpi_destroy(rdx_comm *comm) {
 }
 
 static const rdx_comm_ops mpi_ops = {
-    "mpi", mpi_alltoallv, mpi_alltoall_i64, mpi_allgather, mpi_allgatherv, mpi_bcast, mpi_allreduce_min_int, mpi_destroy,
+    .name = "mpi",
+    .alltoallv = mpi_alltoallv,
+    .alltoall_i64 = mpi_alltoall_i64,
+    .allgather = mpi_allgather,
+    .allgatherv = mpi_allgatherv,
+    .bcast = mpi_bcast,
+    .allreduce_min_int = mpi_allreduce_min_int,
+    .alltoallv_device = NULL, /* device data is staged through the host (no NCCL yet) */
+    .destroy = mpi_destroy,
 };
 
 rdx_status rdx_comm_create_mpi(rdx_context *ctx, const void *mpi_comm, rdx_comm **out) {

@@ -1,0 +1,25 @@
+/*
+ * nocuda.c: stands in for gpu.cu when CUDA is not built: no context is a GPU's, so the device
+ * path is never taken and no copy between GPUs is ever asked for.
+ */
+#include "dist/dist.h"
+
+rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const rdx_index *shard, int hashed,
+                              const uint64_t *splitters, int count_only, rdx_array in, rdx_array out) {
+  (void)shard, (void)hashed, (void)splitters, (void)count_only, (void)in, (void)out;
+  return rdx_fail(comm->ctx, RDX_ERR_INTERNAL, "%s: the device path needs CUDA, which is not built", fn);
+}
+void rdx_dist_peers_enable(rdx_context *const *ctxs, int n) { (void)ctxs, (void)n; }
+rdx_status rdx_dist_peer_copy(rdx_context *ctx, void *dst, const void *src, int src_device, size_t bytes) {
+  (void)dst, (void)src, (void)src_device, (void)bytes;
+  return rdx_fail(ctx, RDX_ERR_INTERNAL, "device all-to-all: CUDA is not built");
+}
+rdx_status rdx_dist_peer_wait(rdx_context *ctx) { (void)ctx; return RDX_OK; }
+double rdx_dist_exchange_ms(const rdx_context *ctx) { return ctx->dist_exchange_ms; }
+rdx_status rdx_dist_probe_exchange(rdx_comm *comm, int64_t bytes, double *ms) {
+  (void)bytes, (void)ms;
+  RDX_CHECK(rdx_comm_check(comm));
+  int ok = 0;
+  RDX_CHECK(comm->ops->allreduce_min_int(comm, &ok));
+  return rdx_fail(comm->ctx, RDX_ERR_UNSUPPORTED, "rdx_dist_probe_exchange: needs CUDA, which is not built");
+}
