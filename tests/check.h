@@ -29,18 +29,22 @@ static const char *check_case_ = "";
 static rdx_backend check_backend_ = RDX_BACKEND_CPU;
 static int check_bvh_width_;  /* --bvh: 2 or 4, 0 = the library's default */
 static int check_ring_;       /* --staging ring: every host copy through a small staging ring */
+static int check_dist_host_;  /* --dist-host: sharded key queries stage through the host */
 
 /* Internal (src/bench_api.h): the soft BVH width a context's builds use when their options say
  * 0; the staging ring's forced path and its size. */
 void rdx_rt_force_bvh_width(rdx_context *ctx, int width);
 void rdx_staging_force(rdx_context *ctx, int mode);
 size_t rdx_staging_bytes(const rdx_context *ctx);
+void rdx_dist_force_host(rdx_context *ctx, int on);
 /* With --staging ring, slots of 64 KiB + 3 bytes: copies span several and end inside a row. */
 #define CHECK_RING_BYTES (4 * ((size_t)65536 + 3))
-/* Apply the command line's forced paths (--bvh, --staging) to a context the test opened itself. */
+/* Apply the command line's forced paths (--bvh, --staging, --dist-host) to a context the test
+ * opened itself. */
 static inline void check_force(rdx_context *ctx) {
   if (ctx != NULL && check_bvh_width_ != 0) rdx_rt_force_bvh_width(ctx, check_bvh_width_);
   if (ctx != NULL && check_ring_) rdx_staging_force(ctx, 1 /* RDX_STAGING_RING */);
+  if (ctx != NULL && check_dist_host_) rdx_dist_force_host(ctx, 1);
 }
 /* Bytes a context holds beyond its staging ring: 0 once everything made is freed. */
 static inline int64_t check_held(const rdx_context *ctx) {
@@ -104,6 +108,7 @@ static inline rdx_context *check_begin(int argc, char **argv) {
     if (strcmp(argv[i], "--bvh") == 0) check_bvh_width_ = atoi(argv[i + 1]);
     if (strcmp(argv[i], "--staging") == 0) check_ring_ = strcmp(argv[i + 1], "ring") == 0;
   }
+  for (int i = 1; i < argc; i++) check_dist_host_ |= strcmp(argv[i], "--dist-host") == 0;
   if (check_bvh_width_ != 0 && check_bvh_width_ != 2 && check_bvh_width_ != 4) {
     fprintf(stderr, "--bvh takes 2 or 4\n");
     exit(1);

@@ -191,10 +191,14 @@ static inline void *dist_thread_(void *arg) {
   return NULL;
 }
 
-/* A context like check_begin's, for ranks 1.. of a local group. */
-static inline rdx_context *dist_context_(void) {
+/* A context like check_begin's, for rank r >= 1 of a local group: on GPU r modulo the GPUs
+ * visible, so a group spreads over a machine's GPUs (and shares one where there is one). */
+static inline rdx_context *dist_context_(int r) {
   rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
   o.backend = check_backend_;
+  rdx_info info;
+  info.size = sizeof info;
+  if (check_backend_ != RDX_BACKEND_CPU && rdx_info_get(&info) == RDX_OK && info.n_gpus > 0) o.device = r % info.n_gpus;
   if (check_ring_) o.staging_bytes = CHECK_RING_BYTES;
   rdx_context *ctx = NULL;
   if (rdx_context_create(&o, &ctx) != RDX_OK) {
@@ -246,7 +250,7 @@ static inline int dist_main(int argc, char **argv, dist_body body) {
   dist_rank_ ranks[DIST_MAX_RANKS];
   pthread_t threads[DIST_MAX_RANKS];
   ctxs[0] = check_begin(argc, argv);
-  for (int r = 1; r < local; r++) ctxs[r] = dist_context_();
+  for (int r = 1; r < local; r++) ctxs[r] = dist_context_(r);
   if (rdx_comm_create_local(ctxs, local, comms) != RDX_OK) {
     fprintf(stderr, "no local group: %s\n", rdx_context_message(ctxs[0]));
     return 1;
