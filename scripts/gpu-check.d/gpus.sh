@@ -1,0 +1,19 @@
+# scripts/gpu-check.d/gpus.sh: issue 33's measurements on the GPUs of one machine. `raydex bench
+# keys --gpus` (tools/cmd_bench_gpus.c): a sharded sorted index over 1, 2 and 4 GPUs (those there
+# are) against one GPU's plain index on the same keys and lookups; strong scaling (2^27 u32 keys,
+# 2^28 lookups in all), weak scaling (2^27 keys and 2^28 lookups per GPU), the path that stages
+# through the host beside the device path, and the device all-to-all alone (2^30 bytes a rank,
+# nccl-tests' bus bandwidth). Sourced by scripts/gpu-check.sh (step "gpus") with RDX, OUT, log and
+# bench. GPUS_LIST, GPUS_N, GPUS_M, GPUS_X shrink it (a one-GPU machine runs ranks that share it).
+ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+list=1
+[ "$ng" -ge 2 ] && list=1,2
+[ "$ng" -ge 4 ] && list=1,2,4
+list=${GPUS_LIST:-$list}
+gn=${GPUS_N:-2^27}
+gm=${GPUS_M:-2^28}
+gx=${GPUS_X:-2^30}
+bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --exchange "$gx"
+bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --weak
+bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --host-path
+log "gpus: $(awk -F, 'NR > 1 { printf "%s/%s/%s %s ms x%s %s; ", $4, $5, $6, $13, $18, $19 }' "$OUT/csv/keys_gpus.csv" 2>/dev/null)"
