@@ -5,8 +5,8 @@
 # tool returns at most 8 files.
 #
 #   scripts/gpu-check.sh [tests] [ceiling] [segsort] [merge] [keys-point] [keys-range] [keys-cpu] [peers] [rt] [spatial]
-#                        [knn] [sort] [profile] [sanitize] [update] [join] [host]
-#                        (rt .. host: scripts/gpu-check.d/<step>.sh)
+#                        [knn] [sort] [profile] [sanitize] [update] [join] [host] [gpus]
+#                        (rt .. gpus: scripts/gpu-check.d/<step>.sh)
 #   (no argument = tests only)
 #
 # Every benchmark row carries a check column (answers compared with the oracle or a second
