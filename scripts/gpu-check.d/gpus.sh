@@ -6,6 +6,7 @@
 # nccl-tests' bus bandwidth). Sourced by scripts/gpu-check.sh (step "gpus") with RDX, OUT, log and
 # bench. GPUS_LIST, GPUS_N, GPUS_M, GPUS_X shrink it (a one-GPU machine runs ranks that share it).
 ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+nvidia-smi topo -m > "$OUT/logs/topo.txt" 2>&1 # which GPUs NVLink joins (NV<n>) and which PCIe
 list=1
 [ "$ng" -ge 2 ] && list=1,2
 [ "$ng" -ge 4 ] && list=1,2,4
