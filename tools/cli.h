@@ -180,6 +180,7 @@ extern const char cli_bench_host_usage[];
  * after the word keys) */
 int cmd_bench_keys_gpus(int argc, char **argv);
 extern const char cli_bench_gpus_usage[];
+int cmd_bench_points_gpus(int argc, char **argv); /* `bench points --gpus` (cmd_bench_points_gpus.c) */
 /* Their usage, which `raydex gen --help` and `raydex bench --help` print after their own. */
 extern const char cli_gen_points_usage[], cli_bench_points_usage[];
 

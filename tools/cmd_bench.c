@@ -266,6 +266,8 @@ int cmd_bench(int argc, char **argv) {
   }
   if (argc >= 1 && strcmp(argv[0], "points") == 0) {
     cli_set_command("raydex bench points");
+    for (int i = 1; i < argc; i++)
+      if (strcmp(argv[i], "--gpus") == 0) return cmd_bench_points_gpus(argc - 1, argv + 1);
     return cmd_bench_points(argc - 1, argv + 1);
   }
   if (argc >= 1 && strcmp(argv[0], "join") == 0) {

@@ -3,7 +3,9 @@
 # one distributed point index is built over all of them, and rank 0 writes the same OUT and CNT
 # files, byte for byte, as one process does (match, window, within and kNN, whose ties by row
 # number must come out in the same order; quadtrees bottom-up and top-down, k-d trees; f64 and
-# f32; fewer points than ranks; a --box). Skipped where MPI is not built or mpirun is missing.
+# f32; fewer points than ranks; a --box). Skipped where MPI is not built or mpirun is missing;
+# before that, `raydex bench points --gpus 1,3` over local groups of BACKEND's contexts must find
+# every sharded answer equal to the plain index's.
 # Usage: test_points_mpi.sh RAYDEX BACKEND (the ranks run BACKEND; the GPU ones skip without a GPU).
 set -u
 rdx=$1 backend=$2
@@ -11,6 +13,22 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
+# `raydex bench points --gpus` (local groups, no MPI needed): on BACKEND's contexts every sharded
+# answer equals the plain index's, strong and weak, for every query type
+bench() {
+  local th=""
+  [ "$backend" = cpu ] && th="--threads 1"
+  "$rdx" bench points --gpus 1,3 --backend "$backend" $th --reps 1 --quiet "$@" > "$tmp/bench.csv" 2> "$tmp/err"
+  local rc=$?
+  if [ $rc -ne 0 ] && grep -q "cannot run here" "$tmp/err"; then return 0; fi
+  [ $rc -eq 0 ] || { bad "bench points --gpus $*: $(head -2 "$tmp/err")"; return; }
+  local rows ok
+  rows=$(grep -c ',sharded,' "$tmp/bench.csv") ok=$(grep -c ',sharded,.*,ok;same-as-index$' "$tmp/bench.csv")
+  [ "$rows" -eq 8 ] && [ "$ok" -eq 8 ] || bad "bench points --gpus $*: $ok of $rows rows match the plain index: $(cat "$tmp/bench.csv")"
+}
+bench --n 2^15 --queries 2^11 --dist taxi
+bench --n 2^13 --queries 2^9 --weak --index kdtree --dtype f32 --dist clustered --k 7
+
 "$rdx" info | grep -q '^mpi built: no' && { echo "skipped: no MPI in this build"; exit 77; }
 command -v mpirun > /dev/null || { echo "skipped: no mpirun"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
