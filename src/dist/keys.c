@@ -76,6 +76,8 @@ typedef struct desc {
   int32_t have_rows;   /* build, insert: row ids given */
   int32_t row_dtype;   /* build, insert: their dtype, 0 when implied */
   int32_t bucket_size, flags, node_bytes; /* build options; insert, erase: flags = the update's */
+  int32_t gpu;         /* point lookups and counts: this rank can answer on its GPU (not compared;
+                          the device path is taken when every rank can) */
   double load_factor;
   int64_t index_id;    /* queries: the index's serial */
   int64_t count;       /* this rank's keys or queries (not compared) */
@@ -388,11 +390,6 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   RDX_CHECK(rdx_comm_check(comm));
   rdx_context *ctx = comm->ctx;
   const int size = comm->size;
-  /* 0. the path, agreed: point lookups and counts stay on the GPUs (gpu.cu) when every rank's
-   * context is a GPU's and the transport moves device memory */
-  int gpu = (op == OP_LOOKUP || op == OP_LOOKUP_COUNT) && comm->ops->alltoallv_device != NULL && rdx_is_gpu(ctx) &&
-            !ctx->force.dist_host && size <= RDX_DIST_GPU_MAX_RANKS && in.count >= 0 && in.count < ((int64_t)1 << 32);
-  RDX_CHECK(comm->ops->allreduce_min_int(comm, &gpu));
   const int range = op == OP_RANGE_COUNT || op == OP_RANGE_ALLOC;
   const int alloc = op == OP_LOOKUP_ALLOC || op == OP_RANGE_ALLOC;
   const int cols = range ? 2 : 1;
@@ -424,7 +421,7 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
                   fn);
   if (st == RDX_OK) {
     dtype = d->dtype;
-    if (!gpu) st = to_host_u64(ctx, fn, in, &q64);
+    /* the host path reads the queries at step 3, once the path is agreed */
   }
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 5 * (int64_t)size, 8);
@@ -436,7 +433,13 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   me.kind = d->kind;
   me.index_id = d->id;
   me.count = n;
+  /* point lookups and counts stay on the GPUs (gpu.cu) when every rank's context is a GPU's and
+   * the transport moves device memory: the path is the minimum of the ranks' word */
+  me.gpu = (op == OP_LOOKUP || op == OP_LOOKUP_COUNT) && comm->ops->alltoallv_device != NULL && rdx_is_gpu(ctx) &&
+           !ctx->force.dist_host && size <= RDX_DIST_GPU_MAX_RANKS && n < ((int64_t)1 << 32);
   RDX_CHECK_GOTO(gather_and_compare(comm, fn, &me, all), st, done);
+  int gpu = 1;
+  for (int r = 0; r < size; r++) gpu &= all[r].gpu != 0;
   if (gpu) {
     st = rdx_dist_gpu_query(comm, fn, d->shard, d->hashed, d->splitters, op == OP_LOOKUP_COUNT, in, out_a);
     goto done;
@@ -447,13 +450,14 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
           *rrecv = counts + 4 * size;
   const size_t es = rdx_dtype_size(dtype);
   for (int p = 0; p < size; p++) send[p] = 0;
-  for (int64_t i = 0; i < n; i++) {
+  st = to_host_u64(ctx, fn, in, &q64);
+  for (int64_t i = 0; st == RDX_OK && i < n; i++) {
     uint64_t lo = q64[i * cols], hi = q64[i * cols + cols - 1];
     if (lo > hi) continue;
     for (int p = shard_of(d, size, lo), last = shard_of(d, size, hi); p <= last; p++) send[p]++;
   }
   const int64_t n_pieces = rdx_dist_scan(send, size, cursor);
-  st = rdx_dist_take(ctx, fn, &send_q, n_pieces * cols, es);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send_q, n_pieces * cols, es);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &piece_query, n_pieces, 8);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &back, n_pieces, 8);
   if (st == RDX_OK)
