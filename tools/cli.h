@@ -181,6 +181,7 @@ extern const char cli_bench_host_usage[];
 int cmd_bench_keys_gpus(int argc, char **argv);
 extern const char cli_bench_gpus_usage[];
 int cmd_bench_points_gpus(int argc, char **argv); /* `bench points --gpus` (cmd_bench_points_gpus.c) */
+extern const char cli_bench_points_gpus_usage[];
 /* Their usage, which `raydex gen --help` and `raydex bench --help` print after their own. */
 extern const char cli_gen_points_usage[], cli_bench_points_usage[];
 

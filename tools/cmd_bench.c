@@ -259,9 +259,9 @@ static const char *const check_names[] = {"none", "sample", "full"};
 
 int cmd_bench(int argc, char **argv) {
   if (argc >= 1 && cli_is_help(argv[0])) {
-    static char both[sizeof usage + 16384];
-    snprintf(both, sizeof both, "%s\n%s\n%s\n%s\n%s\n%s", usage, cli_bench_gpus_usage, cli_bench_points_usage,
-             cli_bench_join_usage, cli_bench_update_usage, cli_bench_host_usage);
+    static char both[sizeof usage + 20480];
+    snprintf(both, sizeof both, "%s\n%s\n%s\n%s\n%s\n%s\n%s", usage, cli_bench_gpus_usage, cli_bench_points_usage,
+             cli_bench_points_gpus_usage, cli_bench_join_usage, cli_bench_update_usage, cli_bench_host_usage);
     cli_usage(both, 0);
   }
   if (argc >= 1 && strcmp(argv[0], "points") == 0) {

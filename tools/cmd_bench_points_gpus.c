@@ -25,7 +25,7 @@
 #include "cli.h"
 #include "bench_api.h"
 
-static const char usage[] =
+const char cli_bench_points_gpus_usage[] =
     "usage: raydex bench points --gpus N[,N...] [--backend cuda|cpu] [--index quadtree|kdtree]\n"
     "                           [--build bottomup|topdown] [--dist taxi|uniform|clustered] [--dtype f64|f32]\n"
     "                           [--n 1.7e8] [--queries 2^22] [--type window,within,knn,match] [--k 16]\n"
@@ -194,7 +194,7 @@ static int64_t differing(const answers *a, const answers *b, int64_t m) {
 
 int cmd_bench_points_gpus(int argc, char **argv) {
   cli_args a;
-  cli_args_init(&a, argc, argv, usage);
+  cli_args_init(&a, argc, argv, cli_bench_points_gpus_usage);
   int64_t gpus_v[CLI_LIST];
   const int n_g = cli_int_list(&a, "gpus", "1", 1, MAX_RANKS, gpus_v);
   rdx_backend backend = cli_backend(&a, "backend");

@@ -4,7 +4,9 @@
 # 2^28 lookups in all), weak scaling (2^27 keys and 2^28 lookups per GPU), the path that stages
 # through the host beside the device path, and the device all-to-all alone (2^30 bytes a rank,
 # nccl-tests' bus bandwidth). Sourced by scripts/gpu-check.sh (step "gpus") with RDX, OUT, log and
-# bench. GPUS_LIST, GPUS_N, GPUS_M, GPUS_X shrink it (a one-GPU machine runs ranks that share it).
+# bench; then `raydex bench points --gpus` (G-PICS over the GPUs: 2^25 taxi points, 2^18 queries of each
+# type). GPUS_LIST, GPUS_N, GPUS_M, GPUS_X, GPUS_POINTS, GPUS_QUERIES shrink it (a one-GPU machine runs
+# ranks that share it).
 ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 nvidia-smi topo -m > "$OUT/logs/topo.txt" 2>&1 # which GPUs NVLink joins (NV<n>) and which PCIe
 list=1
@@ -17,4 +19,8 @@ gx=${GPUS_X:-2^30}
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --exchange "$gx"
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --weak
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --host-path
+# G-PICS over the GPUs (rdx_dist_points, tools/cmd_bench_points_gpus.c): taxi points, each query type
+gp=${GPUS_POINTS:-2^25}
+gq=${GPUS_QUERIES:-2^18}
+bench points_gpus bench points --gpus "$list" --n "$gp" --queries "$gq" --reps 3
 log "gpus: $(awk -F, 'NR > 1 { printf "%s/%s/%s %s ms x%s %s; ", $4, $5, $6, $13, $18, $19 }' "$OUT/csv/keys_gpus.csv" 2>/dev/null)"
