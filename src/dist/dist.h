@@ -3,9 +3,11 @@
  *
  * A communicator is a rank of a group plus a transport: an ops table of the few collectives the
  * sharded indexes need (all-to-all of variable sizes, all-gather, broadcast, a minimum), so the
- * index code (keys.c) names no library. mpi.c is the MPI transport; a later NCCL transport (GPUs of
- * one process, or NCCL under MPI) is one more table (STYLE rule 34's shape). Every collective
- * moves host memory: the index code stages device data through its context first.
+ * index code (keys.c) names no library. mpi.c is the MPI transport and local.c the transport of
+ * ranks that are threads of one process; a later NCCL transport (NCCL under MPI) is one more table
+ * (STYLE rule 34's shape). Every collective moves host memory, except alltoallv_device, which
+ * local.c offers when every rank's context is a GPU's; elsewhere the index code stages device data
+ * through the host.
  *
  * Invariant: every rank of a group calls the same collectives in the same order; the index code
  * makes every decision that chooses a path from values all ranks hold (agreed statuses, gathered

@@ -11,7 +11,9 @@
  * A call is a series of local phases, each ended by an agreement (rdx_comm_agree), and the
  * collectives between them; outputs are written only after the last agreement, so a failure on
  * any rank fails the call on every rank with one sentence and nothing built or written. All
- * exchanged data is host memory: device inputs are read to the host first, answers copied back.
+ * exchanged data is host memory (device inputs are read to the host first, answers copied back),
+ * except for point lookups and counts over GPU ranks whose transport moves device memory, which
+ * gpu.cu answers without leaving the GPUs.
  * Tuned for: batches of 10^5..10^9 keys a rank, where the exchanges and the shards' own work
  * dominate and the O(ranks) bookkeeping does not.
  */
