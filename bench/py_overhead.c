@@ -23,10 +23,10 @@
  * --warmup untimed blocks, then the median of --reps blocks. Two columns:
  *   c_us          rdx_index_lookup into an answer array allocated once, before timing: the C API's
  *                 own cost, the floor issue 32's "overhead over the C API" is measured from
- *   c_binding_us  the C calls the binding makes for one lookup (python/src/raydex_module.c,
+ *   c_binding_us  the C calls the binding makes for one lookup (python/src/keys.c,
  *                 keyindex_lookup): host: malloc the answers, lookup, free (numpy's empty array);
  *                 device: order the context's stream after the legacy default stream
- *                 (rdx_context_wait_stream(ctx, 1), the binding's wait_for_device for DLPack
+ *                 (rdx_context_wait_stream(ctx, 1), the binding's rdxpy_wait_for_device for DLPack
  *                 producers), rdx_malloc the answers, lookup, rdx_free (the DeviceArray's
  *                 release); py_us - c_binding_us is then what CPython and the binding's argument
  *                 handling add.

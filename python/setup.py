@@ -112,7 +112,7 @@ setup(
     package_data={"raydex": ["py.typed", "*.pyi"]},
     ext_modules=[Extension(
         "raydex._raydex",
-        sources=[os.path.join("src", "raydex_module.c"), os.path.join("src", "wkb.c")],
+        sources=sorted(glob.glob(os.path.join("src", "*.c"))),  # raydex_module.c, arrays.c, keys.c, ...
         # a changed raydex.h or private header recompiles the extension on the next install
         depends=[lib["header"]] + sorted(glob.glob(os.path.join("src", "*.h"))),
         include_dirs=lib["include_dirs"] + [numpy.get_include()],

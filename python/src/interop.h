@@ -6,7 +6,7 @@
  * protocol-level helpers that need no Python: dtype mapping, contiguity, null counts, and the
  * export of a CSR result as an Arrow large list array.
  *
- * Included once, by raydex_module.c (the extension is one translation unit, so these are static).
+ * Included by module.h into each file of the extension, so the helpers are static inline.
  * The layouts are ABI: field order and types follow dlpack.h 1.0 and arrow/c/abi.h exactly.
  *
  * Ownership rules followed here, from the specifications:
@@ -58,7 +58,7 @@ typedef struct DLManagedTensorVersioned {
 } DLManagedTensorVersioned;
 
 /* The rdx_dtype of a DLPack dtype, or 0; name receives numpy's name for it (for messages). */
-static rdx_dtype dl_dtype(DLDataType t, char *name, size_t name_bytes) {
+static inline rdx_dtype dl_dtype(DLDataType t, char *name, size_t name_bytes) {
   static const char *const codes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
   if (t.code == kDLBool)
     snprintf(name, name_bytes, "bool");
@@ -79,7 +79,7 @@ static rdx_dtype dl_dtype(DLDataType t, char *name, size_t name_bytes) {
   return (rdx_dtype)0;
 }
 
-static DLDataType dl_of(rdx_dtype d) {
+static inline DLDataType dl_of(rdx_dtype d) {
   DLDataType t = {kDLUInt, 64, 1};
   switch (d) {
   case RDX_U32: t.bits = 32; break;
@@ -93,7 +93,7 @@ static DLDataType dl_of(rdx_dtype d) {
 
 /* Whether a tensor is C-contiguous. Strides of extent-1 dimensions mean nothing (producers
  * write anything there), and an empty tensor has no layout at all. */
-static int dl_contiguous(const DLTensor *t) {
+static inline int dl_contiguous(const DLTensor *t) {
   if (t->strides == NULL) return 1;
   for (int i = 0; i < t->ndim; i++)
     if (t->shape[i] == 0) return 1;
@@ -148,7 +148,7 @@ struct ArrowDeviceArray {
 };
 
 /* The rdx_dtype of a primitive Arrow format string, or 0; name receives a readable name. */
-static rdx_dtype arrow_dtype(const char *format, char *name, size_t name_bytes) {
+static inline rdx_dtype arrow_dtype(const char *format, char *name, size_t name_bytes) {
   static const struct { const char *format, *name; rdx_dtype dtype; } table[] = {
       {"I", "uint32", RDX_U32}, {"L", "uint64", RDX_U64}, {"l", "int64", RDX_I64},
       {"f", "float32", RDX_F32}, {"g", "float64", RDX_F64}, {"i", "int32", (rdx_dtype)0},
@@ -165,7 +165,7 @@ static rdx_dtype arrow_dtype(const char *format, char *name, size_t name_bytes) 
 
 /* The number of nulls in a primitive array, counting the validity bitmap when the producer
  * left null_count unknown (-1). */
-static int64_t arrow_nulls(const struct ArrowArray *a) {
+static inline int64_t arrow_nulls(const struct ArrowArray *a) {
   if (a->null_count >= 0) return a->null_count;
   const uint8_t *bits = a->n_buffers > 0 ? a->buffers[0] : NULL;
   if (bits == NULL) return 0;
@@ -188,10 +188,7 @@ typedef struct {
   struct ArrowArray child;       /* the parent's child, until a consumer moves it out */
 } ArrowExport;
 
-/* Arrow asks for valid pointers even for empty buffers; raydex may give NULL for them. */
-static const int64_t arrow_empty[1] = {0};
-
-static void arrow_export_release(struct ArrowArray *a) {
+static inline void arrow_export_release(struct ArrowArray *a) {
   ArrowExport *e = a->private_data;
   for (int64_t i = 0; i < a->n_children; i++)
     if (a->children[i]->release != NULL) a->children[i]->release(a->children[i]);
@@ -200,8 +197,10 @@ static void arrow_export_release(struct ArrowArray *a) {
   a->release = NULL;
 }
 
-static int arrow_export_one(struct ArrowArray *a, int64_t length, const void *data, int with_child,
-                            void *keep, interop_unkeep unkeep) {
+static inline int arrow_export_one(struct ArrowArray *a, int64_t length, const void *data, int with_child,
+                                   void *keep, interop_unkeep unkeep) {
+  /* Arrow asks for valid pointers even for empty buffers; raydex may give NULL for them. */
+  static const int64_t arrow_empty[1] = {0};
   ArrowExport *e = calloc(1, sizeof *e);
   if (e == NULL) return -1;
   e->keep = keep;
@@ -225,8 +224,8 @@ static int arrow_export_one(struct ArrowArray *a, int64_t length, const void *da
 /* Fill *out with a large list array of n lists over offsets (n + 1 entries, read as int64: raydex's
  * counts stay below 2^63) and values (total uint64). `keep` is taken twice on success (the list and
  * its child each hold one), not at all on failure (-1, out of memory). */
-static int arrow_export_list(struct ArrowArray *out, const uint64_t *offsets, const uint64_t *values,
-                             int64_t n, uint64_t total, void *keep, void (*take)(void *), interop_unkeep unkeep) {
+static inline int arrow_export_list(struct ArrowArray *out, const uint64_t *offsets, const uint64_t *values,
+                                    int64_t n, uint64_t total, void *keep, void (*take)(void *), interop_unkeep unkeep) {
   if (arrow_export_one(out, n, offsets, 1, keep, unkeep) < 0) return -1;
   ArrowExport *e = out->private_data;
   if (arrow_export_one(&e->child, (int64_t)total, values, 0, keep, unkeep) < 0) {
@@ -244,7 +243,7 @@ typedef struct {
   struct ArrowSchema *children[1];
 } ArrowSchemaExport;
 
-static void arrow_schema_release(struct ArrowSchema *s) {
+static inline void arrow_schema_release(struct ArrowSchema *s) {
   if (s->n_children > 0) {
     ArrowSchemaExport *e = s->private_data;
     if (e->child.release != NULL) e->child.release(&e->child);
@@ -255,7 +254,7 @@ static void arrow_schema_release(struct ArrowSchema *s) {
 
 /* Fill *out with the schema "+L" (large list) of "L" (uint64), both nullable as Arrow's default
  * list field is (no value is ever null). Returns -1 when out of memory. */
-static int arrow_export_list_schema(struct ArrowSchema *out) {
+static inline int arrow_export_list_schema(struct ArrowSchema *out) {
   ArrowSchemaExport *e = calloc(1, sizeof *e);
   if (e == NULL) return -1;
   memset(out, 0, sizeof *out);
