@@ -33,8 +33,8 @@ static const char usage[] =
     "On success one line on stderr says what ran (--quiet: none); outputs appear only then.\n"
     "Under mpirun (or another MPI launcher) each rank reads its near-equal share of K, R and the\n"
     "batch, one sharded index is built over all ranks (rdx_dist_index_build: rows are positions in\n"
-    "K, or R's), and rank 0 writes the outputs, the same files as one process writes; --load, --save,\n"
-    "--insert and --erase are refused there.\n"
+    "K, or R's), updated with its shares of I, IR and E (rdx_dist_index_insert, _erase), and rank 0\n"
+    "writes the outputs, the same files as one process writes; --load and --save are refused there.\n"
     "Exit 0 on success, 2 with one line on stderr for bad input (also: a snapshot that is truncated,\n"
     "corrupted, of another kind or format; --backend optix with a kind that does not use ray\n"
     "tracing, or when OptiX cannot run here; --range with hash).\n";
@@ -80,8 +80,8 @@ static rdx_array read_share(rdx_context *ctx, rdx_comm *comm, const char *opt, c
 /* `mpirun raydex keys`: each rank its share of the inputs, one sharded index over all ranks, the
  * answers gathered to rank 0, which writes them as one process would. */
 static int keys_mpi(rdx_context *ctx, rdx_backend backend, const char *kind_s, const rdx_build_options *bo,
-                    const char *keys_p, const char *rows_p, const char *lookup_p, const char *range_p,
-                    const char *counts_p) {
+                    const char *keys_p, const char *rows_p, const char *ins_p, const char *ins_rows_p,
+                    const char *erase_p, const char *lookup_p, const char *range_p, const char *counts_p) {
   static const char fn[] = "raydex keys";
   rdx_comm *comm = NULL;
   cli_must(ctx, rdx_dist_world_begin(ctx, &comm), "mpi");
@@ -101,6 +101,34 @@ static int keys_mpi(rdx_context *ctx, rdx_backend backend, const char *kind_s, c
   cli_progress("building %s over %lld keys on %d ranks", kind_s, (long long)n_keys, rdx_comm_size(comm));
   cli_must(ctx, rdx_dist_index_build(comm, keys, rows, bo, &di), "build");
   const double build_ms = rdx_now_ms() - t0;
+  /* the updates as one process makes them: the batch is the file's keys in order, the ranks'
+   * shares concatenated, so implied rows continue from the same next_row */
+  rdx_update_options uo = RDX_UPDATE_OPTIONS_INIT;
+  uo.flags = RDX_UPDATE_REBUILD;
+  int64_t n_erased = 0, n_ins = 0;
+  t0 = rdx_now_ms();
+  if (ins_p) {
+    rdx_array ins = read_share(ctx, comm, "insert", ins_p, 1, keys.dtype, &n_ins), ins_rows = rdx_no_array();
+    if (ins_rows_p) {
+      int64_t n_ins_rows = 0;
+      ins_rows = read_share(ctx, comm, "insert-rows", ins_rows_p, 1, 0, &n_ins_rows);
+      if (n_ins_rows != n_ins)
+        cli_die(CLI_EXIT_BAD_INPUT, "--insert-rows %s has %lld entries but --insert has %lld", ins_rows_p,
+                (long long)n_ins_rows, (long long)n_ins);
+    }
+    cli_progress("inserting %lld keys on %d ranks", (long long)n_ins, rdx_comm_size(comm));
+    cli_must(ctx, rdx_dist_index_insert(comm, di, ins, ins_rows, &uo), "insert");
+    rdx_npy_free(&ins);
+    rdx_npy_free(&ins_rows);
+  }
+  if (erase_p) {
+    int64_t n_era = 0;
+    rdx_array era = read_share(ctx, comm, "erase", erase_p, 1, keys.dtype, &n_era);
+    cli_progress("erasing %lld keys on %d ranks", (long long)n_era, rdx_comm_size(comm));
+    cli_must(ctx, rdx_dist_index_erase(comm, di, era, &uo, &n_erased), "erase");
+    rdx_npy_free(&era);
+  }
+  const double update_ms = rdx_now_ms() - t0;
   const int all = counts_p != NULL || range_p != NULL;
   const int64_t m = q.count;
   uint64_t *per_query = (uint64_t *)malloc((size_t)(m > 0 ? m : 1) * 8); /* row ids (lookups), else counts */
@@ -139,8 +167,12 @@ static int keys_mpi(rdx_context *ctx, rdx_backend backend, const char *kind_s, c
     if (q_p)
       snprintf(query_s, sizeof query_s, ", %lld %s, %llu %s%s, query %.1f ms", (long long)n_per,
                range_p ? "ranges" : "lookups", (unsigned long long)hits, range_p ? "non-empty" : "hits", rows_s, query_ms);
-    cli_report("%s on %s, %d rank%s, %lld keys, build %.1f ms%s", kind_s, cli_backend_label(label, ctx, backend),
-               rdx_comm_size(comm), rdx_comm_size(comm) == 1 ? "" : "s", (long long)held, build_ms, query_s);
+    char upd_s[96] = "";
+    if (ins_p || erase_p)
+      snprintf(upd_s, sizeof upd_s, ", %lld inserted, %lld erased, update %.1f ms", (long long)n_ins, (long long)n_erased,
+               update_ms);
+    cli_report("%s on %s, %d rank%s, %lld keys, build %.1f ms%s%s", kind_s, cli_backend_label(label, ctx, backend),
+               rdx_comm_size(comm), rdx_comm_size(comm) == 1 ? "" : "s", (long long)held, build_ms, upd_s, query_s);
   }
   free(g_per);
   free(g_found);
@@ -211,14 +243,14 @@ int cmd_keys(int argc, char **argv) {
   rdx_dist_info dist;
   dist.size = sizeof dist;
   if (rdx_dist_info_get(&dist) == RDX_OK && dist.mpi_rank >= 0) { /* launched by mpirun */
-    if (load_p || save_p || ins_p || erase_p)
-      cli_die(CLI_EXIT_BAD_INPUT, "under mpirun --load, --save, --insert and --erase are not supported (one process: "
-                                  "run raydex keys without mpirun)");
+    if (load_p || save_p)
+      cli_die(CLI_EXIT_BAD_INPUT, "under mpirun --load and --save are not supported (one process: run raydex keys "
+                                  "without mpirun)");
     rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
     bo.kind = kind;
     bo.bucket_size = bucket;
     bo.node_bytes = node_bytes;
-    return keys_mpi(ctx, backend, kind_s, &bo, keys_p, rows_p, lookup_p, range_p, counts_p);
+    return keys_mpi(ctx, backend, kind_s, &bo, keys_p, rows_p, ins_p, ins_rows_p, erase_p, lookup_p, range_p, counts_p);
   }
   int nd;
   rdx_index *idx = NULL;

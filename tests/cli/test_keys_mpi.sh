@@ -48,8 +48,28 @@ for k in $kinds; do
     fi
   done
 done
-mpirun -np 2 --oversubscribe "$rdx" keys --kind $first --backend "$backend" --keys "$tmp/k.npy" --erase "$tmp/q.npy" \
-  --save "$tmp/s.rdx" > /dev/null 2> "$tmp/err"
-[ $? -eq 2 ] && grep -q "not supported" "$tmp/err" || bad "--erase under mpirun must exit 2 ($(head -2 "$tmp/err"))"
+# updates: an insert (implied rows, then given rows) and an erase, then lookups of every row
+"$rdx" gen keys --n 901 --dtype u64 --dist sparse --uniformity 30 --seed 9 --out "$tmp/ins.npy" || bad "gen insert"
+"$rdx" gen keys --n 901 --dtype u64 --dist dense --seed 10 --out "$tmp/insr.npy" || bad "gen insert rows"
+"$rdx" gen lookups --keys "$tmp/k.npy" --n 333 --hit-ratio 0.8 --miss inside --seed 11 --out "$tmp/e.npy" || bad "gen erase"
+for k in $kinds; do
+  one() { "$rdx" keys --kind $k --backend "$backend" --quiet "$@"; }
+  one --keys "$tmp/k.npy" --insert "$tmp/ins.npy" --erase "$tmp/e.npy" --lookup "$tmp/q.npy" --out "$tmp/u1.npy" \
+    --counts-out "$tmp/uc1.npy" || bad "$k: one process, updates"
+  one --keys "$tmp/k.npy" --insert "$tmp/ins.npy" --insert-rows "$tmp/insr.npy" --lookup "$tmp/ins.npy" \
+    --out "$tmp/v1.npy" || bad "$k: one process, given insert rows"
+  for np in 1 2 3; do
+    many() { mpirun -np $np --oversubscribe "$rdx" keys --kind $k --backend "$backend" --quiet "$@" 2> "$tmp/err"; }
+    many --keys "$tmp/k.npy" --insert "$tmp/ins.npy" --erase "$tmp/e.npy" --lookup "$tmp/q.npy" --out "$tmp/u.npy" \
+      --counts-out "$tmp/uc.npy" && cmp -s "$tmp/u1.npy" "$tmp/u.npy" && cmp -s "$tmp/uc1.npy" "$tmp/uc.npy" ||
+      bad "$k on $np ranks: updates differ from one process ($(head -3 "$tmp/err"))"
+    many --keys "$tmp/k.npy" --insert "$tmp/ins.npy" --insert-rows "$tmp/insr.npy" --lookup "$tmp/ins.npy" \
+      --out "$tmp/v.npy" && cmp -s "$tmp/v1.npy" "$tmp/v.npy" ||
+      bad "$k on $np ranks: given insert rows differ from one process ($(head -3 "$tmp/err"))"
+  done
+done
+mpirun -np 2 --oversubscribe "$rdx" keys --kind $first --backend "$backend" --keys "$tmp/k.npy" --lookup "$tmp/q.npy" \
+  --out "$tmp/x.npy" --save "$tmp/s.rdx" > /dev/null 2> "$tmp/err"
+[ $? -eq 2 ] && grep -q "not supported" "$tmp/err" || bad "--save under mpirun must exit 2 ($(head -2 "$tmp/err"))"
 [ $fail -eq 0 ] && echo "mpirun raydex keys: $kinds on 1, 2 and 3 ranks answer as one process"
 exit $fail
