@@ -609,21 +609,6 @@ rdx_status rdx_dist_index_range_alloc(rdx_comm *comm, const rdx_dist_index *idx,
  * fail).
  */
 
-static rdx_status get_update_options(rdx_context *ctx, const char *fn, const rdx_update_options *opts,
-                                     rdx_update_options *o) {
-  rdx_update_options dflt = RDX_UPDATE_OPTIONS_INIT;
-  *o = dflt;
-  if (opts == NULL) return RDX_OK;
-  if (opts->size < sizeof(size_t) || opts->size > (1u << 16))
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->size %zu is not a valid size", fn, opts->size);
-  memcpy(o, opts, opts->size < sizeof *o ? opts->size : sizeof *o);
-  o->size = sizeof *o;
-  if (o->flags & ~RDX_UPDATE_REBUILD)
-    return rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: opts->flags 0x%x has unknown bits (0x%x)", fn, (unsigned)o->flags,
-                    (unsigned)(o->flags & ~RDX_UPDATE_REBUILD));
-  return RDX_OK;
-}
-
 static rdx_status check_update_keys(rdx_context *ctx, const char *fn, const rdx_dist_index *d, rdx_array keys) {
   RDX_CHECK(rdx_array_check(ctx, fn, "keys", keys));
   if (keys.dtype != d->dtype || keys.columns != 1)
@@ -717,7 +702,7 @@ static rdx_status update_args(rdx_comm *comm, const char *fn, rdx_status st, dis
   desc me;
   memset(&me, 0, sizeof me);
   if (st == RDX_OK) st = check_dist_index(comm, fn, d);
-  if (st == RDX_OK) st = get_update_options(ctx, fn, opts, uo);
+  if (st == RDX_OK) st = rdx_update_options_get(ctx, fn, opts, uo);
   if (st == RDX_OK) st = check_update_keys(ctx, fn, d, keys);
   if (st == RDX_OK && have_rows) {
     st = rdx_array_check(ctx, fn, "row_ids", row_ids);

@@ -372,8 +372,8 @@ uint64_t rdx_index_next_row(const rdx_index *idx) {
   return idx != NULL && idx->magic == RDX_INDEX_MAGIC ? idx->next_row : 0;
 }
 
-static rdx_status get_update_options(rdx_context *ctx, const char *fn, const rdx_update_options *opts,
-                                     rdx_update_options *o) {
+rdx_status rdx_update_options_get(rdx_context *ctx, const char *fn, const rdx_update_options *opts,
+                                  rdx_update_options *o) {
   rdx_update_options d = RDX_UPDATE_OPTIONS_INIT;
   *o = d;
   if (opts == NULL) return RDX_OK;
@@ -425,7 +425,7 @@ rdx_status rdx_index_insert(rdx_context *ctx, rdx_index *idx, rdx_array keys, rd
   RDX_CHECK(rdx_check_context(ctx));
   RDX_CHECK(check_index(ctx, fn, idx));
   rdx_update_options o;
-  RDX_CHECK(get_update_options(ctx, fn, opts, &o));
+  RDX_CHECK(rdx_update_options_get(ctx, fn, opts, &o));
   RDX_CHECK(check_update_keys(ctx, fn, idx, keys));
   const int have_rows = row_ids.data != NULL;
   if (have_rows) {
@@ -491,7 +491,7 @@ rdx_status rdx_index_erase(rdx_context *ctx, rdx_index *idx, rdx_array keys, con
   RDX_CHECK(rdx_check_context(ctx));
   RDX_CHECK(check_index(ctx, fn, idx));
   rdx_update_options o;
-  RDX_CHECK(get_update_options(ctx, fn, opts, &o));
+  RDX_CHECK(rdx_update_options_get(ctx, fn, opts, &o));
   RDX_CHECK(check_update_keys(ctx, fn, idx, keys));
   if (n_erased) *n_erased = 0;
   if (keys.count == 0 || idx->ops == NULL) return RDX_OK;

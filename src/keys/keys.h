@@ -92,6 +92,12 @@ struct rdx_key_ops {
 rdx_status rdx_keys_rebuild(rdx_context *ctx, rdx_index *idx, const rdx_key_input *ins, const void *erase,
                             int64_t m_erase, int64_t *n_erased);
 
+/* *o = opts with the defaults past opts->size (RDX_UPDATE_OPTIONS_INIT when opts is NULL);
+ * RDX_ERR_INVALID_ARGUMENT naming fn for a size that is not one or unknown flag bits. Shared by
+ * rdx_index_insert/_erase and the sharded updates (dist/keys.c). */
+rdx_status rdx_update_options_get(rdx_context *ctx, const char *fn, const rdx_update_options *opts,
+                                  rdx_update_options *o);
+
 /* The registry: ops for (kind, backend), or NULL when that pair does not exist. */
 const rdx_key_ops *rdx_keys_find_ops(rdx_kind kind, rdx_backend backend);
 
