@@ -52,36 +52,12 @@ static void barrier(local_group *g) {
   pthread_mutex_unlock(&g->mu);
 }
 
-static rdx_status local_alltoallv(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
-                                  const int64_t *recv_counts, size_t item) {
-  local_group *g = group(comm);
-  int me = comm->rank, mismatch = -1;
-  g->slot[me].buf = send;
-  g->slot[me].counts = send_counts;
-  barrier(g);
-  int64_t at = 0; /* items received so far, from ranks before p */
-  for (int p = 0; p < g->n; p++) {
-    const int64_t *c = g->slot[p].counts;
-    int64_t from = 0; /* rank p's items for ranks before me */
-    for (int q = 0; q < me; q++) from += c[q];
-    if (c[me] != recv_counts[p]) mismatch = p;
-    else if (c[me] > 0)
-      memcpy((char *)recv + (size_t)at * item, (const char *)g->slot[p].buf + (size_t)from * item,
-             (size_t)c[me] * item);
-    at += recv_counts[p];
-  }
-  barrier(g);
-  if (mismatch >= 0)
-    return rdx_fail(comm->ctx, RDX_ERR_INTERNAL, "local all-to-all: rank %d expected other counts from rank %d",
-                    me, mismatch);
-  return RDX_OK;
-}
-
-/* The same exchange of device memory: each rank pulls its items from the others' GPUs into its
- * own (rdx_dist_peer_copy, over NVLink where the GPUs have it), starting with the next rank so
- * that the copies spread over the links, and waits for its copies before the second barrier. */
-static rdx_status local_alltoallv_device(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
-                                         const int64_t *recv_counts, size_t item) {
+/* Both all-to-alls: each rank copies its items straight out of the others' send buffers, host
+ * memory by memcpy or, on device, pulled from the others' GPUs into its own (rdx_dist_peer_copy,
+ * over NVLink where the GPUs have it, then a wait for its copies before the second barrier).
+ * Starting with the next rank spreads the copies over the links. */
+static rdx_status exchange(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
+                           const int64_t *recv_counts, size_t item, int device) {
   local_group *g = group(comm);
   int me = comm->rank, mismatch = -1;
   g->slot[me].buf = send;
@@ -94,18 +70,28 @@ static rdx_status local_alltoallv_device(rdx_comm *comm, const void *send, const
     int64_t from = 0, at = 0; /* rank p's items for ranks before me; mine from ranks before p */
     for (int r = 0; r < me; r++) from += c[r];
     for (int r = 0; r < p; r++) at += recv_counts[r];
+    const char *src = (const char *)g->slot[p].buf + (size_t)from * item;
+    char *dst = (char *)recv + (size_t)at * item;
     if (c[me] != recv_counts[p]) mismatch = p;
-    else if (st == RDX_OK && c[me] > 0)
-      st = rdx_dist_peer_copy(comm->ctx, (char *)recv + (size_t)at * item,
-                              (const char *)g->slot[p].buf + (size_t)from * item, g->slot[p].device,
-                              (size_t)c[me] * item);
+    else if (c[me] > 0 && !device) memcpy(dst, src, (size_t)c[me] * item);
+    else if (c[me] > 0 && st == RDX_OK) st = rdx_dist_peer_copy(comm->ctx, dst, src, g->slot[p].device, (size_t)c[me] * item);
   }
-  if (st == RDX_OK) st = rdx_dist_peer_wait(comm->ctx);
+  if (device && st == RDX_OK) st = rdx_dist_peer_wait(comm->ctx);
   barrier(g);
   if (st == RDX_OK && mismatch >= 0)
     return rdx_fail(comm->ctx, RDX_ERR_INTERNAL, "local all-to-all: rank %d expected other counts from rank %d",
                     me, mismatch);
   return st;
+}
+
+static rdx_status local_alltoallv(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
+                                  const int64_t *recv_counts, size_t item) {
+  return exchange(comm, send, send_counts, recv, recv_counts, item, 0);
+}
+
+static rdx_status local_alltoallv_device(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
+                                         const int64_t *recv_counts, size_t item) {
+  return exchange(comm, send, send_counts, recv, recv_counts, item, 1);
 }
 
 static rdx_status local_alltoall_i64(rdx_comm *comm, const int64_t *send, int64_t *recv) {
