@@ -1182,6 +1182,19 @@ static rdx_status damaged(rdx_context *ctx, const char *fn, rdx_dist_points *dp,
 
 /* ---- moves ---- */
 
+/* The rows that came in, at local slots first_in .. first_in + n_in - 1 of the shard: their index
+ * ids, coordinates and id map (after a move's migration or an insert). */
+static void record_in(rdx_dist_points *dp, uint64_t first_in, int64_t n_in, const uint64_t *in_g, const void *in_p) {
+  for (int64_t b = 0; b < n_in; b++) {
+    uint64_t l = first_in + (uint64_t)b;
+    dp->l2g[l] = in_g[b];
+    dp->xy[2 * l] = at_d(in_p, dp->dtype, 2 * b);
+    dp->xy[2 * l + 1] = at_d(in_p, dp->dtype, 2 * b + 1);
+    map_put(&dp->map, in_g[b], (int64_t)l);
+  }
+  if (n_in > 0) dp->n_slots = (int64_t)first_in + n_in;
+}
+
 /* Move, with migration. The batch is gathered on every rank (the concatenation of the ranks'
  * batches is the batch), so each rank knows every row's id, new place and new owner; each rank
  * marks the rows whose ids it holds and the marks are gathered too, so every rank also knows each
@@ -1357,14 +1370,7 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
     map_del(&dp->map, dp->l2g[out_l[c]]);
     dp->l2g[out_l[c]] = RDX_MISS;
   }
-  for (int64_t b = 0; b < n_in; b++) {
-    uint64_t l = first_in + (uint64_t)b;
-    dp->l2g[l] = in_g[b];
-    dp->xy[2 * l] = at_d(in_p, dp->dtype, 2 * b);
-    dp->xy[2 * l + 1] = at_d(in_p, dp->dtype, 2 * b + 1);
-    map_put(&dp->map, in_g[b], (int64_t)l);
-  }
-  if (n_in > 0) dp->n_slots = (int64_t)first_in + n_in;
+  record_in(dp, first_in, n_in, in_g, in_p);
   for (int64_t t = 0; t < total; t++) {
     const int from = holder(&bt, size, t);
     double x = at_d(every_p, dp->dtype, 2 * t), y = at_d(every_p, dp->dtype, 2 * t + 1);
@@ -1488,14 +1494,7 @@ rdx_status rdx_dist_points_insert(rdx_comm *comm, rdx_dist_points *dp, rdx_array
     (void)rdx_fail(ctx, st, "%s", keep);
     goto done;
   }
-  for (int64_t b = 0; b < n_in; b++) {
-    uint64_t l = first_in + (uint64_t)b;
-    dp->l2g[l] = in_g[b];
-    dp->xy[2 * l] = at_d(in_p, dp->dtype, 2 * b);
-    dp->xy[2 * l + 1] = at_d(in_p, dp->dtype, 2 * b + 1);
-    map_put(&dp->map, in_g[b], (int64_t)l);
-  }
-  if (n_in > 0) dp->n_slots = (int64_t)first_in + n_in;
+  record_in(dp, first_in, n_in, in_g, in_p);
   for (int64_t t = 0; t < bt.total; t++) {
     double x = at_d(bt.p, dp->dtype, 2 * t), y = at_d(bt.p, dp->dtype, 2 * t + 1);
     grow_box(dp, owner_of(dp, x, y), x, y);
