@@ -159,8 +159,28 @@ static void check_type(rdx_context *ctx, const rdx_dist_points *dp, const scenar
   pq.type = (rdx_points_query_type)type;
   pq.k = k;
   rdx_result *res = NULL;
-  rdx_status st = rdx_dist_points_query_alloc(comm_, dp, rdx_host_matrix(qa, m, cols, s->dtype), &pq, &res);
+  /* on a GPU, every other call passes its queries in device memory and gets the result there */
+  static _Thread_local int calls_;
+  void *dq = NULL;
+  const int on_device = check_backend_ != RDX_BACKEND_CPU && calls_++ % 2 == 1;
+  const size_t qbytes = (size_t)(m * cols) * (s->dtype == RDX_F32 ? 4 : 8);
+  if (on_device) {
+    CHECK_OK(ctx, rdx_malloc(ctx, &dq, qbytes, RDX_DEVICE));
+    CHECK_OK(ctx, rdx_copy(ctx, dq, RDX_DEVICE, qa, RDX_HOST, qbytes));
+  }
+  rdx_status st = rdx_dist_points_query_alloc(comm_, dp, on_device ? rdx_device_matrix(dq, m, cols, s->dtype)
+                                                                    : rdx_host_matrix(qa, m, cols, s->dtype), &pq, &res);
   CHECK_OK(ctx, st);
+  if (st == RDX_OK && on_device) { /* the result's arrays to the host, to compare */
+    CHECK(res->where == RDX_DEVICE);
+    uint64_t *o = (uint64_t *)malloc((size_t)(m + 1) * 8), *r = (uint64_t *)malloc((size_t)(res->total + 1) * 8);
+    CHECK_OK(ctx, rdx_copy(ctx, o, RDX_HOST, res->offsets, RDX_DEVICE, (size_t)(m + 1) * 8));
+    CHECK_OK(ctx, rdx_copy(ctx, r, RDX_HOST, res->row_ids, RDX_DEVICE, (size_t)res->total * 8));
+    rdx_result_free(ctx, res);
+    res = (rdx_result *)calloc(1, sizeof *res);
+    res->n_queries = m, res->total = o[m], res->offsets = o, res->row_ids = r, res->where = RDX_HOST;
+  }
+  rdx_free(ctx, dq, RDX_DEVICE);
   uint64_t *want = (uint64_t *)malloc((size_t)(s->n + 1) * 8);
   cand *tmp = (cand *)malloc((size_t)(s->n + 1) * sizeof(cand));
   for (int64_t i = 0; st == RDX_OK && i < m; i++) {
@@ -175,7 +195,11 @@ static void check_type(rdx_context *ctx, const rdx_dist_points *dp, const scenar
       break;
     }
   }
-  rdx_result_free(ctx, res);
+  if (on_device && res != NULL) {
+    free(res->offsets), free(res->row_ids), free(res);
+  } else {
+    rdx_result_free(ctx, res);
+  }
   free(want);
   free(tmp);
   free(qa);

@@ -112,6 +112,21 @@ rdx_status rdx_dist_result(rdx_context *ctx, const char *fn, int64_t n, rdx_loca
  * every rank has its own. shard: this rank's shard; hashed and splitters route as route_hd.h. */
 rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const rdx_index *shard, int hashed,
                               const uint64_t *splitters, int count_only, rdx_array in, rdx_array out);
+/* The most ranks the points device path routes to (a query's ranks are a 64-bit mask). */
+#define RDX_DIST_GPU_POINTS_MAX_RANKS 64
+
+/* Window, within and match queries of a distributed point index answered on the GPUs
+ * (points_gpu.cu): collective; every rank's context is a GPU's, comm's transport has
+ * alltoallv_device, comm->size <= RDX_DIST_GPU_POINTS_MAX_RANKS and in.count < 2^31 (the caller
+ * agrees on that first). in: this rank's queries, (count, columns) of the index's dtype, host or
+ * device, checked here as points.c checks them; boxes (size x 4) and rank_counts (size): the
+ * partition table (host); l2g: the shard ids' index ids, in this GPU's memory. *out: the CSR
+ * result where `in` lives, each query's ids ascending, set only when every rank has its own. */
+rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, const rdx_points *shard,
+                                     const rdx_points_query *query, const double *boxes, const int64_t *rank_counts,
+                                     const uint64_t *l2g, rdx_array in, rdx_result **out);
+/* A copy of n host u64 in ctx's GPU memory (through the account) into *dev. */
+rdx_status rdx_dist_gpu_upload_u64(rdx_context *ctx, const char *fn, const uint64_t *host, int64_t n, uint64_t **dev);
 /* Let every GPU of the group's contexts reach the others' memory (peer access, and access to
  * their memory pools) where the hardware allows it; best effort, since copies work without it. */
 void rdx_dist_peers_enable(rdx_context *const *ctxs, int n);

@@ -1,6 +1,6 @@
 /*
- * nocuda.c: stands in for gpu.cu when CUDA is not built: no context is a GPU's, so the device
- * path is never taken and no copy between GPUs is ever asked for.
+ * nocuda.c: stands in for gpu.cu and points_gpu.cu when CUDA is not built: no context is a
+ * GPU's, so the device path is never taken and no copy between GPUs is ever asked for.
  */
 #include "dist/dist.h"
 
@@ -22,4 +22,14 @@ rdx_status rdx_dist_probe_exchange(rdx_comm *comm, int64_t bytes, double *ms) {
   int ok = 0;
   RDX_CHECK(comm->ops->allreduce_min_int(comm, &ok));
   return rdx_fail(comm->ctx, RDX_ERR_UNSUPPORTED, "rdx_dist_probe_exchange: needs CUDA, which is not built");
+}
+rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, const rdx_points *shard,
+                                     const rdx_points_query *query, const double *boxes, const int64_t *rank_counts,
+                                     const uint64_t *l2g, rdx_array in, rdx_result **out) {
+  (void)shard, (void)query, (void)boxes, (void)rank_counts, (void)l2g, (void)in, (void)out;
+  return rdx_fail(comm->ctx, RDX_ERR_INTERNAL, "%s: the device path needs CUDA, which is not built", fn);
+}
+rdx_status rdx_dist_gpu_upload_u64(rdx_context *ctx, const char *fn, const uint64_t *host, int64_t n, uint64_t **dev) {
+  (void)host, (void)n, (void)dev;
+  return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the device path needs CUDA, which is not built", fn);
 }

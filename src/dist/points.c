@@ -22,7 +22,7 @@
  */
 #include "dist/dist.h"
 #include "keys/hash_hd.h"
-#include "spatial/geom_hd.h"
+#include "dist/points_hd.h"
 
 #include <float.h>
 #include <math.h>
@@ -59,6 +59,8 @@ struct rdx_dist_points {
   uint64_t *l2g;           /* cap_slots: index id, RDX_MISS when gone (account) */
   double *xy;              /* 2 x cap_slots: coordinates, exact doubles of the dtype (account) */
   idmap map;               /* index id -> shard id, for the ids this rank holds */
+  uint64_t *l2g_dev;       /* l2g[0 .. n_slots) on a GPU context's device, for the device path:
+                              a cache made by the first device query after a change (account) */
   int damaged;             /* an undo failed: refuse every later call */
 };
 
@@ -81,6 +83,7 @@ typedef struct desc {
   double box[4];           /* build: the given box (0 unless use_box) */
   int64_t index_id;
   /* not compared */
+  int32_t gpu;             /* query: this rank can answer on its GPU (points_gpu.cu) */
   int64_t count;
   double mybox[4];         /* build: the tight box of this rank's points */
   uint64_t max_id;         /* build: the largest id given (0 when none) */
@@ -336,6 +339,13 @@ static rdx_status check_dp(rdx_comm *comm, const char *fn, const rdx_dist_points
   return RDX_OK;
 }
 
+/* Every update calls this once its index passed check_dp: the l2g it changes goes stale on the
+ * GPU, and the next device query copies it again. */
+static void drop_l2g_dev(rdx_dist_points *d) {
+  rdx_mem_free(d->comm->ctx, d->l2g_dev);
+  d->l2g_dev = NULL;
+}
+
 /* The points (n, 2) of a dtype: finite, and inside box when box is not NULL; the first offending
  * row named as rdx_points_* name it. */
 static rdx_status check_coords(rdx_context *ctx, const char *fn, const char *name, const void *p, rdx_dtype dt, int64_t n,
@@ -358,6 +368,7 @@ static void free_dp(rdx_context *ctx, rdx_dist_points *d) {
   rdx_mem_free(ctx, d->boxes);
   rdx_mem_free(ctx, d->counts);
   rdx_mem_free(ctx, d->l2g);
+  rdx_mem_free(ctx, d->l2g_dev);
   rdx_mem_free(ctx, d->xy);
   map_free(ctx, &d->map);
   free(d);
@@ -863,14 +874,27 @@ static rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip 
   return RDX_OK;
 }
 
-/* Does query i (doubles qd, row i) meet rank p's box? The shards' own tests, on the box: a point
- * inside the box is never nearer, as computed, than the box's computed nearest edge. */
+/* Does query i (doubles qd, row i) meet rank p's points? (points_hd.h, as the device path asks) */
 static int touches(const rdx_dist_points *d, int p, int32_t type, const double *q) {
-  const double *b = d->boxes + 4 * p;
-  if (d->counts[p] == 0) return 0;
-  if (type == RDX_POINTS_WINDOW) return q[0] <= b[2] && b[0] <= q[2] && q[1] <= b[3] && b[1] <= q[3];
-  if (type == RDX_POINTS_MATCH) return b[0] <= q[0] && q[0] <= b[2] && b[1] <= q[1] && q[1] <= b[3];
-  return rdx_sp_box_min_d2(b, q[0], q[1]) <= q[2] * q[2];
+  return d->counts[p] > 0 && rdx_dist_touches(d->boxes + 4 * p, type, q);
+}
+
+/* This rank's queries on the host (*raw) and as doubles, four a row (*qd), each row checked. */
+static rdx_status read_queries(rdx_context *ctx, const char *fn, const rdx_points_query *q, rdx_array queries,
+                               void **raw, double **qd) {
+  const int cols = queries.columns;
+  const int64_t n = queries.count;
+  rdx_status st = host_copy(ctx, fn, queries, raw);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, qd, n * 4, 8);
+  for (int64_t i = 0; st == RDX_OK && i < n; i++)
+    for (int c = 0; c < cols && st == RDX_OK; c++) {
+      double v = (*qd)[4 * i + c] = at_d(*raw, queries.dtype, i * cols + c);
+      if (!isfinite(v))
+        st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries row %lld has a coordinate that is not finite", fn, (long long)i);
+      else if (q->type == RDX_POINTS_WITHIN && c == 2 && v < 0)
+        st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries row %lld has a negative radius %g", fn, (long long)i, v);
+    }
+  return st;
 }
 
 rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp, rdx_array queries,
@@ -919,17 +943,11 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
   if (st == RDX_OK && (queries.dtype != dp->dtype || queries.columns != cols))
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries must be (m, %d) %s for a %s query (dtype %s, columns %d)", fn, cols,
                   rdx_dist_dtype_name(dp->dtype), qtype_name(q.type), rdx_dist_dtype_name(queries.dtype), queries.columns);
-  if (st == RDX_OK) st = host_copy(ctx, fn, queries, &qraw);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &qd, n * 4, 8);
-  for (int64_t i = 0; st == RDX_OK && i < n; i++)
-    for (int c = 0; c < cols && st == RDX_OK; c++) {
-      qd[4 * i + c] = at_d(qraw, dp->dtype, i * cols + c);
-      if (!isfinite(qd[4 * i + c]))
-        st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries row %lld has a coordinate that is not finite", fn, (long long)i);
-      else if (q.type == RDX_POINTS_WITHIN && c == 2 && qd[4 * i + 2] < 0)
-        st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries row %lld has a negative radius %g", fn, (long long)i,
-                      qd[4 * i + 2]);
-    }
+  /* window, within and match stay on the GPUs (points_gpu.cu, which checks the rows there) when
+   * every rank's context is a GPU's and the transport moves device memory: the ranks' words decide */
+  me.gpu = st == RDX_OK && q.type != RDX_POINTS_KNN && rdx_is_gpu(ctx) && comm->ops->alltoallv_device != NULL &&
+           !ctx->force.dist_host && size <= RDX_DIST_GPU_POINTS_MAX_RANKS && n < ((int64_t)1 << 31);
+  if (st == RDX_OK && !me.gpu) st = read_queries(ctx, fn, &q, queries, &qraw, &qd);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &answer, n, 8);
   AGREE(st);
@@ -944,6 +962,20 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
   me.count = n;
   RDX_CHECK_GOTO(comm->ops->allgather(comm, &me, all, sizeof me), st, done);
   RDX_CHECK_GOTO(compare(comm, fn, all), st, done);
+  int gpu = 1;
+  for (int r = 0; r < size; r++) gpu &= all[r].gpu != 0;
+  if (gpu) {
+    rdx_dist_points *d = (rdx_dist_points *)dp; /* l2g_dev is a cache, not the index */
+    if (d->l2g_dev == NULL) st = rdx_dist_gpu_upload_u64(ctx, fn, d->l2g, d->n_slots, &d->l2g_dev);
+    AGREE(st);
+    st = rdx_dist_gpu_points_query(comm, fn, dp->shard, &q, dp->boxes, dp->counts, dp->l2g_dev, queries, &res);
+    if (st == RDX_OK) *out = res, res = NULL;
+    goto done;
+  }
+  if (qraw == NULL) {
+    st = read_queries(ctx, fn, &q, queries, &qraw, &qd);
+    AGREE(st);
+  }
 
   /* 3. pieces: to every rank whose box the query meets; kNN: first to one rank, then the rest */
   int64_t n_pieces = 0;
@@ -1235,6 +1267,7 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
 
   /* 1. this rank's arguments */
   rdx_status st = check_dp(comm, fn, dp);
+  if (st == RDX_OK) drop_l2g_dev(dp);
   if (st == RDX_OK) st = rdx_array_check(ctx, fn, "ids", ids);
   if (st == RDX_OK && ((ids.dtype != RDX_U32 && ids.dtype != RDX_U64) || ids.columns != 1))
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
@@ -1451,6 +1484,7 @@ rdx_status rdx_dist_points_insert(rdx_comm *comm, rdx_dist_points *dp, rdx_array
   rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   AGREE(st);
   RDX_CHECK_GOTO(update_args(comm, fn, OP_INSERT, dp, rdx_no_array(), points, n, NULL, &praw, all), st, done);
+  drop_l2g_dev(dp);
   RDX_CHECK_GOTO(gather_batch(comm, fn, dp, all, NULL, praw, &bt), st, done);
   for (int r = 0; r < comm->rank; r++) offset += bt.cnt[r];
   /* the batch's ids: id_end, id_end + 1, ... over the concatenation (the same verdict everywhere) */
@@ -1528,6 +1562,7 @@ rdx_status rdx_dist_points_erase(rdx_comm *comm, rdx_dist_points *dp, rdx_array 
   rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   AGREE(st);
   RDX_CHECK_GOTO(update_args(comm, fn, OP_ERASE, dp, ids, rdx_no_array(), n, &gids, NULL, all), st, done);
+  drop_l2g_dev(dp);
   RDX_CHECK_GOTO(gather_batch(comm, fn, dp, all, gids, NULL, &bt), st, done);
   for (int64_t t = 0; t < bt.total; t++) n_out += bt.row_of[t] >= 0;
   st = rdx_dist_take(ctx, fn, &out_l, n_out, 8);
