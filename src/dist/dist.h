@@ -115,18 +115,30 @@ rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const rdx_index *s
 /* The most ranks the points device path routes to (a query's ranks are a 64-bit mask). */
 #define RDX_DIST_GPU_POINTS_MAX_RANKS 64
 
-/* Window, within and match queries of a distributed point index answered on the GPUs
- * (points_gpu.cu): collective; every rank's context is a GPU's, comm's transport has
- * alltoallv_device, comm->size <= RDX_DIST_GPU_POINTS_MAX_RANKS and in.count < 2^31 (the caller
- * agrees on that first). in: this rank's queries, (count, columns) of the index's dtype, host or
- * device, checked here as points.c checks them; boxes (size x 4) and rank_counts (size): the
- * partition table (host); l2g: the shard ids' index ids, in this GPU's memory. *out: the CSR
- * result where `in` lives, each query's ids ascending, set only when every rank has its own. */
-rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, const rdx_points *shard,
-                                     const rdx_points_query *query, const double *boxes, const int64_t *rank_counts,
-                                     const uint64_t *l2g, rdx_array in, rdx_result **out);
-/* A copy of n host u64 in ctx's GPU memory (through the account) into *dev. */
-rdx_status rdx_dist_gpu_upload_u64(rdx_context *ctx, const char *fn, const uint64_t *host, int64_t n, uint64_t **dev);
+/* What a rank's part of a distributed point index brings to the device path: its shard, the
+ * partition table (host: boxes size x 4, rank_counts size, the index box, size - 1 splitters), and
+ * in this GPU's memory l2g (shard id -> index id) and xy (the points' coordinates by shard id,
+ * as doubles), both n_slots long; here: the shard's point count. */
+typedef struct rdx_dist_gpu_points {
+  const rdx_points *shard;
+  const double *boxes, *box;
+  const int64_t *rank_counts;
+  const uint64_t *splitters;
+  const uint64_t *l2g;
+  const double *xy;
+  int64_t here;
+} rdx_dist_gpu_points;
+
+/* Queries of a distributed point index answered on the GPUs (points_gpu.cu): collective; every
+ * rank's context is a GPU's, comm's transport has alltoallv_device, comm->size <=
+ * RDX_DIST_GPU_POINTS_MAX_RANKS and in.count < 2^31 (the caller agrees on that first). in: this
+ * rank's queries, (count, columns) of the index's dtype, host or device, checked here as points.c
+ * checks them; query: normalized (size, and k 0 unless kNN). *out: the CSR result where `in`
+ * lives, as one index over all points answers, set only when every rank has its own. */
+rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, const rdx_dist_gpu_points *gp,
+                                     const rdx_points_query *query, rdx_array in, rdx_result **out);
+/* A copy of n host 8-byte words in ctx's GPU memory (through the account) into *dev. */
+rdx_status rdx_dist_gpu_upload(rdx_context *ctx, const char *fn, const void *host, int64_t n, void **dev);
 /* Let every GPU of the group's contexts reach the others' memory (peer access, and access to
  * their memory pools) where the hardware allows it; best effort, since copies work without it. */
 void rdx_dist_peers_enable(rdx_context *const *ctxs, int n);

@@ -23,13 +23,12 @@ rdx_status rdx_dist_probe_exchange(rdx_comm *comm, int64_t bytes, double *ms) {
   RDX_CHECK(comm->ops->allreduce_min_int(comm, &ok));
   return rdx_fail(comm->ctx, RDX_ERR_UNSUPPORTED, "rdx_dist_probe_exchange: needs CUDA, which is not built");
 }
-rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, const rdx_points *shard,
-                                     const rdx_points_query *query, const double *boxes, const int64_t *rank_counts,
-                                     const uint64_t *l2g, rdx_array in, rdx_result **out) {
-  (void)shard, (void)query, (void)boxes, (void)rank_counts, (void)l2g, (void)in, (void)out;
+rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, const rdx_dist_gpu_points *gp,
+                                     const rdx_points_query *query, rdx_array in, rdx_result **out) {
+  (void)gp, (void)query, (void)in, (void)out;
   return rdx_fail(comm->ctx, RDX_ERR_INTERNAL, "%s: the device path needs CUDA, which is not built", fn);
 }
-rdx_status rdx_dist_gpu_upload_u64(rdx_context *ctx, const char *fn, const uint64_t *host, int64_t n, uint64_t **dev) {
+rdx_status rdx_dist_gpu_upload(rdx_context *ctx, const char *fn, const void *host, int64_t n, void **dev) {
   (void)host, (void)n, (void)dev;
   return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: the device path needs CUDA, which is not built", fn);
 }

@@ -31,7 +31,6 @@
 #include <string.h>
 
 #define RDX_DIST_POINTS_MAGIC 0x52444450u /* "RDDP" */
-#define GRID_BITS 31                      /* Morton cells per axis: 2^31 (62-bit codes) */
 
 /* gid -> shard id: open addressing, linear probing, backward-shift deletion; capacity a power of
  * two kept at least twice the entries. RDX_MISS (never an index id) marks an empty slot. */
@@ -59,8 +58,10 @@ struct rdx_dist_points {
   uint64_t *l2g;           /* cap_slots: index id, RDX_MISS when gone (account) */
   double *xy;              /* 2 x cap_slots: coordinates, exact doubles of the dtype (account) */
   idmap map;               /* index id -> shard id, for the ids this rank holds */
-  uint64_t *l2g_dev;       /* l2g[0 .. n_slots) on a GPU context's device, for the device path:
-                              a cache made by the first device query after a change (account) */
+  uint64_t *l2g_dev;       /* l2g[0 .. n_slots) and xy[0 .. 2 n_slots) on a GPU context's device,
+                              for the device path: caches made by the first device query after a
+                              change (account) */
+  double *xy_dev;
   int damaged;             /* an undo failed: refuse every later call */
 };
 
@@ -265,29 +266,8 @@ static rdx_status slots_reserve(rdx_context *ctx, const char *fn, rdx_dist_point
 
 /* ---- the partition ---- */
 
-static uint32_t cell_of(double v, double lo, double hi) {
-  const double cells = (double)(1u << GRID_BITS);
-  double w = hi - lo;
-  double t = w > 0 ? (v - lo) / w * cells : 0.0;
-  if (!(t >= 0)) t = 0; /* also a point left of the box (a query) */
-  if (t >= cells) t = cells - 1;
-  return (uint32_t)t;
-}
-static uint64_t code_of(const double *box, double x, double y) {
-  return rdx_sp_spread(cell_of(x, box[0], box[2])) | (rdx_sp_spread(cell_of(y, box[1], box[3])) << 1);
-}
-/* The rank owning a code: the first p with code <= splitters[p], else the last. */
-static int owner_of_code(const uint64_t *splitters, int size, uint64_t c) {
-  int lo = 0, hi = size - 1;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (c <= splitters[mid]) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
 static int owner_of(const rdx_dist_points *d, double x, double y) {
-  return d->comm->size == 1 ? 0 : owner_of_code(d->splitters, d->comm->size, code_of(d->box, x, y));
+  return d->comm->size == 1 ? 0 : rdx_dist_owner_of_code(d->splitters, d->comm->size, rdx_dist_code_of(d->box, x, y));
 }
 
 /* Given ids must be unique over all ranks: each id goes to the rank its hash picks, which sorts
@@ -339,11 +319,13 @@ static rdx_status check_dp(rdx_comm *comm, const char *fn, const rdx_dist_points
   return RDX_OK;
 }
 
-/* Every update calls this once its index passed check_dp: the l2g it changes goes stale on the
- * GPU, and the next device query copies it again. */
+/* Every update calls this once its index passed check_dp: the l2g and xy it changes go stale on
+ * the GPU, and the next device query copies them again. */
 static void drop_l2g_dev(rdx_dist_points *d) {
   rdx_mem_free(d->comm->ctx, d->l2g_dev);
+  rdx_mem_free(d->comm->ctx, d->xy_dev);
   d->l2g_dev = NULL;
+  d->xy_dev = NULL;
 }
 
 /* The points (n, 2) of a dtype: finite, and inside box when box is not NULL; the first offending
@@ -369,6 +351,7 @@ static void free_dp(rdx_context *ctx, rdx_dist_points *d) {
   rdx_mem_free(ctx, d->counts);
   rdx_mem_free(ctx, d->l2g);
   rdx_mem_free(ctx, d->l2g_dev);
+  rdx_mem_free(ctx, d->xy_dev);
   rdx_mem_free(ctx, d->xy);
   map_free(ctx, &d->map);
   free(d);
@@ -512,19 +495,19 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
   /* 3. splitters over the points' codes */
   st = rdx_dist_take(ctx, fn, &codes, n, 8);
   if (st == RDX_OK)
-    for (int64_t i = 0; i < n; i++) codes[i] = code_of(d->box, at_d(raw, points.dtype, 2 * i), at_d(raw, points.dtype, 2 * i + 1));
+    for (int64_t i = 0; i < n; i++) codes[i] = rdx_dist_code_of(d->box, at_d(raw, points.dtype, 2 * i), at_d(raw, points.dtype, 2 * i + 1));
   AGREE(st);
   if (size > 1) RDX_CHECK_GOTO(rdx_dist_splitters(comm, fn, send, codes, n, d->splitters), st, done);
 
   /* 4. the points to their owners */
   for (int p = 0; p < size; p++) send[p] = 0;
-  for (int64_t i = 0; i < n; i++) send[size == 1 ? 0 : owner_of_code(d->splitters, size, codes[i])]++;
+  for (int64_t i = 0; i < n; i++) send[size == 1 ? 0 : rdx_dist_owner_of_code(d->splitters, size, codes[i])]++;
   rdx_dist_scan(send, size, cursor);
   st = rdx_dist_take(ctx, fn, &send_p, 2 * n, es);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &send_g, n, 8);
   if (st == RDX_OK)
     for (int64_t i = 0; i < n; i++) {
-      int64_t at = cursor[size == 1 ? 0 : owner_of_code(d->splitters, size, codes[i])]++;
+      int64_t at = cursor[size == 1 ? 0 : rdx_dist_owner_of_code(d->splitters, size, codes[i])]++;
       memcpy((char *)send_p + (size_t)at * 2 * es, (const char *)raw + (size_t)i * 2 * es, 2 * es);
       send_g[at] = gid[i];
     }
@@ -657,21 +640,6 @@ static rdx_status answer_plain(const rdx_dist_points *d, const char *fn, const r
   return st;
 }
 
-/* The smallest radius r of the dtype whose computed square fl(r * r) (the shards' own, geom_hd.h)
- * is at least d2, so a within query of r finds every point at computed distance <= d2. */
-static double radius_for(double d2, rdx_dtype dt) {
-  if (dt == RDX_F64) {
-    double r = sqrt(d2);
-    while (r * r < d2 && r < DBL_MAX) r = nextafter(r, INFINITY);
-    return r;
-  }
-  /* an f32 index's squared distances can pass FLT_MAX^2; FLT_MAX is the widest radius there is */
-  float r = sqrtf((float)fmin(d2, (double)FLT_MAX));
-  if (!(r <= FLT_MAX)) r = FLT_MAX;
-  while ((double)r * (double)r < d2 && r < FLT_MAX) r = nextafterf(r, INFINITY);
-  return r;
-}
-
 /* kNN: this shard's candidates at computed distance <= bound, a superset of its share of the
  * global answer. The shard's own kNN breaks ties at the k-th distance by its shard ids, which
  * are not the index's ids, so when its k-th distance is within the bound and it holds more than k
@@ -707,7 +675,7 @@ static rdx_status answer_knn(const rdx_dist_points *d, const char *fn, const rdx
       if (ext_of[j] >= 0) {
         int64_t e = ext_of[j];
         memcpy((char *)wq + (size_t)(3 * e) * es, (const char *)rows + (size_t)(2 * j) * es, 2 * es);
-        put_d(wq, d->dtype, 3 * e + 2, radius_for(kth[j], d->dtype));
+        put_d(wq, d->dtype, 3 * e + 2, rdx_dist_radius_for(kth[j], d->dtype == RDX_F64));
       }
     rdx_points_query wi = RDX_POINTS_QUERY_INIT;
     wi.type = RDX_POINTS_WITHIN;
@@ -943,9 +911,9 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
   if (st == RDX_OK && (queries.dtype != dp->dtype || queries.columns != cols))
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: queries must be (m, %d) %s for a %s query (dtype %s, columns %d)", fn, cols,
                   rdx_dist_dtype_name(dp->dtype), qtype_name(q.type), rdx_dist_dtype_name(queries.dtype), queries.columns);
-  /* window, within and match stay on the GPUs (points_gpu.cu, which checks the rows there) when
-   * every rank's context is a GPU's and the transport moves device memory: the ranks' words decide */
-  me.gpu = st == RDX_OK && q.type != RDX_POINTS_KNN && rdx_is_gpu(ctx) && comm->ops->alltoallv_device != NULL &&
+  /* the query stays on the GPUs (points_gpu.cu, which checks the rows there) when every rank's
+   * context is a GPU's and the transport moves device memory: the ranks' words decide */
+  me.gpu = st == RDX_OK && rdx_is_gpu(ctx) && comm->ops->alltoallv_device != NULL &&
            !ctx->force.dist_host && size <= RDX_DIST_GPU_POINTS_MAX_RANKS && n < ((int64_t)1 << 31);
   if (st == RDX_OK && !me.gpu) st = read_queries(ctx, fn, &q, queries, &qraw, &qd);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
@@ -965,10 +933,13 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
   int gpu = 1;
   for (int r = 0; r < size; r++) gpu &= all[r].gpu != 0;
   if (gpu) {
-    rdx_dist_points *d = (rdx_dist_points *)dp; /* l2g_dev is a cache, not the index */
-    if (d->l2g_dev == NULL) st = rdx_dist_gpu_upload_u64(ctx, fn, d->l2g, d->n_slots, &d->l2g_dev);
+    rdx_dist_points *d = (rdx_dist_points *)dp; /* l2g_dev and xy_dev are caches, not the index */
+    if (d->l2g_dev == NULL) st = rdx_dist_gpu_upload(ctx, fn, d->l2g, d->n_slots, (void **)&d->l2g_dev);
+    if (st == RDX_OK && d->xy_dev == NULL) st = rdx_dist_gpu_upload(ctx, fn, d->xy, 2 * d->n_slots, (void **)&d->xy_dev);
     AGREE(st);
-    st = rdx_dist_gpu_points_query(comm, fn, dp->shard, &q, dp->boxes, dp->counts, dp->l2g_dev, queries, &res);
+    const rdx_dist_gpu_points gp = {dp->shard, dp->boxes, dp->box, dp->counts, dp->splitters,
+                                    dp->l2g_dev, dp->xy_dev, rdx_points_count(dp->shard)};
+    st = rdx_dist_gpu_points_query(comm, fn, &gp, &q, queries, &res);
     if (st == RDX_OK) *out = res, res = NULL;
     goto done;
   }
