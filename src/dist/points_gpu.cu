@@ -392,6 +392,11 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
         map_kernel<<<capped_grid((int64_t)res->total), kThreads, 0, s>>>(res->row_ids, (int64_t)res->total, sv->l2g);
         st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
       }
+      if (st == RDX_OK) st = dev_take(ctx, fn, &acounts, m, 8);
+      if (st == RDX_OK && m > 0) {
+        piece_counts_kernel<<<capped_grid(m), kThreads, 0, s>>>((const uint64_t *)aoffs, m, (uint64_t *)acounts);
+        st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
+      }
     } else if (st == RDX_OK) {
       void *d_next = NULL;
       unsigned long long n_ext = 0;
@@ -428,19 +433,13 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
         if (st == RDX_OK && pass == 0) st = dev_take(ctx, fn, &aitems, (int64_t)total, sizeof(cand));
       }
     }
-    /* each asking rank's items: its pieces' span of the answers */
+    /* each asking rank's items: its pieces' span of the answers; the wait also makes acounts and
+     * aitems whole before the exchange below, where the other ranks read them */
     for (int p = 0; st == RDX_OK && p <= size; p++)
       st = rdx_cuda_ok(ctx, cudaMemcpyAsync(&hs[p], (const uint64_t *)aoffs + bounds[p], 8, cudaMemcpyDeviceToHost, s), fn);
     if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(s), fn);
     if (st == RDX_OK)
       for (int p = 0; p < size; p++) rsend[p] = (int64_t)(hs[p + 1] - hs[p]);
-    if (st == RDX_OK && !knn) {
-      st = dev_take(ctx, fn, &acounts, m, 8);
-      if (st == RDX_OK && m > 0) {
-        piece_counts_kernel<<<capped_grid(m), kThreads, 0, s>>>((const uint64_t *)aoffs, m, (uint64_t *)acounts);
-        st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
-      }
-    }
     AGREE(st);
 
     /* 4. the counts and the items back to the ranks that asked */
