@@ -15,6 +15,15 @@
  * time. check: every answer of the last run read back and compared with the plain index's (the
  * same counts and the same ids in the same order: ascending per query, kNN by distance then id).
  * --backend cpu runs the same on CPU contexts (--threads each), for testing where no GPU is.
+ *
+ * Window sides and radii are bench points' (about 64 points per query on uniform data, the side
+ * shrinking as 1 / sqrt(n)); on taxi points the hot spots and taxi stands give far more, and more
+ * as n grows (27,500 a window at 2^22 points, about 46,000 at 2^25), so no size gives every n the
+ * same count. The plain index therefore runs first, and before its timed runs it counts each
+ * batch (the count pass, which allocates no results): a batch of more than --max-results results
+ * is refused, naming the count and the --queries that would fit, before anything is allocated for
+ * the results (2^25 points and 2^18 windows would make 1.2e10, whose sort asked a GPU for 98 GB:
+ * bench/results/NVIDIA-H200/gpus/README.md).
  */
 #include <math.h>
 #include <pthread.h>
@@ -30,7 +39,7 @@ const char cli_bench_points_gpus_usage[] =
     "                           [--build bottomup|topdown] [--dist taxi|uniform|clustered] [--dtype f64|f32]\n"
     "                           [--n 1.7e8] [--queries 2^22] [--type window,within,knn,match] [--k 16]\n"
     "                           [--size S] [--leaf-capacity 1024] [--max-depth D] [--weak] [--reps 3]\n"
-    "                           [--seed 1] [--threads 2] [--header]\n"
+    "                           [--seed 1] [--threads 2] [--max-results 2^31] [--header]\n"
     "A distributed point index (rdx_dist_points) over N GPUs of this process, one thread and one cuda\n"
     "context per GPU (rank r on GPU r modulo the GPUs visible), built from --n points of bench points'\n"
     "generator (implied ids) and queried with --queries queries of each --type, each rank's share in\n"
@@ -39,8 +48,9 @@ const char cli_bench_points_gpus_usage[] =
     "build ms (once), query ms (median of --reps after one warm-up, timed between barriers of all\n"
     "ranks), queries per second, results, speedups over the plain index, check (every answer of the\n"
     "sharded index equal to the plain index's). --size: window side or radius (default: about 64\n"
-    "points per query on uniform data, as bench points). --backend cpu: CPU contexts of --threads\n"
-    "threads instead of GPUs (tests; small sizes).\n";
+    "points per query on uniform data, as bench points; taxi points give many more). --max-results:\n"
+    "a batch whose results (counted first) exceed it is refused before it runs. --backend cpu: CPU\n"
+    "contexts of --threads threads instead of GPUs (tests; small sizes).\n";
 
 enum { MAX_RANKS = 64 };
 
@@ -49,6 +59,8 @@ static const rdx_points_query_type api_types[4] = {RDX_POINTS_MATCH, RDX_POINTS_
 typedef struct pgpus_run {
   int n_ranks, reps, gpu, n_types, k;
   int types[4];
+  double qsize[4];                     /* each type's window side or radius (0: none) */
+  uint64_t max_results;                /* --max-results: the most results a batch may have */
   rdx_points_options opts;
   rdx_context *ctxs[MAX_RANKS];
   rdx_comm *comms[MAX_RANKS];
@@ -128,58 +140,101 @@ static void result_to_host(rdx_context *ctx, const rdx_result *res, uint64_t *co
   free(off);
 }
 
-/* A host array in the context's memory (a device copy on GPUs; the host rows themselves on the
- * CPU), and its release. */
-static rdx_array place(rdx_context *ctx, rdx_array h) {
-  if (!cli_is_gpu(ctx)) return h;
-  const size_t bytes = (size_t)h.count * (size_t)h.columns * rdx_dtype_size(h.dtype);
-  void *d = NULL;
-  cli_must(ctx, rdx_malloc(ctx, &d, bytes ? bytes : 1, RDX_DEVICE), "an input on the GPU");
-  cli_must(ctx, rdx_copy(ctx, d, RDX_DEVICE, h.data, RDX_HOST, bytes), "an input to the GPU");
-  rdx_array a = h;
-  a.data = d;
-  a.where = RDX_DEVICE;
-  return a;
-}
-static void unplace(rdx_context *ctx, rdx_array a) {
-  if (cli_is_gpu(ctx)) rdx_free(ctx, (void *)a.data, RDX_DEVICE);
-}
-
 typedef struct answers {
   uint64_t *counts, *ids;
   int64_t n_ids, cap_ids;
 } answers;
 
-/* The plain index over every point on ctx: its build ms, each type's query ms (median of --reps
- * after a warm-up) and answers of the last run. */
-static void plain_index(pgpus_run *r, rdx_context *ctx, double *build_ms, double query_ms[4], answers ans[4]) {
-  rdx_array p = place(ctx, r->pts);
+/* Each query's result count (counts[0..m), host) by the count pass alone, which allocates no
+ * results; returns their sum (UINT64_MAX if it does not fit). */
+static uint64_t count_results(rdx_context *ctx, const rdx_points *pts, rdx_array q, const rdx_points_query *pq,
+                              uint64_t *counts) {
+  const int64_t m = q.count;
+  rdx_array c = rdx_host_array(counts, m, RDX_U64);
+  void *d = NULL;
+  if (cli_is_gpu(ctx)) {
+    cli_must(ctx, rdx_malloc(ctx, &d, (size_t)m * 8 + 8, RDX_DEVICE), "counts on the GPU");
+    c = rdx_device_array(d, m, RDX_U64);
+  }
+  cli_must(ctx, rdx_points_query_count(ctx, pts, q, pq, c), "the count pass");
+  if (d != NULL) {
+    cli_must(ctx, rdx_copy(ctx, counts, RDX_HOST, d, RDX_DEVICE, (size_t)m * 8), "counts to the host");
+    rdx_free(ctx, d, RDX_DEVICE);
+  }
+  uint64_t total = 0;
+  for (int64_t i = 0; i < m; i++) total = counts[i] > UINT64_MAX - total ? UINT64_MAX : total + counts[i];
+  return total;
+}
+
+/* Refuses a batch of more than r->max_results results, saying how many it has and how many
+ * queries (per rank with --weak) would fit at its mean per query. */
+static void refuse_batch(const pgpus_run *r, int type, int weak, int64_t n_all, int64_t m_all, uint64_t total) {
+  const double per_query = (double)total / (double)m_all;
+  double fit = floor((double)r->max_results / per_query);
+  if (weak) fit = floor(fit / r->n_ranks);
+  char size[64] = "";
+  if (r->qsize[type] > 0)
+    snprintf(size, sizeof size, " (%s %.6g)", type == 2 ? "radius" : "side", r->qsize[type]);
+  cli_die(CLI_EXIT_BAD_INPUT,
+          "%d rank%s: %lld %s queries%s would return %llu results over %lld points (%.4g a query), more than "
+          "--max-results %llu; pass --queries %.0f or fewer%s",
+          r->n_ranks, r->n_ranks == 1 ? "" : "s", (long long)m_all, cli_query_types[type], size, (unsigned long long)total,
+          (long long)n_all, per_query, (unsigned long long)r->max_results, fit,
+          r->qsize[type] > 0 ? ", or a smaller --size" : "");
+}
+
+/* The plain index over every point on ctx, run before the sharded index: built; each type's
+ * batch counted (count_results) and refused past r->max_results, then the answers of every type
+ * checked against the host memory left (host_bytes: the run's other host memory); then each
+ * type's query ms (median of --reps after a warm-up) and the answers of the last run. */
+static void plain_index(pgpus_run *r, rdx_context *ctx, cli_args *a, double host_bytes, int weak, double *build_ms,
+                        double query_ms[4], answers ans[4]) {
+  const int64_t n_all = r->pts.count;
+  rdx_array p = cli_place(ctx, r->pts);
   rdx_points *pts = NULL;
   double t0 = rdx_now_ms();
   cli_must(ctx, rdx_points_build(ctx, p, &r->opts, &pts), "the plain index's build");
   *build_ms = rdx_now_ms() - t0;
-  unplace(ctx, p);
+  cli_unplace(ctx, p);
+  rdx_points_query pq[4];
+  rdx_array q[4];
+  for (int ti = 0; ti < r->n_types; ti++) {
+    const int type = r->types[ti];
+    pq[type] = (rdx_points_query)RDX_POINTS_QUERY_INIT;
+    pq[type].type = api_types[type];
+    pq[type].k = r->k;
+    q[type] = cli_place(ctx, r->q[type]);
+    const uint64_t total = count_results(ctx, pts, q[type], &pq[type], ans[type].counts);
+    if (total > r->max_results) refuse_batch(r, type, weak, n_all, q[type].count, total);
+    host_bytes += 2.0 * 8.0 * (double)total; /* both indexes' ids */
+  }
+  cli_need_memory(a, "queries", host_bytes);
   double times[MAX_RANKS];
   for (int ti = 0; ti < r->n_types; ti++) {
     const int type = r->types[ti];
-    rdx_points_query pq = RDX_POINTS_QUERY_INIT;
-    pq.type = api_types[type];
-    pq.k = r->k;
-    rdx_array q = place(ctx, r->q[type]);
     rdx_result *res = NULL;
     for (int i = 0; i <= r->reps; i++) {
       rdx_result_free(ctx, res);
       res = NULL;
       t0 = rdx_now_ms();
-      cli_must(ctx, rdx_points_query_alloc(ctx, pts, q, &pq, &res), cli_query_types[type]);
+      cli_must(ctx, rdx_points_query_alloc(ctx, pts, q[type], &pq[type], &res), cli_query_types[type]);
       if (i > 0) times[i - 1] = rdx_now_ms() - t0;
     }
     query_ms[type] = cli_median(times, r->reps);
     result_to_host(ctx, res, ans[type].counts, &ans[type].ids, &ans[type].n_ids, &ans[type].cap_ids);
     rdx_result_free(ctx, res);
-    unplace(ctx, q);
+    cli_unplace(ctx, q[type]);
   }
   rdx_points_destroy(pts);
+}
+
+/* Host bytes of a run over n points and m queries of each type, its answers aside: the points
+ * (twice on the CPU, where the indexes' copies are host memory too), the queries and the plain
+ * index's build peak. */
+static double inputs_bytes(double n, double m, rdx_dtype dtype, rdx_backend backend, int kd) {
+  const double unit = (double)rdx_dtype_size(dtype);
+  return n * 2 * unit * (backend == RDX_BACKEND_CPU ? 2 : 1) + m * 11 * unit +
+         cli_points_peak_bytes(kd ? RDX_POINTS_KDTREE : RDX_POINTS_QUADTREE, n, backend);
 }
 
 /* Queries whose answers differ (counts, or ids in order). */
@@ -225,24 +280,24 @@ int cmd_bench_points_gpus(int argc, char **argv) {
   const uint64_t seed = (uint64_t)cli_int(&a, "seed", 0, INT64_MAX, 1);
   const int threads = (int)cli_int(&a, "threads", 1, 1024, 2);
   cli_applies(&a, "threads", backend == RDX_BACKEND_CPU, "--backend cpu");
+  const uint64_t max_results = (uint64_t)cli_int(&a, "max-results", 0, INT64_MAX, (int64_t)1 << 31);
   const int header = cli_flag(&a, "header");
-  /* the largest run: its points and queries on the host (and one more copy of both in the
-   * contexts' memory on the CPU), the answers of both indexes at 64 ids a query (k for kNN) */
+  /* the largest run, its answers guessed at 64 ids a query (k for kNN) for both indexes; the plain
+   * index checks again with the batches' real counts (plain_index) */
   int64_t g_max = 1;
   for (int i = 0; i < n_g; i++) g_max = gpus_v[i] > g_max ? gpus_v[i] : g_max;
   const double n_max = (double)n * (double)(weak ? g_max : 1), m_max = (double)m * (double)(weak ? g_max : 1);
-  const double unit = (double)rdx_dtype_size(dtype);
-  const double need = n_max * 2 * unit * (backend == RDX_BACKEND_CPU ? 2 : 1) + m_max * 11 * unit +
-                      (double)n_types * m_max * 2 * 8 * (k > 64 ? k : 64) +
-                      cli_points_peak_bytes(kd ? RDX_POINTS_KDTREE : RDX_POINTS_QUADTREE, n_max, backend);
-  cli_need_memory(&a, "n", need);
+  cli_need_memory(&a, "n",
+                  inputs_bytes(n_max, m_max, dtype, backend, kd) + (double)n_types * m_max * 2 * 8 * (k > 64 ? k : 64));
   cli_args_done(&a);
 
   rdx_info info;
   info.size = sizeof info;
   if (rdx_info_get(&info) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_info_get failed");
   const int gpu = backend != RDX_BACKEND_CPU;
-  if (gpu && info.n_gpus < 1) cli_die(CLI_EXIT_BAD_INPUT, "bench points --gpus: backend cuda cannot run here: no GPU is visible");
+  if (gpu && info.n_gpus < 1)
+    cli_die(CLI_EXIT_BAD_INPUT, "--gpus: backend cuda cannot run here: no GPU is visible (--backend cpu runs the same on "
+            "CPU contexts)");
   char device[160];
   snprintf(device, sizeof device, "%s", gpu ? info.gpu_name : info.cpu_name);
   for (char *p = device; *p; p++)
@@ -258,7 +313,7 @@ int cmd_bench_points_gpus(int argc, char **argv) {
     const int64_t n_all = weak ? n * g : n, m_all = weak ? m * g : m;
     pgpus_run *r = (pgpus_run *)calloc(1, sizeof *r);
     if (r == NULL) cli_die(CLI_EXIT_FAILURE, "out of memory");
-    r->n_ranks = g, r->reps = reps, r->gpu = gpu, r->k = k, r->n_types = n_types;
+    r->n_ranks = g, r->reps = reps, r->gpu = gpu, r->k = k, r->n_types = n_types, r->max_results = max_results;
     for (int i = 0; i < n_types; i++) r->types[i] = types_v[i];
     rdx_points_options o = RDX_POINTS_OPTIONS_INIT;
     o.kind = kd ? RDX_POINTS_KDTREE : RDX_POINTS_QUADTREE;
@@ -268,16 +323,26 @@ int cmd_bench_points_gpus(int argc, char **argv) {
     o.use_box = true; /* the distribution's domain, as bench points builds */
     rdx_gen_points_box(pdist, o.box);
     r->opts = o;
-    /* about 64 points per window or circle on uniform data, as bench points chooses */
+    /* bench points' rule (cmd_bench_points.c): about 64 points per window or circle on uniform
+     * data, whatever n_all; the radius is half the side */
     const double side = pdist == RDX_PDIST_TAXI ? 154000.0 : 1.0;
     const double size = size_opt > 0 ? size_opt : side * sqrt(64.0 / (n_all > 0 ? (double)n_all : 1.0));
+    r->qsize[1] = size, r->qsize[2] = size / 2;
     cli_progress("%d ranks: generating %lld points and %lld queries of each type", g, (long long)n_all, (long long)m_all);
     cli_must(gen, rdx_gen_points(gen, n_all, pdist, dtype, seed, &r->pts), "points");
     for (int ti = 0; ti < n_types; ti++) {
       const int type = types_v[ti];
-      const double qsize = type == 2 ? size / 2 : size; /* radius: half the window side */
-      cli_must(gen, rdx_gen_point_queries(gen, r->pts, type, m_all, qsize, seed + 100 + (uint64_t)type, &r->q[type]),
+      cli_must(gen, rdx_gen_point_queries(gen, r->pts, type, m_all, r->qsize[type], seed + 100 + (uint64_t)type, &r->q[type]),
                "queries");
+    }
+    answers sharded[4], plain[4];
+    memset(sharded, 0, sizeof sharded);
+    memset(plain, 0, sizeof plain);
+    for (int ti = 0; ti < n_types; ti++) {
+      const int type = types_v[ti];
+      sharded[type].counts = (uint64_t *)malloc((size_t)m_all * 8 + 8);
+      plain[type].counts = (uint64_t *)malloc((size_t)m_all * 8 + 8);
+      if (sharded[type].counts == NULL || plain[type].counts == NULL) cli_die(CLI_EXIT_FAILURE, "out of memory");
     }
     for (int j = 0; j <= g; j++) r->p_from[j] = n_all * j / g, r->q_from[j] = m_all * j / g;
     for (int j = 0; j < g; j++) {
@@ -287,10 +352,18 @@ int cmd_bench_points_gpus(int argc, char **argv) {
       else co.n_threads = threads;
       rdx_status st = rdx_context_create(&co, &r->ctxs[j]);
       if (st != RDX_OK) cli_die_status(r->ctxs[j], st, gpu ? "a context per GPU" : "a context per rank");
-      r->pts_on[j] = place(r->ctxs[j], rows_slice(r->pts, r->p_from[j], r->p_from[j + 1]));
+    }
+    /* the plain index on rank 0's context (GPU 0), over the same points and queries: first, so
+     * that a batch too large is refused before the sharded index runs */
+    double pb = 0, pq_ms[4] = {0};
+    cli_progress("one %s: the plain index", gpu ? "GPU" : "context");
+    plain_index(r, r->ctxs[0], &a, inputs_bytes((double)n_all, (double)m_all, dtype, backend, kd), weak, &pb, pq_ms,
+                plain);
+    for (int j = 0; j < g; j++) {
+      r->pts_on[j] = cli_place(r->ctxs[j], rows_slice(r->pts, r->p_from[j], r->p_from[j + 1]));
       for (int ti = 0; ti < n_types; ti++) {
         const int type = types_v[ti];
-        r->q_on[type][j] = place(r->ctxs[j], rows_slice(r->q[type], r->q_from[j], r->q_from[j + 1]));
+        r->q_on[type][j] = cli_place(r->ctxs[j], rows_slice(r->q[type], r->q_from[j], r->q_from[j + 1]));
       }
     }
     cli_must(r->ctxs[0], rdx_comm_create_local(r->ctxs, g, r->comms), "a local group");
@@ -306,14 +379,8 @@ int cmd_bench_points_gpus(int argc, char **argv) {
     for (int j = 0; j < g; j++)
       if (r->st[j] != RDX_OK) cli_die_status(r->ctxs[j], r->st[j], "the distributed point index");
     /* every answer of the last runs, in query order (rank order is query order) */
-    answers sharded[4], plain[4];
-    memset(sharded, 0, sizeof sharded);
-    memset(plain, 0, sizeof plain);
     for (int ti = 0; ti < n_types; ti++) {
       const int type = types_v[ti];
-      sharded[type].counts = (uint64_t *)malloc((size_t)m_all * 8 + 8);
-      plain[type].counts = (uint64_t *)malloc((size_t)m_all * 8 + 8);
-      if (sharded[type].counts == NULL || plain[type].counts == NULL) cli_die(CLI_EXIT_FAILURE, "out of memory");
       for (int j = 0; j < g; j++) {
         result_to_host(r->ctxs[j], r->res[type][j], sharded[type].counts + r->q_from[j], &sharded[type].ids,
                        &sharded[type].n_ids, &sharded[type].cap_ids);
@@ -323,19 +390,15 @@ int cmd_bench_points_gpus(int argc, char **argv) {
     int64_t held = rdx_dist_points_count(r->dp[0]);
     for (int j = 0; j < g; j++) {
       rdx_dist_points_destroy(r->dp[j]);
-      unplace(r->ctxs[j], r->pts_on[j]);
-      for (int ti = 0; ti < n_types; ti++) unplace(r->ctxs[j], r->q_on[types_v[ti]][j]);
+      cli_unplace(r->ctxs[j], r->pts_on[j]);
+      for (int ti = 0; ti < n_types; ti++) cli_unplace(r->ctxs[j], r->q_on[types_v[ti]][j]);
       rdx_comm_destroy(r->comms[j]);
     }
-    /* the plain index on rank 0's context (GPU 0), over the same points and queries */
-    double pb = 0, pq_ms[4] = {0};
-    cli_progress("one %s: the plain index", gpu ? "GPU" : "context");
-    plain_index(r, r->ctxs[0], &pb, pq_ms, plain);
     for (int j = 0; j < g; j++) rdx_context_destroy(r->ctxs[j]);
     const char *scaling = weak ? "weak" : "strong";
     for (int ti = 0; ti < n_types; ti++) {
       const int type = types_v[ti];
-      const double qs = type == 3 || type == 0 ? 0 : type == 2 ? size / 2 : size;
+      const double qs = r->qsize[type];
       const int kk = type == 3 ? k : 0;
       char check[64];
       int64_t diff = differing(&sharded[type], &plain[type], m_all);
