@@ -127,6 +127,7 @@ typedef struct rdx_dist_gpu_points {
   const uint64_t *l2g;
   const double *xy;
   int64_t here;
+  int ascending; /* l2g ascends over the ids still held */
 } rdx_dist_gpu_points;
 
 /* Queries of a distributed point index answered on the GPUs (points_gpu.cu): collective; every

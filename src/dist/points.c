@@ -62,6 +62,7 @@ struct rdx_dist_points {
                               for the device path: caches made by the first device query after a
                               change (account) */
   double *xy_dev;
+  int l2g_ascending;       /* with l2g_dev: l2g ascends over the ids still held */
   int damaged;             /* an undo failed: refuse every later call */
 };
 
@@ -359,6 +360,40 @@ static void free_dp(rdx_context *ctx, rdx_dist_points *d) {
 
 /* ---- build ---- */
 
+/* The received points (ids g, rows of `row` bytes in p) in ascending id order, unless they are
+ * already (implied ids arrive so). Shard ids then follow the index's ids, so one shard's answer to
+ * a query is ascending in both and the device path merges the shards' answers instead of sorting
+ * them (points_gpu.cu); later inserts and migrations may break the order, which only costs that. */
+static rdx_status order_by_id(rdx_context *ctx, const char *fn, uint64_t *g, void *p, int64_t m, size_t row) {
+  int64_t i = 1;
+  while (i < m && g[i - 1] < g[i]) i++;
+  if (i >= m || m >= ((int64_t)1 << 32)) return RDX_OK;
+  uint64_t *keys = NULL, *keys_tmp = NULL;
+  uint32_t *vals = NULL, *vals_tmp = NULL;
+  void *moved = NULL;
+  rdx_status st = rdx_dist_take(ctx, fn, &keys, m, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &keys_tmp, m, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &vals, m, 4);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &vals_tmp, m, 4);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &moved, m, row);
+  if (st == RDX_OK) {
+    memcpy(keys, g, (size_t)m * 8);
+    for (int64_t j = 0; j < m; j++) vals[j] = (uint32_t)j;
+    st = rdx_radix_sort_u64(ctx, &keys, &keys_tmp, &vals, &vals_tmp, m);
+  }
+  if (st == RDX_OK) {
+    for (int64_t j = 0; j < m; j++) memcpy((char *)moved + (size_t)j * row, (const char *)p + (size_t)vals[j] * row, row);
+    memcpy(p, moved, (size_t)m * row);
+    memcpy(g, keys, (size_t)m * 8);
+  }
+  rdx_mem_free(ctx, keys);
+  rdx_mem_free(ctx, keys_tmp);
+  rdx_mem_free(ctx, vals);
+  rdx_mem_free(ctx, vals_tmp);
+  rdx_mem_free(ctx, moved);
+  return st;
+}
+
 rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids, const rdx_points_options *opts,
                                  rdx_dist_points **out) {
   static const char fn[] = "rdx_dist_points_build";
@@ -527,7 +562,9 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
   rdx_mem_free(ctx, codes), codes = NULL;
 
   /* 5. the shard over the index's whole box (so a point may later move anywhere in it), and this
-   * rank's maps: shard id j is received point j */
+   * rank's maps: shard id j is received point j, after they are put in id order */
+  st = order_by_id(ctx, fn, recv_g, recv_p, m, 2 * es);
+  AGREE(st);
   rdx_points_options so = o;
   so.use_box = true;
   memcpy(so.box, d->box, sizeof so.box);
@@ -934,11 +971,16 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
   for (int r = 0; r < size; r++) gpu &= all[r].gpu != 0;
   if (gpu) {
     rdx_dist_points *d = (rdx_dist_points *)dp; /* l2g_dev and xy_dev are caches, not the index */
-    if (d->l2g_dev == NULL) st = rdx_dist_gpu_upload(ctx, fn, d->l2g, d->n_slots, (void **)&d->l2g_dev);
+    if (d->l2g_dev == NULL) {
+      st = rdx_dist_gpu_upload(ctx, fn, d->l2g, d->n_slots, (void **)&d->l2g_dev);
+      d->l2g_ascending = 1;
+      for (int64_t j = 0, last = -1; j < d->n_slots && d->l2g_ascending; j++)
+        if (d->l2g[j] != RDX_MISS) d->l2g_ascending = last < 0 || d->l2g[last] < d->l2g[j], last = j;
+    }
     if (st == RDX_OK && d->xy_dev == NULL) st = rdx_dist_gpu_upload(ctx, fn, d->xy, 2 * d->n_slots, (void **)&d->xy_dev);
     AGREE(st);
     const rdx_dist_gpu_points gp = {dp->shard, dp->boxes, dp->box, dp->counts, dp->splitters,
-                                    dp->l2g_dev, dp->xy_dev, rdx_points_count(dp->shard)};
+                                    dp->l2g_dev, dp->xy_dev, rdx_points_count(dp->shard), dp->l2g_ascending};
     st = rdx_dist_gpu_points_query(comm, fn, &gp, &q, queries, &res);
     if (st == RDX_OK) *out = res, res = NULL;
     goto done;

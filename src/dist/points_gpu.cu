@@ -7,7 +7,8 @@
  * all-to-all, the shard's own query on its GPU with its ids mapped to the index's ids (the l2g copy
  * on the GPU), the per-piece counts and the items back the same way, and each query's items
  * gathered from the ranks that answered. Window, within and match take one round whose items are
- * ids, sorted per query at the end (rdx_csr_sort_cuda) as one index orders them. kNN takes two,
+ * ids, each query's ascending at the end as one index orders them: merged from the pieces when
+ * every shard's ids follow the index's (points.c builds them so), else sorted (rdx_csr_sort_cuda). kNN takes two,
  * as points.c's: first the rank owning the query's code, then every other rank whose box lies
  * within the k-th distance found; the items are (distance, id) candidates, each query's sorted by
  * distance then id (two stable segmented sorts) and the first k kept.
@@ -228,6 +229,49 @@ __global__ void gather_kernel(const uint32_t *piece_q, const uint64_t *back, con
     const uint64_t *src = items + istart[j] * words;
     uint64_t *dst = rows + d * words;
     for (uint64_t t = lane; t < c * words; t += 32) dst[t] = src[t];
+  }
+}
+
+/* Merging instead (every piece's ids ascending, as they are when every shard's ids follow the
+ * index's): the pieces of each query listed in qp (size slots a query, qn[i] used), then a warp per
+ * piece puts each of its ids at its place among the query's sorted ids: its own place in its
+ * piece plus the ids below it in the query's other pieces (ids are distinct). */
+__global__ void list_kernel(const uint32_t *piece_q, const uint64_t *back, int64_t np, int size, unsigned int *qn,
+                            int64_t *qp) {
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < np; j += (int64_t)gridDim.x * blockDim.x)
+    if (back[j]) {
+      const uint32_t i = piece_q[j];
+      qp[(int64_t)i * size + atomicAdd(&qn[i], 1u)] = j;
+    }
+}
+__global__ void merge_kernel(const uint32_t *piece_q, const uint64_t *back, const uint64_t *istart, int64_t np, int size,
+                             const unsigned int *qn, const int64_t *qp, const uint64_t *offs, const uint64_t *items,
+                             uint64_t *rows) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < np; j += warps) {
+    const uint64_t c = back[j];
+    if (c == 0) continue;
+    const uint32_t i = piece_q[j];
+    const uint64_t *run = items + istart[j];
+    const unsigned int others = qn[i];
+    for (uint64_t u = lane; u < c; u += 32) {
+      const uint64_t x = run[u];
+      uint64_t pos = offs[i] + u;
+      for (unsigned int e = 0; e < others; e++) {
+        const int64_t j2 = qp[(int64_t)i * size + e];
+        if (j2 == j) continue;
+        const uint64_t *r2 = items + istart[j2];
+        uint64_t lo = 0, hi = back[j2]; /* ids of r2 below x */
+        while (lo < hi) {
+          const uint64_t mid = lo + (hi - lo) / 2;
+          if (r2[mid] < x) lo = mid + 1;
+          else hi = mid;
+        }
+        pos += lo;
+      }
+      rows[pos] = x;
+    }
   }
 }
 
@@ -479,11 +523,12 @@ done:
 }
 
 /* Each query's items from the trips: offs (n + 1) and rows (items of `words` u64 each; each
- * query's in no set order), *total items. */
-rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip *ts, int nt, int words, void **offs, void **rows,
-                 uint64_t *total) {
+ * query's in no set order), *total items. merge (one trip of ids, each piece's ascending, size
+ * ranks): each query's ids ascending instead. */
+rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip *ts, int nt, int words, int merge, int size,
+                 void **offs, void **rows, uint64_t *total) {
   cudaStream_t s = rdx_stream(ctx);
-  void *cnt = NULL, *istart = NULL;
+  void *cnt = NULL, *istart = NULL, *qp = NULL;
   int64_t most = 0;
   *offs = *rows = NULL;
   for (int w = 0; w < nt; w++) most = ts[w].np > most ? ts[w].np : most;
@@ -508,7 +553,19 @@ rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip *ts, in
     if (st == RDX_OK && items != (uint64_t)ts[w].n_items)
       st = rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: %lld items came back for pieces that count %llu", fn, (long long)ts[w].n_items,
                     (unsigned long long)items);
-    if (st == RDX_OK && ts[w].np > 0) {
+    if (st == RDX_OK && ts[w].np > 0 && merge) {
+      /* cnt, zero again, counts each query's pieces */
+      st = dev_take(ctx, fn, &qp, n * (int64_t)size, 8);
+      if (st == RDX_OK) {
+        list_kernel<<<capped_grid(ts[w].np), kThreads, 0, s>>>((const uint32_t *)ts[w].piece_q, (const uint64_t *)ts[w].back,
+                                                               ts[w].np, size, (unsigned int *)cnt, (int64_t *)qp);
+        merge_kernel<<<capped_grid(32 * ts[w].np), kThreads, 0, s>>>(
+            (const uint32_t *)ts[w].piece_q, (const uint64_t *)ts[w].back, (const uint64_t *)istart, ts[w].np, size,
+            (const unsigned int *)cnt, (const int64_t *)qp, (const uint64_t *)*offs, (const uint64_t *)ts[w].items,
+            (uint64_t *)*rows);
+        st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
+      }
+    } else if (st == RDX_OK && ts[w].np > 0) {
       gather_kernel<<<capped_grid(32 * ts[w].np), kThreads, 0, s>>>(
           (const uint32_t *)ts[w].piece_q, (const uint64_t *)ts[w].back, (const uint64_t *)istart, ts[w].np, words,
           (const uint64_t *)*offs, (unsigned long long *)cnt, (const uint64_t *)ts[w].items, (uint64_t *)*rows);
@@ -520,6 +577,7 @@ rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip *ts, in
                   (unsigned long long)*total);
   rdx_mem_free(ctx, cnt);
   rdx_mem_free(ctx, istart);
+  rdx_mem_free(ctx, qp);
   if (st != RDX_OK) {
     rdx_mem_free(ctx, *offs);
     rdx_mem_free(ctx, *rows);
@@ -568,7 +626,7 @@ rdx_status sort_cands(rdx_context *ctx, const char *fn, int64_t n, const void *o
 template <typename T>
 rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_points_query *query, rdx_array in,
                const double *boxes, const int64_t *rank_counts, const double *box, const uint64_t *splitters,
-               rdx_result **out) {
+               int ascending, rdx_result **out) {
   rdx_context *ctx = comm->ctx;
   cudaStream_t s = rdx_stream(ctx);
   const int size = comm->size, knn = query->type == RDX_POINTS_KNN;
@@ -600,19 +658,21 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
   if (st == RDX_OK && knn) st = dev_take(ctx, fn, &first, n, sizeof(int));
   if (st == RDX_OK && knn) st = dev_take(ctx, fn, &kth, n, 8);
   AGREE(st);
+  /* every shard's ids in the index's order: the ids of window, within and match are merged */
+  RDX_CHECK_GOTO(comm->ops->allreduce_min_int(comm, &ascending), st, done);
   {
     const T *qd = (const T *)(q != NULL ? q : in.data);
     RDX_CHECK_GOTO(round_trip<T>(comm, fn, sv, query, in, qd, (const double *)d_boxes, nonempty, (const double *)d_box,
                                  (const uint64_t *)d_split, NULL, (int *)first, &t1),
                    st, done);
     if (!knn) {
-      st = group(ctx, fn, n, &t1, 1, 1, &offs, &rows, &total);
+      st = group(ctx, fn, n, &t1, 1, 1, ascending, size, &offs, &rows, &total);
       trip_free(ctx, &t1);
-      if (st == RDX_OK && n > 0) st = rdx_csr_sort_cuda(ctx, (const uint64_t *)offs, n, (uint64_t *)rows);
+      if (st == RDX_OK && n > 0 && !ascending) st = rdx_csr_sort_cuda(ctx, (const uint64_t *)offs, n, (uint64_t *)rows);
       final_offs = offs, final_rows = rows, offs = rows = NULL;
     } else {
       /* the k-th distance of round 1 bounds round 2 */
-      st = group(ctx, fn, n, &t1, 1, 2, &offs, &rows, &total);
+      st = group(ctx, fn, n, &t1, 1, 2, 0, size, &offs, &rows, &total);
       if (st == RDX_OK) st = sort_cands(ctx, fn, n, offs, rows, total, &d2bits, &gid);
       if (st == RDX_OK && n > 0) {
         kth_kernel<<<capped_grid(n), kThreads, 0, s>>>((const uint64_t *)offs, n, query->k, (const uint64_t *)d2bits, (double *)kth);
@@ -630,7 +690,7 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
       /* merged: the k smallest by (distance, id); candidates are distinct points (each rank's
        * points once, and each rank asked once per query) */
       const trip both[2] = {t1, t2};
-      st = group(ctx, fn, n, both, 2, 2, &offs, &rows, &total);
+      st = group(ctx, fn, n, both, 2, 2, 0, size, &offs, &rows, &total);
       trip_free(ctx, &t1);
       trip_free(ctx, &t2);
       if (st == RDX_OK) st = sort_cands(ctx, fn, n, offs, rows, total, &d2bits, &gid);
@@ -700,8 +760,9 @@ extern "C" rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, 
                                                 const rdx_points_query *query, rdx_array in, rdx_result **out) {
   const shard_view sv = {gp->shard, gp->l2g, gp->xy, gp->here};
   *out = NULL;
-  return in.dtype == RDX_F64 ? run<double>(comm, fn, &sv, query, in, gp->boxes, gp->rank_counts, gp->box, gp->splitters, out)
-                             : run<float>(comm, fn, &sv, query, in, gp->boxes, gp->rank_counts, gp->box, gp->splitters, out);
+  const int asc = gp->ascending;
+  return in.dtype == RDX_F64 ? run<double>(comm, fn, &sv, query, in, gp->boxes, gp->rank_counts, gp->box, gp->splitters, asc, out)
+                             : run<float>(comm, fn, &sv, query, in, gp->boxes, gp->rank_counts, gp->box, gp->splitters, asc, out);
 }
 
 extern "C" rdx_status rdx_dist_gpu_upload(rdx_context *ctx, const char *fn, const void *host, int64_t n, void **dev) {
