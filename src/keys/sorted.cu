@@ -107,25 +107,29 @@ __device__ __forceinline__ int leaf_count(const rdx_pair64 *e, int64_t b, uint64
   return c;
 }
 
-/* lower_bound with the top levels in shared memory `top` (elements [top_off, top_off+top_len)). */
+/* The leaf block of q's lower bound (its first entry), or -1 when every key is < q; the top levels
+ * come from shared memory `top` (elements [top_off, top_off+top_len)). */
+template <typename KEY>
+__device__ __forceinline__ int64_t leaf_of(const KEY *seps, const KEY *top, const rdx_sorted_layout &L, int top_level,
+                                           int64_t top_off, KEY q) {
+  int64_t c = 0;
+  /* the top level has at most 8 entries, padded to 8 with the max key */
+  for (int l = L.n_levels - 1; l >= 0; l--) {
+    int64_t b = l == L.n_levels - 1 ? 0 : c * RDX_SORTED_FANOUT;
+    int cnt = l >= top_level ? count_less8_shared(top + (L.off[l] - top_off) + b, q) : count_less8(seps + L.off[l] + b, q);
+    c = b + cnt;
+    if (c == L.len[l]) return -1;
+  }
+  return c * L.block;
+}
+
+/* lower_bound: the index of the first entry >= q (L.n when every key is < q), *hit that entry. */
 template <typename KEY>
 __device__ __forceinline__ int64_t lower_bound(const typename key_traits<KEY>::pair *e, const KEY *seps,
                                                const KEY *top, const rdx_sorted_layout &L, int top_level,
                                                int64_t top_off, KEY q, typename key_traits<KEY>::pair *hit) {
-  int64_t c = 0;
-  int l = L.n_levels - 1;
-  /* top level: at most 8 entries, padded to 8 with the max key */
-  for (; l >= 0; l--) {
-    int64_t b = l == L.n_levels - 1 ? 0 : c * RDX_SORTED_FANOUT;
-    int cnt;
-    if (l >= top_level)
-      cnt = count_less8_shared(top + (L.off[l] - top_off) + b, q);
-    else
-      cnt = count_less8(seps + L.off[l] + b, q);
-    c = b + cnt;
-    if (c == L.len[l]) return L.n; /* every key is < q */
-  }
-  int64_t b = c * L.block;
+  const int64_t b = leaf_of<KEY>(seps, top, L, top_level, top_off, q);
+  if (b < 0) return L.n; /* every key is < q */
   if (b + L.block <= L.n) return b + leaf_count(e, b, q, hit);
   /* partial last block: scalar, never reading past the array */
   int64_t i = b;
@@ -173,20 +177,6 @@ __device__ __forceinline__ void group_leaf(const rdx_pair64 *e, int64_t b, uint6
   int c = group_sum(v.x < q, mask);
   hit->key = __shfl_sync(mask, v.x, c, GROUP);
   hit->row = __shfl_sync(mask, v.y, c, GROUP);
-}
-
-/* The leaf block of q's lower bound (its first entry), or -1 when every key is < q. */
-template <typename KEY>
-__device__ __forceinline__ int64_t leaf_of(const KEY *seps, const KEY *top, const rdx_sorted_layout &L, int top_level,
-                                           int64_t top_off, KEY q) {
-  int64_t c = 0;
-  for (int l = L.n_levels - 1; l >= 0; l--) {
-    int64_t b = l == L.n_levels - 1 ? 0 : c * RDX_SORTED_FANOUT;
-    int cnt = l >= top_level ? count_less8_shared(top + (L.off[l] - top_off) + b, q) : count_less8(seps + L.off[l] + b, q);
-    c = b + cnt;
-    if (c == L.len[l]) return -1;
-  }
-  return c * L.block;
 }
 
 /* One row per query, or RDX_MISS. With perm (a sorted batch) the answer goes to the query's place. */

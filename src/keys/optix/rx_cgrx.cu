@@ -50,13 +50,5 @@ extern "C" rdx_status rdx_cgrx_optix_query(rdx_context *ctx, const rdx_cgrx_impl
 
 extern "C" rdx_status rdx_cgrx_optix_locate(rdx_context *ctx, const rdx_cgrx_impl *x, rdx_dtype dt, const void *q,
                                             int64_t n, int64_t *buckets, int *broken) {
-  rdx_keys_optix_params p;
-  memset(&p, 0, sizeof p);
-  p.op = RDX_CGRX_OP_LOCATE;
-  p.key64 = dt == RDX_U64;
-  p.queries = q;
-  p.out = (uint64_t *)buckets;
-  p.cg = x->P;
-  p.broken = broken;
-  return rdx_optix_launch(ctx, &cgrx_program, x->scene.gas, &p, sizeof p, n);
+  return rdx_cgrx_optix_query(ctx, x, dt, RDX_CGRX_OP_LOCATE, q, n, (uint64_t *)buckets, NULL, NULL, broken);
 }
