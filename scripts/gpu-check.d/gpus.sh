@@ -4,9 +4,9 @@
 # 2^28 lookups in all), weak scaling (2^27 keys and 2^28 lookups per GPU), the path that stages
 # through the host beside the device path, and the device all-to-all alone (2^30 bytes a rank,
 # nccl-tests' bus bandwidth). Sourced by scripts/gpu-check.sh (step "gpus") with RDX, OUT, log and
-# bench; then `raydex bench points --gpus` (G-PICS over the GPUs: 2^25 taxi points, 2^18 queries of each
-# type). GPUS_LIST, GPUS_N, GPUS_M, GPUS_X, GPUS_POINTS, GPUS_QUERIES shrink it (a one-GPU machine runs
-# ranks that share it).
+# bench; then `raydex bench points --gpus` (G-PICS over the GPUs: 1.7e8 taxi points, 2^18 queries of each
+# type). GPUS_LIST, GPUS_N, GPUS_M, GPUS_X, GPUS_POINTS, GPUS_QUERIES, GPUS_SIZE shrink it (a one-GPU
+# machine runs ranks that share it).
 ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 nvidia-smi topo -m > "$OUT/logs/topo.txt" 2>&1 # which GPUs NVLink joins (NV<n>) and which PCIe
 list=1
@@ -19,8 +19,14 @@ gx=${GPUS_X:-2^30}
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --exchange "$gx"
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --weak
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --host-path
-# G-PICS over the GPUs (rdx_dist_points, tools/cmd_bench_points_gpus.c): taxi points, each query type
-gp=${GPUS_POINTS:-2^25}
+# G-PICS over the GPUs (rdx_dist_points, tools/cmd_bench_points_gpus.c): 1.7e8 taxi points, each
+# query type. The taxi generator piles points on its stands (a match query finds about 500 at 2^25
+# points, more as n grows), so any query near a stand returns thousands: 2^18 queries of side or
+# radius 5 keep a batch near 10^9 results (the issue's 2^22 would ask for 10^10). GPUS_WEAK=1 adds
+# the weak rows (1.7e8 points per GPU).
+gp=${GPUS_POINTS:-1.7e8}
 gq=${GPUS_QUERIES:-2^18}
-bench points_gpus bench points --gpus "$list" --n "$gp" --queries "$gq" --reps 3
+gs=${GPUS_SIZE:-5}
+bench points_gpus bench points --gpus "$list" --n "$gp" --queries "$gq" --size "$gs" --reps 3
+[ "${GPUS_WEAK:-0}" = 1 ] && bench points_gpus bench points --gpus "$list" --n "$gp" --queries "$gq" --size "$gs" --reps 3 --weak
 log "gpus: $(awk -F, 'NR > 1 { printf "%s/%s/%s %s ms x%s %s; ", $4, $5, $6, $13, $18, $19 }' "$OUT/csv/keys_gpus.csv" 2>/dev/null)"
