@@ -22,10 +22,17 @@
 
 #define RDX_SKIP_CODE 77
 
-static uint64_t check_seed_;  /* generator state */
-static uint64_t check_seed0_; /* the seed the run started from */
-static int check_failures_;
-static const char *check_case_ = "";
+/* The state a thread's checks keep is its own (_Thread_local): the generator, the case name and
+ * the label of its failure lines, so that threads of one process (tests/dist_check.h's ranks) use
+ * these macros as they are; a thread other than check_begin's sets check_seed_ = check_seed0_
+ * before it draws. The failure count is every thread's (atomic); the options below are set by
+ * check_begin before any other thread starts, and only read after. */
+static _Thread_local uint64_t check_seed_; /* generator state */
+static uint64_t check_seed0_;              /* the seed the run started from */
+static _Atomic int check_failures_;
+static _Thread_local const char *check_case_ = "";
+static _Thread_local char check_who_[48];  /* after the case in failure lines, e.g. ", rank 1 of 3" */
+static _Thread_local int check_quiet_;     /* 1: this thread prints no progress lines */
 static rdx_backend check_backend_ = RDX_BACKEND_CPU;
 static int check_bvh_width_;  /* --bvh: 2 or 4, 0 = the library's default */
 static int check_ring_;       /* --staging ring: every host copy through a small staging ring */
@@ -55,10 +62,10 @@ static inline int64_t check_held(const rdx_context *ctx) {
 
 #define CHECK_FAIL_(fmt, ...)                                                                  \
   do {                                                                                         \
-    fprintf(stderr, "%s:%d: case %s, backend %s, seed %" PRIu64 ": " fmt "\n", __FILE__,      \
-            __LINE__, check_case_, rdx_backend_name(check_backend_), check_seed0_, __VA_ARGS__); \
-    check_failures_++;                                                                         \
-    if (check_failures_ > 20) exit(1);                                                         \
+    fprintf(stderr, "%s:%d: case %s%s, backend %s, seed %" PRIu64 ": " fmt "\n", __FILE__,    \
+            __LINE__, check_case_, check_who_, rdx_backend_name(check_backend_), check_seed0_,   \
+            __VA_ARGS__);                                                                      \
+    if (++check_failures_ > 20) exit(1);                                                       \
   } while (0)
 
 #define CHECK(cond)                                                                            \
@@ -151,10 +158,12 @@ static inline int check_end(rdx_context *ctx) {
 }
 
 /* RDX_TEST_PROGRESS=1 prints each case as it starts, with the seconds since the first: a run
- * stopped by a time limit (under compute-sanitizer, say) shows how far it got. */
+ * stopped by a time limit (under compute-sanitizer, say) shows how far it got. One thread prints
+ * (the others are check_quiet_), so the statics here are that thread's alone. */
 static inline const char *check_case_enter_(const char *name, const char *part) {
   static int on = -1;
   static double t0 = -1;
+  if (check_quiet_) return part ? part : name;
   if (on < 0) {
     const char *e = getenv("RDX_TEST_PROGRESS");
     on = e && *e && strcmp(e, "0") != 0;

@@ -15,12 +15,10 @@
  * own MPI_Allgather under mpirun, and in local mode a barrier and a table of slots of the harness's
  * own (dist_gather_).
  *
- * check.h keeps its state in plain statics (the generator, the case name, the failure count), which
- * the ranks' threads would share; so this header, included after it, points its generator at a
- * per-thread copy (check_rand_ and check_below name dist_rand_ and dist_below_ from here on: every
- * rank draws the same sequence from the seed, as MPI ranks do), keeps the case name per thread, and
- * counts failures under a mutex (CHECK_FAIL_, CASE_PART and CASE are redefined). A check.h whose
- * statics were _Thread_local would make these redirections unneeded.
+ * check.h keeps its generator, case name and failure label per thread and counts failures
+ * atomically, so the ranks' threads use its macros as they are: dist_enter_ starts each rank's
+ * generator at the run's seed (every rank draws the same sequence, as MPI ranks do), labels its
+ * failure lines with the rank, and leaves the progress lines to rank 0.
  */
 #ifndef RDX_DIST_CHECK_H
 #define RDX_DIST_CHECK_H
@@ -40,48 +38,7 @@ void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
 
 static _Thread_local int rank_, size_;     /* this rank, and the group's size */
 static _Thread_local rdx_comm *comm_;      /* this rank's communicator */
-static _Thread_local uint64_t dist_seed_;  /* this rank's generator state */
-static _Thread_local const char *dist_case_ = "";
 static int dist_local_;                    /* 0: MPI ranks; else the ranks of the local group */
-static pthread_mutex_t dist_print_mu_ = PTHREAD_MUTEX_INITIALIZER;
-
-/* ---- check.h's state, per rank ---- */
-
-static inline uint64_t dist_rand_(void) {
-  uint64_t z = (dist_seed_ += 0x9E3779B97F4A7C15ull); /* check_rand_'s splitmix64 */
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-static inline uint64_t dist_below_(uint64_t n) { return n ? dist_rand_() % n : dist_rand_(); }
-#define check_rand_ dist_rand_
-#define check_below dist_below_
-
-#undef CHECK_FAIL_
-#define CHECK_FAIL_(fmt, ...)                                                                        \
-  do {                                                                                               \
-    pthread_mutex_lock(&dist_print_mu_);                                                             \
-    fprintf(stderr, "%s:%d: case %s, rank %d of %d%s, backend %s, seed %" PRIu64 ": " fmt "\n",      \
-            __FILE__, __LINE__, dist_case_, rank_, size_, dist_local_ ? " (local)" : "",             \
-            rdx_backend_name(check_backend_), check_seed0_, __VA_ARGS__);                            \
-    int over_ = ++check_failures_ > 20;                                                              \
-    pthread_mutex_unlock(&dist_print_mu_);                                                           \
-    if (over_) exit(1);                                                                              \
-  } while (0)
-
-/* check_case_enter_ keeps statics of its own: rank 0 alone prints the progress. */
-static inline const char *dist_case_enter_(const char *name, const char *part) {
-  if (rank_ != 0) return part ? part : name;
-  pthread_mutex_lock(&dist_print_mu_);
-  const char *c = check_case_enter_(name, part);
-  pthread_mutex_unlock(&dist_print_mu_);
-  return c;
-}
-#undef CASE
-#define CASE(name) (dist_case_ = dist_case_enter_(#name, NULL))
-#undef CASE_PART
-#define CASE_PART(name, part) \
-  (check_case_wanted_(#name, (part)) ? (dist_case_ = dist_case_enter_(#name, (part)), 1) : 0)
 
 /* ---- the local group's barrier and slots (the harness's own, not the library's) ---- */
 
@@ -180,7 +137,9 @@ static inline void dist_enter_(int rank, int size, rdx_comm *comm) {
   rank_ = rank;
   size_ = size;
   comm_ = comm;
-  dist_seed_ = check_seed0_;
+  check_seed_ = check_seed0_; /* check.h's state is per thread: this rank's */
+  check_quiet_ = rank != 0;
+  snprintf(check_who_, sizeof check_who_, ", rank %d of %d%s", rank, size, dist_local_ ? " (local)" : "");
   printf("rank %d of %d%s\n", rank, size, dist_local_ ? " (local)" : "");
 }
 
