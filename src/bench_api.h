@@ -105,18 +105,38 @@ enum { RDX_STAGING_AUTO = 0, RDX_STAGING_RING = 1, RDX_STAGING_DIRECT = 2 };
 void rdx_staging_force(rdx_context *ctx, int mode);
 /* Bytes of the context's staging ring (0: none, as on cpu). */
 size_t rdx_staging_bytes(const rdx_context *ctx);
-/* On (1), a sharded key index's point lookups and counts on this rank stage through the host as
- * on CPU ranks (dist/keys.c), instead of staying on the GPUs; every rank must agree, or the path
- * is the host's. For `raydex bench keys --gpus N --host-path` and the tests of both paths. */
+/* On (1), a sharded key index's builds, point lookups, counts and range counts on this rank stage
+ * through the host as on CPU ranks (dist/keys.c), instead of staying on the GPUs; every rank must
+ * agree, or the path is the host's. For `raydex bench keys --gpus N --host-path` and the tests of
+ * both paths. */
 void rdx_dist_force_host(rdx_context *ctx, int on);
-/* This rank's time in the device all-to-alls of its last sharded lookup or count on the GPUs (the
- * keys out, the answers back), in ms; 0 after one that staged through the host. */
+/* This rank's time in the device all-to-alls of its last sharded call on the GPUs (a build: the
+ * keys and rows out; a lookup, count or range count: the queries out, the answers back), in ms; 0
+ * after one that staged through the host. */
 double rdx_dist_exchange_ms(const rdx_context *ctx);
+/* 1 when idx (this rank's handle) was built on the GPUs (dist/gpu.cu), 0 when its build staged
+ * through the host: the tests' check that each path ran. */
+int rdx_dist_index_built_on_gpus(const rdx_dist_index *idx);
 /* The exchange alone, as nccl-tests' alltoall measures it: collectively, every rank sends `bytes`
  * bytes of its device memory in equal parts to every rank through comm's device all-to-all;
  * *ms is this rank's time. RDX_ERR_UNSUPPORTED when the transport has no device exchange or a
  * context is not a GPU's. */
 rdx_status rdx_dist_probe_exchange(rdx_comm *comm, int64_t bytes, double *ms);
+/* `raydex bench keys --gpus --device-input` (dist/gpu.cu): data made on each rank's GPU, so that
+ * a set larger than one GPU never sits whole on one GPU or in one process's host memory. Key
+ * number g (0 <= g < n_total) of the distinct set drawn from seed is a bijection of g (u32 keys:
+ * n_total <= 2^32) and its row g + row_base. rdx_dist_bench_keys writes key numbers first ..
+ * first + n - 1 into keys (device, dtype u32 or u64) and, when rows is not NULL, their rows (u64,
+ * device). rdx_dist_bench_lookups writes lookups first .. first + m - 1 of those drawn from seed
+ * over the n_total keys (every one a hit) into queries (device); rdx_dist_bench_check sets *wrong
+ * to the number of answers (device u64, one per lookup) that are not the row of their key.
+ * RDX_ERR_UNSUPPORTED on a CPU context, RDX_ERR_NO_BACKEND without CUDA. */
+rdx_status rdx_dist_bench_keys(rdx_context *ctx, rdx_dtype dtype, uint64_t seed, uint64_t first, int64_t n,
+                               void *keys, uint64_t row_base, uint64_t *rows);
+rdx_status rdx_dist_bench_lookups(rdx_context *ctx, rdx_dtype dtype, uint64_t seed, int64_t n_total, uint64_t first,
+                                  int64_t m, void *queries);
+rdx_status rdx_dist_bench_check(rdx_context *ctx, uint64_t seed, int64_t n_total, uint64_t first, int64_t m,
+                                const uint64_t *answers, uint64_t row_base, int64_t *wrong);
 
 /* ---- data generators (io: gen.c, gen_points.c) ---- */
 /* Key sets. */

@@ -105,13 +105,36 @@ rdx_status rdx_dist_result(rdx_context *ctx, const char *fn, int64_t n, rdx_loca
 /* The most ranks the device path routes to (a shard number is a byte on the device). */
 #define RDX_DIST_GPU_MAX_RANKS 256
 
-/* Point lookups (count_only 0: the smallest row, or RDX_MISS) or counts (1) of a sharded key
- * index, answered on the GPUs: collective; every rank's context is a GPU's, comm's transport has
- * alltoallv_device, comm->size <= RDX_DIST_GPU_MAX_RANKS and in.count < 2^32 (the caller agrees
- * on that first). in: this rank's queries (host or device); out: u64 answers, written only when
- * every rank has its own. shard: this rank's shard; hashed and splitters route as route_hd.h. */
+/* What rdx_dist_gpu_query answers. */
+enum {
+  RDX_DIST_GPU_LOOKUP = 0,     /* point lookups: the smallest row, or RDX_MISS */
+  RDX_DIST_GPU_COUNT = 1,      /* point counts */
+  RDX_DIST_GPU_RANGE_COUNT = 2 /* range counts: in is (n, 2) bounds; each range's pieces summed */
+};
+
+/* Point lookups, their counts or range counts (`what`) of a sharded key index, answered on the
+ * GPUs: collective; every rank's context is a GPU's, comm's transport has alltoallv_device,
+ * comm->size <= RDX_DIST_GPU_MAX_RANKS and in.count < 2^32 (the caller agrees on that first).
+ * in: this rank's queries (host or device); out: u64 answers, written only when every rank has
+ * its own. shard: this rank's shard; hashed and splitters route as route_hd.h (a range goes to
+ * every shard from its lo's to its hi's). Agreed, but for a failed transport (returned as it is);
+ * rdx_dist_exchange_ms gets the call's time in the two exchanges. */
 rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const rdx_index *shard, int hashed,
-                              const uint64_t *splitters, int count_only, rdx_array in, rdx_array out);
+                              const uint64_t *splitters, int what, rdx_array in, rdx_array out);
+/* The device path of rdx_dist_index_build: collective, under the same conditions as
+ * rdx_dist_gpu_query's (keys.c decides from the gathered descriptors). keys (u32 or u64) and rows
+ * (u32 or u64, never RDX_MISS: checked by the caller; or no array for implied rows) in host or
+ * device memory; rank_counts: every rank's number of keys, in rank order (implied rows number the
+ * ranks' keys concatenated). Range kinds (hashed 0) on several ranks get size - 1 splitters, drawn
+ * from a sorted sample of each rank's keys on its GPU (rdx_dist_splitters), into splitters (host);
+ * the pairs are grouped by shard on the GPU, exchanged GPU to GPU, and the shard built with opts
+ * from the received device arrays into *out, set only on success. Agreed, but for a failed
+ * transport. Device memory: the rank's own inputs (a copy when they came in host memory, freed
+ * once grouped), the grouped pairs and the received ones at the exchange; the received pairs and
+ * the shard's build at the end. */
+rdx_status rdx_dist_gpu_build(rdx_comm *comm, const char *fn, rdx_array keys, rdx_array rows,
+                              const int64_t *rank_counts, int hashed, uint64_t *splitters,
+                              const rdx_build_options *opts, rdx_index **out);
 /* The most ranks the points device path routes to (a query's ranks are a 64-bit mask). */
 #define RDX_DIST_GPU_POINTS_MAX_RANKS 64
 

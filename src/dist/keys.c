@@ -10,10 +10,12 @@
  *
  * A call is a series of local phases, each ended by an agreement (rdx_comm_agree), and the
  * collectives between them; outputs are written only after the last agreement, so a failure on
- * any rank fails the call on every rank with one sentence and nothing built or written. All
- * exchanged data is host memory (device inputs are read to the host first, answers copied back),
- * except for point lookups and counts over GPU ranks whose transport moves device memory, which
- * gpu.cu answers without leaving the GPUs.
+ * any rank fails the call on every rank with one sentence and nothing built or written. Over GPU
+ * ranks whose transport moves device memory, builds, point lookups, counts and range counts stay
+ * on the GPUs (gpu.cu: a partition by shard on each GPU, device all-to-alls); everything else
+ * (and all of it on CPU ranks, or forced by rdx_dist_force_host) exchanges host memory, device
+ * inputs read to the host first and answers copied back. The path is chosen from the gathered
+ * descriptors, so every rank takes the same one.
  * Tuned for: batches of 10^5..10^9 keys a rank, where the exchanges and the shards' own work
  * dominate and the O(ranks) bookkeeping does not.
  */
@@ -40,6 +42,7 @@ struct rdx_dist_index {
   uint64_t *splitters;   /* size - 1 ascending keys, host memory through the account: shard p
                             holds the keys k with splitters[p-1] < k <= splitters[p] (the first
                             and last open-ended); NULL when hashed */
+  int on_gpus;           /* 1: the build took the device path (gpu.cu); the same on every rank */
 };
 
 /* The calls, as the descriptor names them: ranks in different calls are told apart. */
@@ -78,8 +81,8 @@ typedef struct desc {
   int32_t have_rows;   /* build, insert: row ids given */
   int32_t row_dtype;   /* build, insert: their dtype, 0 when implied */
   int32_t bucket_size, flags, node_bytes; /* build options; insert, erase: flags = the update's */
-  int32_t gpu;         /* point lookups and counts: this rank can answer on its GPU (not compared;
-                          the device path is taken when every rank can) */
+  int32_t gpu;         /* builds, point lookups, counts and range counts: this rank can work on
+                          its GPU (not compared; the device path is taken when every rank can) */
   double load_factor;
   int64_t index_id;    /* queries: the index's serial */
   int64_t count;       /* this rank's keys or queries (not compared) */
@@ -268,6 +271,14 @@ done:
   return st;
 }
 
+/* Whether this rank can take a call's device path (gpu.cu): a GPU context, a transport that
+ * moves device memory, not forced through the host, a group small enough for the device's shard
+ * numbers. Its word goes into the descriptor; the path is the minimum over the ranks. */
+static int gpu_capable(const rdx_comm *comm) {
+  return comm->ops->alltoallv_device != NULL && rdx_is_gpu(comm->ctx) && !comm->ctx->force.dist_host &&
+         comm->size <= RDX_DIST_GPU_MAX_RANKS;
+}
+
 rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_ids, const rdx_build_options *opts,
                                 rdx_dist_index **out) {
   static const char fn[] = "rdx_dist_index_build";
@@ -285,16 +296,9 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   rdx_index *shard = NULL;
   const int64_t n = keys.count;
 
-  /* 1. this rank's arguments, read to the host */
+  /* 1. this rank's arguments */
   rdx_status st = check_build(ctx, fn, keys, row_ids, opts, out, &o);
   const int have_rows = row_ids.data != NULL;
-  if (st == RDX_OK) st = to_host_u64(ctx, fn, keys, &k64);
-  if (st == RDX_OK && have_rows) st = to_host_u64(ctx, fn, row_ids, &r64);
-  else if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &r64, n, 8);
-  for (int64_t i = 0; st == RDX_OK && have_rows && i < n; i++)
-    if (r64[i] == RDX_MISS)
-      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: row_ids[%lld] is 2^64-1, the miss marker RDX_MISS, which no row may have",
-                    fn, (long long)i);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 3 * (int64_t)size, 8);
   if (st == RDX_OK && (d = (rdx_dist_index *)calloc(1, sizeof *d)) == NULL)
@@ -302,7 +306,7 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   if (st == RDX_OK && o.kind != RDX_KIND_HASH) st = rdx_dist_take(ctx, fn, &d->splitters, size - 1, 8);
   AGREE(st);
 
-  /* 2. every rank's call, dtype, kind and options, compared */
+  /* 2. every rank's call, dtype, kind and options, compared; the path */
   me.op = OP_BUILD;
   me.dtype = keys.dtype;
   me.kind = o.kind;
@@ -313,32 +317,56 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   me.node_bytes = o.node_bytes;
   me.load_factor = o.load_factor;
   me.count = n;
+  me.gpu = gpu_capable(comm);
   RDX_CHECK_GOTO(gather_and_compare(comm, fn, &me, all), st, done);
+  int gpu = 1;
+  for (int r = 0; r < size; r++) gpu &= all[r].gpu != 0;
   d->comm = comm;
   d->kind = o.kind;
   d->dtype = keys.dtype;
   d->hashed = o.kind == RDX_KIND_HASH;
+  d->on_gpus = gpu;
   int64_t *send = counts, *cursor = counts + 2 * size; /* route_pairs reuses all three */
-  for (int r = 0; r < size; r++) send[r] = all[r].count; /* the ranks' keys, until step 4 */
+  for (int r = 0; r < size; r++) send[r] = all[r].count; /* the ranks' keys, until step 5 */
   d->n_total = rdx_dist_scan(send, size, cursor);
   const int64_t offset = cursor[comm->rank];
-  /* implied rows: positions in the ranks' inputs concatenated in rank order */
-  if (!have_rows)
-    for (int64_t i = 0; i < n; i++) r64[i] = (uint64_t)(offset + i);
 
-  /* 3. splitters (range kinds on several ranks) */
-  if (!d->hashed && size > 1) RDX_CHECK_GOTO(rdx_dist_splitters(comm, fn, send, k64, n, d->splitters), st, done);
-
-  /* 4. the pairs to their shards */
-  int64_t m = 0;
-  RDX_CHECK_GOTO(route_pairs(comm, fn, d, k64, r64, n, counts, &recv_keys, &recv_rows, &m), st, done);
-  /* the inputs' copies go before the shard is built, so its peak is what it needs */
-  rdx_mem_free(ctx, k64), k64 = NULL;
-  rdx_mem_free(ctx, r64), r64 = NULL;
-
-  /* 5. each rank's shard, an ordinary index of its context */
-  st = rdx_index_build(ctx, rdx_host_array(recv_keys, m, keys.dtype), rdx_host_array(recv_rows, m, RDX_U64), &o, &shard);
+  /* 3. no row may be the miss marker, wherever the rows are */
+  if (have_rows && row_ids.dtype == RDX_U64) {
+    int64_t first = -1;
+    st = rdx_find_u64(ctx, (const uint64_t *)row_ids.data, n, row_ids.where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST,
+                      RDX_MISS, &first);
+    if (st == RDX_OK && first >= 0)
+      st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
+                    "%s: row_ids[%lld] is 2^64-1, the miss marker RDX_MISS, which no row may have", fn, (long long)first);
+  }
   AGREE(st);
+
+  if (gpu) {
+    /* 4, 5 on the GPUs: splitters, the pairs to their shards, the shard (agreed within) */
+    RDX_CHECK_GOTO(rdx_dist_gpu_build(comm, fn, keys, row_ids, send, d->hashed, d->splitters, &o, &shard), st, done);
+  } else {
+    /* 4. the arguments on the host; splitters (range kinds on several ranks) */
+    ctx->dist_exchange_ms = 0;
+    st = to_host_u64(ctx, fn, keys, &k64);
+    if (st == RDX_OK) st = have_rows ? to_host_u64(ctx, fn, row_ids, &r64) : rdx_dist_take(ctx, fn, &r64, n, 8);
+    /* implied rows: positions in the ranks' inputs concatenated in rank order */
+    if (st == RDX_OK && !have_rows)
+      for (int64_t i = 0; i < n; i++) r64[i] = (uint64_t)(offset + i);
+    AGREE(st);
+    if (!d->hashed && size > 1) RDX_CHECK_GOTO(rdx_dist_splitters(comm, fn, send, k64, n, d->splitters), st, done);
+
+    /* 5. the pairs to their shards */
+    int64_t m = 0;
+    RDX_CHECK_GOTO(route_pairs(comm, fn, d, k64, r64, n, counts, &recv_keys, &recv_rows, &m), st, done);
+    /* the inputs' copies go before the shard is built, so its peak is what it needs */
+    rdx_mem_free(ctx, k64), k64 = NULL;
+    rdx_mem_free(ctx, r64), r64 = NULL;
+
+    /* 6. each rank's shard, an ordinary index of its context */
+    st = rdx_index_build(ctx, rdx_host_array(recv_keys, m, keys.dtype), rdx_host_array(recv_rows, m, RDX_U64), &o, &shard);
+    AGREE(st);
+  }
   d->shard = shard;
   shard = NULL;
   d->id = comm->next_index_id++; /* every rank gets here, or none: the serials stay equal */
@@ -378,6 +406,9 @@ int64_t rdx_dist_index_count(const rdx_dist_index *idx) {
 }
 const rdx_index *rdx_dist_index_shard(const rdx_dist_index *idx) {
   return idx != NULL && idx->magic == RDX_DIST_INDEX_MAGIC ? idx->shard : NULL;
+}
+int rdx_dist_index_built_on_gpus(const rdx_dist_index *idx) {
+  return idx != NULL && idx->magic == RDX_DIST_INDEX_MAGIC ? idx->on_gpus : 0;
 }
 
 /* ---- queries ---- */
@@ -435,17 +466,20 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   me.kind = d->kind;
   me.index_id = d->id;
   me.count = n;
-  /* point lookups and counts stay on the GPUs (gpu.cu) when every rank's context is a GPU's and
-   * the transport moves device memory: the path is the minimum of the ranks' word */
-  me.gpu = (op == OP_LOOKUP || op == OP_LOOKUP_COUNT) && comm->ops->alltoallv_device != NULL && rdx_is_gpu(ctx) &&
-           !ctx->force.dist_host && size <= RDX_DIST_GPU_MAX_RANKS && n < ((int64_t)1 << 32);
+  /* point lookups, counts and range counts stay on the GPUs (gpu.cu) when every rank's context is
+   * a GPU's and the transport moves device memory: the path is the minimum of the ranks' word */
+  me.gpu = (op == OP_LOOKUP || op == OP_LOOKUP_COUNT || op == OP_RANGE_COUNT) && gpu_capable(comm) &&
+           n < ((int64_t)1 << 32);
   RDX_CHECK_GOTO(gather_and_compare(comm, fn, &me, all), st, done);
   int gpu = 1;
   for (int r = 0; r < size; r++) gpu &= all[r].gpu != 0;
   if (gpu) {
-    st = rdx_dist_gpu_query(comm, fn, d->shard, d->hashed, d->splitters, op == OP_LOOKUP_COUNT, in, out_a);
+    const int what = op == OP_LOOKUP ? RDX_DIST_GPU_LOOKUP : op == OP_LOOKUP_COUNT ? RDX_DIST_GPU_COUNT
+                                                                                    : RDX_DIST_GPU_RANGE_COUNT;
+    st = rdx_dist_gpu_query(comm, fn, d->shard, d->hashed, d->splitters, what, in, out_a);
     goto done;
   }
+  ctx->dist_exchange_ms = 0;
 
   /* 3. pieces, grouped by shard */
   int64_t *send = counts, *recv = counts + size, *cursor = counts + 2 * size, *rsend = counts + 3 * size,
