@@ -7,14 +7,20 @@
  * Every rank draws the same global data from the shared seed (every rank's keys, rows and query
  * batches), keeps its own share, and checks its answers against the brute-force oracle over all
  * ranks' keys, as one rdx_index over them would answer: uneven shares, an empty share, every key
- * on one rank, duplicates split across ranks (a tiny key domain), key 0 and the maximum key, ranges
- * that span every shard and empty ranges, given and implied row ids, u32 and u64, every kind.
+ * on one rank, every key on one shard (one key value), duplicates split across ranks (a tiny key
+ * domain), key 0 and the maximum key, ranges that span every shard and empty ranges, given (u32 and
+ * u64) and implied row ids, u32 and u64 keys (i64 keys refused alike on every rank), every kind.
+ * On GPU ranks the builds take the device path (dist/gpu.cu), and with --dist-host the host path,
+ * each asserted; inputs and queries come in host memory and, every other call, device memory.
  * Faults and mismatches: a memory fault walked through build and queries on one rank, a bad
  * argument on one rank, arguments that differ across ranks; each must fail on every rank with the
  * same status and sentence, leave no index and hold no memory.
  */
 #include "dist_check.h"
 #include "keys_check.h"
+
+/* Internal (src/bench_api.h): whether a sharded index's build took the device path. */
+int rdx_dist_index_built_on_gpus(const rdx_dist_index *idx);
 
 /* A scenario: the global keys (and rows), cut into the ranks' shares at cut[r] .. cut[r + 1]. */
 typedef struct scenario {
@@ -27,6 +33,9 @@ typedef struct scenario {
 } scenario;
 
 static uint64_t key_max(rdx_dtype d) { return d == RDX_U32 ? UINT32_MAX : UINT64_MAX; }
+
+/* The index check_queries checks (for check_device_queries, on this rank's thread). */
+static _Thread_local const rdx_dist_index *checked_idx_;
 
 /* The share of rank r of a u64 array as an array of dtype (a fresh malloc). */
 static void *share(const uint64_t *all, int64_t from, int64_t count, int columns, rdx_dtype dtype) {
@@ -49,8 +58,8 @@ static void make_scenario(scenario *s, const char *name, rdx_dtype dtype, int64_
   const uint64_t mask = domain_bits >= 64 ? UINT64_MAX : (((uint64_t)1 << domain_bits) - 1);
   for (int64_t i = 0; i < n; i++) {
     uint64_t k = check_rand_() & mask & key_max(dtype);
-    if (check_below(50) == 0) k = 0;
-    if (check_below(50) == 0) k = key_max(dtype);
+    if (domain_bits > 0 && check_below(50) == 0) k = 0; /* domain 0: key 0 alone, on one shard */
+    if (domain_bits > 0 && check_below(50) == 0) k = key_max(dtype);
     s->keys[i] = k;
     /* given rows: distinct and out of order (a permutation of a stretch far from 0), some u32-sized */
     if (s->rows) s->rows[i] = (uint64_t)(n - i) * 7919 + 1000000;
@@ -78,6 +87,45 @@ static void free_scenario(scenario *s) {
   free(s->rows);
 }
 
+/* Lookups, counts and range counts with queries and answers in device memory (on the device
+ * path, the answers are scattered straight into the caller's array) against the oracle. */
+static void check_device_queries(rdx_context *ctx, const scenario *s, const keys_oracle *o, rdx_kind kind, rdx_array qa,
+                                 rdx_array ba) {
+  const int64_t m = qa.count;
+  rdx_array dq = kc_to_device(ctx, qa), db = kc_to_device(ctx, ba);
+  void *dout = NULL;
+  uint64_t *out = (uint64_t *)malloc((size_t)(m + 1) * 8);
+  CHECK_OK(ctx, rdx_malloc(ctx, &dout, (size_t)(m + 1) * 8, RDX_DEVICE));
+  const rdx_array da = rdx_device_array(dout, m, RDX_U64);
+  CHECK_OK(ctx, rdx_dist_index_lookup(comm_, checked_idx_, dq, da));
+  CHECK_OK(ctx, rdx_copy(ctx, out, RDX_HOST, dout, RDX_DEVICE, (size_t)m * 8));
+  for (int64_t i = 0; i < m; i++)
+    if (out[i] != keys_oracle_lookup(o, kc_at(qa, i))) {
+      CHECK_FAIL_("%s %s device lookup %lld differs from the oracle", s->name, rdx_kind_name(kind), (long long)i);
+      break;
+    }
+  CHECK_OK(ctx, rdx_dist_index_lookup_count(comm_, checked_idx_, dq, da));
+  CHECK_OK(ctx, rdx_copy(ctx, out, RDX_HOST, dout, RDX_DEVICE, (size_t)m * 8));
+  for (int64_t i = 0; i < m; i++)
+    if (out[i] != keys_oracle_count(o, kc_at(qa, i), kc_at(qa, i))) {
+      CHECK_FAIL_("%s %s device lookup_count %lld differs from the oracle", s->name, rdx_kind_name(kind), (long long)i);
+      break;
+    }
+  if (kind != RDX_KIND_HASH) {
+    CHECK_OK(ctx, rdx_dist_index_range_count(comm_, checked_idx_, db, da));
+    CHECK_OK(ctx, rdx_copy(ctx, out, RDX_HOST, dout, RDX_DEVICE, (size_t)m * 8));
+    for (int64_t i = 0; i < m; i++)
+      if (out[i] != keys_oracle_count(o, kc_at(ba, 2 * i), kc_at(ba, 2 * i + 1))) {
+        CHECK_FAIL_("%s %s device range_count %lld differs from the oracle", s->name, rdx_kind_name(kind), (long long)i);
+        break;
+      }
+  }
+  rdx_free(ctx, dout, RDX_DEVICE);
+  kc_free_device(ctx, dq);
+  kc_free_device(ctx, db);
+  free(out);
+}
+
 /* Every query call on idx against the oracle, each rank with its own batch of m queries and m
  * bounds (drawn from the shared seed, so every rank draws every rank's batch and keeps its own). */
 static void check_queries(rdx_context *ctx, const rdx_dist_index *idx, const scenario *s, const keys_oracle *o,
@@ -93,6 +141,7 @@ static void check_queries(rdx_context *ctx, const rdx_dist_index *idx, const sce
     b[2 * i + 1] = hi; /* lo > hi happens: an empty range */
   }
   uint64_t *mq = (uint64_t *)share(q, m * rank_, m, 1, s->dtype), *mb = (uint64_t *)share(b, m * rank_, m, 2, s->dtype);
+  checked_idx_ = idx;
   if (empty_on_rank0 && rank_ == 0) m = 0; /* drawn all the same, so every rank's generator stays in step */
   rdx_array qa = rdx_host_array(mq, m, s->dtype), ba = rdx_host_matrix(mb, m, 2, s->dtype);
   uint64_t *out = (uint64_t *)malloc((size_t)(m + 1) * 8);
@@ -143,6 +192,7 @@ static void check_queries(rdx_context *ctx, const rdx_dist_index *idx, const sce
       rdx_result_free(ctx, r);
     }
   }
+  if (kc_gpu(ctx)) check_device_queries(ctx, s, o, kind, qa, ba);
   free(out);
   free(mq);
   free(mb);
@@ -163,17 +213,32 @@ static void check_scenario(rdx_context *ctx, const scenario *s) {
   void *mk = share(s->keys, from, count, 1, s->dtype);
   rdx_array ka = rdx_host_array(mk, count, s->dtype);
   rdx_array ra = s->rows ? rdx_host_array(s->rows + from, count, RDX_U64) : rdx_no_array();
+  /* the given rows also as u32 (they fit), for every other kind */
+  void *r32 = s->rows ? share(s->rows, from, count, 1, RDX_U32) : NULL;
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
     rdx_build_options bo = RDX_BUILD_OPTIONS_INIT;
     bo.kind = kinds[k];
     bo.bucket_size = 4;
     rdx_dist_index *idx = NULL;
     int64_t held = check_held(ctx);
-    rdx_status st = rdx_dist_index_build(comm_, ka, ra, &bo, &idx);
+    /* every other kind from device memory (GPU ranks), rows u32 on the others */
+    const int on_device = kc_gpu(ctx) && k % 2 == 1;
+    rdx_array kb = on_device ? kc_to_device(ctx, ka) : ka;
+    rdx_array rb = ra.data != NULL && k % 2 == 0 ? rdx_host_array(r32, count, RDX_U32) : ra;
+    if (on_device) rb = kc_to_device(ctx, rb);
+    rdx_status st = rdx_dist_index_build(comm_, kb, rb, &bo, &idx);
     check_same(ctx, st, "build");
+    if (on_device) {
+      kc_free_device(ctx, kb);
+      kc_free_device(ctx, rb);
+    }
     if (st == RDX_ERR_UNSUPPORTED) continue; /* the kind is not on this backend: every rank says so */
     CHECK_OK(ctx, st);
     if (idx == NULL) continue;
+    /* the path: on the GPUs where every rank's context is a GPU's and the local group moves
+     * device memory, unless forced through the host (MPI's transport: either, as it has) */
+    if (dist_local_) CHECK_EQ(rdx_dist_index_built_on_gpus(idx), kc_gpu(ctx) && !check_dist_host_);
+    else if (!kc_gpu(ctx) || check_dist_host_) CHECK_EQ(rdx_dist_index_built_on_gpus(idx), 0);
     CHECK_EQ(rdx_dist_index_count(idx), s->n);
     /* the shards together hold every key once */
     CHECK_EQ(dist_sum_i64(rdx_index_count(rdx_dist_index_shard(idx))), s->n);
@@ -182,6 +247,7 @@ static void check_scenario(rdx_context *ctx, const scenario *s) {
     rdx_dist_index_destroy(idx);
     CHECK_EQ(check_held(ctx), held);
   }
+  free(r32);
   free(mk);
   free(all_keys.data);
   keys_oracle_free(&o);
@@ -282,6 +348,14 @@ static void check_refusals(rdx_context *ctx) {
     st = rdx_dist_index_build(comm_, k64, rdx_host_array(rank_ == last ? miss_rows : rows, 8, RDX_U64), &bo, &idx);
     CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
     check_same(ctx, st, "RDX_MISS row on one rank");
+    /* i64 keys on every rank: the indexes take u32 and u64 keys */
+    rdx_array ki64 = k64;
+    ki64.dtype = RDX_I64;
+    st = rdx_dist_index_build(comm_, ki64, rdx_no_array(), &bo, &idx);
+    CHECK_EQ(st, RDX_ERR_INVALID_ARGUMENT);
+    CHECK(idx == NULL);
+    check_same(ctx, st, "i64 keys");
+    CHECK(strstr(rdx_context_message(ctx), "i64") != NULL);
     /* out NULL on one rank */
     idx = NULL;
     st = rdx_dist_index_build(comm_, k64, rdx_no_array(), &bo, rank_ == last ? NULL : &idx);
@@ -809,6 +883,7 @@ static void body(rdx_context *ctx) {
       {"all_on_rank0", 1000, 64, 2, 1},
       {"duplicates_across_ranks", 2500, 4, 3, 0},
       {"duplicates_random_cuts", 1200, 7, 0, 1},
+      {"all_on_one_shard", 900, 0, 3, 1},
       {"no_keys", 0, 64, 0, 0},
       {"one_key", 1, 64, 0, 0},
   };
