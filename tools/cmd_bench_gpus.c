@@ -30,7 +30,7 @@
 const char cli_bench_gpus_usage[] =
     "usage: raydex bench keys --gpus N[,N...] [--kind sorted] [--dtype u32|u64] [--n 2^27] [--lookups 2^28]\n"
     "                         [--weak] [--reps 3] [--seed 1] [--host-path] [--exchange BYTES]\n"
-    "                         [--device-input [--given-rows]] [--header]\n"
+    "                         [--device-input [--given-rows]] [--load-factor F] [--header]\n"
     "A sharded key index over N GPUs of this process, one thread and one cuda context per GPU (GPU r\n"
     "gets rank r; N may exceed the GPUs, then ranks share them), built from --n distinct keys with\n"
     "implied rows and queried with --lookups point lookups drawn from the keys, each rank's share in\n"
@@ -43,6 +43,7 @@ const char cli_bench_gpus_usage[] =
     "--device-input: each rank makes its keys and lookups on its GPU (distinct keys, every lookup a\n"
     "hit, each answer checked on the GPU), so an index larger than one GPU can be built and queried;\n"
     "no plain index. --given-rows: u64 row ids (2^40 + the key's number) come with the keys.\n"
+    "--load-factor: the hash kind's table load (default the library's, 0.5).\n"
     "--exchange BYTES adds rows of the all-to-all alone (each rank sends BYTES in equal parts to\n"
     "every rank) with nccl-tests' bus bandwidth: BYTES / time x (N - 1) / N.\n";
 
@@ -64,6 +65,7 @@ typedef struct gpus_run {
   rdx_dtype dtype;
   rdx_kind kind;
   int reps, host_path, device_input;
+  double load_factor;        /* the build options' (0: the library's default) */
   uint64_t seed, row_base;
   int64_t exchange_bytes;
   pthread_barrier_t bar;
@@ -112,6 +114,7 @@ static void *rank_main(void *p) {
   rdx_comm *comm = r->comms[me];
   rdx_build_options o = RDX_BUILD_OPTIONS_INIT;
   o.kind = r->kind;
+  o.load_factor = r->load_factor;
   rdx_dist_force_host(ctx, r->host_path);
   const int64_t nk = r->key_from[me + 1] - r->key_from[me], m = r->q_from[me + 1] - r->q_from[me];
   rdx_array keys = rdx_device_array(r->key_dev[me], nk, r->dtype);
@@ -169,6 +172,7 @@ static void *rank_main(void *p) {
 static void plain_index(const gpus_run *r, rdx_context *ctx, double *build_ms, double *lookup_ms, uint64_t *answers) {
   rdx_build_options o = RDX_BUILD_OPTIONS_INIT;
   o.kind = r->kind;
+  o.load_factor = r->load_factor;
   size_t kb = (size_t)r->keys.count * rdx_dtype_size(r->keys.dtype), qb = (size_t)r->q.count * rdx_dtype_size(r->q.dtype);
   void *k = NULL, *q = NULL, *out = NULL;
   cli_must(ctx, rdx_malloc(ctx, &k, kb ? kb : 1, RDX_DEVICE), "keys on the GPU");
@@ -224,6 +228,7 @@ int cmd_bench_keys_gpus(int argc, char **argv) {
   int64_t exchange = cli_int(&a, "exchange", 0, (int64_t)1 << 40, 0);
   int device_input = cli_flag(&a, "device-input");
   int given_rows = cli_flag(&a, "given-rows");
+  double load_factor = cli_double(&a, "load-factor", 0.05, 0.95, 0.0);
   int header = cli_flag(&a, "header");
   cli_kind_fits(kind, RDX_BACKEND_CUDA, NULL);
   cli_args_done(&a);
@@ -255,6 +260,7 @@ int cmd_bench_keys_gpus(int argc, char **argv) {
     r->reps = reps;
     r->host_path = host_path;
     r->device_input = device_input;
+    r->load_factor = load_factor;
     r->seed = seed;
     r->row_base = given_rows ? ROW_BASE : 0;
     r->exchange_bytes = exchange;

@@ -12,8 +12,8 @@
  *   pass 2 (partition_kernel) recomputes each item's shards and writes each piece at its shard's
  *     region of the send buffer, with a value beside it (the item's position for queries, its row
  *     for a build). A block ranks a tile's pieces in shared memory (one shared atomic per warp and
- *     shard, __match_any_sync) and takes their places with one global atomicAdd per shard per
- *     tile; pieces of one shard keep no order, which nothing needs: a query's answers come back to
+ *     shard: the lanes of a shard found by a ballot per shard, or __match_any_sync past 8 shards)
+ *     and takes their places with one global atomicAdd per shard per tile; pieces of one shard keep no order, which nothing needs: a query's answers come back to
  *     the positions carried with them, and a shard's pairs are sorted by its own build.
  * Then a device all-to-all to the shards, the shard's own call on its GPU, and (queries) the
  * answers back the same way and scattered into the caller's order. Only counts (a few words a
@@ -61,12 +61,26 @@ __device__ void span_of(const K *key, int size, int hashed, const uint64_t *sp, 
   }
 }
 
+/* The lanes of the warp whose p equals this lane's (p >= 0; a lane with p < 0 may get any mask).
+ * A few shards take one ballot each, cheaper than __match_any_sync, which serves many. */
+constexpr int FEW_SHARDS = 8;
+__device__ unsigned warp_peers(int p, int size) {
+  if (size > FEW_SHARDS) return __match_any_sync(FULL, p);
+  unsigned peers = 0;
+  for (int q = 0; q < size; q++) {
+    const unsigned b = __ballot_sync(FULL, p == q);
+    if (p == q) peers = b;
+  }
+  return peers;
+}
+
 /* Lanes adding to the same counter share one shared-memory atomic: each lane with p >= 0 adds 1
- * to hist[p] and gets its rank among that counter's adds. Every lane of the warp calls it. */
+ * to hist[p] and gets its rank among that counter's adds (a lane with p < 0 adds nothing, and
+ * what it gets means nothing). Every lane of the warp calls it, with the same size. */
 template <typename C>
-__device__ C warp_add(C *hist, int p) {
-  const unsigned peers = __match_any_sync(FULL, p);
-  const int lane = threadIdx.x & 31, leader = __ffs(peers) - 1;
+__device__ C warp_add(C *hist, int p, int size) {
+  const unsigned peers = warp_peers(p, size);
+  const int lane = threadIdx.x & 31, leader = peers ? __ffs(peers) - 1 : lane;
   C base = 0;
   if (p >= 0 && lane == leader) base = atomicAdd(&hist[p], (C)__popc(peers));
   base = __shfl_sync(FULL, base, leader);
@@ -99,7 +113,7 @@ __global__ void __launch_bounds__(THREADS) count_kernel(const K *in, int64_t n, 
       int first = 0, span = 0;
       if (i < n) span_of<K, COLS>(in + i * COLS, size, hashed, sp, first, span);
       const int kmax = COLS == 1 ? 1 : warp_max(span);
-      for (int k = 0; k < kmax; k++) (void)warp_add<unsigned long long>(hist, k < span ? first + k : -1);
+      for (int k = 0; k < kmax; k++) (void)warp_add<unsigned long long>(hist, k < span ? first + k : -1, size);
     }
   __syncthreads();
   for (int t = threadIdx.x; t < size; t += blockDim.x)
@@ -171,7 +185,7 @@ __global__ void __launch_bounds__(THREADS) partition_kernel(const K *in, int64_t
 #pragma unroll
       for (int it = 0; it < ITEMS; it++) {
         p[it] = k < span[it] ? first[it] + k : -1;
-        rank[it] = warp_add<unsigned>(hist, p[it]);
+        rank[it] = warp_add<unsigned>(hist, p[it], size);
       }
       __syncthreads();
       for (int t = threadIdx.x; t < size; t += blockDim.x) {
