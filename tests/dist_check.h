@@ -122,6 +122,28 @@ static inline void check_same(rdx_context *ctx, rdx_status st, const char *what)
   }
 }
 
+/* ---- scenarios ---- */
+
+/* The ranks' shares of n items: rank r's is cut[r] .. cut[r + 1], cut[0] = 0, cut[size_] = n.
+ * split 0: random cuts (uneven; drawn from the shared seed, so alike on every rank); 1: the last
+ * rank gets nothing; 2: all on rank 0; 3: equal. */
+static inline void dist_cuts(int64_t *cut, int64_t n, int split) {
+  cut[0] = 0;
+  cut[size_] = n;
+  for (int r = 1; r < size_; r++) {
+    if (split == 0) cut[r] = (int64_t)check_below((uint64_t)n + 1);
+    else if (split == 1) cut[r] = r == size_ - 1 ? n : n * r / (size_ - 1);
+    else if (split == 2) cut[r] = n;
+    else cut[r] = n * r / size_;
+  }
+  for (int r = 1; r < size_; r++) /* sorted cuts: the random ones in any order */
+    for (int q = r; q > 1 && cut[q - 1] > cut[q]; q--) {
+      int64_t t = cut[q];
+      cut[q] = cut[q - 1];
+      cut[q - 1] = t;
+    }
+}
+
 /* ---- the launcher ---- */
 
 typedef void (*dist_body)(rdx_context *ctx);

@@ -64,22 +64,7 @@ static void make_scenario(scenario *s, const char *name, rdx_dtype dtype, int64_
     /* given rows: distinct and out of order (a permutation of a stretch far from 0), some u32-sized */
     if (s->rows) s->rows[i] = (uint64_t)(n - i) * 7919 + 1000000;
   }
-  /* split 0: random cuts (uneven); 1: the last rank gets nothing; 2: all on rank 0; 3: equal */
-  s->cut[0] = 0;
-  s->cut[size_] = n;
-  for (int r = 1; r < size_; r++) {
-    if (split == 0) s->cut[r] = (int64_t)check_below((uint64_t)n + 1);
-    else if (split == 1) s->cut[r] = r == size_ - 1 ? n : n * r / (size_ - 1);
-    else if (split == 2) s->cut[r] = n;
-    else s->cut[r] = n * r / size_;
-  }
-  for (int r = 1; r < size_; r++) /* sorted cuts: the random ones in any order */
-    for (int q = r; q > 1 && s->cut[q - 1] > s->cut[q]; q--) {
-      int64_t t = s->cut[q];
-      s->cut[q] = s->cut[q - 1];
-      s->cut[q - 1] = t;
-    }
-  if (split == 1 && size_ == 1) s->cut[1] = n; /* one rank: its share is everything */
+  dist_cuts(s->cut, n, split); /* split: dist_check.h's */
 }
 
 static void free_scenario(scenario *s) {

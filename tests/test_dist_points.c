@@ -39,8 +39,7 @@ static double draw_coord(int shape, rdx_dtype dt) {
   return dt == RDX_F32 ? (double)(float)v : v;
 }
 
-/* shape 0: uniform, 1: integer grid, 2: clustered; split 0: random cuts, 1: the last rank gets
- * nothing, 2: all on rank 0, 3: equal */
+/* shape 0: uniform, 1: integer grid, 2: clustered; split: dist_cuts' (dist_check.h) */
 static void make_scenario(scenario *s, const char *name, rdx_dtype dt, int64_t n, int shape, int split, int given) {
   s->name = name;
   s->dtype = dt;
@@ -56,20 +55,7 @@ static void make_scenario(scenario *s, const char *name, rdx_dtype dt, int64_t n
     s->xy[2 * i + 1] = draw_coord(shape, dt);
     s->ids[i] = given ? (uint64_t)(n - i) * 7919 + 1000000 : (uint64_t)i;
   }
-  s->cut[0] = 0;
-  s->cut[size_] = n;
-  for (int r = 1; r < size_; r++) {
-    if (split == 0) s->cut[r] = (int64_t)check_below((uint64_t)n + 1);
-    else if (split == 1) s->cut[r] = r == size_ - 1 ? n : n * r / (size_ - 1);
-    else if (split == 2) s->cut[r] = n;
-    else s->cut[r] = n * r / size_;
-  }
-  for (int r = 1; r < size_; r++)
-    for (int q = r; q > 1 && s->cut[q - 1] > s->cut[q]; q--) {
-      int64_t t = s->cut[q];
-      s->cut[q] = s->cut[q - 1];
-      s->cut[q - 1] = t;
-    }
+  dist_cuts(s->cut, n, split);
 }
 static void free_scenario(scenario *s) {
   free(s->live);
