@@ -13,17 +13,16 @@
  *     region of the send buffer, with a value beside it (the item's position for queries, its row
  *     for a build). A block ranks a tile's pieces in shared memory (one shared atomic per warp and
  *     shard: the lanes of a shard found by a ballot per shard, or __match_any_sync past 8 shards)
- *     and takes their places with one global atomicAdd per shard per tile; pieces of one shard keep no order, which nothing needs: a query's answers come back to
- *     the positions carried with them, and a shard's pairs are sorted by its own build.
+ *     and takes their places with one global atomicAdd per shard per tile; pieces of one shard
+ *     keep no order, which nothing needs: a query's answers come back to the positions carried
+ *     with them, and a shard's pairs are sorted by its own build.
  * Then a device all-to-all to the shards, the shard's own call on its GPU, and (queries) the
  * answers back the same way and scattered into the caller's order. Only counts (a few words a
  * rank) pass through the host. Every phase ends in an agreement (rdx_comm_agree), as in keys.c, so
  * a failure on one rank fails the call on all with one sentence; a query writes its output only
  * after the last agreement, a build hands its shard over only after it.
- * Tuned for: 10^7..10^9 items a rank over 2..8 GPUs of one machine, where the two passes (each a
- * read of the items, the second a write of them) and the exchanges' NVLink time are the cost; the
- * route + radix sort + gather it replaces cost 6 ms of a 16 ms lookup of 2^28 keys on 2 H200
- * (bench/results/NVIDIA-H200/gpus/README.md, 2026-11-27).
+ * Tuned for 10^7..10^9 items a rank over 2..8 GPUs of one machine, where the two passes (each a
+ * read of the items, the second a write of them) and the exchanges' NVLink time are the cost.
  */
 #include <cub/cub.cuh>
 
