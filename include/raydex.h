@@ -1001,7 +1001,11 @@ RDX_API void rdx_join_pairs_free(rdx_context *ctx, rdx_join_pairs_result *result
  *    backend). raydex.h includes no mpi.h: the caller hands over a pointer to its MPI_Comm, which
  *    is copied (MPI_Comm_dup), so raydex's messages never meet the caller's. MPI must be
  *    initialised by the caller (MPI_Init) and finalised after every communicator is destroyed.
- *    raydex moves data only through MPI's own collectives (no transport of its own); or
+ *    raydex moves host data only through MPI's own collectives (no transport of its own), and
+ *    device data, when every rank's context is a GPU's on a GPU of its own and the build has NCCL
+ *    (rdx_dist_info.nccl_built), from GPU to GPU through NCCL (started by rdx_comm_create_mpi; its
+ *    own buffers, a few MiB per peer, are outside the context's memory account), else staged
+ *    through the host; or
  *  - a thread of this process (rdx_comm_create_local: n communicators over n contexts, typically
  *    one per GPU, each used by its own thread as an MPI rank is used: NCCL's model of one thread
  *    per device). The ranks exchange host data through host memory all of them see; when every
@@ -1038,12 +1042,15 @@ typedef struct rdx_comm rdx_comm;
 typedef struct rdx_dist_info {
   size_t size;                  /* sizeof(rdx_dist_info), set by the caller */
   bool mpi_built;               /* rdx_comm_create_mpi works (built with an MPI library) */
-  bool nccl_built;              /* GPU-to-GPU traffic through NCCL: false (not built yet) */
+  bool nccl_built;              /* MPI ranks on GPUs of their own exchange device data through
+                                   NCCL (built with CUDA, MPI and NCCL: CMake's RAYDEX_NCCL, and
+                                   NCCL_ROOT, the system or the nvidia-nccl Python wheel; README) */
   char mpi_library[256];        /* MPI_Get_library_version's first line, "" without MPI */
   int mpi_rank;                 /* this process's rank in MPI_COMM_WORLD, and the world's size:
                                    from MPI when it is initialised, else from the launcher's
                                    environment (Open MPI's mpirun, PMI, PMIx, Slurm), else -1 */
   int mpi_size;                 /* 0 when mpi_rank is -1 */
+  char nccl_version[32];        /* the loaded NCCL's version, "2.28.3"; "" without NCCL */
 } rdx_dist_info;
 
 /* Fill *info (info->size must be set). Never initialises MPI. Returns RDX_OK, or

@@ -234,6 +234,12 @@ rdx_status rdx_gen_point_queries_bytes(rdx_context *ctx, rdx_dtype dtype, int ty
  * finalises MPI if this began it. */
 rdx_status rdx_dist_world_begin(rdx_context *ctx, rdx_comm **out);
 void rdx_dist_world_end(rdx_comm *comm);
+/* The transport under a communicator, for the tests and logs that show which exchange ran:
+ * "local" (rdx_comm_create_local: host memory, and CUDA peer copies between GPUs), "mpi" (MPI;
+ * device data staged through the host) or "mpi+nccl" (MPI, with NCCL for device data: every
+ * rank's context a GPU's on a GPU of its own, in a build with NCCL); NULL for a non-communicator.
+ * The same on every rank of a group. */
+const char *rdx_dist_comm_transport(const rdx_comm *comm);
 /* Collective: every rank's count items of `item` bytes, in rank order, into *all on rank 0
  * (malloc'd, *total items; free with free()); other ranks get NULL and 0. A failure on any rank
  * fails the call on every rank (rdx_comm_agree). fn names the caller in messages. */

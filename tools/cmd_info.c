@@ -14,7 +14,8 @@ static const char usage[] =
     "Prints the version, the backends built, the CPU and GPU, whether OptiX is usable, the\n"
     "backend that --backend auto picks, RAYDEX_THREADS as set (or \"default\"), and the GDAL\n"
     "version that reads polygon layers (\"not built\" without GDAL), whether MPI and NCCL are built\n"
-    "for distributed indexes, and, under mpirun, a line \"mpi: rank R of N\" from each rank.\n";
+    "for distributed indexes (their library and version, or \"no\"; NCCL carries the device data of\n"
+    "MPI ranks on GPUs of their own), and, under mpirun, a line \"mpi: rank R of N\" from each rank.\n";
 
 int cmd_info(int argc, char **argv) {
   cli_args a;
@@ -43,7 +44,9 @@ int cmd_info(int argc, char **argv) {
   dist.size = sizeof dist;
   if (rdx_dist_info_get(&dist) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_dist_info_get failed");
   printf("mpi built: %s\n", dist.mpi_built ? (dist.mpi_library[0] ? dist.mpi_library : "yes") : "no");
-  printf("nccl built: %s\n", dist.nccl_built ? "yes" : "no");
+  /* the loaded library's version; "yes" alone where NCCL could not say */
+  if (dist.nccl_built && dist.nccl_version[0]) printf("nccl built: NCCL %s\n", dist.nccl_version);
+  else printf("nccl built: %s\n", dist.nccl_built ? "yes" : "no");
   /* under mpirun each rank prints its own line (rank and size as the launcher gave them) */
   if (dist.mpi_rank >= 0) printf("mpi: rank %d of %d\n", dist.mpi_rank, dist.mpi_size);
   return 0;

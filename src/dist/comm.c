@@ -21,6 +21,7 @@ static int is_comm(const rdx_comm *comm) { return comm != NULL && comm->magic ==
 int rdx_comm_rank(const rdx_comm *comm) { return is_comm(comm) ? comm->rank : -1; }
 int rdx_comm_size(const rdx_comm *comm) { return is_comm(comm) ? comm->size : -1; }
 rdx_context *rdx_comm_context(const rdx_comm *comm) { return is_comm(comm) ? comm->ctx : NULL; }
+const char *rdx_dist_comm_transport(const rdx_comm *comm) { return is_comm(comm) ? comm->ops->name : NULL; }
 
 void rdx_comm_destroy(rdx_comm *comm) {
   if (!is_comm(comm)) return;
@@ -97,8 +98,8 @@ rdx_status rdx_dist_info_get(rdx_dist_info *info) {
   memset(info, 0, sizeof *info);
   info->size = sizeof *info;
   info->mpi_rank = -1;
-  info->nccl_built = false; /* no NCCL transport yet (issue 33) */
   rdx_dist_mpi_info(info);
+  rdx_dist_nccl_info(info);
   if (info->mpi_rank < 0) launcher_rank(&info->mpi_rank, &info->mpi_size);
   if (info->mpi_rank < 0) info->mpi_size = 0;
   return RDX_OK;

@@ -4,10 +4,11 @@
  * A communicator is a rank of a group plus a transport: an ops table of the few collectives the
  * sharded indexes need (all-to-all of variable sizes, all-gather, broadcast, a minimum), so the
  * index code (keys.c) names no library. mpi.c is the MPI transport and local.c the transport of
- * ranks that are threads of one process; a later NCCL transport (NCCL under MPI) is one more table
- * (STYLE rule 34's shape). Every collective moves host memory, except alltoallv_device, which
- * local.c offers when every rank's context is a GPU's; elsewhere the index code stages device data
- * through the host.
+ * ranks that are threads of one process; NCCL under MPI is mpi.c's second table, "mpi+nccl", whose
+ * alltoallv_device is nccl.c's (STYLE rule 34's shape). Every collective moves host memory, except
+ * alltoallv_device, which local.c offers when every rank's context is a GPU's, and mpi.c when
+ * moreover each rank has a GPU of its own and NCCL is built; elsewhere the index code stages device
+ * data through the host.
  *
  * Invariant: every rank of a group calls the same collectives in the same order; the index code
  * makes every decision that chooses a path from values all ranks hold (agreed statuses, gathered
@@ -26,7 +27,7 @@ extern "C" {
 #define RDX_DIST_INDEX_MAGIC 0x52444449u /* "RDDI" */
 
 typedef struct rdx_comm_ops {
-  const char *name; /* "mpi" */
+  const char *name; /* "mpi", "mpi+nccl", "local" (rdx_dist_comm_transport) */
   /* Each rank sends send_counts[p] items of `item` bytes to rank p, packed in rank order in send,
    * and receives recv_counts[p] items from rank p, packed in rank order in recv. The counts must
    * fit an int each and in total (rdx_comm_check_counts). */
@@ -174,6 +175,26 @@ rdx_status rdx_dist_peer_wait(rdx_context *ctx);
 /* The transport's half of rdx_dist_info_get (mpi.c, or nompi.c without MPI): mpi_built, the
  * library's name, and the world rank and size when MPI is initialised. */
 void rdx_dist_mpi_info(rdx_dist_info *info);
+
+/* ---- nccl.c (nonccl.c without NCCL): the device all-to-all of MPI ranks, for mpi.c ---- */
+
+/* An NCCL communicator over the ranks of an MPI transport (nccl.c's state; opaque elsewhere). */
+typedef struct rdx_nccl rdx_nccl;
+/* Collective, from rdx_comm_create_mpi once comm's MPI transport works: *out gets an NCCL
+ * communicator over comm's ranks when every rank's context is a GPU's on a GPU that no other rank
+ * has (host names, PCI bus ids and UUIDs gathered through comm) and NCCL starts and connects on
+ * every rank; otherwise NULL on every rank (agreed), and device data is staged through the host.
+ * Fails (then *out is NULL) only when comm's transport fails. */
+rdx_status rdx_dist_nccl_begin(rdx_comm *comm, rdx_nccl **out);
+/* comm's alltoallv_device through nccl, on the context's stream; returns when recv holds every
+ * item. RDX_ERR_INTERNAL (NCCL failed: nccl is then aborted, and the communicator should be
+ * destroyed) or RDX_ERR_CUDA, with a sentence, on the ranks where it failed. */
+rdx_status rdx_dist_nccl_alltoallv(rdx_comm *comm, rdx_nccl *nccl, const void *send, const int64_t *send_counts,
+                                   void *recv, const int64_t *recv_counts, size_t item);
+/* Collective (as MPI_Comm_free is): free nccl (NULL accepted). */
+void rdx_dist_nccl_end(rdx_comm *comm, rdx_nccl *nccl);
+/* rdx_dist_info_get's nccl_built and nccl_version. */
+void rdx_dist_nccl_info(rdx_dist_info *info);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,10 @@
  * failure becomes RDX_ERR_INTERNAL with MPI's sentence. Items of any size travel as one contiguous
  * datatype of that many bytes, so counts are in items and one exchange may carry up to 2^31 - 1
  * items per peer (Open MPI 4 has no large-count calls; MPI 4's _c calls can lift it later).
+ *
+ * Device memory moves through NCCL where nccl.c starts it (every rank a GPU context on a GPU of its
+ * own): the communicator then has the second table, "mpi+nccl", whose alltoallv_device is NCCL's;
+ * elsewhere the first, "mpi", without one, and the index code stages device data through the host.
  */
 #include "dist/dist.h"
 
@@ -21,6 +25,7 @@ typedef struct mpi_state {
   int *counts[4];  /* send counts, send displacements, receive counts, receive displacements:
                       size ints each, kept for the communicator's life so that an exchange needs
                       no allocation of its own */
+  rdx_nccl *nccl;  /* NCCL over the same ranks (nccl.c), or NULL */
 } mpi_state;
 
 static rdx_status mpi_fail(rdx_comm *comm, const char *what, int err) {
@@ -114,9 +119,15 @@ static rdx_status mpi_allreduce_min_int(rdx_comm *comm, int *value) {
   return RDX_OK;
 }
 
+static rdx_status mpi_alltoallv_device(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
+                                       const int64_t *recv_counts, size_t item) {
+  return rdx_dist_nccl_alltoallv(comm, ((mpi_state *)comm->impl)->nccl, send, send_counts, recv, recv_counts, item);
+}
+
 static void mpi_destroy(rdx_comm *comm) {
   mpi_state *s = (mpi_state *)comm->impl;
   if (s == NULL) return;
+  rdx_dist_nccl_end(comm, s->nccl); /* NCCL first: it was started over this communicator's ranks */
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Comm_free(&s->comm); /* after MPI_Finalize nothing is left to free */
@@ -133,7 +144,20 @@ static const rdx_comm_ops mpi_ops = {
     .allgatherv = mpi_allgatherv,
     .bcast = mpi_bcast,
     .allreduce_min_int = mpi_allreduce_min_int,
-    .alltoallv_device = NULL, /* device data is staged through the host (no NCCL yet) */
+    .alltoallv_device = NULL, /* device data is staged through the host */
+    .destroy = mpi_destroy,
+};
+
+/* The same with NCCL's device all-to-all (the name is what rdx_dist_comm_transport reports). */
+static const rdx_comm_ops mpi_nccl_ops = {
+    .name = "mpi+nccl",
+    .alltoallv = mpi_alltoallv,
+    .alltoall_i64 = mpi_alltoall_i64,
+    .allgather = mpi_allgather,
+    .allgatherv = mpi_allgatherv,
+    .bcast = mpi_bcast,
+    .allreduce_min_int = mpi_allreduce_min_int,
+    .alltoallv_device = mpi_alltoallv_device,
     .destroy = mpi_destroy,
 };
 
@@ -183,6 +207,10 @@ rdx_status rdx_comm_create_mpi(rdx_context *ctx, const void *mpi_comm, rdx_comm 
   for (int i = 1; i < 4 && s->counts[0]; i++) s->counts[i] = s->counts[0] + (size_t)i * (size_t)c->size;
   /* every rank hands back a communicator or none (the agreement needs no buffer of ours) */
   st = rdx_comm_agree(c, fn, st);
+  /* then NCCL where every rank has a GPU of its own: agreed inside, so every rank takes the same
+   * table; only a failure of MPI fails the communicator */
+  if (st == RDX_OK) st = rdx_dist_nccl_begin(c, &s->nccl);
+  if (st == RDX_OK && s->nccl != NULL) c->ops = &mpi_nccl_ops;
   if (st != RDX_OK) {
     mpi_destroy(c);
     free(c);
