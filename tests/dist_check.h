@@ -11,6 +11,12 @@
  * dist_sum_i64 and dist_abort are the collective checks. Without --local, an MPI build runs as MPI
  * (one process is an MPI singleton) and a build without MPI runs as `--local 1`.
  *
+ * On a GPU backend rank r runs on GPU r modulo the GPUs visible, in either mode, so that two MPI
+ * ranks on a machine of two GPUs exchange device data through NCCL (in a build with NCCL) and on a
+ * machine of one share it (staged through the host). Each rank prints its communicator's transport
+ * ("local", "mpi" or "mpi+nccl"); `--expect-nccl` makes MPI ranks fail unless it is "mpi+nccl",
+ * or skip (77) where NCCL cannot be used: a build without it, or fewer GPUs than ranks.
+ *
  * The checks between ranks never use the library's transport (that is what is under test): MPI's
  * own MPI_Allgather under mpirun, and in local mode a barrier and a table of slots of the harness's
  * own (dist_gather_).
@@ -33,12 +39,17 @@
 
 /* Internal (src/core/core.h): the n-th allocation of the context from now fails. */
 void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
+/* Internal (src/bench_api.h): the communicator's transport, and this rank's time in the device
+ * all-to-alls of its last sharded lookup (0 after one staged through the host). */
+const char *rdx_dist_comm_transport(const rdx_comm *comm);
+double rdx_dist_exchange_ms(const rdx_context *ctx);
 
 #define DIST_MAX_RANKS 7
 
 static _Thread_local int rank_, size_;     /* this rank, and the group's size */
 static _Thread_local rdx_comm *comm_;      /* this rank's communicator */
 static int dist_local_;                    /* 0: MPI ranks; else the ranks of the local group */
+static int dist_expect_nccl_;              /* --expect-nccl: MPI ranks must exchange through NCCL */
 
 /* ---- the local group's barrier and slots (the harness's own, not the library's) ---- */
 
@@ -162,7 +173,15 @@ static inline void dist_enter_(int rank, int size, rdx_comm *comm) {
   check_seed_ = check_seed0_; /* check.h's state is per thread: this rank's */
   check_quiet_ = rank != 0;
   snprintf(check_who_, sizeof check_who_, ", rank %d of %d%s", rank, size, dist_local_ ? " (local)" : "");
-  printf("rank %d of %d%s\n", rank, size, dist_local_ ? " (local)" : "");
+  printf("rank %d of %d%s, transport %s\n", rank, size, dist_local_ ? " (local)" : "", rdx_dist_comm_transport(comm));
+}
+
+/* 1 when this rank's sharded point lookups must have taken the device path (keys.c's rule): GPU
+ * contexts, a transport with a device all-to-all, and no --dist-host. */
+static inline int dist_device_exchange(rdx_context *ctx) {
+  const char *t = rdx_dist_comm_transport(comm_);
+  return rdx_context_backend(ctx) != RDX_BACKEND_CPU && !check_dist_host_ && t != NULL &&
+         (strcmp(t, "local") == 0 || strcmp(t, "mpi+nccl") == 0);
 }
 
 static inline void *dist_thread_(void *arg) {
@@ -172,8 +191,16 @@ static inline void *dist_thread_(void *arg) {
   return NULL;
 }
 
-/* A context like check_begin's, for rank r >= 1 of a local group: on GPU r modulo the GPUs
- * visible, so a group spreads over a machine's GPUs (and shares one where there is one). */
+/* The GPUs visible (0 on the cpu backend's builds and machines without one). */
+static inline int dist_gpus_(void) {
+  rdx_info info;
+  info.size = sizeof info;
+  return rdx_info_get(&info) == RDX_OK ? info.n_gpus : 0;
+}
+
+/* A context like check_begin's, for rank r >= 1 of a local group (and MPI rank r on a GPU other
+ * than 0): on GPU r modulo the GPUs visible, so a group spreads over a machine's GPUs (and shares
+ * one where there is one). */
 static inline rdx_context *dist_context_(int r) {
   rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
   o.backend = check_backend_;
@@ -195,6 +222,7 @@ static inline int dist_main(int argc, char **argv, dist_body body) {
   int local = 0;
   for (int i = 1; i + 1 < argc; i++)
     if (strcmp(argv[i], "--local") == 0) local = atoi(argv[i + 1]);
+  for (int i = 1; i < argc; i++) dist_expect_nccl_ |= strcmp(argv[i], "--expect-nccl") == 0;
 #ifndef RDX_TEST_MPI
   if (local == 0) local = 1;
 #endif
@@ -211,6 +239,12 @@ static inline int dist_main(int argc, char **argv, dist_body body) {
     rank_ = rank;
     if (size > DIST_MAX_RANKS) dist_abort("at most 7 ranks");
     rdx_context *ctx = check_begin(argc, argv);
+    /* rank r on GPU r modulo the GPUs visible, as in a local group (check_begin's is on GPU 0) */
+    int gpus = check_backend_ != RDX_BACKEND_CPU ? dist_gpus_() : 0;
+    if (gpus > 0 && rank % gpus != 0) {
+      rdx_context_destroy(ctx);
+      ctx = dist_context_(rank);
+    }
     MPI_Comm world = MPI_COMM_WORLD;
     rdx_comm *comm = NULL;
     if (rdx_comm_create_mpi(ctx, &world, &comm) != RDX_OK) {
@@ -218,6 +252,22 @@ static inline int dist_main(int argc, char **argv, dist_body body) {
       dist_abort("no communicator");
     }
     dist_enter_(rank, size, comm);
+    if (dist_expect_nccl_ && strcmp(rdx_dist_comm_transport(comm), "mpi+nccl") != 0) {
+      rdx_dist_info di;
+      di.size = sizeof di;
+      int built = rdx_dist_info_get(&di) == RDX_OK && di.nccl_built;
+      if (!built || check_backend_ == RDX_BACKEND_CPU || gpus < size) { /* the same on every rank */
+        printf("skipped: --expect-nccl needs NCCL built (%s), a GPU backend and a GPU per rank (%d visible for %d "
+               "ranks)\n", built ? "yes" : "no", gpus, size);
+        rdx_comm_destroy(comm);
+        rdx_context_destroy(ctx);
+        MPI_Finalize();
+        return RDX_SKIP_CODE;
+      }
+      fprintf(stderr, "rank %d: --expect-nccl: the transport is %s with NCCL built and %d GPUs for %d ranks "
+              "(NCCL_DEBUG=WARN shows NCCL's own reason)\n", rank, rdx_dist_comm_transport(comm), gpus, size);
+      check_failures_++;
+    }
     body(ctx);
     rdx_comm_destroy(comm);
     int rc = check_end(ctx);

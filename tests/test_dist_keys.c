@@ -22,6 +22,10 @@
 /* Internal (src/bench_api.h): whether a sharded index's build took the device path. */
 int rdx_dist_index_built_on_gpus(const rdx_dist_index *idx);
 
+#ifndef RDX_TEST_NCCL
+#define RDX_TEST_NCCL 0 /* 1: the library is built with NCCL (tests/CMakeLists.txt) */
+#endif
+
 /* A scenario: the global keys (and rows), cut into the ranks' shares at cut[r] .. cut[r + 1]. */
 typedef struct scenario {
   const char *name;
@@ -134,6 +138,8 @@ static void check_queries(rdx_context *ctx, const rdx_dist_index *idx, const sce
   memset(out, 0xA5, (size_t)(m + 1) * 8);
   rdx_status st = rdx_dist_index_lookup(comm_, idx, qa, rdx_host_array(out, m, RDX_U64));
   CHECK_OK(ctx, st);
+  /* the path it took: GPU to GPU where the transport moves device memory, else through the host */
+  if (st == RDX_OK) CHECK_EQ(rdx_dist_exchange_ms(ctx) > 0, dist_device_exchange(ctx));
   for (int64_t i = 0; i < m && st == RDX_OK; i++)
     if (out[i] != keys_oracle_lookup(o, kc_at(qa, i))) {
       CHECK_FAIL_("%s %s lookup %lld of key %llu: row %llu, oracle %llu", s->name, rdx_kind_name(kind), (long long)i,
@@ -839,7 +845,17 @@ static void body(rdx_context *ctx) {
     rdx_dist_info info;
     info.size = sizeof info;
     CHECK_OK(ctx, rdx_dist_info_get(&info));
-    CHECK(!info.nccl_built);
+    CHECK_EQ(info.nccl_built, RDX_TEST_NCCL);
+    CHECK_EQ(info.nccl_version[0] != '\0', RDX_TEST_NCCL);
+    /* the transport: NCCL's only between MPI ranks on GPUs (of their own: dist_check.h) */
+    const char *t = rdx_dist_comm_transport(comm_);
+    CHECK(t != NULL);
+    if (t != NULL && dist_mpi())
+      CHECK(strcmp(t, "mpi") == 0 ||
+            (RDX_TEST_NCCL && rdx_context_backend(ctx) != RDX_BACKEND_CPU && strcmp(t, "mpi+nccl") == 0));
+    else if (t != NULL)
+      CHECK(strcmp(t, "local") == 0);
+    CHECK(rdx_dist_comm_transport(NULL) == NULL);
     if (dist_mpi()) {
       CHECK(info.mpi_built);
       CHECK_EQ(info.mpi_rank, rank_);
