@@ -45,7 +45,10 @@ const char cli_bench_gpus_usage[] =
     "no plain index. --given-rows: u64 row ids (2^40 + the key's number) come with the keys.\n"
     "--load-factor: the hash kind's table load (default the library's, 0.5).\n"
     "--exchange BYTES adds rows of the all-to-all alone (each rank sends BYTES in equal parts to\n"
-    "every rank) with nccl-tests' bus bandwidth: BYTES / time x (N - 1) / N.\n";
+    "every rank) with nccl-tests' bus bandwidth: BYTES / time x (N - 1) / N.\n"
+    "Under mpirun with --exchange, each MPI rank takes GPU rank modulo the GPUs visible and only the\n"
+    "all-to-all of the MPI communicator's transport is measured (path mpi+nccl where NCCL carries it,\n"
+    "mpi where device data is staged through the host); rank 0 prints the row.\n";
 
 /* --given-rows: key number g's row is g + ROW_BASE, past 2^32 so the rows are u64 */
 #define ROW_BASE ((uint64_t)1 << 40)
@@ -168,6 +171,35 @@ static void *rank_main(void *p) {
   return NULL;
 }
 
+/* `mpirun raydex bench keys --gpus N --exchange BYTES`: the device all-to-all of the MPI
+ * communicator alone, one rank per process, rank 0 printing the row. */
+static int exchange_mpi(const rdx_info *info, const char *device, int64_t bytes, int reps) {
+  rdx_dist_info dist;
+  dist.size = sizeof dist;
+  if (rdx_dist_info_get(&dist) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "rdx_dist_info_get failed");
+  rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
+  o.backend = RDX_BACKEND_CUDA;
+  o.device = dist.mpi_rank % info->n_gpus;
+  rdx_context *ctx = NULL;
+  if (rdx_context_create(&o, &ctx) != RDX_OK) cli_die(CLI_EXIT_FAILURE, "a context on GPU %d: %s", o.device, rdx_context_message(ctx));
+  rdx_comm *comm = NULL;
+  cli_must(ctx, rdx_dist_world_begin(ctx, &comm), "mpi");
+  const int size = rdx_comm_size(comm);
+  double times[64], t = 0;
+  rdx_status st = RDX_OK;
+  for (int i = 0; st == RDX_OK && i <= reps; i++) st = rdx_dist_probe_exchange(comm, bytes, &times[i]);
+  cli_must(ctx, st, "the exchange");
+  t = median(times + 1, reps);
+  if (rdx_comm_rank(comm) == 0) {
+    double part = (double)(bytes / size) * size;
+    printf("exchange,%s,%d,%d,strong,alltoall-%s,,,,,%d,,%.3f,,,%lld,%.2f,,ok,,\n", device, info->n_gpus, size,
+           rdx_dist_comm_transport(comm), reps, t, (long long)(bytes / size * size), part / (t * 1e-3) / 1e9 * (size - 1) / size);
+  }
+  rdx_dist_world_end(comm);
+  rdx_context_destroy(ctx);
+  return 0;
+}
+
 /* The plain index on one GPU over every key: build and lookup ms, and its answers on the host. */
 static void plain_index(const gpus_run *r, rdx_context *ctx, double *build_ms, double *lookup_ms, uint64_t *answers) {
   rdx_build_options o = RDX_BUILD_OPTIONS_INIT;
@@ -242,9 +274,16 @@ int cmd_bench_keys_gpus(int argc, char **argv) {
   snprintf(device, sizeof device, "%s", info.gpu_name);
   for (char *p = device; *p; p++)
     if (*p == ',') *p = ' ';
-  if (header)
+  rdx_dist_info dist;
+  dist.size = sizeof dist;
+  const int under_mpi = rdx_dist_info_get(&dist) == RDX_OK && dist.mpi_rank >= 0;
+  if (header && (!under_mpi || dist.mpi_rank == 0))
     printf("bench,device,gpus_visible,gpus,scaling,path,kind,dtype,n_keys,lookups,reps,build_ms,lookup_ms,"
            "glookups_per_s,exchange_ms,exchange_bytes,busbw_gbs,speedup_vs_index,check,index_bytes,gpu_bytes\n");
+  if (under_mpi) {
+    if (exchange <= 0) cli_die(CLI_EXIT_BAD_INPUT, "bench keys --gpus under mpirun measures the exchange alone: give --exchange BYTES");
+    return exchange_mpi(&info, device, exchange, reps);
+  }
 
   rdx_context *gen = cli_context(RDX_BACKEND_CPU);
   const size_t es = rdx_dtype_size(dtype);
