@@ -195,7 +195,8 @@ rdx_status rdx_dist_nccl_begin(rdx_comm *comm, rdx_nccl **out) {
     free(n);
     if (st == RDX_OK)
       note(ctx, ok ? RDX_LOG_DEBUG : RDX_LOG_WARN, "%s: NCCL not used: %s", fn,
-           ok ? "a rank's context is not a GPU's (or its GPU could not be read)" : "a rank had no memory for the GPUs' ids");
+           ok ? "a rank's context is not a GPU's (or its GPU could not be read)"
+              : "a rank had no memory for the GPUs' ids");
     return st;
   }
   char why[256] = "";
@@ -233,6 +234,7 @@ rdx_status rdx_dist_nccl_begin(rdx_comm *comm, rdx_nccl **out) {
   if (!ok) {
     note(ctx, RDX_LOG_WARN, "%s: ncclCommInitRank failed on rank %d of %d: %s (%s)", fn, comm->rank, size,
          ncclGetErrorString(r), ncclGetLastError(NULL));
+    if (n->comm != NULL) (void)ncclCommAbort(n->comm); /* NCCL 2.28 frees it and hands back NULL */
     n->comm = NULL;
   }
   st = comm->ops->allreduce_min_int(comm, &ok);
