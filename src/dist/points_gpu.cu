@@ -41,12 +41,14 @@ struct cand {
 };
 
 /* What a rank's shard answers with: the shard, l2g (shard id -> index id) and the points'
- * coordinates by shard id, both in its GPU's memory, and how many points it holds. */
+ * coordinates by shard id, both in its GPU's memory, how many points it holds, and whether l2g
+ * ascends (then the shard breaks kNN ties by the index's order, as one index does). */
 struct shard_view {
   const rdx_points *shard;
   const uint64_t *l2g;
   const double *xy;
   int64_t here;
+  int ascending;
 };
 
 /* ---- routing ---- */
@@ -159,9 +161,10 @@ __global__ void piece_counts_kernel(const uint64_t *offsets, int64_t m, uint64_t
     counts[j] = offsets[j + 1] - offsets[j];
 }
 
-/* kNN, per piece j: when the shard's k nearest are k of more than k points, the k-th distance, and
- * when that is within the piece's bound a within query at it (wq row ext_of[j]) to bring every
- * point tied there: the shard broke the tie by its own ids, which are not the index's. */
+/* kNN, per piece j, on a shard whose ids do not follow the index's: when the shard's k nearest
+ * are k of more than k points, the k-th distance, and when that is within the piece's bound a
+ * within query at it (wq row ext_of[j]) to bring every point tied there: the shard broke the tie by
+ * its own ids, which are not the index's order. */
 template <typename T>
 __global__ void knn_ext_kernel(const T *q, int64_t m, const uint64_t *off, const uint64_t *ids, const double *xy,
                                int64_t here, int k, int f64, const double *bound, double *kthv, int64_t *ext_of,
@@ -450,7 +453,9 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
       if (st == RDX_OK) st = dev_take(ctx, fn, &wq, 3 * m, sizeof(T));
       if (st == RDX_OK) st = dev_take(ctx, fn, &d_next, 1, 8);
       if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemsetAsync(d_next, 0, 8, s), fn);
-      if (st == RDX_OK && m > 0) {
+      /* ids in the index's order: the shard's own k nearest are the ones to send (ext_of all -1) */
+      if (st == RDX_OK && sv->ascending) st = rdx_cuda_ok(ctx, cudaMemsetAsync(ext_of, 0xFF, (size_t)(m > 0 ? m : 1) * 8, s), fn);
+      if (st == RDX_OK && m > 0 && !sv->ascending) {
         knn_ext_kernel<T><<<capped_grid(m), kThreads, 0, s>>>((const T *)recv_q, m, res->offsets, res->row_ids, sv->xy, sv->here,
                                                               query->k, f64, (const double *)recv_b, (double *)kthv,
                                                               (int64_t *)ext_of, (unsigned long long *)d_next, (T *)wq);
@@ -758,7 +763,7 @@ done:
 
 extern "C" rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, const rdx_dist_gpu_points *gp,
                                                 const rdx_points_query *query, rdx_array in, rdx_result **out) {
-  const shard_view sv = {gp->shard, gp->l2g, gp->xy, gp->here};
+  const shard_view sv = {gp->shard, gp->l2g, gp->xy, gp->here, gp->ascending};
   *out = NULL;
   const int asc = gp->ascending;
   return in.dtype == RDX_F64 ? run<double>(comm, fn, &sv, query, in, gp->boxes, gp->rank_counts, gp->box, gp->splitters, asc, out)
