@@ -1008,10 +1008,14 @@ RDX_API void rdx_join_pairs_free(rdx_context *ctx, rdx_join_pairs_result *result
  *    through the host; or
  *  - a thread of this process (rdx_comm_create_local: n communicators over n contexts, typically
  *    one per GPU, each used by its own thread as an MPI rank is used: NCCL's model of one thread
- *    per device). The ranks exchange host data through host memory all of them see; when every
- *    context is a GPU's, point lookups and counts stay on the GPUs, their keys and answers copied
- *    from GPU to GPU (CUDA peer copies, over NVLink where present; the group enables peer access
- *    between its devices).
+ *    per device). The ranks exchange host data through host memory all of them see, and device
+ *    data from GPU to GPU (CUDA peer copies, over NVLink where present; the group enables peer
+ *    access between its devices).
+ * Where every rank's context is a GPU's and device data moves GPU to GPU (a local group, or MPI
+ * with NCCL), sharded key builds, point lookups, their counts and range counts, and every query of
+ * a distributed point index stay on the GPUs: only a few counts a rank pass through the host.
+ * Elsewhere (and for the calls not named) the data is staged through the host; the answers are
+ * the same.
  * Every rdx_dist_* call below works the same over either. A build without MPI
  * (rdx_dist_info.mpi_built false) has every call here: rdx_comm_create_mpi then returns
  * RDX_ERR_NO_BACKEND with a sentence; local groups work in every build.
@@ -1201,7 +1205,8 @@ RDX_API uint64_t rdx_dist_index_next_row(const rdx_dist_index *idx);
  * Ids: given (u32 or u64, unique over all ranks, never RDX_MISS) and kept as they are, or implied
  * by position in the concatenation of the ranks' points in rank order (rank r's point i gets
  * offset_r + i). Every rank gives ids or none does. The shard numbers its points its own way (its
- * ids are rdx_points ids); rdx_dist_points_shard_ids maps them to the index's ids.
+ * ids are rdx_points ids: at the build, in the order of the index's ids; inserted and migrated
+ * points after them); rdx_dist_points_shard_ids maps them to the index's ids.
  *
  * Queries: each rank its own batch, answered in its order. A window, within or match query goes
  * only to the ranks whose box it meets; a kNN query first to the rank owning its location's code
