@@ -3,7 +3,7 @@
  *
  * A communicator is a rank of a group plus a transport: an ops table of the few collectives the
  * sharded indexes need (all-to-all of variable sizes, all-gather, broadcast, a minimum), so the
- * index code (keys.c) names no library. mpi.c is the MPI transport and local.c the transport of
+ * index code (keys.c, points.c) names no library. mpi.c is the MPI transport and local.c the transport of
  * ranks that are threads of one process; NCCL under MPI is mpi.c's second table, "mpi+nccl", whose
  * alltoallv_device is nccl.c's (STYLE rule 34's shape). Every collective moves host memory, except
  * alltoallv_device, which local.c offers when every rank's context is a GPU's, and mpi.c when
@@ -43,8 +43,10 @@ typedef struct rdx_comm_ops {
   /* *value = the minimum of every rank's *value. */
   rdx_status (*allreduce_min_int)(rdx_comm *comm, int *value);
   /* alltoallv's twin for device memory: send and recv in the device memory of each rank's GPU
-   * context; returns when recv holds every item. NULL where the transport moves host memory only
-   * (then device data is staged through the host). */
+   * context; returns when recv holds every item. send must be whole when the call begins (the
+   * caller has waited for the kernels that wrote it): local.c's ranks pull their parts from the
+   * others' buffers. NULL where the transport moves host memory only (then device data is staged
+   * through the host). */
   rdx_status (*alltoallv_device)(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
                                  const int64_t *recv_counts, size_t item);
   void (*destroy)(rdx_comm *comm);
