@@ -102,6 +102,11 @@ rdx_status rdx_dist_splitters(rdx_comm *comm, const char *fn, const int64_t *ran
  * i, their rows concatenated in rows; in device memory when `where` is RDX_DEVICE, else host. */
 rdx_status rdx_dist_result(rdx_context *ctx, const char *fn, int64_t n, rdx_location where, const uint64_t *counts,
                            const uint64_t *rows, rdx_result **out);
+/* Whether this rank can take a call's device path (gpu.cu, points_gpu.cu): a GPU context, a
+ * transport that moves device memory, not forced through the host (rdx_dist_force_host), and at
+ * most max_ranks ranks. Its word goes into the call's descriptor; the path is the minimum over the
+ * ranks. */
+int rdx_dist_gpu_capable(const rdx_comm *comm, int max_ranks);
 
 /* ---- gpu.cu (nocuda.c without CUDA): the device half ---- */
 

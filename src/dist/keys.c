@@ -271,14 +271,6 @@ done:
   return st;
 }
 
-/* Whether this rank can take a call's device path (gpu.cu): a GPU context, a transport that
- * moves device memory, not forced through the host, a group small enough for the device's shard
- * numbers. Its word goes into the descriptor; the path is the minimum over the ranks. */
-static int gpu_capable(const rdx_comm *comm) {
-  return comm->ops->alltoallv_device != NULL && rdx_is_gpu(comm->ctx) && !comm->ctx->force.dist_host &&
-         comm->size <= RDX_DIST_GPU_MAX_RANKS;
-}
-
 rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_ids, const rdx_build_options *opts,
                                 rdx_dist_index **out) {
   static const char fn[] = "rdx_dist_index_build";
@@ -317,7 +309,7 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   me.node_bytes = o.node_bytes;
   me.load_factor = o.load_factor;
   me.count = n;
-  me.gpu = gpu_capable(comm);
+  me.gpu = rdx_dist_gpu_capable(comm, RDX_DIST_GPU_MAX_RANKS);
   RDX_CHECK_GOTO(gather_and_compare(comm, fn, &me, all), st, done);
   int gpu = 1;
   for (int r = 0; r < size; r++) gpu &= all[r].gpu != 0;
@@ -468,8 +460,8 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   me.count = n;
   /* point lookups, counts and range counts stay on the GPUs (gpu.cu) when every rank's context is
    * a GPU's and the transport moves device memory: the path is the minimum of the ranks' word */
-  me.gpu = (op == OP_LOOKUP || op == OP_LOOKUP_COUNT || op == OP_RANGE_COUNT) && gpu_capable(comm) &&
-           n < ((int64_t)1 << 32);
+  me.gpu = (op == OP_LOOKUP || op == OP_LOOKUP_COUNT || op == OP_RANGE_COUNT) &&
+           rdx_dist_gpu_capable(comm, RDX_DIST_GPU_MAX_RANKS) && n < ((int64_t)1 << 32);
   RDX_CHECK_GOTO(gather_and_compare(comm, fn, &me, all), st, done);
   int gpu = 1;
   for (int r = 0; r < size; r++) gpu &= all[r].gpu != 0;

@@ -950,8 +950,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
                   rdx_dist_dtype_name(dp->dtype), qtype_name(q.type), rdx_dist_dtype_name(queries.dtype), queries.columns);
   /* the query stays on the GPUs (points_gpu.cu, which checks the rows there) when every rank's
    * context is a GPU's and the transport moves device memory: the ranks' words decide */
-  me.gpu = st == RDX_OK && rdx_is_gpu(ctx) && comm->ops->alltoallv_device != NULL &&
-           !ctx->force.dist_host && size <= RDX_DIST_GPU_POINTS_MAX_RANKS && n < ((int64_t)1 << 31);
+  me.gpu = st == RDX_OK && rdx_dist_gpu_capable(comm, RDX_DIST_GPU_POINTS_MAX_RANKS) && n < ((int64_t)1 << 31);
   if (st == RDX_OK && !me.gpu) st = read_queries(ctx, fn, &q, queries, &qraw, &qd);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &answer, n, 8);

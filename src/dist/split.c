@@ -107,3 +107,8 @@ rdx_status rdx_dist_result(rdx_context *ctx, const char *fn, int64_t n, rdx_loca
   for (int64_t i = 0; i < n; i++) a.total += counts[i];
   return rdx_result_make(ctx, fn, n, where == RDX_DEVICE ? RDX_DEVICE : RDX_HOST, made_count, made_fill, &a, out);
 }
+
+int rdx_dist_gpu_capable(const rdx_comm *comm, int max_ranks) {
+  return comm->ops->alltoallv_device != NULL && rdx_is_gpu(comm->ctx) && !comm->ctx->force.dist_host &&
+         comm->size <= max_ranks;
+}
