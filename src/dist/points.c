@@ -57,7 +57,9 @@ struct rdx_dist_points {
   int64_t n_slots, cap_slots;
   uint64_t *l2g;           /* cap_slots: index id, RDX_MISS when gone (account) */
   double *xy;              /* 2 x cap_slots: coordinates, exact doubles of the dtype (account) */
-  idmap map;               /* index id -> shard id, for the ids this rank holds */
+  idmap map;               /* index id -> shard id, for the ids this rank holds; made by the first
+                              update (map_ready): queries never need it */
+  int map_made;
   uint64_t *l2g_dev;       /* l2g[0 .. n_slots) and xy[0 .. 2 n_slots) on a GPU context's device,
                               for the device path: caches made by the first device query after a
                               change (account) */
@@ -237,6 +239,19 @@ static rdx_status map_reserve(rdx_context *ctx, const char *fn, idmap *m, int64_
     if (m->keys[s] != RDX_MISS) map_put(&t, m->keys[s], m->vals[s]);
   map_free(ctx, m);
   *m = t;
+  return RDX_OK;
+}
+
+/* The id map of d's live shard ids, made from l2g the first time an update needs it (a build
+ * makes none: an index only queried never pays for it); on failure d is unchanged. */
+static rdx_status map_ready(rdx_context *ctx, const char *fn, rdx_dist_points *d) {
+  if (d->map_made) return RDX_OK;
+  int64_t live = 0;
+  for (int64_t j = 0; j < d->n_slots; j++) live += d->l2g[j] != RDX_MISS;
+  RDX_CHECK(map_reserve(ctx, fn, &d->map, live));
+  for (int64_t j = 0; j < d->n_slots; j++)
+    if (d->l2g[j] != RDX_MISS) map_put(&d->map, d->l2g[j], j);
+  d->map_made = 1;
   return RDX_OK;
 }
 
@@ -570,13 +585,11 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
   memcpy(so.box, d->box, sizeof so.box);
   st = rdx_points_build(ctx, rdx_host_matrix(recv_p, m, 2, points.dtype), &so, &d->shard);
   if (st == RDX_OK) st = slots_reserve(ctx, fn, d, m > 0 ? m : 1);
-  if (st == RDX_OK) st = map_reserve(ctx, fn, &d->map, m);
   if (st == RDX_OK) {
     for (int64_t j = 0; j < m; j++) {
       d->l2g[j] = recv_g[j];
       d->xy[2 * j] = at_d(recv_p, points.dtype, 2 * j);
       d->xy[2 * j + 1] = at_d(recv_p, points.dtype, 2 * j + 1);
-      map_put(&d->map, recv_g[j], j);
     }
     d->n_slots = m;
   }
@@ -1280,6 +1293,7 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
   /* 1. this rank's arguments */
   rdx_status st = check_dp(comm, fn, dp);
   if (st == RDX_OK) drop_l2g_dev(dp);
+  if (st == RDX_OK) st = map_ready(ctx, fn, dp);
   if (st == RDX_OK) st = rdx_array_check(ctx, fn, "ids", ids);
   if (st == RDX_OK && ((ids.dtype != RDX_U32 && ids.dtype != RDX_U64) || ids.columns != 1))
     st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: ids must be 1-D u32 or u64 (dtype %s, columns %d)", fn,
@@ -1443,13 +1457,14 @@ done:
 /* ---- inserts and erases ---- */
 
 /* The checks every update makes on its own rank, then the descriptors compared. */
-static rdx_status update_args(rdx_comm *comm, const char *fn, dp_op op, const rdx_dist_points *dp, rdx_array ids,
+static rdx_status update_args(rdx_comm *comm, const char *fn, dp_op op, rdx_dist_points *dp, rdx_array ids,
                               rdx_array points, int64_t n, uint64_t **gids, void **praw, desc *all) {
   rdx_context *ctx = comm->ctx;
   void *idraw = NULL;
   desc me;
   memset(&me, 0, sizeof me);
   rdx_status st = check_dp(comm, fn, dp);
+  if (st == RDX_OK) st = map_ready(ctx, fn, dp);
   if (st == RDX_OK && op != OP_INSERT) {
     st = rdx_array_check(ctx, fn, "ids", ids);
     if (st == RDX_OK && ((ids.dtype != RDX_U32 && ids.dtype != RDX_U64) || ids.columns != 1))
