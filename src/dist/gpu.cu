@@ -671,16 +671,8 @@ extern "C" rdx_status rdx_dist_probe_exchange(rdx_comm *comm, int64_t bytes, dou
 
 namespace {
 
-__device__ uint32_t mix32(uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x85EBCA6Bu;
-  h ^= h >> 13;
-  h *= 0xC2B2AE35u;
-  h ^= h >> 16;
-  return h;
-}
 __device__ uint64_t bench_key(int wide, uint64_t seed, uint64_t g) {
-  return wide ? rdx_hash_mix64(g ^ seed) : (uint64_t)mix32((uint32_t)g ^ (uint32_t)seed);
+  return wide ? rdx_hash_mix64(g ^ seed) : (uint64_t)rdx_hash_mix32((uint32_t)g ^ (uint32_t)seed);
 }
 __device__ uint64_t bench_pick(uint64_t seed, uint64_t j, uint64_t n_total) {
   return rdx_hash_mix64((j + 1) * 0x9E3779B97F4A7C15ull ^ (seed + 1) * 0xD1B54A32D192ED03ull) % n_total;
