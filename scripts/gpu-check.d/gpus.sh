@@ -3,10 +3,12 @@
 # are) against one GPU's plain index on the same keys and lookups; strong scaling (2^27 u32 keys,
 # 2^28 lookups in all), weak scaling (2^27 keys and 2^28 lookups per GPU), the path that stages
 # through the host beside the device path, and the device all-to-all alone (2^30 bytes a rank,
-# nccl-tests' bus bandwidth). Sourced by scripts/gpu-check.sh (step "gpus") with RDX, OUT, log and
-# bench; then `raydex bench points --gpus` (G-PICS over the GPUs: 1.7e8 taxi points, 2^18 queries of each
-# type). GPUS_LIST, GPUS_N, GPUS_M, GPUS_X, GPUS_POINTS, GPUS_QUERIES, GPUS_SIZE shrink it (a one-GPU
-# machine runs ranks that share it).
+# nccl-tests' bus bandwidth; on 2+ GPUs also between MPI processes, through NCCL where built); on
+# 4+ GPUs a hash index larger than one GPU. Then `raydex bench points --gpus` (G-PICS over the
+# GPUs: 1.7e8 taxi points, 2^18 queries of each type). Sourced by scripts/gpu-check.sh (step
+# "gpus") with RDX, OUT, log and bench. GPUS_LIST, GPUS_N, GPUS_M, GPUS_X, GPUS_POINTS,
+# GPUS_QUERIES, GPUS_SIZE shrink it (a one-GPU machine runs ranks that share it); GPUS_BIG sizes
+# the index larger than one GPU.
 ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 nvidia-smi topo -m > "$OUT/logs/topo.txt" 2>&1 # which GPUs NVLink joins (NV<n>) and which PCIe
 list=1
@@ -19,6 +21,21 @@ gx=${GPUS_X:-2^30}
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --exchange "$gx"
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --weak
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --host-path
+if [ "$ng" -ge 2 ]; then
+  # the same exchange between MPI processes, one GPU each (NCCL where the build has it), in this run
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np "$ng" "$RDX" bench keys --gpus "$ng" \
+    --exchange "$gx" --reps 5 >> "$OUT/csv/keys_gpus.csv" 2>> "$OUT/logs/bench-stderr.log" ||
+    log "bench keys --gpus under mpirun FAILED"
+fi
+if [ "$ng" -ge 4 ]; then
+  # an index larger than one GPU: a hash index (u64 keys and rows, load 0.8, about 20 B a key) of
+  # GPUS_BIG (default 1.4) times one GPU's memory, its keys made on the GPUs (peak about 0.8 of
+  # each GPU's memory during the shard builds)
+  mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1) # MiB
+  big=$(awk -v m="$mem" -v f="${GPUS_BIG:-1.4}" 'BEGIN { printf "%.0f", f * m * 1048576 / 20 }')
+  bench keys_gpus bench keys --gpus "$ng" --kind hash --load-factor 0.8 --dtype u64 --n "$big" --lookups 2^28 \
+    --reps 3 --device-input
+fi
 # G-PICS over the GPUs (rdx_dist_points, tools/cmd_bench_points_gpus.c): 1.7e8 taxi points, each
 # query type. The taxi generator piles points on its stands (a match query finds about 500 at 2^25
 # points, more as n grows), so any query near a stand returns thousands: 2^18 queries of side or
