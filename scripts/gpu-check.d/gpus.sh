@@ -38,9 +38,9 @@ if [ "$ng" -ge 4 ]; then
 fi
 # G-PICS over the GPUs (rdx_dist_points, tools/cmd_bench_points_gpus.c): 1.7e8 taxi points, each
 # query type. The taxi generator piles points on its stands (a match query finds about 500 at 2^25
-# points, more as n grows), so any query near a stand returns thousands: 2^18 queries of side or
-# radius 5 keep a batch near 10^9 results (the 2^22 would ask for 10^10). GPUS_WEAK=1 adds
-# the weak rows (1.7e8 points per GPU).
+# points, more as n grows), so any query near a stand returns thousands: 2^18 queries of --size 5
+# (window side 5, within radius 2.5) keep a batch near 10^9 results (the 2^22 would ask for
+# 10^10). GPUS_WEAK=1 adds the weak rows (1.7e8 points per GPU).
 gp=${GPUS_POINTS:-1.7e8}
 gq=${GPUS_QUERIES:-2^18}
 gs=${GPUS_SIZE:-5}
