@@ -604,10 +604,30 @@ void cli_context_close(rdx_context *ctx) {
   rdx_context_destroy(ctx);
 }
 
+/* Under an MPI launcher, this process's rank among those of its machine: the launcher's word
+ * (Open MPI, MPICH/Hydra, Slurm, PMI), else the world rank; -1 when not launched so. */
+static int local_rank(void) {
+  static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"};
+  rdx_dist_info dist;
+  dist.size = sizeof dist;
+  if (rdx_dist_info_get(&dist) != RDX_OK || dist.mpi_rank < 0) return -1;
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v != NULL && *v >= '0' && *v <= '9') return atoi(v);
+  }
+  return dist.mpi_rank;
+}
+
 rdx_context *cli_context(rdx_backend b) {
   if (check_jump) abort(); /* a context is work: cli_check stops at cli_args_done, before any */
   rdx_context_options o = RDX_CONTEXT_OPTIONS_INIT;
   o.backend = b;
+  /* the ranks of a machine spread over its GPUs, one each where there are enough (then MPI ranks
+   * exchange device data through NCCL where it is built) */
+  rdx_info info;
+  info.size = sizeof info;
+  const int lr = b != RDX_BACKEND_CPU ? local_rank() : -1;
+  if (lr >= 0 && rdx_info_get(&info) == RDX_OK && info.n_gpus > 0) o.device = lr % info.n_gpus;
   rdx_context *ctx = NULL;
   rdx_status st = rdx_context_create(&o, &ctx);
   if (st != RDX_OK) {

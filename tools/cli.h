@@ -125,7 +125,8 @@ rdx_kind cli_parse_kind(const char *name, const char *s);
 void cli_kind_fits(rdx_kind kind, rdx_backend backend, const char *range_opt);
 const char *cli_dtype_name(rdx_dtype d);
 
-/* Open a context on the backend; dies with exit 2 when that backend cannot run here. */
+/* Open a context on the backend (under an MPI launcher, a GPU backend's context on GPU local rank
+ * modulo the machine's GPUs); dies with exit 2 when that backend cannot run here. */
 rdx_context *cli_context(rdx_backend b);
 /* Destroy a context from cli_context (also done for all of them at exit). */
 void cli_context_close(rdx_context *ctx);

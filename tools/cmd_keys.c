@@ -35,6 +35,7 @@ static const char usage[] =
     "batch, one sharded index is built over all ranks (rdx_dist_index_build: rows are positions in\n"
     "K, or R's), updated with its shares of I, IR and E (rdx_dist_index_insert, _erase), and rank 0\n"
     "writes the outputs, the same files as one process writes; --load and --save are refused there.\n"
+    "On a GPU backend the ranks of a machine take its GPUs in turn (local rank modulo the GPUs).\n"
     "Exit 0 on success, 2 with one line on stderr for bad input (also: a snapshot that is truncated,\n"
     "corrupted, of another kind or format; --backend optix with a kind that does not use ray\n"
     "tracing, or when OptiX cannot run here; --range with hash).\n";

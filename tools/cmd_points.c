@@ -27,7 +27,8 @@ static const char usage[] =
     "On success one line on stderr says what ran (--quiet: none); outputs appear only then.\n"
     "Under mpirun (or another MPI launcher) each rank reads its near-equal share of P and of the\n"
     "queries, one distributed index is built over all ranks (rdx_dist_points_build: ids are\n"
-    "positions in P), and rank 0 writes the outputs, the same files as one process writes.\n"
+    "positions in P), and rank 0 writes the outputs, the same files as one process writes. On a GPU\n"
+    "backend the ranks of a machine take its GPUs in turn (local rank modulo the GPUs).\n"
     "Exit 0 on success, 2 with one line on stderr for bad input (NaN or infinite coordinates, wrong\n"
     "shapes or dtypes, negative radius, k outside 1..1024, points outside --box, bad options).\n";
 
