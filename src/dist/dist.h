@@ -77,6 +77,13 @@ rdx_status rdx_comm_check_counts(rdx_comm *comm, const char *fn, const int64_t *
  * rank's sentence>" (its own leading "<fn>: " dropped). A failed transport is returned as it is,
  * on the ranks where it failed. */
 rdx_status rdx_comm_agree(rdx_comm *comm, const char *fn, rdx_status st);
+/* A phase's end in the index code: st agreed over the ranks (rdx_comm_agree, with the caller's
+ * comm and fn), and on failure `goto done`. */
+#define RDX_DIST_AGREE(st)                 \
+  do {                                     \
+    (st) = rdx_comm_agree(comm, fn, (st)); \
+    if ((st) != RDX_OK) goto done;         \
+  } while (0)
 
 /* ---- split.c: what the sharded indexes (keys.c, points.c) share ---- */
 
@@ -171,6 +178,9 @@ rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, const rdx_d
                                      const rdx_points_query *query, rdx_array in, rdx_result **out);
 /* A copy of n host 8-byte words in ctx's GPU memory (through the account) into *dev. */
 rdx_status rdx_dist_gpu_upload(rdx_context *ctx, const char *fn, const void *host, int64_t n, void **dev);
+/* n items of `item` bytes of device scratch (at least one item) through ctx's account into *ptr
+ * (a pointer to a pointer), or a sentence naming fn. */
+rdx_status rdx_dist_dev_take(rdx_context *ctx, const char *fn, void *ptr, int64_t n, size_t item);
 /* Let every GPU of the group's contexts reach the others' memory (peer access, and access to
  * their memory pools) where the hardware allows it; best effort, since copies work without it. */
 void rdx_dist_peers_enable(rdx_context *const *ctxs, int n);

@@ -260,12 +260,6 @@ rdx_status fetch_counts(rdx_context *ctx, const char *fn, const unsigned long lo
   return rdx_cuda_ok(ctx, cudaStreamSynchronize(s), fn);
 }
 
-/* Device scratch through the account, or a sentence naming fn. */
-rdx_status dev_take(rdx_context *ctx, const char *fn, void **p, int64_t n, size_t item) {
-  *p = NULL;
-  return rdx_mem_alloc(ctx, fn, p, (size_t)(n > 0 ? n : 1) * item, RDX_DEVICE);
-}
-
 /* A query batch's pieces grouped by shard: pass 1 and 2 over in (n items of COLS keys, device);
  * send_q and order (the pieces' query positions) allocated here, for *n_pieces pieces, counted
  * per shard in h_counts. Points know their number of pieces (n) before pass 1 ends, so both
@@ -281,8 +275,8 @@ rdx_status group_queries(rdx_context *ctx, const char *fn, const K *in, int64_t 
     *n_pieces = 0;
     for (int p = 0; p < size; p++) *n_pieces += (int64_t)h_counts[p];
   }
-  RDX_CHECK(dev_take(ctx, fn, send_q, *n_pieces, sizeof(K) * COLS));
-  RDX_CHECK(dev_take(ctx, fn, order, *n_pieces, 4));
+  RDX_CHECK(rdx_dist_dev_take(ctx, fn, send_q, *n_pieces, sizeof(K) * COLS));
+  RDX_CHECK(rdx_dist_dev_take(ctx, fn, order, *n_pieces, 4));
   RDX_CHECK((launch_partition<K, COLS, uint32_t, implied_value<uint32_t>>(ctx, fn, in, n, size, hashed, d_split, d_counts,
                                                                          (K *)*send_q, (uint32_t *)*order,
                                                                          implied_value<uint32_t>{0})));
@@ -305,12 +299,6 @@ rdx_status scatter(rdx_context *ctx, const char *fn, const uint64_t *back, const
 
 }  // namespace
 
-#define AGREE(st)                              \
-  do {                                         \
-    (st) = rdx_comm_agree(comm, fn, (st));     \
-    if ((st) != RDX_OK) goto done;             \
-  } while (0)
-
 extern "C" rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const rdx_index *shard, int hashed,
                                          const uint64_t *splitters, int what, rdx_array in, rdx_array out) {
   rdx_context *ctx = comm->ctx;
@@ -329,12 +317,12 @@ extern "C" rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const r
   rdx_status st = rdx_dist_take(ctx, fn, &counts, 2 * (int64_t)size, 8);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &h_counts, size, 8);
   if (st == RDX_OK && in.where != RDX_DEVICE) {
-    st = dev_take(ctx, fn, &q, n, item);
+    st = rdx_dist_dev_take(ctx, fn, &q, n, item);
     if (st == RDX_OK && n > 0) st = rdx_cuda_memcpy(ctx, q, in.data, (size_t)n * item);
   }
-  if (st == RDX_OK) st = dev_take(ctx, fn, &d_counts, 2 * (int64_t)size, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_counts, 2 * (int64_t)size, 8);
   if (st == RDX_OK && !hashed && size > 1) {
-    st = dev_take(ctx, fn, &d_split, size - 1, 8);
+    st = rdx_dist_dev_take(ctx, fn, &d_split, size - 1, 8);
     if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_split, splitters, (size_t)(size - 1) * 8);
   }
   if (st == RDX_OK) {
@@ -351,7 +339,7 @@ extern "C" rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const r
       st = group_queries<uint64_t, 2>(ctx, fn, (const uint64_t *)qd, n, size, hashed, ds, dc, h_counts, &send_q, &order, &n_pieces);
   }
   rdx_mem_free(ctx, q), q = NULL;
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 2. the pieces to their shards */
   {
@@ -360,10 +348,10 @@ extern "C" rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const r
     RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
     for (int p = 0; p < size; p++) m += recv[p];
     st = rdx_comm_check_counts(comm, fn, send, recv);
-    if (st == RDX_OK) st = dev_take(ctx, fn, &recv_q, m, item);
-    if (st == RDX_OK) st = dev_take(ctx, fn, &answers, m, 8);
-    if (st == RDX_OK) st = dev_take(ctx, fn, &back, n_pieces, 8);
-    AGREE(st);
+    if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &recv_q, m, item);
+    if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &answers, m, 8);
+    if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &back, n_pieces, 8);
+    RDX_DIST_AGREE(st);
     double t0 = rdx_now_ms();
     RDX_CHECK_GOTO(comm->ops->alltoallv_device(comm, send_q, send, recv_q, recv, item), st, done);
     ctx->dist_exchange_ms = rdx_now_ms() - t0;
@@ -376,7 +364,7 @@ extern "C" rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const r
          : what == RDX_DIST_GPU_COUNT ? rdx_index_lookup_count(ctx, shard, rq, ra)
                                       : rdx_index_range_count(ctx, shard, rq, ra);
     rdx_mem_free(ctx, recv_q), recv_q = NULL;
-    AGREE(st);
+    RDX_DIST_AGREE(st);
 
     /* 4. the answers back; for a host output, into the caller's order in a device buffer */
     t0 = rdx_now_ms();
@@ -384,11 +372,11 @@ extern "C" rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const r
     ctx->dist_exchange_ms += rdx_now_ms() - t0;
     rdx_mem_free(ctx, answers), answers = NULL;
     if (out.where != RDX_DEVICE) {
-      st = dev_take(ctx, fn, &answer, n, 8);
+      st = rdx_dist_dev_take(ctx, fn, &answer, n, 8);
       if (st == RDX_OK)
         st = scatter(ctx, fn, (const uint64_t *)back, (const uint32_t *)order, n_pieces, n, cols == 2, (uint64_t *)answer);
     }
-    AGREE(st);
+    RDX_DIST_AGREE(st);
   }
   /* 5. every rank has its answers: only now is the output written. A device output takes the
    * scatter itself, so the answers are written once; a launch that fails here (which nothing
@@ -447,8 +435,8 @@ rdx_status sample_keys(rdx_context *ctx, const char *fn, const void *keys, rdx_d
   if (s == 0) return RDX_OK;
   void *a = NULL, *b = NULL;
   cudaStream_t strm = rdx_stream(ctx);
-  rdx_status st = dev_take(ctx, fn, &a, s, 8);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &b, s, 8);
+  rdx_status st = rdx_dist_dev_take(ctx, fn, &a, s, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &b, s, 8);
   if (st == RDX_OK) {
     const uint64_t seed = 0x243F6A8885A308D3ull ^ (uint64_t)rank;
     unsigned blocks = rdx_grid(s, THREADS);
@@ -500,11 +488,11 @@ extern "C" rdx_status rdx_dist_gpu_build(rdx_comm *comm, const char *fn, rdx_arr
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &h_counts, size, 8);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &samples, size, 8);
   if (st == RDX_OK && keys.where != RDX_DEVICE) {
-    st = dev_take(ctx, fn, &dk, n, es);
+    st = rdx_dist_dev_take(ctx, fn, &dk, n, es);
     if (st == RDX_OK && n > 0) st = rdx_cuda_memcpy(ctx, dk, keys.data, (size_t)n * es);
   }
   if (st == RDX_OK && rows.data != NULL && rows.where != RDX_DEVICE) {
-    st = dev_take(ctx, fn, &dr, n, rs);
+    st = rdx_dist_dev_take(ctx, fn, &dr, n, rs);
     if (st == RDX_OK && n > 0) st = rdx_cuda_memcpy(ctx, dr, rows.data, (size_t)n * rs);
   }
   const void *kd = dk != NULL ? dk : keys.data, *rd = dr != NULL ? dr : rows.data;
@@ -522,19 +510,19 @@ extern "C" rdx_status rdx_dist_gpu_build(rdx_comm *comm, const char *fn, rdx_arr
     st = rdx_dist_take(ctx, fn, &sample, s_me, 8);
     if (st == RDX_OK) st = sample_keys(ctx, fn, kd, keys.dtype, n, s_me, rank, sample);
   }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 2. splitters (range kinds on several ranks), agreed within */
   if (split) {
     RDX_CHECK_GOTO(rdx_dist_splitters(comm, fn, samples, sample, s_me, splitters), st, done);
-    st = dev_take(ctx, fn, &d_split, size - 1, 8);
+    st = rdx_dist_dev_take(ctx, fn, &d_split, size - 1, 8);
     if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_split, splitters, (size_t)(size - 1) * 8);
   }
 
   /* 3. the pairs grouped by shard; this rank's copies of host inputs go once read */
-  if (st == RDX_OK) st = dev_take(ctx, fn, &d_counts, 2 * (int64_t)size, 8);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &send_k, n, es);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &send_r, n, rs);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_counts, 2 * (int64_t)size, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &send_k, n, es);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &send_r, n, rs);
   if (st == RDX_OK) {
     unsigned long long *dc = (unsigned long long *)d_counts;
     const uint64_t *ds = (const uint64_t *)d_split;
@@ -547,7 +535,7 @@ extern "C" rdx_status rdx_dist_gpu_build(rdx_comm *comm, const char *fn, rdx_arr
   }
   rdx_mem_free(ctx, dk), dk = NULL;
   rdx_mem_free(ctx, dr), dr = NULL;
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 4. the pairs to their shards */
   {
@@ -556,9 +544,9 @@ extern "C" rdx_status rdx_dist_gpu_build(rdx_comm *comm, const char *fn, rdx_arr
     RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
     for (int p = 0; p < size; p++) m += recv[p];
     st = rdx_comm_check_counts(comm, fn, send, recv);
-    if (st == RDX_OK) st = dev_take(ctx, fn, &recv_k, m, es);
-    if (st == RDX_OK) st = dev_take(ctx, fn, &recv_r, m, rs);
-    AGREE(st);
+    if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &recv_k, m, es);
+    if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &recv_r, m, rs);
+    RDX_DIST_AGREE(st);
     double t0 = rdx_now_ms();
     RDX_CHECK_GOTO(comm->ops->alltoallv_device(comm, send_k, send, recv_k, recv, es), st, done);
     RDX_CHECK_GOTO(comm->ops->alltoallv_device(comm, send_r, send, recv_r, recv, rs), st, done);
@@ -574,7 +562,7 @@ extern "C" rdx_status rdx_dist_gpu_build(rdx_comm *comm, const char *fn, rdx_arr
   st = rdx_index_build(ctx, rdx_device_array(recv_k, m, keys.dtype), rdx_device_array(recv_r, m, rv), opts, &shard);
   rdx_mem_free(ctx, recv_k), recv_k = NULL;
   rdx_mem_free(ctx, recv_r), recv_r = NULL;
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   *out = shard;
   shard = NULL;
 done:
@@ -592,6 +580,11 @@ done:
   rdx_mem_free(ctx, sample);
   rdx_mem_free(ctx, h_counts);
   return st;
+}
+
+extern "C" rdx_status rdx_dist_dev_take(rdx_context *ctx, const char *fn, void *ptr, int64_t n, size_t item) {
+  *(void **)ptr = NULL;
+  return rdx_mem_alloc(ctx, fn, (void **)ptr, (size_t)(n > 0 ? n : 1) * item, RDX_DEVICE);
 }
 
 /* ---- copies between the GPUs of a local group ---- */
@@ -645,8 +638,8 @@ extern "C" rdx_status rdx_dist_probe_exchange(rdx_comm *comm, int64_t bytes, dou
   void *send = NULL, *recv = NULL;
   int64_t *counts = NULL;
   rdx_status st = rdx_dist_take(ctx, fn, &counts, 2 * (int64_t)size, 8);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &send, part * size, 1);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &recv, part * size, 1);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &send, part * size, 1);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &recv, part * size, 1);
   if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemsetAsync(send, comm->rank + 1, (size_t)(part * size), rdx_stream(ctx)), fn);
   if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(rdx_stream(ctx)), fn);
   for (int p = 0; counts != NULL && p < 2 * size; p++) counts[p] = part;
@@ -746,7 +739,7 @@ extern "C" rdx_status rdx_dist_bench_check(rdx_context *ctx, uint64_t seed, int6
   void *d = NULL;
   unsigned long long h = 0;
   cudaStream_t s = rdx_stream(ctx);
-  RDX_CHECK(dev_take(ctx, fn, &d, 1, 8));
+  RDX_CHECK(rdx_dist_dev_take(ctx, fn, &d, 1, 8));
   rdx_status st = rdx_cuda_ok(ctx, cudaMemsetAsync(d, 0, 8, s), fn);
   if (st == RDX_OK && m > 0) {
     bench_check_kernel<<<bench_grid(m), THREADS, 0, s>>>(answers, m, first, seed, (uint64_t)n_total, row_base,

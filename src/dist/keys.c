@@ -182,12 +182,6 @@ static rdx_status check_dist_index(rdx_comm *comm, const char *fn, const rdx_dis
   return RDX_OK;
 }
 
-#define AGREE(st)                                   \
-  do {                                              \
-    (st) = rdx_comm_agree(comm, fn, (st));          \
-    if ((st) != RDX_OK) goto done;                  \
-  } while (0)
-
 /* ---- build ---- */
 
 /* The checks rdx_index_build makes before any work, made here so that a bad argument on one rank
@@ -252,13 +246,13 @@ static rdx_status route_pairs(rdx_comm *comm, const char *fn, const rdx_dist_ind
       put_key(send_keys, d->dtype, at, k64[i]);
       send_rows[at] = r64[i];
     }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   for (int p = 0; p < size; p++) *m += recv[p];
   st = rdx_comm_check_counts(comm, fn, send, recv);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, recv_keys, *m, es);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, recv_rows, *m, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, *recv_keys, recv, es), st, done);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_rows, send, *recv_rows, recv, 8), st, done);
 done:
@@ -296,7 +290,7 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
   if (st == RDX_OK && (d = (rdx_dist_index *)calloc(1, sizeof *d)) == NULL)
     st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the handle", fn);
   if (st == RDX_OK && o.kind != RDX_KIND_HASH) st = rdx_dist_take(ctx, fn, &d->splitters, size - 1, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 2. every rank's call, dtype, kind and options, compared; the path */
   me.op = OP_BUILD;
@@ -332,7 +326,7 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
       st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT,
                     "%s: row_ids[%lld] is 2^64-1, the miss marker RDX_MISS, which no row may have", fn, (long long)first);
   }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   if (gpu) {
     /* 4, 5 on the GPUs: splitters, the pairs to their shards, the shard (agreed within) */
@@ -345,7 +339,7 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
     /* implied rows: positions in the ranks' inputs concatenated in rank order */
     if (st == RDX_OK && !have_rows)
       for (int64_t i = 0; i < n; i++) r64[i] = (uint64_t)(offset + i);
-    AGREE(st);
+    RDX_DIST_AGREE(st);
     if (!d->hashed && size > 1) RDX_CHECK_GOTO(rdx_dist_splitters(comm, fn, send, k64, n, d->splitters), st, done);
 
     /* 5. the pairs to their shards */
@@ -357,7 +351,7 @@ rdx_status rdx_dist_index_build(rdx_comm *comm, rdx_array keys, rdx_array row_id
 
     /* 6. each rank's shard, an ordinary index of its context */
     st = rdx_index_build(ctx, rdx_host_array(recv_keys, m, keys.dtype), rdx_host_array(recv_rows, m, RDX_U64), &o, &shard);
-    AGREE(st);
+    RDX_DIST_AGREE(st);
   }
   d->shard = shard;
   shard = NULL;
@@ -450,7 +444,7 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   }
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &counts, 5 * (int64_t)size, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 2. the same call on the same index everywhere */
   me.op = op;
@@ -498,14 +492,14 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
         piece_query[at] = i;
       }
     }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
   st = rdx_comm_check_counts(comm, fn, send, recv);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_q, m * cols, es);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &answers, m, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_q, send, recv_q, recv, es * (size_t)cols), st, done);
 
   /* 4. each shard answers the pieces it got */
@@ -524,7 +518,7 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   if (st == RDX_OK && alloc)
     for (int64_t j = 0; j < m; j++) answers[j] = shard_res->offsets[j + 1] - shard_res->offsets[j];
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &answer, n, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   /* one answer a piece, back the way it came */
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, answers, recv, back, send, 8), st, done);
   uint64_t total = 0;
@@ -542,7 +536,7 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
     if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &rows_back, (int64_t)total, 8);
     if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &rows, (int64_t)total, 8);
     if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &filled, n, 8);
-    AGREE(st);
+    RDX_DIST_AGREE(st);
     /* the shard's rows are in piece order, so grouped by the rank that asked */
     RDX_CHECK_GOTO(comm->ops->alltoallv(comm, shard_res->row_ids, rsend, rows_back, rrecv, 8), st, done);
   }
@@ -577,7 +571,7 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
       }
     st = rdx_dist_result(ctx, fn, n, in.where, answer, rows, &res);
   }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   /* every rank has its answers: only now are the outputs written */
   if (alloc) {
     *out_r = res;
@@ -814,7 +808,7 @@ rdx_status rdx_dist_index_insert(rdx_comm *comm, rdx_dist_index *idx, rdx_array 
       st = build_shard(ctx, d, pair_keys, pair_rows, n_old + m, &fresh);
     }
   }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 5. every rank has its fresh shard: swap them in (nothing here can fail) */
   if (fresh != NULL) {
@@ -870,13 +864,13 @@ rdx_status rdx_dist_index_erase(rdx_comm *comm, rdx_dist_index *idx, rdx_array k
   st = rdx_dist_take(ctx, fn, &send_keys, n, 8);
   if (st == RDX_OK)
     for (int64_t i = 0; i < n; i++) send_keys[cursor[shard_of(d, size, k64[i])]++] = k64[i];
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
   st = rdx_comm_check_counts(comm, fn, send, recv);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_keys, m, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, recv_keys, recv, 8), st, done);
   rdx_mem_free(ctx, send_keys), send_keys = NULL;
   rdx_mem_free(ctx, k64), k64 = NULL;
@@ -896,7 +890,7 @@ rdx_status rdx_dist_index_erase(rdx_comm *comm, rdx_dist_index *idx, rdx_array k
     removed = n_old - kept;
     if (st == RDX_OK && removed > 0) st = build_shard(ctx, d, pair_keys, pair_rows, kept, &fresh);
   }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   /* every rank's count, for the total (in the cursor's place, no longer needed) */
   RDX_CHECK_GOTO(comm->ops->allgather(comm, &removed, cursor, 8), st, done);
 

@@ -132,12 +132,6 @@ static rdx_status compare(rdx_comm *comm, const char *fn, const desc *all) {
   return RDX_OK;
 }
 
-#define AGREE(st)                          \
-  do {                                     \
-    (st) = rdx_comm_agree(comm, fn, (st)); \
-    if ((st) != RDX_OK) goto done;         \
-  } while (0)
-
 /* ---- helpers ---- */
 
 /* A host copy of a's bytes (count x columns elements), read from the device where it lives. */
@@ -302,20 +296,20 @@ static rdx_status check_unique(rdx_comm *comm, const char *fn, const uint64_t *i
     for (int64_t p = 0, at = 0; p < size; at += sc[p], p++) cur[p] = at;
     for (int64_t i = 0; i < n; i++) send[cur[(rdx_hash_mix64(ids[i]) & 0xFFFFFFFFull) * (uint64_t)size >> 32]++] = ids[i];
   }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, sc, rc), st, done);
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += rc[p];
   st = rdx_comm_check_counts(comm, fn, sc, rc);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv, m, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send, sc, recv, rc, 8), st, done);
   qsort(recv, (size_t)m, 8, rdx_dist_cmp_u64);
   for (int64_t i = 1; i < m && st == RDX_OK; i++)
     if (recv[i] == recv[i - 1])
       st = rdx_fail(ctx, RDX_ERR_INVALID_ARGUMENT, "%s: id %llu is given twice (ids must be unique over all ranks)", fn,
                     (unsigned long long)recv[i]);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 done:
   rdx_mem_free(ctx, cnt);
   rdx_mem_free(ctx, send);
@@ -486,7 +480,7 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->splitters, size, 8);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->boxes, 4 * (int64_t)size, 8);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->counts, size, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 2. every rank's call, dtype and options, compared */
   me.op = OP_BUILD;
@@ -546,7 +540,7 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
   st = rdx_dist_take(ctx, fn, &codes, n, 8);
   if (st == RDX_OK)
     for (int64_t i = 0; i < n; i++) codes[i] = rdx_dist_code_of(d->box, at_d(raw, points.dtype, 2 * i), at_d(raw, points.dtype, 2 * i + 1));
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   if (size > 1) RDX_CHECK_GOTO(rdx_dist_splitters(comm, fn, send, codes, n, d->splitters), st, done);
 
   /* 4. the points to their owners */
@@ -561,14 +555,14 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
       memcpy((char *)send_p + (size_t)at * 2 * es, (const char *)raw + (size_t)i * 2 * es, 2 * es);
       send_g[at] = gid[i];
     }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
   st = rdx_comm_check_counts(comm, fn, send, recv);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_p, 2 * m, es);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_g, m, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_p, send, recv_p, recv, 2 * es), st, done);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_g, send, recv_g, recv, 8), st, done);
   rdx_mem_free(ctx, send_p), send_p = NULL;
@@ -579,7 +573,7 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
   /* 5. the shard over the index's whole box (so a point may later move anywhere in it), and this
    * rank's maps: shard id j is received point j, after they are put in id order */
   st = order_by_id(ctx, fn, recv_g, recv_p, m, 2 * es);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   rdx_points_options so = o;
   so.use_box = true;
   memcpy(so.box, d->box, sizeof so.box);
@@ -593,7 +587,7 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
     }
     d->n_slots = m;
   }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 6. the partition table: every rank's count and tight box */
   {
@@ -605,7 +599,7 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
       mine[3] = fmax(mine[3], d->xy[2 * j + 1]);
     }
     st = rdx_dist_take(ctx, fn, &every, 5 * (int64_t)size, 8);
-    AGREE(st);
+    RDX_DIST_AGREE(st);
     st = comm->ops->allgather(comm, mine, every, sizeof mine);
     if (st == RDX_OK)
       for (int r = 0; r < size; r++) {
@@ -812,7 +806,7 @@ static rdx_status round_trip(rdx_comm *comm, const char *fn, const rdx_dist_poin
       t->piece_query[at] = piece_q[j];
     }
   }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
@@ -820,11 +814,11 @@ static rdx_status round_trip(rdx_comm *comm, const char *fn, const rdx_dist_poin
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_q, m, row);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_b, m, 8);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &acounts, m, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_q, send, recv_q, recv, row), st, done);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_b, send, recv_b, recv, 8), st, done);
   st = answer(d, fn, q, recv_q, recv_b, m, acounts, &aitems);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, acounts, recv, t->back, send, 8), st, done);
   uint64_t total = 0;
   for (int p = 0, j = 0; p < size; p++) {
@@ -838,7 +832,7 @@ static rdx_status round_trip(rdx_comm *comm, const char *fn, const rdx_dist_poin
   }
   st = rdx_comm_check_counts(comm, fn, rsend, rrecv);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &t->items, (int64_t)total, item);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, aitems, rsend, t->items, rrecv, item), st, done);
 done:
   if (st != RDX_OK) trip_free(ctx, t);
@@ -967,7 +961,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
   if (st == RDX_OK && !me.gpu) st = read_queries(ctx, fn, &q, queries, &qraw, &qd);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &answer, n, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 2. the same call, index, dtype and query everywhere */
   me.op = OP_QUERY;
@@ -990,7 +984,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
         if (d->l2g[j] != RDX_MISS) d->l2g_ascending = last < 0 || d->l2g[last] < d->l2g[j], last = j;
     }
     if (st == RDX_OK && d->xy_dev == NULL) st = rdx_dist_gpu_upload(ctx, fn, d->xy, 2 * d->n_slots, (void **)&d->xy_dev);
-    AGREE(st);
+    RDX_DIST_AGREE(st);
     const rdx_dist_gpu_points gp = {dp->shard, dp->boxes, dp->box, dp->counts, dp->splitters,
                                     dp->l2g_dev, dp->xy_dev, rdx_points_count(dp->shard), dp->l2g_ascending};
     st = rdx_dist_gpu_points_query(comm, fn, &gp, &q, queries, &res);
@@ -999,7 +993,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
   }
   if (qraw == NULL) {
     st = read_queries(ctx, fn, &q, queries, &qraw, &qd);
-    AGREE(st);
+    RDX_DIST_AGREE(st);
   }
 
   /* 3. pieces: to every rank whose box the query meets; kNN: first to one rank, then the rest */
@@ -1018,13 +1012,13 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
         st = rdx_dist_take(ctx, fn, &prank, n_pieces, sizeof(int));
         if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &pq, n_pieces, 8);
         if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &bound, n_pieces, 8);
-        AGREE(st);
+        RDX_DIST_AGREE(st);
       }
     }
     for (int64_t j = 0; j < n_pieces; j++) bound[j] = INFINITY;
     RDX_CHECK_GOTO(round_trip(comm, fn, dp, &q, qraw, n_pieces, prank, pq, bound, 8, answer_plain, &t1), st, done);
     st = group(ctx, fn, n, &t1, NULL, 8, &offs, &grouped);
-    AGREE(st);
+    RDX_DIST_AGREE(st);
     /* ranks' ids interleave: each query's ids sorted, as one index gives them */
     rows = (uint64_t *)grouped;
     for (int64_t i = 0; i < n; i++) {
@@ -1038,7 +1032,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
     if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &pq, n * (int64_t)size, 8);
     if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &bound, n * (int64_t)size, 8);
     if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &first, n, sizeof(int));
-    AGREE(st);
+    RDX_DIST_AGREE(st);
     for (int64_t i = 0; i < n1; i++) {
       int p = owner_of(dp, qd[4 * i], qd[4 * i + 1]);
       if (dp->counts[p] == 0) {
@@ -1057,7 +1051,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
     }
     RDX_CHECK_GOTO(round_trip(comm, fn, dp, &q, qraw, n1, prank, pq, bound, sizeof(cand), answer_knn, &t1), st, done);
     st = group(ctx, fn, n, &t1, NULL, sizeof(cand), &offs, &grouped);
-    AGREE(st);
+    RDX_DIST_AGREE(st);
     /* round 2: every other rank whose box lies within the k-th distance found so far */
     int64_t n2 = 0;
     for (int64_t i = 0; i < n1; i++) {
@@ -1083,7 +1077,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
       kept += (int64_t)(got < (uint64_t)q.k ? got : (uint64_t)q.k);
     }
     if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &rows, kept, 8);
-    AGREE(st);
+    RDX_DIST_AGREE(st);
     /* merged: the k smallest by (distance, id); candidates are distinct points (each rank's
      * points once, and each rank asked once per query) */
     for (int64_t i = 0, at = 0; i < n; i++) {
@@ -1095,7 +1089,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
     }
   }
   st = rdx_dist_result(ctx, fn, n, queries.where, answer, rows, &res);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   *out = res;
   res = NULL;
 done:
@@ -1165,7 +1159,7 @@ static rdx_status gather_batch(rdx_comm *comm, const char *fn, const rdx_dist_po
   if (st == RDX_OK && gids) st = rdx_dist_take(ctx, fn, &mine, (int64_t)b->mark_bytes, 1);
   if (st == RDX_OK && gids) st = rdx_dist_take(ctx, fn, &sorted, b->total, 8);
   if (st == RDX_OK && gids) st = rdx_dist_take(ctx, fn, &b->row_of, b->total, 8);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   if (gids) RDX_CHECK_GOTO(comm->ops->allgatherv(comm, gids, b->cnt, b->g, 8), st, done);
   if (praw) RDX_CHECK_GOTO(comm->ops->allgatherv(comm, praw, b->cnt, b->p, 2 * es), st, done);
   if (gids == NULL) goto done;
@@ -1315,7 +1309,7 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
   if (st == RDX_OK)
     for (int64_t i = 0; i < n; i++) gids[i] = at_id(idraw, ids.dtype, i);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   me.op = OP_MOVE;
   me.dtype = points.dtype;
   me.kind = dp->kind;
@@ -1380,7 +1374,7 @@ rdx_status rdx_dist_points_move(rdx_comm *comm, rdx_dist_points *dp, rdx_array i
       }
     }
   }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 4. the shard updates, each agreed; a failure undoes what succeeded (see above) */
   st = rdx_points_move(ctx, dp->shard, rdx_host_array(stay_l, n_stay, RDX_U64), rdx_host_matrix(stay_new, n_stay, 2, dp->dtype));
@@ -1509,7 +1503,7 @@ rdx_status rdx_dist_points_insert(rdx_comm *comm, rdx_dist_points *dp, rdx_array
   const int64_t n = points.count;
 
   rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(update_args(comm, fn, OP_INSERT, dp, rdx_no_array(), points, n, NULL, &praw, all), st, done);
   drop_l2g_dev(dp);
   RDX_CHECK_GOTO(gather_batch(comm, fn, dp, all, NULL, praw, &bt), st, done);
@@ -1534,7 +1528,7 @@ rdx_status rdx_dist_points_insert(rdx_comm *comm, rdx_dist_points *dp, rdx_array
         memcpy((char *)in_p + (size_t)b * (size_t)es2, (const char *)bt.p + (size_t)t * (size_t)es2, (size_t)es2);
         in_g[b++] = dp->id_end + (uint64_t)t;
       }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   /* one shard update; undone by erasing what it inserted when another rank failed */
   st = rdx_points_insert(ctx, dp->shard, rdx_host_matrix(in_p, n_in, 2, dp->dtype), &first_in);
   const int did = st == RDX_OK;
@@ -1587,7 +1581,7 @@ rdx_status rdx_dist_points_erase(rdx_comm *comm, rdx_dist_points *dp, rdx_array 
   const int64_t n = ids.count;
 
   rdx_status st = rdx_dist_take(ctx, fn, &all, size, sizeof(desc));
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(update_args(comm, fn, OP_ERASE, dp, ids, rdx_no_array(), n, &gids, NULL, all), st, done);
   drop_l2g_dev(dp);
   RDX_CHECK_GOTO(gather_batch(comm, fn, dp, all, gids, NULL, &bt), st, done);
@@ -1604,7 +1598,7 @@ rdx_status rdx_dist_points_erase(rdx_comm *comm, rdx_dist_points *dp, rdx_array 
         put_d(out_old, dp->dtype, 2 * c + 1, dp->xy[2 * l + 1]);
         c++;
       }
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   /* one shard update; undone by inserting the points again when another rank failed */
   st = rdx_points_erase(ctx, dp->shard, rdx_host_array(out_l, n_out, RDX_U64));
   const int did = st == RDX_OK;

@@ -309,12 +309,6 @@ unsigned capped_grid(int64_t n) {
   return b > 8192 ? 8192 : b;
 }
 
-/* Device scratch through the account, or a sentence naming fn. */
-rdx_status dev_take(rdx_context *ctx, const char *fn, void *p, int64_t n, size_t item) {
-  *(void **)p = NULL;
-  return rdx_mem_alloc(ctx, fn, (void **)p, (size_t)(n > 0 ? n : 1) * item, RDX_DEVICE);
-}
-
 /* The host path's sentence for query row `row` (points.c checks the same, in the same order). */
 rdx_status bad_row(rdx_context *ctx, const char *fn, rdx_array in, int32_t type, int64_t row) {
   const int cols = in.columns;
@@ -332,12 +326,6 @@ rdx_status bad_row(rdx_context *ctx, const char *fn, rdx_array in, int32_t type,
   return rdx_fail(ctx, RDX_ERR_INTERNAL, "%s: queries row %lld was refused on the GPU but passes on the host", fn,
                   (long long)row);
 }
-
-#define AGREE(st)                          \
-  do {                                     \
-    (st) = rdx_comm_agree(comm, fn, (st)); \
-    if ((st) != RDX_OK) goto done;         \
-  } while (0)
 
 /* What one round leaves on the asking rank: its pieces (the query of each, in the order they
  * went), how many items each brought back, and the items packed in that order. */
@@ -376,8 +364,8 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
   /* 1. routes and pieces */
   rdx_status st = rdx_dist_take(ctx, fn, &h, 6 * (int64_t)size + 1, 8);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &hs, size + 1, 8);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &small, 2 * (int64_t)size + 1, 8); /* counts, bad; then starts, cursors */
-  if (st == RDX_OK) st = dev_take(ctx, fn, &mask, n, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &small, 2 * (int64_t)size + 1, 8); /* counts, bad; then starts, cursors */
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &mask, n, 8);
   if (st == RDX_OK) {
     unsigned long long *counts = (unsigned long long *)small, *bad = counts + size;
     st = rdx_cuda_ok(ctx, cudaMemsetAsync(small, 0, (size_t)size * 8, s), fn);
@@ -394,10 +382,10 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
   if (st == RDX_OK) {
     for (int p = 0; p < size; p++) h[p] = (int64_t)hs[p];
     t->np = rdx_dist_scan(h, size, h + 4 * size);
-    st = dev_take(ctx, fn, &t->piece_q, t->np, 4);
+    st = rdx_dist_dev_take(ctx, fn, &t->piece_q, t->np, 4);
   }
-  if (st == RDX_OK) st = dev_take(ctx, fn, &send_q, t->np, row);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &send_b, t->np, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &send_q, t->np, row);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &send_b, t->np, 8);
   if (st == RDX_OK && n > 0) {
     unsigned long long *start = (unsigned long long *)small, *cursor = start + size + 1;
     for (int p = 0; p < size; p++) hs[p] = (unsigned long long)h[4 * size + p];
@@ -411,7 +399,7 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
     if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(s), fn); /* hs is read by the copy above */
   }
   rdx_mem_free(ctx, mask), mask = NULL;
-  AGREE(st);
+  RDX_DIST_AGREE(st);
 
   /* 2. the pieces to their ranks */
   {
@@ -420,10 +408,10 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
     m = rdx_dist_scan(recv, size, bounds);
     bounds[size] = m;
     st = rdx_comm_check_counts(comm, fn, send, recv);
-    if (st == RDX_OK) st = dev_take(ctx, fn, &recv_q, m, row);
-    if (st == RDX_OK && knn) st = dev_take(ctx, fn, &recv_b, m, 8);
-    if (st == RDX_OK) st = dev_take(ctx, fn, &t->back, t->np, 8);
-    AGREE(st);
+    if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &recv_q, m, row);
+    if (st == RDX_OK && knn) st = rdx_dist_dev_take(ctx, fn, &recv_b, m, 8);
+    if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &t->back, t->np, 8);
+    RDX_DIST_AGREE(st);
     t0 = rdx_now_ms();
     RDX_CHECK_GOTO(comm->ops->alltoallv_device(comm, send_q, send, recv_q, recv, row), st, done);
     if (knn) RDX_CHECK_GOTO(comm->ops->alltoallv_device(comm, send_b, send, recv_b, recv, 8), st, done);
@@ -439,7 +427,7 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
         map_kernel<<<capped_grid((int64_t)res->total), kThreads, 0, s>>>(res->row_ids, (int64_t)res->total, sv->l2g);
         st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
       }
-      if (st == RDX_OK) st = dev_take(ctx, fn, &acounts, m, 8);
+      if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &acounts, m, 8);
       if (st == RDX_OK && m > 0) {
         piece_counts_kernel<<<capped_grid(m), kThreads, 0, s>>>((const uint64_t *)aoffs, m, (uint64_t *)acounts);
         st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
@@ -448,10 +436,10 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
       void *d_next = NULL;
       unsigned long long n_ext = 0;
       uint64_t total = 0;
-      st = dev_take(ctx, fn, &ext_of, m, 8);
-      if (st == RDX_OK) st = dev_take(ctx, fn, &kthv, m, 8);
-      if (st == RDX_OK) st = dev_take(ctx, fn, &wq, 3 * m, sizeof(T));
-      if (st == RDX_OK) st = dev_take(ctx, fn, &d_next, 1, 8);
+      st = rdx_dist_dev_take(ctx, fn, &ext_of, m, 8);
+      if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &kthv, m, 8);
+      if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &wq, 3 * m, sizeof(T));
+      if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_next, 1, 8);
       if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemsetAsync(d_next, 0, 8, s), fn);
       /* ids in the index's order: the shard's own k nearest are the ones to send (ext_of all -1) */
       if (st == RDX_OK && sv->ascending) st = rdx_cuda_ok(ctx, cudaMemsetAsync(ext_of, 0xFF, (size_t)(m > 0 ? m : 1) * 8, s), fn);
@@ -468,8 +456,8 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
         wi.type = RDX_POINTS_WITHIN;
         st = rdx_points_query_alloc(ctx, sv->shard, rdx_device_matrix(wq, (int64_t)n_ext, 3, in.dtype), &wi, &res2);
       }
-      if (st == RDX_OK) st = dev_take(ctx, fn, &acounts, m, 8);
-      if (st == RDX_OK) st = dev_take(ctx, fn, &aoffs, m + 1, 8);
+      if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &acounts, m, 8);
+      if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &aoffs, m + 1, 8);
       for (int pass = 0; pass < 2 && st == RDX_OK; pass++) {
         if (m > 0) {
           knn_cands_kernel<T><<<capped_grid(m), kThreads, 0, s>>>(
@@ -479,7 +467,7 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
           st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
         }
         if (st == RDX_OK && pass == 0) st = rdx_csr_scan_cuda(ctx, (const uint64_t *)acounts, m, (uint64_t *)aoffs, &total);
-        if (st == RDX_OK && pass == 0) st = dev_take(ctx, fn, &aitems, (int64_t)total, sizeof(cand));
+        if (st == RDX_OK && pass == 0) st = rdx_dist_dev_take(ctx, fn, &aitems, (int64_t)total, sizeof(cand));
       }
     }
     /* each asking rank's items: its pieces' span of the answers; the wait also makes acounts and
@@ -489,7 +477,7 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
     if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(s), fn);
     if (st == RDX_OK)
       for (int p = 0; p < size; p++) rsend[p] = (int64_t)(hs[p + 1] - hs[p]);
-    AGREE(st);
+    RDX_DIST_AGREE(st);
 
     /* 4. the counts and the items back to the ranks that asked */
     t0 = rdx_now_ms();
@@ -498,8 +486,8 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
     RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, rsend, rrecv), st, done);
     for (int p = 0; p < size; p++) t->n_items += rrecv[p];
     st = rdx_comm_check_counts(comm, fn, rsend, rrecv);
-    if (st == RDX_OK) st = dev_take(ctx, fn, &t->items, t->n_items, item);
-    AGREE(st);
+    if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &t->items, t->n_items, item);
+    RDX_DIST_AGREE(st);
     t0 = rdx_now_ms();
     RDX_CHECK_GOTO(comm->ops->alltoallv_device(comm, aitems, rsend, t->items, rrecv, item), st, done);
     ctx->dist_exchange_ms += rdx_now_ms() - t0;
@@ -537,9 +525,9 @@ rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip *ts, in
   int64_t most = 0;
   *offs = *rows = NULL;
   for (int w = 0; w < nt; w++) most = ts[w].np > most ? ts[w].np : most;
-  rdx_status st = dev_take(ctx, fn, &cnt, n, 8);
-  if (st == RDX_OK) st = dev_take(ctx, fn, offs, n + 1, 8);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &istart, most + 1, 8);
+  rdx_status st = rdx_dist_dev_take(ctx, fn, &cnt, n, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, offs, n + 1, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &istart, most + 1, 8);
   if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemsetAsync(cnt, 0, (size_t)(n > 0 ? n : 1) * 8, s), fn);
   for (int w = 0; w < nt && st == RDX_OK; w++)
     if (ts[w].np > 0) {
@@ -548,7 +536,7 @@ rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip *ts, in
       st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
     }
   if (st == RDX_OK) st = rdx_csr_scan_cuda(ctx, (const uint64_t *)cnt, n, (uint64_t *)*offs, total);
-  if (st == RDX_OK) st = dev_take(ctx, fn, rows, (int64_t)*total, 8 * (size_t)words);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, rows, (int64_t)*total, 8 * (size_t)words);
   if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemsetAsync(cnt, 0, (size_t)(n > 0 ? n : 1) * 8, s), fn);
   uint64_t got = 0;
   for (int w = 0; w < nt && st == RDX_OK; w++) {
@@ -560,7 +548,7 @@ rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip *ts, in
                     (unsigned long long)items);
     if (st == RDX_OK && ts[w].np > 0 && merge) {
       /* cnt, zero again, counts each query's pieces */
-      st = dev_take(ctx, fn, &qp, n * (int64_t)size, 8);
+      st = rdx_dist_dev_take(ctx, fn, &qp, n * (int64_t)size, 8);
       if (st == RDX_OK) {
         list_kernel<<<capped_grid(ts[w].np), kThreads, 0, s>>>((const uint32_t *)ts[w].piece_q, (const uint64_t *)ts[w].back,
                                                                ts[w].np, size, (unsigned int *)cnt, (int64_t *)qp);
@@ -600,10 +588,10 @@ rdx_status sort_cands(rdx_context *ctx, const char *fn, int64_t n, const void *o
   const int64_t nt = (int64_t)total;
   const uint64_t *o = (const uint64_t *)offs;
   *d2bits = *gid = NULL;
-  rdx_status st = dev_take(ctx, fn, d2bits, nt, 8);
-  if (st == RDX_OK) st = dev_take(ctx, fn, gid, nt, 8);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &d2b, nt, 8);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &gidb, nt, 8);
+  rdx_status st = rdx_dist_dev_take(ctx, fn, d2bits, nt, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, gid, nt, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d2b, nt, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &gidb, nt, 8);
   if (st == RDX_OK && nt > 0) {
     split_kernel<<<capped_grid(nt), kThreads, 0, s>>>((const cand *)cands, nt, (uint64_t *)*d2bits, (uint64_t *)*gid);
     st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
@@ -651,18 +639,18 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
 
   rdx_status st = RDX_OK;
   if (in.where != RDX_DEVICE) {
-    st = dev_take(ctx, fn, &q, n, row);
+    st = rdx_dist_dev_take(ctx, fn, &q, n, row);
     if (st == RDX_OK && n > 0) st = rdx_cuda_memcpy(ctx, q, in.data, (size_t)n * row);
   }
-  if (st == RDX_OK) st = dev_take(ctx, fn, &d_boxes, 4 * (int64_t)size, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_boxes, 4 * (int64_t)size, 8);
   if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_boxes, boxes, (size_t)size * 32);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &d_box, 4, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_box, 4, 8);
   if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_box, box, 32);
-  if (st == RDX_OK) st = dev_take(ctx, fn, &d_split, size, 8);
+  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_split, size, 8);
   if (st == RDX_OK && size > 1) st = rdx_cuda_memcpy(ctx, d_split, splitters, (size_t)(size - 1) * 8);
-  if (st == RDX_OK && knn) st = dev_take(ctx, fn, &first, n, sizeof(int));
-  if (st == RDX_OK && knn) st = dev_take(ctx, fn, &kth, n, 8);
-  AGREE(st);
+  if (st == RDX_OK && knn) st = rdx_dist_dev_take(ctx, fn, &first, n, sizeof(int));
+  if (st == RDX_OK && knn) st = rdx_dist_dev_take(ctx, fn, &kth, n, 8);
+  RDX_DIST_AGREE(st);
   /* every shard's ids in the index's order: the ids of window, within and match are merged */
   RDX_CHECK_GOTO(comm->ops->allreduce_min_int(comm, &ascending), st, done);
   {
@@ -688,7 +676,7 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
       rdx_mem_free(ctx, rows), rows = NULL;
       rdx_mem_free(ctx, d2bits), d2bits = NULL;
       rdx_mem_free(ctx, gid), gid = NULL;
-      AGREE(st);
+      RDX_DIST_AGREE(st);
       RDX_CHECK_GOTO(round_trip<T>(comm, fn, sv, query, in, qd, (const double *)d_boxes, nonempty, (const double *)d_box,
                                    (const uint64_t *)d_split, (const double *)kth, (int *)first, &t2),
                      st, done);
@@ -700,15 +688,15 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
       trip_free(ctx, &t2);
       if (st == RDX_OK) st = sort_cands(ctx, fn, n, offs, rows, total, &d2bits, &gid);
       rdx_mem_free(ctx, rows), rows = NULL;
-      if (st == RDX_OK) st = dev_take(ctx, fn, &cnt, n, 8);
-      if (st == RDX_OK) st = dev_take(ctx, fn, &final_offs, n + 1, 8);
+      if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &cnt, n, 8);
+      if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &final_offs, n + 1, 8);
       if (st == RDX_OK && n > 0) {
         take_kernel<<<capped_grid(n), kThreads, 0, s>>>((const uint64_t *)offs, n, query->k, (const uint64_t *)gid, (uint64_t *)cnt,
                                                         NULL, NULL);
         st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
       }
       if (st == RDX_OK) st = rdx_csr_scan_cuda(ctx, (const uint64_t *)cnt, n, (uint64_t *)final_offs, &total);
-      if (st == RDX_OK) st = dev_take(ctx, fn, &final_rows, (int64_t)total, 8);
+      if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &final_rows, (int64_t)total, 8);
       if (st == RDX_OK && n > 0) {
         take_kernel<<<capped_grid(n), kThreads, 0, s>>>((const uint64_t *)offs, n, query->k, (const uint64_t *)gid, NULL,
                                                         (const uint64_t *)final_offs, (uint64_t *)final_rows);
@@ -736,7 +724,7 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
     }
   }
   if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaStreamSynchronize(s), fn);
-  AGREE(st);
+  RDX_DIST_AGREE(st);
   *out = r;
   r = NULL;
 done:
@@ -772,7 +760,7 @@ extern "C" rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, 
 
 extern "C" rdx_status rdx_dist_gpu_upload(rdx_context *ctx, const char *fn, const void *host, int64_t n, void **dev) {
   void *p = NULL;
-  RDX_CHECK(dev_take(ctx, fn, &p, n, 8));
+  RDX_CHECK(rdx_dist_dev_take(ctx, fn, &p, n, 8));
   rdx_status st = n > 0 ? rdx_cuda_memcpy(ctx, p, host, (size_t)n * 8) : RDX_OK;
   if (st != RDX_OK) {
     rdx_mem_free(ctx, p);
