@@ -8,7 +8,9 @@
 # GPUs: 1.7e8 taxi points, 2^18 queries of each type). Sourced by scripts/gpu-check.sh (step
 # "gpus") with RDX, OUT, log and bench. GPUS_LIST, GPUS_N, GPUS_M, GPUS_X, GPUS_POINTS,
 # GPUS_QUERIES, GPUS_SIZE shrink it (a one-GPU machine runs ranks that share it); GPUS_BIG sizes
-# the index larger than one GPU.
+# the index larger than one GPU (a list of factors: one row each); GPUS_PARTS ("keys points" by
+# default) picks the halves, so that a device call of 10 minutes can take each; GPUS_HOST=1 adds the
+# host path's rows (hundreds of times slower than the device path, seconds a lookup batch).
 ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 nvidia-smi topo -m > "$OUT/logs/topo.txt" 2>&1 # which GPUs NVLink joins (NV<n>) and which PCIe
 list=1
@@ -18,9 +20,12 @@ list=${GPUS_LIST:-$list}
 gn=${GPUS_N:-2^27}
 gm=${GPUS_M:-2^28}
 gx=${GPUS_X:-2^30}
+parts=" ${GPUS_PARTS:-keys points} "
+if [[ $parts == *" keys "* ]]; then
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --exchange "$gx"
 bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --weak
-bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --host-path
+[ "${GPUS_HOST:-0}" = 1 ] &&
+  bench keys_gpus bench keys --gpus "$list" --kind sorted --dtype u32 --n "$gn" --lookups "$gm" --reps 3 --host-path
 if [ "$ng" -ge 2 ]; then
   # the same exchange between MPI processes, one GPU each (NCCL where the build has it), in this run
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np "$ng" "$RDX" bench keys --gpus "$ng" \
@@ -32,10 +37,15 @@ if [ "$ng" -ge 4 ]; then
   # GPUS_BIG (default 1.4) times one GPU's memory, its keys made on the GPUs (peak about 0.8 of
   # each GPU's memory during the shard builds)
   mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1) # MiB
-  big=$(awk -v m="$mem" -v f="${GPUS_BIG:-1.4}" 'BEGIN { printf "%.0f", f * m * 1048576 / 20 }')
-  bench keys_gpus bench keys --gpus "$ng" --kind hash --load-factor 0.8 --dtype u64 --n "$big" --lookups 2^28 \
-    --reps 3 --device-input
+  for f in ${GPUS_BIG:-1.4}; do
+    big=$(awk -v m="$mem" -v f="$f" 'BEGIN { printf "%.0f", f * m * 1048576 / 20 }')
+    bench keys_gpus bench keys --gpus "$ng" --kind hash --load-factor 0.8 --dtype u64 --n "$big" --lookups 2^28 \
+      --reps 3 --device-input
+  done
 fi
+log "gpus keys: $(awk -F, 'NR > 1 { printf "%s/%s/%s %s ms x%s %s; ", $4, $5, $6, $13, $18, $19 }' "$OUT/csv/keys_gpus.csv" 2>/dev/null)"
+fi
+[[ $parts == *" points "* ]] || return 0
 # G-PICS over the GPUs (rdx_dist_points, tools/cmd_bench_points_gpus.c): 1.7e8 taxi points, each
 # query type. The taxi generator piles points on its stands (a match query finds about 500 at 2^25
 # points, more as n grows), so any query near a stand returns thousands: 2^18 queries of --size 5
@@ -46,4 +56,4 @@ gq=${GPUS_QUERIES:-2^18}
 gs=${GPUS_SIZE:-5}
 bench points_gpus bench points --gpus "$list" --n "$gp" --queries "$gq" --size "$gs" --reps 3
 [ "${GPUS_WEAK:-0}" = 1 ] && bench points_gpus bench points --gpus "$list" --n "$gp" --queries "$gq" --size "$gs" --reps 3 --weak
-log "gpus: $(awk -F, 'NR > 1 { printf "%s/%s/%s %s ms x%s %s; ", $4, $5, $6, $13, $18, $19 }' "$OUT/csv/keys_gpus.csv" 2>/dev/null)"
+true
