@@ -1037,8 +1037,8 @@ RDX_API void rdx_join_pairs_free(rdx_context *ctx, rdx_join_pairs_result *result
  *
  * Messages: a call's sentence lands in the context of the communicator (rdx_context_message).
  *
- * Limits: one exchange moves at most 2^31 - 1 items between two ranks and 2^31 - 1 items into one
- * rank (MPI's int counts), else RDX_ERR_UNSUPPORTED before anything moves.
+ * Sizes: an exchange may move any number of items; over MPI, what passes its int counts (2^31 - 1
+ * items between two ranks or into one) travels as several messages.
  */
 typedef struct rdx_comm rdx_comm;
 

@@ -110,10 +110,17 @@ size_t rdx_staging_bytes(const rdx_context *ctx);
  * agree, or the path is the host's. For `raydex bench keys --gpus N --host-path` and the tests of
  * both paths. */
 void rdx_dist_force_host(rdx_context *ctx, int on);
+/* items > 0: this rank's MPI all-to-alls go as messages of at most that many items, the path they
+ * take past MPI's int counts (2^31 - 1 items); 0: that limit. For the tests of that path. */
+void rdx_dist_force_message_items(rdx_context *ctx, int64_t items);
 /* This rank's time in the device all-to-alls of its last sharded call on the GPUs (a build: the
  * keys and rows out; a lookup, count or range count: the queries out, the answers back), in ms; 0
  * after one that staged through the host. */
 double rdx_dist_exchange_ms(const rdx_context *ctx);
+/* This rank's time answering its shard's part of its last sharded point query on the GPUs (the
+ * shard's own query, its ids mapped, until they are ready to go back), in ms: with the exchange
+ * time, where a batch's time goes and how evenly the shards share the work. */
+double rdx_dist_shard_ms(const rdx_context *ctx);
 /* 1 when idx (this rank's handle) was built on the GPUs (dist/gpu.cu), 0 when its build staged
  * through the host: the tests' check that each path ran. */
 int rdx_dist_index_built_on_gpus(const rdx_dist_index *idx);

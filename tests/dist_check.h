@@ -43,6 +43,8 @@ void rdx_mem_fail_after(rdx_context *ctx, int64_t n);
  * all-to-alls of its last sharded lookup (0 after one staged through the host). */
 const char *rdx_dist_comm_transport(const rdx_comm *comm);
 double rdx_dist_exchange_ms(const rdx_context *ctx);
+/* Internal (src/bench_api.h): MPI all-to-alls in messages of at most `items` items (0: MPI's limit). */
+void rdx_dist_force_message_items(rdx_context *ctx, int64_t items);
 
 #define DIST_MAX_RANKS 7
 

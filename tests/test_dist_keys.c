@@ -897,6 +897,19 @@ static void body(rdx_context *ctx) {
       check_scenario(ctx, &s);
       free_scenario(&s);
     }
+  if (CASE_RUN(dist_keys_small_messages)) {
+    /* MPI's path past its int counts (dist/mpi.c), forced: every all-to-all of the build and the
+     * queries goes as messages of at most 7 items (the local transport has no such limit) */
+    rdx_dist_force_message_items(ctx, 7);
+    for (int dt = 0; dt < 2; dt++) {
+      scenario s;
+      make_scenario(&s, dt ? "small_messages_dups" : "small_messages", dt ? RDX_U32 : RDX_U64, 1100, dt ? 5 : 64,
+                    dt ? 3 : 0, dt);
+      check_scenario(ctx, &s);
+      free_scenario(&s);
+    }
+    rdx_dist_force_message_items(ctx, 0);
+  }
   if (CASE_RUN(dist_fault_walk)) {
     scenario s;
     make_scenario(&s, "fault", RDX_U64, 800, 64, 0, 0);

@@ -47,7 +47,9 @@ const char cli_bench_points_gpus_usage[] =
     "sharded) and a plain index on GPU 0 (path index, N 1) over the same points and queries. Columns:\n"
     "build ms (once), query ms (median of --reps after one warm-up, timed between barriers of all\n"
     "ranks), queries per second, results, speedups over the plain index, check (every answer of the\n"
-    "sharded index equal to the plain index's). --size: window side or radius (default: about 64\n"
+    "sharded index equal to the plain index's), then where the last run's time went (the slowest\n"
+    "rank's ms in the exchanges; the busiest and the idlest shard's ms answering its part). --size:\n"
+    "window side or radius (default: about 64\n"
     "points per query on uniform data, as bench points; taxi points give many more). --max-results:\n"
     "a batch whose results (counted first) exceed it is refused before it runs. --backend cpu: CPU\n"
     "contexts of --threads threads instead of GPUs (tests; small sizes).\n";
@@ -73,6 +75,7 @@ typedef struct pgpus_run {
   rdx_result *res[4][MAX_RANKS];       /* each rank's answers of the last run of each type */
   pthread_barrier_t bar;
   double build_ms[MAX_RANKS], query_ms[4][MAX_RANKS];
+  double exchange_ms[4][MAX_RANKS], shard_ms[4][MAX_RANKS]; /* each rank's, in the last run of a type */
   rdx_status st[MAX_RANKS];
 } pgpus_run;
 
@@ -114,6 +117,8 @@ static void *rank_main(void *p) {
       if (i > 0) times[i - 1] = rdx_now_ms() - t0;
     }
     if (st == RDX_OK) r->query_ms[type][me] = cli_median(times, r->reps);
+    r->exchange_ms[type][me] = rdx_dist_exchange_ms(r->ctxs[me]);
+    r->shard_ms[type][me] = rdx_dist_shard_ms(r->ctxs[me]);
   }
   r->st[me] = st;
   return NULL;
@@ -304,7 +309,8 @@ int cmd_bench_points_gpus(int argc, char **argv) {
     if (*p == ',') *p = ' ';
   if (header)
     printf("bench,device,backend,gpus_visible,gpus,scaling,path,index,dist,dtype,n_points,type,queries,k,size,reps,"
-           "build_ms,query_ms,mqueries_per_s,results,build_speedup_vs_index,query_speedup_vs_index,check\n");
+           "build_ms,query_ms,mqueries_per_s,results,build_speedup_vs_index,query_speedup_vs_index,check,"
+           "exchange_ms_max,shard_ms_max,shard_ms_min\n");
 
   rdx_context *gen = cli_context(RDX_BACKEND_CPU);
   const rdx_point_dist pdist = (rdx_point_dist)(dist + 1);
@@ -406,11 +412,21 @@ int cmd_bench_points_gpus(int argc, char **argv) {
       else if (diff) snprintf(check, sizeof check, "DIFF-from-index:%lld-queries", (long long)diff);
       else snprintf(check, sizeof check, "ok;same-as-index");
       const double qm = r->query_ms[type][0];
-      printf("points-gpus,%s,%s,%d,%d,%s,sharded,%s,%s,%s,%lld,%s,%lld,%d,%.6g,%d,%.3f,%.3f,%.4f,%lld,%.3f,%.3f,%s\n",
+      /* where the last run's time went: the slowest rank's exchanges, and the busiest and idlest
+       * shards' own answers (their gap is the imbalance of the work among the GPUs) */
+      double xmax = 0, smax = 0, smin = r->shard_ms[type][0];
+      for (int j = 0; j < g; j++) {
+        xmax = r->exchange_ms[type][j] > xmax ? r->exchange_ms[type][j] : xmax;
+        smax = r->shard_ms[type][j] > smax ? r->shard_ms[type][j] : smax;
+        smin = r->shard_ms[type][j] < smin ? r->shard_ms[type][j] : smin;
+      }
+      printf("points-gpus,%s,%s,%d,%d,%s,sharded,%s,%s,%s,%lld,%s,%lld,%d,%.6g,%d,%.3f,%.3f,%.4f,%lld,%.3f,%.3f,%s,"
+             "%.3f,%.3f,%.3f\n",
              device, rdx_backend_name(backend), info.n_gpus, g, scaling, cli_point_indexes[kd], cli_point_dists[dist],
              cli_dtype_name(dtype), (long long)n_all, cli_query_types[type], (long long)m_all, kk, qs, reps, r->build_ms[0],
-             qm, (double)m_all / qm / 1e3, (long long)sharded[type].n_ids, pb / r->build_ms[0], pq_ms[type] / qm, check);
-      printf("points-gpus,%s,%s,%d,1,%s,index,%s,%s,%s,%lld,%s,%lld,%d,%.6g,%d,%.3f,%.3f,%.4f,%lld,1.000,1.000,reference\n", device,
+             qm, (double)m_all / qm / 1e3, (long long)sharded[type].n_ids, pb / r->build_ms[0], pq_ms[type] / qm, check,
+             xmax, smax, smin);
+      printf("points-gpus,%s,%s,%d,1,%s,index,%s,%s,%s,%lld,%s,%lld,%d,%.6g,%d,%.3f,%.3f,%.4f,%lld,1.000,1.000,reference,,,\n", device,
              rdx_backend_name(backend), info.n_gpus, scaling, cli_point_indexes[kd], cli_point_dists[dist],
              cli_dtype_name(dtype), (long long)n_all, cli_query_types[type], (long long)m_all, kk, qs, reps, pb,
              pq_ms[type], (double)m_all / pq_ms[type] / 1e3, (long long)plain[type].n_ids);

@@ -83,6 +83,8 @@ struct rdx_context {
   void *log_user;
   int stream_priority;          /* rdx_context_options.stream_priority (GPU contexts) */
   double dist_exchange_ms;      /* the last sharded device query's all-to-alls (dist/gpu.cu) */
+  double dist_shard_ms;         /* the last sharded device point query's own shard's answer
+                                   (dist/points_gpu.cu) */
   struct {                      /* paths forced by tests and benchmarks, never by the environment;
                                    0 = the library's choice. Internal: set through
                                    rdx_rt_force_bvh_width (rt.h), rdx_csr_force_sort and
@@ -94,6 +96,8 @@ struct rdx_context {
     int join_one_stream;        /* 1: polygon joins locate both directions on one stream (join/overlay.cu) */
     int staging;                /* RDX_STAGING_*: host copies through the ring or not (staging.cu) */
     int dist_host;              /* 1: sharded key queries stage through the host (dist/keys.c) */
+    int64_t dist_message_items; /* > 0: MPI all-to-alls send at most this many items a message, as
+                                   past 2^31 - 1 (dist/mpi.c) */
   } force;
   char message[1024];           /* last failure sentence */
 };

@@ -1,7 +1,6 @@
 /*
  * comm.c: the communicator's transport-independent half: its queries and destruction, the
- * agreement every collective call makes before it acts, the exchange limits, and
- * rdx_dist_info_get.
+ * agreement every collective call makes before it acts, and rdx_dist_info_get.
  *
  * Agreement is what makes a distributed call all-or-nothing: a rank that fails (a bad argument,
  * memory past its limit) cannot just return, or the others would wait for it in the next
@@ -34,20 +33,6 @@ rdx_status rdx_comm_check(rdx_comm *comm) {
   if (comm == NULL) return RDX_ERR_INVALID_ARGUMENT; /* no context to write a sentence in */
   if (comm->magic != RDX_COMM_MAGIC) return RDX_ERR_MISUSE;
   return rdx_check_context(comm->ctx);
-}
-
-rdx_status rdx_comm_check_counts(rdx_comm *comm, const char *fn, const int64_t *send_counts,
-                                 const int64_t *recv_counts) {
-  int64_t s = 0, r = 0;
-  for (int p = 0; p < comm->size; p++) {
-    s += send_counts[p];
-    r += recv_counts[p];
-    if (s > INT_MAX || r > INT_MAX)
-      return rdx_fail(comm->ctx, RDX_ERR_UNSUPPORTED,
-                      "%s: one exchange would move more than 2^31 - 1 items %s rank %d (MPI's int counts)", fn,
-                      s > INT_MAX ? "from" : "into", comm->rank);
-  }
-  return RDX_OK;
 }
 
 rdx_status rdx_comm_agree(rdx_comm *comm, const char *fn, rdx_status st) {

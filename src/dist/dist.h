@@ -29,8 +29,8 @@ extern "C" {
 typedef struct rdx_comm_ops {
   const char *name; /* "mpi", "mpi+nccl", "local" (rdx_dist_comm_transport) */
   /* Each rank sends send_counts[p] items of `item` bytes to rank p, packed in rank order in send,
-   * and receives recv_counts[p] items from rank p, packed in rank order in recv. The counts must
-   * fit an int each and in total (rdx_comm_check_counts). */
+   * and receives recv_counts[p] items from rank p, packed in rank order in recv; any counts (the
+   * MPI transport splits what passes its int counts into several messages). */
   rdx_status (*alltoallv)(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
                           const int64_t *recv_counts, size_t item);
   /* send[p] to rank p; recv[p] from rank p. */
@@ -66,11 +66,6 @@ struct rdx_comm {
 /* A communicator handle on entry: NULL is RDX_ERR_INVALID_ARGUMENT, a pointer without the magic
  * word RDX_ERR_MISUSE; neither has a context to write a sentence in, nor a group to tell. */
 rdx_status rdx_comm_check(rdx_comm *comm);
-
-/* RDX_ERR_UNSUPPORTED on this rank (not agreed) when one exchange would pass MPI's int counts:
- * per peer, or in total on either side. */
-rdx_status rdx_comm_check_counts(rdx_comm *comm, const char *fn, const int64_t *send_counts,
-                                 const int64_t *recv_counts);
 
 /* Agree on a status: every rank passes its own; if any failed, every rank returns the status of
  * the lowest failing rank and every rank's context holds the same sentence, "<fn>: rank R: <that
@@ -182,10 +177,25 @@ rdx_status rdx_dist_gpu_upload(rdx_context *ctx, const char *fn, const void *hos
  * (a pointer to a pointer), or a sentence naming fn. */
 rdx_status rdx_dist_dev_take(rdx_context *ctx, const char *fn, void *ptr, int64_t n, size_t item);
 /* Let every GPU of the group's contexts reach the others' memory (peer access, and access to
- * their memory pools) where the hardware allows it; best effort, since copies work without it. */
-void rdx_dist_peers_enable(rdx_context *const *ctxs, int n);
-/* Copy bytes from src on CUDA device src_device into dst on ctx's device, on ctx's stream. */
-rdx_status rdx_dist_peer_copy(rdx_context *ctx, void *dst, const void *src, int src_device, size_t bytes);
+ * their memory pools) where the hardware allows it; best effort, since copies work without it.
+ * reach[i]: the CUDA devices (bit d for device d < 64) whose memory ctxs[i]'s kernels may read,
+ * its own included. */
+void rdx_dist_peers_enable(rdx_context *const *ctxs, int n, uint64_t *reach);
+/* One part of a device all-to-all that a rank pulls into its own GPU's memory: `bytes` bytes from
+ * src, on CUDA device src_device, to dst. direct: ctx's kernels may read src (rdx_dist_peers_enable's
+ * reach), so a kernel copies it; else a copy engine does (cudaMemcpyPeerAsync). */
+typedef struct rdx_dist_part {
+  void *dst;
+  const void *src;
+  size_t bytes;
+  int src_device, direct;
+} rdx_dist_part;
+/* The most parts one rdx_dist_peer_pull takes. */
+#define RDX_DIST_PULL_MAX 16
+/* Pull n <= RDX_DIST_PULL_MAX parts at once on ctx's stream: the direct ones by one kernel whose
+ * blocks read every peer at once (as NCCL's own kernels do), which keeps the links busier than
+ * copy engines taking the parts in turn. */
+rdx_status rdx_dist_peer_pull(rdx_context *ctx, const rdx_dist_part *parts, int n);
 /* Wait for ctx's stream (the copies above). */
 rdx_status rdx_dist_peer_wait(rdx_context *ctx);
 

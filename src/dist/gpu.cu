@@ -347,8 +347,7 @@ extern "C" rdx_status rdx_dist_gpu_query(rdx_comm *comm, const char *fn, const r
     for (int p = 0; p < size; p++) send[p] = (int64_t)h_counts[p];
     RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
     for (int p = 0; p < size; p++) m += recv[p];
-    st = rdx_comm_check_counts(comm, fn, send, recv);
-    if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &recv_q, m, item);
+    st = rdx_dist_dev_take(ctx, fn, &recv_q, m, item);
     if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &answers, m, 8);
     if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &back, n_pieces, 8);
     RDX_DIST_AGREE(st);
@@ -543,8 +542,7 @@ extern "C" rdx_status rdx_dist_gpu_build(rdx_comm *comm, const char *fn, rdx_arr
     for (int p = 0; p < size; p++) send[p] = (int64_t)h_counts[p];
     RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
     for (int p = 0; p < size; p++) m += recv[p];
-    st = rdx_comm_check_counts(comm, fn, send, recv);
-    if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &recv_k, m, es);
+    st = rdx_dist_dev_take(ctx, fn, &recv_k, m, es);
     if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &recv_r, m, rs);
     RDX_DIST_AGREE(st);
     double t0 = rdx_now_ms();
@@ -589,15 +587,19 @@ extern "C" rdx_status rdx_dist_dev_take(rdx_context *ctx, const char *fn, void *
 
 /* ---- copies between the GPUs of a local group ---- */
 
-extern "C" void rdx_dist_peers_enable(rdx_context *const *ctxs, int n) {
+extern "C" void rdx_dist_peers_enable(rdx_context *const *ctxs, int n, uint64_t *reach) {
   int before = -1;
   if (cudaGetDevice(&before) != cudaSuccess) before = -1;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
+    int a = ctxs[i]->device;
+    reach[i] = a < 64 ? (uint64_t)1 << a : 0;
     for (int j = 0; j < n; j++) {
-      int a = ctxs[i]->device, b = ctxs[j]->device, can = 0;
+      int b = ctxs[j]->device, can = 0;
       if (a == b || cudaDeviceCanAccessPeer(&can, a, b) != cudaSuccess || !can) continue;
       /* a's copy engines and kernels may read and write b's memory, cudaMalloc'd or pooled */
-      if (cudaSetDevice(a) == cudaSuccess) (void)cudaDeviceEnablePeerAccess(b, 0); /* already enabled: fine */
+      int ok = cudaSetDevice(a) == cudaSuccess;
+      cudaError_t e = ok ? cudaDeviceEnablePeerAccess(b, 0) : cudaErrorInvalidDevice;
+      ok = ok && (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled);
       cudaMemPool_t pool;
       if (cudaDeviceGetDefaultMemPool(&pool, b) == cudaSuccess) {
         cudaMemAccessDesc d;
@@ -605,19 +607,83 @@ extern "C" void rdx_dist_peers_enable(rdx_context *const *ctxs, int n) {
         d.location.type = cudaMemLocationTypeDevice;
         d.location.id = a;
         d.flags = cudaMemAccessFlagsProtReadWrite;
-        (void)cudaMemPoolSetAccess(pool, &d, 1);
+        ok = ok && cudaMemPoolSetAccess(pool, &d, 1) == cudaSuccess;
+      } else {
+        ok = 0;
       }
+      if (ok && b < 64) reach[i] |= (uint64_t)1 << b;
     }
+  }
   if (before >= 0) (void)cudaSetDevice(before);
   (void)cudaGetLastError(); /* best effort: without peer access the copies still work, staged */
 }
 
-extern "C" rdx_status rdx_dist_peer_copy(rdx_context *ctx, void *dst, const void *src, int src_device, size_t bytes) {
-  if (bytes == 0) return RDX_OK;
+/* One launch pulls up to PULL_MAX parts, a row of blocks (blockIdx.y) each. */
+#define PULL_MAX RDX_DIST_PULL_MAX
+struct pull_part {
+  char *dst;
+  const char *src;
+  size_t bytes;
+};
+struct pull_batch {
+  pull_part part[PULL_MAX];
+};
+
+/* Copy bytes from src to dst in words of W where both share an alignment to W: the bytes before
+ * the first aligned word and after the last one singly, the words four at a time per thread so
+ * that each thread has four loads in flight over the link. */
+template <typename W>
+__device__ void pull_words(char *dst, const char *src, size_t bytes, size_t t, size_t stride) {
+  const size_t w = sizeof(W);
+  size_t head = (w - ((uintptr_t)src & (w - 1))) & (w - 1);
+  if (head > bytes) head = bytes;
+  const size_t n = (bytes - head) / w, tail = head + n * w; /* head and bytes - tail are < w <= stride */
+  if (t < head) dst[t] = src[t];
+  if (tail + t < bytes) dst[tail + t] = src[tail + t];
+  const W *s = (const W *)(src + head);
+  W *d = (W *)(dst + head);
+  size_t i = t;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    W a = s[i], b = s[i + stride], c = s[i + 2 * stride], e = s[i + 3 * stride];
+    d[i] = a, d[i + stride] = b, d[i + 2 * stride] = c, d[i + 3 * stride] = e;
+  }
+  for (; i < n; i += stride) d[i] = s[i];
+}
+
+__global__ void pull_kernel(pull_batch b) {
+  const pull_part p = b.part[blockIdx.y];
+  const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+  const uintptr_t x = (uintptr_t)p.src ^ (uintptr_t)p.dst;
+  if ((x & 15) == 0) pull_words<uint4>(p.dst, p.src, p.bytes, t, stride);
+  else if ((x & 7) == 0) pull_words<uint2>(p.dst, p.src, p.bytes, t, stride);
+  else if ((x & 3) == 0) pull_words<unsigned>(p.dst, p.src, p.bytes, t, stride);
+  else pull_words<unsigned char>(p.dst, p.src, p.bytes, t, stride);
+}
+
+extern "C" rdx_status rdx_dist_peer_pull(rdx_context *ctx, const rdx_dist_part *parts, int n) {
   cudaStream_t s = rdx_stream(ctx);
-  cudaError_t e = src_device == ctx->device ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s)
-                                            : cudaMemcpyPeerAsync(dst, ctx->device, src, src_device, bytes, s);
-  return rdx_cuda_ok(ctx, e, "device all-to-all: cudaMemcpyPeerAsync");
+  pull_batch b;
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    if (parts[i].bytes == 0) continue;
+    if (parts[i].direct) {
+      b.part[m++] = pull_part{(char *)parts[i].dst, (const char *)parts[i].src, parts[i].bytes};
+      continue;
+    }
+    cudaError_t e = parts[i].src_device == ctx->device
+                        ? cudaMemcpyAsync(parts[i].dst, parts[i].src, parts[i].bytes, cudaMemcpyDeviceToDevice, s)
+                        : cudaMemcpyPeerAsync(parts[i].dst, ctx->device, parts[i].src, parts[i].src_device,
+                                              parts[i].bytes, s);
+    RDX_CHECK(rdx_cuda_ok(ctx, e, "device all-to-all: cudaMemcpyPeerAsync"));
+  }
+  if (m == 0) return RDX_OK;
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device) != cudaSuccess || sms < 1) sms = 1;
+  /* every SM busy twice over, split among the parts: the loads in flight, not the SMs' arithmetic,
+   * set the pace over NVLink */
+  const unsigned per = (unsigned)(2 * sms + m - 1) / (unsigned)m;
+  pull_kernel<<<dim3(per > 0 ? per : 1, (unsigned)m), 512, 0, s>>>(b);
+  return rdx_cuda_ok(ctx, cudaGetLastError(), "device all-to-all: the pull kernel");
 }
 
 extern "C" rdx_status rdx_dist_peer_wait(rdx_context *ctx) {
@@ -625,6 +691,7 @@ extern "C" rdx_status rdx_dist_peer_wait(rdx_context *ctx) {
 }
 
 extern "C" double rdx_dist_exchange_ms(const rdx_context *ctx) { return ctx->dist_exchange_ms; }
+extern "C" double rdx_dist_shard_ms(const rdx_context *ctx) { return ctx->dist_shard_ms; }
 
 extern "C" rdx_status rdx_dist_probe_exchange(rdx_comm *comm, int64_t bytes, double *ms) {
   static const char fn[] = "rdx_dist_probe_exchange";

@@ -249,8 +249,7 @@ static rdx_status route_pairs(rdx_comm *comm, const char *fn, const rdx_dist_ind
   RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   for (int p = 0; p < size; p++) *m += recv[p];
-  st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, recv_keys, *m, es);
+  st = rdx_dist_take(ctx, fn, recv_keys, *m, es);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, recv_rows, *m, 8);
   RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, *recv_keys, recv, es), st, done);
@@ -496,8 +495,7 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
-  st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_q, m * cols, es);
+  st = rdx_dist_take(ctx, fn, &recv_q, m * cols, es);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &answers, m, 8);
   RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_q, send, recv_q, recv, es * (size_t)cols), st, done);
@@ -532,8 +530,7 @@ static rdx_status run_query(rdx_comm *comm, const rdx_dist_index *d, dist_op op,
       for (int64_t k = 0; k < send[p]; k++) rrecv[p] += (int64_t)back[j++];
       total += (uint64_t)rrecv[p];
     }
-    st = rdx_comm_check_counts(comm, fn, rsend, rrecv);
-    if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &rows_back, (int64_t)total, 8);
+    st = rdx_dist_take(ctx, fn, &rows_back, (int64_t)total, 8);
     if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &rows, (int64_t)total, 8);
     if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &filled, n, 8);
     RDX_DIST_AGREE(st);
@@ -868,8 +865,7 @@ rdx_status rdx_dist_index_erase(rdx_comm *comm, rdx_dist_index *idx, rdx_array k
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
-  st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_keys, m, 8);
+  st = rdx_dist_take(ctx, fn, &recv_keys, m, 8);
   RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_keys, send, recv_keys, recv, 8), st, done);
   rdx_mem_free(ctx, send_keys), send_keys = NULL;

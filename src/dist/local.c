@@ -2,7 +2,8 @@
  * local.c: the in-process transport (rdx_comm_create_local): n ranks of one process, one thread
  * per rank, each over its own context (a GPU's, or a CPU context), exchanging host data through
  * host memory they all see and, when every context is a GPU's, device data from GPU to GPU
- * (gpu.cu's peer copies, over NVLink where the GPUs have it; peer access is enabled at creation).
+ * (gpu.cu pulls the parts with one kernel reading the peers, over NVLink where the GPUs have it;
+ * peer access is enabled at creation).
  *
  * Every collective has the same shape: each rank publishes its buffer (and counts) in its slot of
  * the group's table; a barrier; each rank copies what is addressed to it straight out of the
@@ -25,6 +26,7 @@ typedef struct local_slot {
   const int64_t *counts;  /* its send counts (alltoallv) or the ranks' counts (allgatherv) */
   int value;              /* allreduce_min_int's operand */
   int device;             /* the CUDA device of the rank's context (GPU contexts) */
+  uint64_t reach;         /* the CUDA devices whose memory its kernels may read (GPU contexts) */
 } local_slot;
 
 typedef struct local_group {
@@ -53,13 +55,14 @@ static void barrier(local_group *g) {
 }
 
 /* Both all-to-alls: each rank copies its items straight out of the others' send buffers, host
- * memory by memcpy or, on device, pulled from the others' GPUs into its own (rdx_dist_peer_copy,
- * over NVLink where the GPUs have it, then a wait for its copies before the second barrier).
- * Starting with the next rank spreads the copies over the links. */
+ * memory by memcpy or, on device, pulled from the others' GPUs into its own (rdx_dist_peer_pull:
+ * one kernel reading every peer at once over NVLink where the GPUs have it, then a wait for it
+ * before the second barrier). Starting with the next rank spreads the host copies over the ranks. */
 static rdx_status exchange(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
                            const int64_t *recv_counts, size_t item, int device) {
   local_group *g = group(comm);
-  int me = comm->rank, mismatch = -1;
+  int me = comm->rank, mismatch = -1, m = 0;
+  rdx_dist_part part[RDX_DIST_PULL_MAX];
   g->slot[me].buf = send;
   g->slot[me].counts = send_counts;
   barrier(g);
@@ -72,9 +75,15 @@ static rdx_status exchange(rdx_comm *comm, const void *send, const int64_t *send
     for (int r = 0; r < p; r++) at += recv_counts[r];
     const char *src = (const char *)g->slot[p].buf + (size_t)from * item;
     char *dst = (char *)recv + (size_t)at * item;
+    const int dev = g->slot[p].device;
     if (c[me] != recv_counts[p]) mismatch = p;
     else if (c[me] > 0 && !device) memcpy(dst, src, (size_t)c[me] * item);
-    else if (c[me] > 0 && st == RDX_OK) st = rdx_dist_peer_copy(comm->ctx, dst, src, g->slot[p].device, (size_t)c[me] * item);
+    else if (c[me] > 0)
+      part[m++] = (rdx_dist_part){dst, src, (size_t)c[me] * item, dev, dev < 64 && (g->slot[me].reach >> dev & 1)};
+    if (m == RDX_DIST_PULL_MAX || (k == g->n - 1 && m > 0)) {
+      if (st == RDX_OK) st = rdx_dist_peer_pull(comm->ctx, part, m);
+      m = 0;
+    }
   }
   if (device && st == RDX_OK) st = rdx_dist_peer_wait(comm->ctx);
   barrier(g);
@@ -161,6 +170,9 @@ static void local_destroy(rdx_comm *comm) {
 }
 
 void rdx_dist_force_host(rdx_context *ctx, int on) { ctx->force.dist_host = on != 0; }
+void rdx_dist_force_message_items(rdx_context *ctx, int64_t items) {
+  ctx->force.dist_message_items = items > 0 ? items : 0;
+}
 
 static const rdx_comm_ops local_ops = {
     .name = "local",
@@ -215,6 +227,11 @@ rdx_status rdx_comm_create_local(rdx_context *const *ctxs, int n, rdx_comm **com
   }
   int gpus = 1;
   for (int i = 0; i < n; i++) gpus &= rdx_is_gpu(ctxs[i]);
-  if (gpus) rdx_dist_peers_enable(ctxs, n);
+  uint64_t *reach = gpus ? (uint64_t *)calloc((size_t)n, sizeof *reach) : NULL;
+  if (reach != NULL) { /* without it (no memory), every device part goes by copy engine */
+    rdx_dist_peers_enable(ctxs, n, reach);
+    for (int i = 0; i < n; i++) g->slot[i].reach = reach[i];
+    free(reach);
+  }
   return RDX_OK;
 }

@@ -5,8 +5,9 @@
  * The caller's communicator is duplicated, so raydex's collectives never match the caller's own
  * messages, and the copy returns errors (MPI_ERRORS_RETURN) instead of aborting the job, so an MPI
  * failure becomes RDX_ERR_INTERNAL with MPI's sentence. Items of any size travel as one contiguous
- * datatype of that many bytes, so counts are in items and one exchange may carry up to 2^31 - 1
- * items per peer (Open MPI 4 has no large-count calls; MPI 4's _c calls can lift it later).
+ * datatype of that many bytes, so counts are in items. MPI counts them in ints, and Open MPI 4 has
+ * no large-count calls: an all-to-all past 2^31 - 1 items to a peer or in all becomes messages of
+ * at most that many items each, sent and received point to point.
  *
  * Device memory moves through NCCL where nccl.c starts it (every rank a GPU context on a GPU of its
  * own): the communicator then has the second table, "mpi+nccl", whose alltoallv_device is NCCL's;
@@ -55,26 +56,77 @@ static rdx_status item_type(rdx_comm *comm, size_t item, MPI_Datatype *t) {
   return RDX_OK;
 }
 
+/* The all-to-all as point-to-point messages of at most `cap` items each (an exchange past MPI's
+ * int counts): every receive posted first, then every send, then one wait. MPI delivers the
+ * messages of one pair in the order sent, so a part's pieces land in order. */
+static rdx_status alltoallv_messages(rdx_comm *comm, const char *send, const int64_t *send_counts, char *recv,
+                                     const int64_t *recv_counts, size_t item, MPI_Datatype t, int64_t cap) {
+  int64_t n = 0;
+  for (int p = 0; p < comm->size; p++) n += (send_counts[p] + cap - 1) / cap + (recv_counts[p] + cap - 1) / cap;
+  MPI_Request *req = (MPI_Request *)malloc((size_t)(n > 0 ? n : 1) * sizeof *req);
+  if (req == NULL) return rdx_fail(comm->ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "all-to-all: no memory for %lld requests", (long long)n);
+  int64_t k = 0;
+  int err = MPI_SUCCESS;
+  for (int pass = 0; pass < 2 && err == MPI_SUCCESS; pass++) { /* receives, then sends */
+    const int64_t *counts = pass == 0 ? recv_counts : send_counts;
+    size_t at = 0;
+    for (int p = 0; p < comm->size && err == MPI_SUCCESS; p++) {
+      for (int64_t done = 0; done < counts[p] && err == MPI_SUCCESS; done += cap) {
+        int c = (int)(counts[p] - done < cap ? counts[p] - done : cap);
+        char *buf = (pass == 0 ? recv : (char *)send) + at + (size_t)done * item;
+        err = pass == 0 ? MPI_Irecv(buf, c, t, p, 0, handle(comm), &req[k])
+                        : MPI_Isend(buf, c, t, p, 0, handle(comm), &req[k]);
+        if (err == MPI_SUCCESS) k++;
+      }
+      at += (size_t)counts[p] * item;
+    }
+  }
+  if (err != MPI_SUCCESS) { /* what was posted is cancelled; this rank's failure is reported */
+    for (int64_t i = 0; i < k; i++) MPI_Cancel(&req[i]), MPI_Request_free(&req[i]);
+    free(req);
+    return mpi_fail(comm, "MPI_Isend/MPI_Irecv", err);
+  }
+  err = MPI_Waitall((int)k, req, MPI_STATUSES_IGNORE);
+  free(req);
+  return err == MPI_SUCCESS ? RDX_OK : mpi_fail(comm, "MPI_Waitall", err);
+}
+
 static rdx_status mpi_alltoallv(rdx_comm *comm, const void *send, const int64_t *send_counts, void *recv,
                                 const int64_t *recv_counts, size_t item) {
   mpi_state *s = (mpi_state *)comm->impl;
+  /* the most items one message may carry: MPI's int, or less where a test forces it */
+  const int64_t cap = comm->ctx->force.dist_message_items > 0 ? comm->ctx->force.dist_message_items : INT_MAX;
   int64_t sd = 0, rd = 0;
-  for (int p = 0; p < comm->size; p++) { /* rdx_comm_check_counts has bounded every sum by INT_MAX */
-    s->counts[0][p] = (int)send_counts[p];
-    s->counts[1][p] = (int)sd;
-    s->counts[2][p] = (int)recv_counts[p];
-    s->counts[3][p] = (int)rd;
+  int large = 0;
+  for (int p = 0; p < comm->size; p++) {
+    large |= send_counts[p] > cap || recv_counts[p] > cap || sd > cap - send_counts[p] || rd > cap - recv_counts[p];
     sd += send_counts[p];
     rd += recv_counts[p];
   }
+  /* every rank takes the same path, since the paths' messages do not match each other */
+  MPI_TRY(comm, "MPI_Allreduce", MPI_Allreduce(MPI_IN_PLACE, &large, 1, MPI_INT, MPI_LOR, s->comm));
   MPI_Datatype t;
   RDX_CHECK(item_type(comm, item, &t));
-  /* MPI reads no byte of an empty buffer, but its pointer must still be one */
-  static char none;
-  int err = MPI_Alltoallv(send ? send : &none, s->counts[0], s->counts[1], t, recv ? recv : &none, s->counts[2],
-                          s->counts[3], t, s->comm);
+  rdx_status st = RDX_OK;
+  if (large) {
+    st = alltoallv_messages(comm, (const char *)send, send_counts, (char *)recv, recv_counts, item, t, cap);
+  } else {
+    for (int p = 0, d0 = 0, d1 = 0; p < comm->size; p++) {
+      s->counts[0][p] = (int)send_counts[p];
+      s->counts[1][p] = d0;
+      s->counts[2][p] = (int)recv_counts[p];
+      s->counts[3][p] = d1;
+      d0 += (int)send_counts[p];
+      d1 += (int)recv_counts[p];
+    }
+    /* MPI reads no byte of an empty buffer, but its pointer must still be one */
+    static char none;
+    int err = MPI_Alltoallv(send ? send : &none, s->counts[0], s->counts[1], t, recv ? recv : &none, s->counts[2],
+                            s->counts[3], t, s->comm);
+    if (err != MPI_SUCCESS) st = mpi_fail(comm, "MPI_Alltoallv", err);
+  }
   MPI_Type_free(&t);
-  return err == MPI_SUCCESS ? RDX_OK : mpi_fail(comm, "MPI_Alltoallv", err);
+  return st;
 }
 
 static rdx_status mpi_alltoall_i64(rdx_comm *comm, const int64_t *send, int64_t *recv) {

@@ -16,13 +16,17 @@ rdx_status rdx_dist_gpu_build(rdx_comm *comm, const char *fn, rdx_array keys, rd
   (void)keys, (void)rows, (void)rank_counts, (void)hashed, (void)splitters, (void)opts, (void)out;
   return rdx_fail(comm->ctx, RDX_ERR_INTERNAL, "%s: the device path needs CUDA, which is not built", fn);
 }
-void rdx_dist_peers_enable(rdx_context *const *ctxs, int n) { (void)ctxs, (void)n; }
-rdx_status rdx_dist_peer_copy(rdx_context *ctx, void *dst, const void *src, int src_device, size_t bytes) {
-  (void)dst, (void)src, (void)src_device, (void)bytes;
+void rdx_dist_peers_enable(rdx_context *const *ctxs, int n, uint64_t *reach) {
+  (void)ctxs;
+  for (int i = 0; i < n; i++) reach[i] = 0;
+}
+rdx_status rdx_dist_peer_pull(rdx_context *ctx, const rdx_dist_part *parts, int n) {
+  (void)parts, (void)n;
   return rdx_fail(ctx, RDX_ERR_INTERNAL, "device all-to-all: CUDA is not built");
 }
 rdx_status rdx_dist_peer_wait(rdx_context *ctx) { (void)ctx; return RDX_OK; }
 double rdx_dist_exchange_ms(const rdx_context *ctx) { return ctx->dist_exchange_ms; }
+double rdx_dist_shard_ms(const rdx_context *ctx) { return ctx->dist_shard_ms; }
 rdx_status rdx_dist_probe_exchange(rdx_comm *comm, int64_t bytes, double *ms) {
   (void)bytes, (void)ms;
   RDX_CHECK(rdx_comm_check(comm));

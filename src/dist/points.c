@@ -300,8 +300,7 @@ static rdx_status check_unique(rdx_comm *comm, const char *fn, const uint64_t *i
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, sc, rc), st, done);
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += rc[p];
-  st = rdx_comm_check_counts(comm, fn, sc, rc);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv, m, 8);
+  st = rdx_dist_take(ctx, fn, &recv, m, 8);
   RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send, sc, recv, rc, 8), st, done);
   qsort(recv, (size_t)m, 8, rdx_dist_cmp_u64);
@@ -559,8 +558,7 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
-  st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_p, 2 * m, es);
+  st = rdx_dist_take(ctx, fn, &recv_p, 2 * m, es);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_g, m, 8);
   RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, send_p, send, recv_p, recv, 2 * es), st, done);
@@ -810,8 +808,7 @@ static rdx_status round_trip(rdx_comm *comm, const char *fn, const rdx_dist_poin
   RDX_CHECK_GOTO(comm->ops->alltoall_i64(comm, send, recv), st, done);
   int64_t m = 0;
   for (int p = 0; p < size; p++) m += recv[p];
-  st = rdx_comm_check_counts(comm, fn, send, recv);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_q, m, row);
+  st = rdx_dist_take(ctx, fn, &recv_q, m, row);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &recv_b, m, 8);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &acounts, m, 8);
   RDX_DIST_AGREE(st);
@@ -830,8 +827,7 @@ static rdx_status round_trip(rdx_comm *comm, const char *fn, const rdx_dist_poin
     for (int64_t c = 0; c < send[p]; c++) rrecv[p] += (int64_t)t->back[j++];
     total += (uint64_t)rrecv[p];
   }
-  st = rdx_comm_check_counts(comm, fn, rsend, rrecv);
-  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &t->items, (int64_t)total, item);
+  st = rdx_dist_take(ctx, fn, &t->items, (int64_t)total, item);
   RDX_DIST_AGREE(st);
   RDX_CHECK_GOTO(comm->ops->alltoallv(comm, aitems, rsend, t->items, rrecv, item), st, done);
 done:
