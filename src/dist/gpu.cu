@@ -629,25 +629,33 @@ struct pull_batch {
   pull_part part[PULL_MAX];
 };
 
-/* Copy bytes from src to dst in words of W where both share an alignment to W: the bytes before
- * the first aligned word and after the last one singly, the words four at a time per thread so
- * that each thread has four loads in flight over the link. */
+/* 16 bytes v to d, aligned to W, in stores of W. */
+template <typename W>
+__device__ void put16(char *d, uint4 v) {
+  const W *w = (const W *)&v;
+  for (int j = 0; j < (int)(16 / sizeof(W)); j++) ((W *)d)[j] = w[j];
+}
+
+/* Copy bytes from src to dst: loads of 16 bytes aligned on src (the width that keeps the link
+ * busy, four in flight per thread), stores of W, the widest word to which dst is then aligned
+ * (dst and src agree modulo sizeof(W)); the bytes before src's first aligned word and after its
+ * last one singly. */
 template <typename W>
 __device__ void pull_words(char *dst, const char *src, size_t bytes, size_t t, size_t stride) {
-  const size_t w = sizeof(W);
-  size_t head = (w - ((uintptr_t)src & (w - 1))) & (w - 1);
+  size_t head = (16 - ((uintptr_t)src & 15)) & 15;
   if (head > bytes) head = bytes;
-  const size_t n = (bytes - head) / w, tail = head + n * w; /* head and bytes - tail are < w <= stride */
+  const size_t n = (bytes - head) / 16, tail = head + n * 16; /* head and bytes - tail are < 16 <= stride */
   if (t < head) dst[t] = src[t];
   if (tail + t < bytes) dst[tail + t] = src[tail + t];
-  const W *s = (const W *)(src + head);
-  W *d = (W *)(dst + head);
+  const uint4 *s = (const uint4 *)(src + head);
+  char *d = dst + head;
   size_t i = t;
   for (; i + 3 * stride < n; i += 4 * stride) {
-    W a = s[i], b = s[i + stride], c = s[i + 2 * stride], e = s[i + 3 * stride];
-    d[i] = a, d[i + stride] = b, d[i + 2 * stride] = c, d[i + 3 * stride] = e;
+    uint4 a = s[i], b = s[i + stride], c = s[i + 2 * stride], e = s[i + 3 * stride];
+    put16<W>(d + 16 * i, a), put16<W>(d + 16 * (i + stride), b);
+    put16<W>(d + 16 * (i + 2 * stride), c), put16<W>(d + 16 * (i + 3 * stride), e);
   }
-  for (; i < n; i += stride) d[i] = s[i];
+  for (; i < n; i += stride) put16<W>(d + 16 * i, s[i]);
 }
 
 __global__ void pull_kernel(pull_batch b) {
