@@ -50,7 +50,7 @@ fi
 # query type. The taxi generator piles points on its stands (a match query finds about 500 at 2^25
 # points, more as n grows), so any query near a stand returns thousands: 2^18 queries of --size 5
 # (window side 5, within radius 2.5) keep a batch near 10^9 results (the 2^22 would ask for
-# 10^10). GPUS_WEAK=1 adds the weak rows (1.7e8 points and 2^16 queries per GPU): the results of
+# 10^10). GPUS_WEAK=1 adds the weak rows (1.7e8 points and 2^14 queries per GPU): the results of
 # a batch grow with the square of the GPUs there (N times the queries over N times as dense
 # points), so their windows are half as wide (side 2.5, radius 1.25; 1e9 results on 4 GPUs).
 # GPUS_STRONG=0 leaves the strong rows out.
@@ -58,6 +58,6 @@ gp=${GPUS_POINTS:-1.7e8}
 gq=${GPUS_QUERIES:-2^18}
 gs=${GPUS_SIZE:-5}
 [ "${GPUS_STRONG:-1}" = 1 ] && bench points_gpus bench points --gpus "$list" --n "$gp" --queries "$gq" --size "$gs" --reps 3
-[ "${GPUS_WEAK:-0}" = 1 ] && bench points_gpus bench points --gpus "$list" --n "$gp" --queries "${GPUS_WEAK_QUERIES:-2^16}" \
+[ "${GPUS_WEAK:-0}" = 1 ] && bench points_gpus bench points --gpus "$list" --n "$gp" --queries "${GPUS_WEAK_QUERIES:-2^14}" \
   --size "${GPUS_WEAK_SIZE:-2.5}" --reps 3 --weak
 true
