@@ -242,7 +242,7 @@ rdx_status rdx_gen_point_queries_bytes(rdx_context *ctx, rdx_dtype dtype, int ty
 rdx_status rdx_dist_world_begin(rdx_context *ctx, rdx_comm **out);
 void rdx_dist_world_end(rdx_comm *comm);
 /* The transport under a communicator, for the tests and logs that show which exchange ran:
- * "local" (rdx_comm_create_local: host memory, and CUDA peer copies between GPUs), "mpi" (MPI;
+ * "local" (rdx_comm_create_local: host memory, and GPUs reading each other's memory), "mpi" (MPI;
  * device data staged through the host) or "mpi+nccl" (MPI, with NCCL for device data: every
  * rank's context a GPU's on a GPU of its own, in a build with NCCL); NULL for a non-communicator.
  * The same on every rank of a group. */
