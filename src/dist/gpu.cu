@@ -618,15 +618,14 @@ extern "C" void rdx_dist_peers_enable(rdx_context *const *ctxs, int n, uint64_t 
   (void)cudaGetLastError(); /* best effort: without peer access the copies still work, staged */
 }
 
-/* One launch pulls up to PULL_MAX parts, a row of blocks (blockIdx.y) each. */
-#define PULL_MAX RDX_DIST_PULL_MAX
+/* One launch pulls up to RDX_DIST_PULL_MAX parts, a row of blocks (blockIdx.y) each. */
 struct pull_part {
   char *dst;
   const char *src;
   size_t bytes;
 };
 struct pull_batch {
-  pull_part part[PULL_MAX];
+  pull_part part[RDX_DIST_PULL_MAX];
 };
 
 /* 16 bytes v to d, aligned to W, in stores of W. */
