@@ -1199,8 +1199,9 @@ RDX_API uint64_t rdx_dist_index_next_row(const rdx_dist_index *idx);
  * into a 2^31 x 2^31 Morton grid; each rank owns a contiguous range of Morton codes, chosen from a
  * stratified sample of the points so that ranks hold about equal numbers of points (many points
  * in one cell all go to one rank: uneven, never wrong). The partition table (the "master tree":
- * the code ranges and, per rank, its point count and a box holding its points) is replicated on
- * every rank; after moves a rank's box may be looser than its points, never tighter.
+ * the code ranges, each also as at most 64 blocks of the grid, and, per rank, its point count and
+ * a box holding its points) is replicated on every rank; after moves a rank's box may be looser
+ * than its points, never tighter.
  *
  * Ids: given (u32 or u64, unique over all ranks, never RDX_MISS) and kept as they are, or implied
  * by position in the concatenation of the ranks' points in rank order (rank r's point i gets
@@ -1209,10 +1210,10 @@ RDX_API uint64_t rdx_dist_index_next_row(const rdx_dist_index *idx);
  * points after them); rdx_dist_points_shard_ids maps them to the index's ids.
  *
  * Queries: each rank its own batch, answered in its order. A window, within or match query goes
- * only to the ranks whose box it meets; a kNN query first to the rank owning its location's code
- * (or, when that rank holds no points, the nearest non-empty box), then to every other rank whose
- * box lies within the k-th distance found there; the candidates are merged where the query came
- * from. Option and argument rules are rdx_points_*'s, plus the collective rules above.
+ * only to the ranks whose box and grid blocks it meets; a kNN query first to the rank owning its
+ * location's code (or, when that rank holds no points, the nearest non-empty box), then to every
+ * other rank whose box and blocks lie within the k-th distance found there; the candidates are
+ * merged where the query came from. Option and argument rules are rdx_points_*'s, plus the collective rules above.
  */
 typedef struct rdx_dist_points rdx_dist_points;
 

@@ -35,11 +35,16 @@ static double draw_coord(int shape, rdx_dtype dt) {
   double v;
   if (shape == 1) v = (double)check_below(40);                          /* integer grid: ties */
   else if (shape == 2) v = check_below(10) ? 0.5 + (double)check_below(1000) * 1e-7 : (double)check_below(1000000) * 1e-6;
+  /* far from the origin: a grid of 1/64 over a span of 64 at 10^9 (exact in f64; one value in f32),
+   * so the Morton cells' rounding moves points by several cells and many lie on the edges of
+   * the ranks' grid blocks (points_hd.h) */
+  else if (shape == 3) v = 1e9 + (double)check_below(1u << 12) / 64.0;
   else v = (double)check_below(1u << 30) / (double)(1u << 30) * 200.0 - 100.0;
   return dt == RDX_F32 ? (double)(float)v : v;
 }
 
-/* shape 0: uniform, 1: integer grid, 2: clustered; split: dist_cuts' (dist_check.h) */
+/* shape 0: uniform, 1: integer grid, 2: clustered, 3: far from the origin; split: dist_cuts'
+ * (dist_check.h) */
 static void make_scenario(scenario *s, const char *name, rdx_dtype dt, int64_t n, int shape, int split, int given) {
   s->name = name;
   s->dtype = dt;
@@ -678,6 +683,8 @@ static void body(rdx_context *ctx) {
       {"grid_ties", 1000, 1, 3, 0},
       {"grid_ties_random_cuts", 700, 1, 0, 1},
       {"clustered", 1200, 2, 3, 0},
+      {"far_from_origin", 1000, 3, 3, 0},
+      {"far_from_origin_random_cuts", 700, 3, 0, 1},
       {"no_points", 0, 0, 0, 0},
       {"one_point", 1, 0, 0, 0},
   };

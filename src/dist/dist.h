@@ -154,8 +154,8 @@ rdx_status rdx_dist_gpu_build(rdx_comm *comm, const char *fn, rdx_array keys, rd
  * as doubles), both n_slots long; here: the shard's point count. */
 typedef struct rdx_dist_gpu_points {
   const rdx_points *shard;
-  const double *boxes, *box;
-  const int64_t *rank_counts;
+  const double *boxes, *box, *cover; /* cover: size x RDX_DIST_COVER_MAX x 4 (points_hd.h) */
+  const int64_t *rank_counts, *n_cover;
   const uint64_t *splitters;
   const uint64_t *l2g;
   const double *xy;

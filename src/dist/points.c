@@ -7,9 +7,11 @@
  * Partitioning: a 2^31 x 2^31 Morton grid of the box; each rank owns the codes in
  * (splitters[r-1], splitters[r]], splitters chosen from a stratified sample (split.c, as keys.c
  * chooses them). The partition table (splitters, each rank's point count and a box holding its points) is
- * replicated on every rank. Queries are routed by the boxes (tighter than the code ranges, and
- * exact with the same rounded arithmetic as the shards, spatial/geom_hd.h); kNN starts at the
- * rank owning the query's code and widens to the boxes within the k-th distance found there.
+ * replicated on every rank, with each rank's code range as a few blocks of the grid (cover_of).
+ * Queries are routed by the boxes and the blocks together (each tighter than the other where the
+ * range cuts a block, and exact with the same rounded arithmetic as the shards,
+ * spatial/geom_hd.h); kNN starts at the rank owning the query's code and widens to the ranks
+ * within the k-th distance found there.
  *
  * Ids: the shard numbers its points itself (build order, then insert order, never reused), so
  * each rank keeps the map both ways (l2g: shard id -> index id, and a hash map back) and a copy of
@@ -52,6 +54,9 @@ struct rdx_dist_points {
   double box[4];           /* the index space */
   uint64_t *splitters;     /* size - 1 ascending codes (account) */
   double *boxes;           /* size x 4: a box holding each rank's points (account) */
+  double *cover;           /* size x RDX_DIST_COVER_MAX x 4: each rank's codes as blocks of the grid
+                              (cover_of; account) */
+  int64_t *n_cover;        /* size: how many blocks each rank has (account) */
   int64_t *counts;         /* size: each rank's points now (account) */
   /* this rank's shard ids 0 .. n_slots - 1 */
   int64_t n_slots, cap_slots;
@@ -352,11 +357,48 @@ static rdx_status check_coords(rdx_context *ctx, const char *fn, const char *nam
   return RDX_OK;
 }
 
+/* The codes first..last (inclusive, first <= last) as blocks of the grid of box (points_hd.h), into
+ * out (4 doubles a block), returning how many: the range rounded outward to blocks of
+ * 2^(31 - RDX_DIST_COVER_LEVELS) cells a side, then cut greedily into the largest aligned blocks.
+ * Each block's box is padded beyond its cells' edges by far more than rdx_dist_cell_of's rounding
+ * can move a point (a few units in the last place of the box's coordinates), so every point whose
+ * code lies in the block lies in its box. */
+static int64_t cover_of(const double *box, uint64_t first, uint64_t last, double *out) {
+  const int fine = 2 * (31 - RDX_DIST_COVER_LEVELS); /* code bits below a block of the finest size */
+  first = first >> fine << fine;
+  last |= ((uint64_t)1 << fine) - 1;
+  const double cell[2] = {(box[2] - box[0]) / 2147483648.0, (box[3] - box[1]) / 2147483648.0};
+  const double pad[2] = {(fabs(box[0]) + fabs(box[2])) * 0x1p-44 + (box[2] - box[0]) * 0x1p-28,
+                         (fabs(box[1]) + fabs(box[3])) * 0x1p-44 + (box[3] - box[1]) * 0x1p-28};
+  int64_t n = 0;
+  for (uint64_t x = first;;) {
+    int k = 31; /* the largest block (4^k codes) that starts at x and ends by last */
+    while (k > 0 && ((x & (((uint64_t)1 << 2 * k) - 1)) != 0 || x + (((uint64_t)1 << 2 * k) - 1) > last)) k--;
+    if (n == RDX_DIST_COVER_MAX) { /* never, by the bound above; the whole box would still be right */
+      memcpy(out, box, 4 * sizeof(double));
+      return 1;
+    }
+    const uint32_t cx = rdx_sp_morton_x(x), cy = rdx_sp_morton_y(x);
+    const double side = (double)((uint64_t)1 << k);
+    double *b = out + 4 * n++;
+    b[0] = box[0] + cx * cell[0] - pad[0];
+    b[1] = box[1] + cy * cell[1] - pad[1];
+    b[2] = box[0] + (cx + side) * cell[0] + pad[0];
+    b[3] = box[1] + (cy + side) * cell[1] + pad[1];
+    const uint64_t end = x + (((uint64_t)1 << 2 * k) - 1);
+    if (end >= last) break;
+    x = end + 1;
+  }
+  return n;
+}
+
 static void free_dp(rdx_context *ctx, rdx_dist_points *d) {
   if (d == NULL) return;
   rdx_points_destroy(d->shard);
   rdx_mem_free(ctx, d->splitters);
   rdx_mem_free(ctx, d->boxes);
+  rdx_mem_free(ctx, d->cover);
+  rdx_mem_free(ctx, d->n_cover);
   rdx_mem_free(ctx, d->counts);
   rdx_mem_free(ctx, d->l2g);
   rdx_mem_free(ctx, d->l2g_dev);
@@ -478,6 +520,8 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
     st = rdx_fail(ctx, RDX_ERR_HOST_OUT_OF_MEMORY, "%s: no memory for the handle", fn);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->splitters, size, 8);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->boxes, 4 * (int64_t)size, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->cover, 4 * RDX_DIST_COVER_MAX * (int64_t)size, 8);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->n_cover, size, 8);
   if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &d->counts, size, 8);
   RDX_DIST_AGREE(st);
 
@@ -541,6 +585,12 @@ rdx_status rdx_dist_points_build(rdx_comm *comm, rdx_array points, rdx_array ids
     for (int64_t i = 0; i < n; i++) codes[i] = rdx_dist_code_of(d->box, at_d(raw, points.dtype, 2 * i), at_d(raw, points.dtype, 2 * i + 1));
   RDX_DIST_AGREE(st);
   if (size > 1) RDX_CHECK_GOTO(rdx_dist_splitters(comm, fn, send, codes, n, d->splitters), st, done);
+  for (int p = 0; p < size; p++) {
+    const uint64_t last_code = ((uint64_t)1 << 62) - 1;
+    uint64_t first = p == 0 ? 0 : d->splitters[p - 1] + 1, last = p == size - 1 ? last_code : d->splitters[p];
+    if (p > 0 && d->splitters[p - 1] >= last_code) first = last + 1; /* nothing past the last code */
+    d->n_cover[p] = first <= last ? cover_of(d->box, first, last, d->cover + 4 * RDX_DIST_COVER_MAX * p) : 0;
+  }
 
   /* 4. the points to their owners */
   for (int p = 0; p < size; p++) send[p] = 0;
@@ -884,7 +934,8 @@ static rdx_status group(rdx_context *ctx, const char *fn, int64_t n, const trip 
 
 /* Does query i (doubles qd, row i) meet rank p's points? (points_hd.h, as the device path asks) */
 static int touches(const rdx_dist_points *d, int p, int32_t type, const double *q) {
-  return d->counts[p] > 0 && rdx_dist_touches(d->boxes + 4 * p, type, q);
+  return d->counts[p] > 0 &&
+         rdx_dist_rank_touches(d->boxes + 4 * p, d->cover + 4 * RDX_DIST_COVER_MAX * p, d->n_cover[p], type, q);
 }
 
 /* This rank's queries on the host (*raw) and as doubles, four a row (*qd), each row checked. */
@@ -981,7 +1032,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
     }
     if (st == RDX_OK && d->xy_dev == NULL) st = rdx_dist_gpu_upload(ctx, fn, d->xy, 2 * d->n_slots, (void **)&d->xy_dev);
     RDX_DIST_AGREE(st);
-    const rdx_dist_gpu_points gp = {dp->shard, dp->boxes, dp->box, dp->counts, dp->splitters,
+    const rdx_dist_gpu_points gp = {dp->shard, dp->boxes, dp->box, dp->cover, dp->counts, dp->n_cover, dp->splitters,
                                     dp->l2g_dev, dp->xy_dev, rdx_points_count(dp->shard), dp->l2g_ascending};
     st = rdx_dist_gpu_points_query(comm, fn, &gp, &q, queries, &res);
     if (st == RDX_OK) *out = res, res = NULL;
@@ -1048,7 +1099,7 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
     RDX_CHECK_GOTO(round_trip(comm, fn, dp, &q, qraw, n1, prank, pq, bound, sizeof(cand), answer_knn, &t1), st, done);
     st = group(ctx, fn, n, &t1, NULL, sizeof(cand), &offs, &grouped);
     RDX_DIST_AGREE(st);
-    /* round 2: every other rank whose box lies within the k-th distance found so far */
+    /* round 2: every other rank whose points may lie within the k-th distance found so far */
     int64_t n2 = 0;
     for (int64_t i = 0; i < n1; i++) {
       cand *c = (cand *)grouped + offs[i];
@@ -1056,7 +1107,9 @@ rdx_status rdx_dist_points_query_alloc(rdx_comm *comm, const rdx_dist_points *dp
       qsort(c, (size_t)got, sizeof(cand), cmp_cand);
       const double kth = got >= (uint64_t)q.k ? c[q.k - 1].d2 : INFINITY;
       for (int p = 0; p < size; p++)
-        if (p != first[i] && dp->counts[p] > 0 && rdx_sp_box_min_d2(dp->boxes + 4 * p, qd[4 * i], qd[4 * i + 1]) <= kth) {
+        if (p != first[i] && dp->counts[p] > 0 &&
+            rdx_dist_rank_min_d2(dp->boxes + 4 * p, dp->cover + 4 * RDX_DIST_COVER_MAX * p, dp->n_cover[p], qd[4 * i],
+                                 qd[4 * i + 1]) <= kth) {
           prank[n2] = p;
           pq[n2] = i;
           bound[n2] = kth;

@@ -69,14 +69,18 @@ __device__ void count_mask(unsigned int *hist, unsigned long long m) {
   for (unsigned long long b = m; b; b &= b - 1) atomicAdd(&hist[__ffsll((long long)b) - 1], 1u);
 }
 
+/* The partition table on the device: per rank PART doubles, its box (4), its number of cover
+ * blocks, then RDX_DIST_COVER_MAX blocks (points_hd.h). */
+constexpr int PART = 5 + 4 * RDX_DIST_COVER_MAX;
+
 /* The rounds' routes into mask (one bit per rank asked), per-rank totals into counts, the smallest
  * refused row into *bad (round 1 only):
- *  - window, within, match: every rank holding points whose box the query meets;
+ *  - window, within, match: every rank holding points whose box and blocks the query meets;
  *  - kNN round 1 (kth NULL): the rank owning the query's code, or when it holds no point the
  *    nearest box that holds some (first the lowest rank), recorded in first;
- *  - kNN round 2: every other rank holding points whose box lies within kth[i]. */
+ *  - kNN round 2: every other rank holding points whose box and blocks lie within kth[i]. */
 template <typename T>
-__global__ void route_kernel(const T *q, int64_t n, int cols, int32_t type, int size, const double *boxes,
+__global__ void route_kernel(const T *q, int64_t n, int cols, int32_t type, int size, const double *part,
                              unsigned long long nonempty, const double *box, const uint64_t *splitters, const double *kth,
                              int *first, unsigned long long *mask, unsigned long long *counts, unsigned long long *bad) {
   __shared__ unsigned int hist[RDX_DIST_GPU_POINTS_MAX_RANKS];
@@ -90,7 +94,9 @@ __global__ void route_kernel(const T *q, int64_t n, int cols, int32_t type, int 
       if (kth == NULL) atomicMin(bad, (unsigned long long)i);
     } else if (type != RDX_POINTS_KNN) {
       for (int p = 0; p < size; p++)
-        if (((nonempty >> p) & 1) && rdx_dist_touches(boxes + 4 * p, type, v)) m |= 1ull << p;
+        if (((nonempty >> p) & 1) &&
+            rdx_dist_rank_touches(part + PART * p, part + PART * p + 5, (int64_t)part[PART * p + 4], type, v))
+          m |= 1ull << p;
     } else if (kth == NULL) {
       if (nonempty) {
         int p = size == 1 ? 0 : rdx_dist_owner_of_code(splitters, size, rdx_dist_code_of(box, v[0], v[1]));
@@ -99,7 +105,7 @@ __global__ void route_kernel(const T *q, int64_t n, int cols, int32_t type, int 
           p = -1;
           for (int r = 0; r < size; r++)
             if ((nonempty >> r) & 1) {
-              double b = rdx_sp_box_min_d2(boxes + 4 * r, v[0], v[1]);
+              double b = rdx_sp_box_min_d2(part + PART * r, v[0], v[1]);
               if (p < 0 || b < best) best = b, p = r;
             }
         }
@@ -108,7 +114,8 @@ __global__ void route_kernel(const T *q, int64_t n, int cols, int32_t type, int 
       }
     } else {
       for (int p = 0; p < size; p++)
-        if (p != first[i] && ((nonempty >> p) & 1) && rdx_sp_box_min_d2(boxes + 4 * p, v[0], v[1]) <= kth[i])
+        if (p != first[i] && ((nonempty >> p) & 1) &&
+            rdx_dist_rank_min_d2(part + PART * p, part + PART * p + 5, (int64_t)part[PART * p + 4], v[0], v[1]) <= kth[i])
           m |= 1ull << p;
     }
     count_mask(hist, m);
@@ -618,13 +625,13 @@ rdx_status sort_cands(rdx_context *ctx, const char *fn, int64_t n, const void *o
 
 template <typename T>
 rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_points_query *query, rdx_array in,
-               const double *boxes, const int64_t *rank_counts, const double *box, const uint64_t *splitters,
-               int ascending, rdx_result **out) {
+               const rdx_dist_gpu_points *gp, int ascending, rdx_result **out) {
   rdx_context *ctx = comm->ctx;
   cudaStream_t s = rdx_stream(ctx);
   const int size = comm->size, knn = query->type == RDX_POINTS_KNN;
   const int64_t n = in.count;
   const size_t row = (size_t)in.columns * sizeof(T);
+  double *h_part = NULL;
   void *q = NULL, *d_boxes = NULL, *d_box = NULL, *d_split = NULL, *first = NULL, *kth = NULL, *offs = NULL, *rows = NULL,
        *d2bits = NULL, *gid = NULL, *cnt = NULL, *final_offs = NULL, *final_rows = NULL;
   rdx_result *r = NULL;
@@ -634,7 +641,7 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
   uint64_t total = 0;
   unsigned long long nonempty = 0;
   for (int p = 0; p < size; p++)
-    if (rank_counts[p] > 0) nonempty |= 1ull << p;
+    if (gp->rank_counts[p] > 0) nonempty |= 1ull << p;
   ctx->dist_exchange_ms = 0;
   ctx->dist_shard_ms = 0;
 
@@ -643,12 +650,20 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
     st = rdx_dist_dev_take(ctx, fn, &q, n, row);
     if (st == RDX_OK && n > 0) st = rdx_cuda_memcpy(ctx, q, in.data, (size_t)n * row);
   }
-  if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_boxes, 4 * (int64_t)size, 8);
-  if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_boxes, boxes, (size_t)size * 32);
+  if (st == RDX_OK) st = rdx_dist_take(ctx, fn, &h_part, PART * (int64_t)size, 8);
+  if (st == RDX_OK) {
+    for (int p = 0; p < size; p++) {
+      memcpy(h_part + PART * p, gp->boxes + 4 * p, 4 * sizeof(double));
+      h_part[PART * p + 4] = (double)gp->n_cover[p];
+      memcpy(h_part + PART * p + 5, gp->cover + 4 * RDX_DIST_COVER_MAX * p, (size_t)gp->n_cover[p] * 4 * sizeof(double));
+    }
+    st = rdx_dist_dev_take(ctx, fn, &d_boxes, PART * (int64_t)size, 8);
+  }
+  if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_boxes, h_part, (size_t)size * PART * sizeof(double));
   if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_box, 4, 8);
-  if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_box, box, 32);
+  if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_box, gp->box, 32);
   if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_split, size, 8);
-  if (st == RDX_OK && size > 1) st = rdx_cuda_memcpy(ctx, d_split, splitters, (size_t)(size - 1) * 8);
+  if (st == RDX_OK && size > 1) st = rdx_cuda_memcpy(ctx, d_split, gp->splitters, (size_t)(size - 1) * 8);
   if (st == RDX_OK && knn) st = rdx_dist_dev_take(ctx, fn, &first, n, sizeof(int));
   if (st == RDX_OK && knn) st = rdx_dist_dev_take(ctx, fn, &kth, n, 8);
   RDX_DIST_AGREE(st);
@@ -734,6 +749,7 @@ done:
   trip_free(ctx, &t2);
   rdx_mem_free(ctx, q);
   rdx_mem_free(ctx, d_boxes);
+  rdx_mem_free(ctx, h_part);
   rdx_mem_free(ctx, d_box);
   rdx_mem_free(ctx, d_split);
   rdx_mem_free(ctx, first);
@@ -755,8 +771,8 @@ extern "C" rdx_status rdx_dist_gpu_points_query(rdx_comm *comm, const char *fn, 
   const shard_view sv = {gp->shard, gp->l2g, gp->xy, gp->here, gp->ascending};
   *out = NULL;
   const int asc = gp->ascending;
-  return in.dtype == RDX_F64 ? run<double>(comm, fn, &sv, query, in, gp->boxes, gp->rank_counts, gp->box, gp->splitters, asc, out)
-                             : run<float>(comm, fn, &sv, query, in, gp->boxes, gp->rank_counts, gp->box, gp->splitters, asc, out);
+  return in.dtype == RDX_F64 ? run<double>(comm, fn, &sv, query, in, gp, asc, out)
+                             : run<float>(comm, fn, &sv, query, in, gp, asc, out);
 }
 
 extern "C" rdx_status rdx_dist_gpu_upload(rdx_context *ctx, const char *fn, const void *host, int64_t n, void **dev) {

@@ -46,6 +46,34 @@ RDX_HD int rdx_dist_owner_of_code(const uint64_t *splitters, int size, uint64_t 
   return lo;
 }
 
+/* ---- each rank's codes as blocks of the grid: a range of codes that ends inside a block reaches
+ * into it with a sliver, and the box of the rank's points then spans the whole block (on uniform
+ * points, 4 ranks' boxes overlap by half the space), so routing asks both the box and the blocks.
+ * Blocks are no finer than 2^(31 - RDX_DIST_COVER_LEVELS) cells a side (the range rounded outward
+ * to them), so a rank has at most 6 per level and 3 more: RDX_DIST_COVER_MAX. ---- */
+#define RDX_DIST_COVER_LEVELS 8
+#define RDX_DIST_COVER_MAX 64
+
+/* Does a query (as rdx_dist_touches) meet a rank of box bbox and n_cover blocks (4 doubles each)?
+ * Its points lie in the box and in the blocks, so the query must meet both. */
+RDX_HD int rdx_dist_rank_touches(const double *bbox, const double *cover, int64_t n_cover, int32_t type, const double *q) {
+  if (!rdx_dist_touches(bbox, type, q)) return 0;
+  for (int64_t i = 0; i < n_cover; i++)
+    if (rdx_dist_touches(cover + 4 * i, type, q)) return 1;
+  return 0;
+}
+
+/* No point of such a rank is nearer (x, y), as computed, than this squared distance. */
+RDX_HD double rdx_dist_rank_min_d2(const double *bbox, const double *cover, int64_t n_cover, double x, double y) {
+  double best = INFINITY;
+  for (int64_t i = 0; i < n_cover; i++) {
+    double b = rdx_sp_box_min_d2(cover + 4 * i, x, y);
+    best = b < best ? b : best;
+  }
+  double b = rdx_sp_box_min_d2(bbox, x, y);
+  return b > best ? b : best;
+}
+
 /* The smallest radius r of the dtype (f64, else f32) whose computed square fl(r * r) (the shards'
  * own, geom_hd.h) is at least d2, so a within query of r finds every point at computed distance
  * <= d2. */
