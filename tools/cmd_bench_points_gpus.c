@@ -48,9 +48,9 @@ const char cli_bench_points_gpus_usage[] =
     "build ms (once), query ms (median of --reps after one warm-up, timed between barriers of all\n"
     "ranks), queries per second, results, speedups over the plain index, check (every answer of the\n"
     "sharded index equal to the plain index's), then where the last run's time went (the slowest\n"
-    "rank's ms in the exchanges; the busiest and the idlest shard's ms answering its part). --size:\n"
-    "window side or radius (default: about 64\n"
-    "points per query on uniform data, as bench points; taxi points give many more). --max-results:\n"
+    "rank's ms in the exchanges; the busiest and the idlest shard's ms answering its part).\n"
+    "--size: window side or radius (default: about 64 points per query on uniform data, as bench\n"
+    "points; taxi points give many more). --max-results:\n"
     "a batch whose results (counted first) exceed it is refused before it runs. --backend cpu: CPU\n"
     "contexts of --threads threads instead of GPUs (tests; small sizes).\n";
 

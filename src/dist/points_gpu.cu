@@ -352,7 +352,7 @@ void trip_free(rdx_context *ctx, trip *t) {
  * refused row fails the call with the host path's sentence. */
 template <typename T>
 rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_points_query *query, rdx_array in,
-                      const T *qd, const double *d_boxes, unsigned long long nonempty, const double *d_box,
+                      const T *qd, const double *d_part, unsigned long long nonempty, const double *d_box,
                       const uint64_t *d_split, const double *kth, int *first, trip *t) {
   rdx_context *ctx = comm->ctx;
   cudaStream_t s = rdx_stream(ctx);
@@ -378,7 +378,7 @@ rdx_status round_trip(rdx_comm *comm, const char *fn, const shard_view *sv, cons
     st = rdx_cuda_ok(ctx, cudaMemsetAsync(small, 0, (size_t)size * 8, s), fn);
     if (st == RDX_OK) st = rdx_cuda_ok(ctx, cudaMemsetAsync(bad, 0xFF, 8, s), fn);
     if (st == RDX_OK && n > 0) {
-      route_kernel<T><<<rdx_grid(n, kThreads), kThreads, 0, s>>>(qd, n, cols, query->type, size, d_boxes, nonempty, d_box,
+      route_kernel<T><<<rdx_grid(n, kThreads), kThreads, 0, s>>>(qd, n, cols, query->type, size, d_part, nonempty, d_box,
                                                                  d_split, kth, first, (unsigned long long *)mask, counts, bad);
       st = rdx_cuda_ok(ctx, cudaGetLastError(), fn);
     }
@@ -632,7 +632,7 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
   const int64_t n = in.count;
   const size_t row = (size_t)in.columns * sizeof(T);
   double *h_part = NULL;
-  void *q = NULL, *d_boxes = NULL, *d_box = NULL, *d_split = NULL, *first = NULL, *kth = NULL, *offs = NULL, *rows = NULL,
+  void *q = NULL, *d_part = NULL, *d_box = NULL, *d_split = NULL, *first = NULL, *kth = NULL, *offs = NULL, *rows = NULL,
        *d2bits = NULL, *gid = NULL, *cnt = NULL, *final_offs = NULL, *final_rows = NULL;
   rdx_result *r = NULL;
   trip t1, t2;
@@ -657,9 +657,9 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
       h_part[PART * p + 4] = (double)gp->n_cover[p];
       memcpy(h_part + PART * p + 5, gp->cover + 4 * RDX_DIST_COVER_MAX * p, (size_t)gp->n_cover[p] * 4 * sizeof(double));
     }
-    st = rdx_dist_dev_take(ctx, fn, &d_boxes, PART * (int64_t)size, 8);
+    st = rdx_dist_dev_take(ctx, fn, &d_part, PART * (int64_t)size, 8);
   }
-  if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_boxes, h_part, (size_t)size * PART * sizeof(double));
+  if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_part, h_part, (size_t)size * PART * sizeof(double));
   if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_box, 4, 8);
   if (st == RDX_OK) st = rdx_cuda_memcpy(ctx, d_box, gp->box, 32);
   if (st == RDX_OK) st = rdx_dist_dev_take(ctx, fn, &d_split, size, 8);
@@ -671,7 +671,7 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
   RDX_CHECK_GOTO(comm->ops->allreduce_min_int(comm, &ascending), st, done);
   {
     const T *qd = (const T *)(q != NULL ? q : in.data);
-    RDX_CHECK_GOTO(round_trip<T>(comm, fn, sv, query, in, qd, (const double *)d_boxes, nonempty, (const double *)d_box,
+    RDX_CHECK_GOTO(round_trip<T>(comm, fn, sv, query, in, qd, (const double *)d_part, nonempty, (const double *)d_box,
                                  (const uint64_t *)d_split, NULL, (int *)first, &t1),
                    st, done);
     if (!knn) {
@@ -693,7 +693,7 @@ rdx_status run(rdx_comm *comm, const char *fn, const shard_view *sv, const rdx_p
       rdx_mem_free(ctx, d2bits), d2bits = NULL;
       rdx_mem_free(ctx, gid), gid = NULL;
       RDX_DIST_AGREE(st);
-      RDX_CHECK_GOTO(round_trip<T>(comm, fn, sv, query, in, qd, (const double *)d_boxes, nonempty, (const double *)d_box,
+      RDX_CHECK_GOTO(round_trip<T>(comm, fn, sv, query, in, qd, (const double *)d_part, nonempty, (const double *)d_box,
                                    (const uint64_t *)d_split, (const double *)kth, (int *)first, &t2),
                      st, done);
       /* merged: the k smallest by (distance, id); candidates are distinct points (each rank's
@@ -748,7 +748,7 @@ done:
   trip_free(ctx, &t1);
   trip_free(ctx, &t2);
   rdx_mem_free(ctx, q);
-  rdx_mem_free(ctx, d_boxes);
+  rdx_mem_free(ctx, d_part);
   rdx_mem_free(ctx, h_part);
   rdx_mem_free(ctx, d_box);
   rdx_mem_free(ctx, d_split);
